@@ -1,0 +1,1 @@
+"""attnprof: capture, analyse and render PyTorch profiles of attention, stage by stage."""

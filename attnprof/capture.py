@@ -1,0 +1,180 @@
+"""Capture: run one stage on a CUDA GPU under torch.profiler and write its record.
+
+Per stage this writes two files into the captures folder, each atomically (temp file + rename):
+`<stage>.json` (summary) and `<stage>.trace.json.gz` (the Chrome trace). A stage that fails is
+recorded with its reason and never touches another stage's files.
+"""
+from __future__ import annotations
+
+import datetime
+import gzip
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import warnings
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+from . import store, trace
+from .stages import get_stage, make_inputs, reference, relative_error
+
+LABEL = "attention_forward"  # the record_function name around every profiled forward
+WARMUP_CALLS = 10
+EVENT_REPS = 50
+SCHEDULE = dict(wait=1, warmup=1, active=3, repeat=1)
+
+
+class CaptureError(RuntimeError):
+    pass
+
+
+def require_cuda():
+    if not torch.cuda.is_available():
+        raise CaptureError("no CUDA GPU on this machine: capture needs one "
+                           "(the site builds from the committed captures without it)")
+
+
+# --8<-- [start:profile]
+def profile_forward(forward, trace_path):
+    """Warm up, then profile five steps (wait 1, warm-up 1, active 3) of one annotated forward."""
+    for _ in range(WARMUP_CALLS):
+        forward()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                 schedule=schedule(**SCHEDULE), record_shapes=True) as prof:
+        for _ in range(sum(SCHEDULE[k] for k in ("wait", "warmup", "active"))):
+            with torch.no_grad(), record_function(LABEL):
+                forward()
+            torch.cuda.synchronize()  # keep each forward's GPU work apart in the trace
+            prof.step()
+    prof.export_chrome_trace(str(trace_path))
+    return prof.key_averages()
+# --8<-- [end:profile]
+
+
+def event_times_us(forward, reps=EVENT_REPS):
+    """CUDA-event time of each of `reps` forwards (first launch to last completion on the stream)."""
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        forward()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0)
+    return times
+
+
+def peak_extra_bytes(forward):
+    """Peak memory a forward allocates beyond what was live before it (output included)."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    out = forward()
+    torch.cuda.synchronize()
+    del out
+    return torch.cuda.max_memory_allocated() - before
+
+
+def key_average_rows(averages, limit=25):
+    def us(ev, name):
+        return float(getattr(ev, name, 0.0) or 0.0)
+    rows = [{"name": ev.key, "calls": ev.count,
+             "self_cpu_us": us(ev, "self_cpu_time_total"), "cpu_total_us": us(ev, "cpu_time_total"),
+             "self_device_us": us(ev, "self_device_time_total"), "device_total_us": us(ev, "device_time_total")}
+            for ev in averages]
+    rows.sort(key=lambda r: (r["self_device_us"], r["cpu_total_us"]), reverse=True)
+    return rows[:limit]
+
+
+def environment(stage) -> dict:
+    props = torch.cuda.get_device_properties(0)
+    try:
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True, timeout=20).stdout.strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        driver = "unknown"
+    try:
+        import triton
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
+    return {"device": torch.cuda.get_device_name(0), "capability": f"sm_{props.major}{props.minor}",
+            "sm_count": props.multi_processor_count, "driver": driver, "torch": torch.__version__,
+            "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(), "triton": triton_version,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "source_hash": stage.source_hash()}
+
+
+def capture_stage(name, shape, dtype_name, out_dir) -> dict:
+    """Capture one stage; returns its summary (also written). Raises nothing for a backend that cannot run."""
+    from .stages import DTYPES
+    stage = get_stage(name)
+    out_dir = Path(out_dir)
+    settings = store.settings(shape, dtype_name)
+    summary = {"stage": name, "title": stage.title, "shape": list(shape), "dtype": dtype_name,
+               "label": LABEL, "settings": settings, "key": store.capture_key(stage, settings),
+               **environment(stage)}
+    q, k, v = make_inputs(shape, DTYPES[dtype_name], "cuda")
+    forward = stage.prepare(q, k, v)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with torch.no_grad():
+                out = forward()
+            torch.cuda.synchronize()
+        except RuntimeError as e:
+            reasons = [str(w.message) for w in caught] + [str(e).splitlines()[0]]
+            summary["unavailable"] = " | ".join(dict.fromkeys(r.strip() for r in reasons if r.strip()))
+            store.write_summary(out_dir, summary)
+            store.trace_path(out_dir, name).unlink(missing_ok=True)
+            return summary
+    summary["rel_err"] = relative_error(out, reference(q, k, v))
+    del out
+
+    with torch.no_grad():
+        with tempfile.TemporaryDirectory() as tmp:
+            raw = Path(tmp) / "trace.json"
+            averages = profile_forward(forward, raw)
+            events = json.loads(raw.read_text())
+        times = event_times_us(forward)
+        summary["peak_extra_bytes"] = peak_extra_bytes(forward)
+
+    fwds = trace.forwards(events, LABEL)
+    counts = [len(f.ops) for f in fwds]
+    chosen = trace.median_forward(fwds)
+    summary.update({
+        "ops_per_forward": len(chosen.ops),
+        "ops_per_forward_each": counts,  # one entry per profiled forward: they should agree
+        "forward_device_us": chosen.device_us,
+        "cpu_forward_us": statistics.median(f.cpu_us for f in fwds),
+        "event_median_us": statistics.median(times),
+        "event_p10_us": sorted(times)[len(times) // 10],
+        "event_p90_us": sorted(times)[len(times) * 9 // 10],
+        "ops": [op.__dict__ for op in chosen.ops],
+        "cpu_ops": [op.__dict__ for op in chosen.cpu_ops],
+        "key_averages": key_average_rows(averages),
+    })
+    store.write_trace(out_dir, name, events)  # both files last, so a failure above leaves the old pair intact
+    store.write_summary(out_dir, summary)
+    return summary
+
+
+def capture(names, shape, dtype_name, out_dir) -> list[dict]:
+    require_cuda()
+    results = []
+    for name in names:
+        get_stage(name)  # fail on a bad name before any GPU work
+    for name in names:
+        try:
+            results.append(capture_stage(name, shape, dtype_name, out_dir))
+        except Exception as e:  # one broken stage must not cost the others their captures
+            print(f"capture of {name} failed: {type(e).__name__}: {e}", flush=True)
+            if isinstance(e, torch.OutOfMemoryError):
+                torch.cuda.empty_cache()
+            results.append({"stage": name, "error": f"{type(e).__name__}: {e}"})
+    return results

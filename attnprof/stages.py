@@ -1,0 +1,109 @@
+"""The stages of the ladder: which snippet each one runs and how its inputs are made.
+
+A stage is everything `capture` needs to run one attention variant: the snippet file (whose source
+hash marks a capture stale when it changes) and a `prepare` that turns inputs into a zero-argument
+forward. Nothing here needs a GPU.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+SNIPPETS = ROOT / "snippets"
+
+DEFAULT_SHAPE = (8, 16, 1024, 64)  # the post's [batch, heads, seq, head_dim]
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+def load_snippet(name: str):
+    """Import snippets/<name>.py by path, so it works from a checkout without installing."""
+    path = SNIPPETS / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"attnprof_snippet_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    title: str
+    snippet: str  # file name under snippets/, without .py
+    backend: str | None = None  # SDPA backend to pin, None for auto or non-SDPA stages
+
+    def source_hash(self) -> str:
+        return hashlib.sha256((SNIPPETS / f"{self.snippet}.py").read_bytes()).hexdigest()[:16]
+
+    def prepare(self, q, k, v) -> Callable[[], torch.Tensor]:
+        """A zero-argument forward over these inputs (the mask, if any, built once here)."""
+        module = load_snippet(self.snippet)
+        if self.snippet == "sdpa":
+            return lambda: module.attention(q, k, v, backend=self.backend)
+        mask = module.causal_mask(q.shape[-2], q.device)
+        return lambda: module.attention(q, k, v, mask)
+
+
+STAGES = {
+    s.name: s
+    for s in [
+        Stage("naive", "Naive attention", "naive"),
+        Stage("inplace", "In-place masking", "inplace"),
+        Stage("math", "SDPA, math backend", "sdpa", "math"),
+        Stage("efficient", "SDPA, memory-efficient backend", "sdpa", "efficient"),
+        Stage("flash", "SDPA, flash backend", "sdpa", "flash"),
+        Stage("cudnn", "SDPA, cuDNN backend", "sdpa", "cudnn"),
+        Stage("auto", "SDPA, auto-dispatch", "sdpa", None),
+    ]
+}
+
+
+def get_stage(name: str) -> Stage:
+    if name not in STAGES:
+        raise ValueError(f"unknown stage {name!r}: choose from {', '.join(STAGES)}")
+    return STAGES[name]
+
+
+def parse_shape(text: str) -> tuple[int, int, int, int]:
+    parts = text.split(",")
+    try:
+        shape = tuple(int(p) for p in parts)
+    except ValueError:
+        shape = ()
+    if len(shape) != 4 or min(shape) < 1:
+        raise ValueError(f"bad shape {text!r}: give four positive integers B,H,S,D, e.g. 8,16,1024,64")
+    return shape
+
+
+def parse_dtype(text: str) -> torch.dtype:
+    if text not in DTYPES:
+        raise ValueError(f"unsupported dtype {text!r}: choose from {', '.join(DTYPES)}")
+    return DTYPES[text]
+
+
+def make_inputs(shape, dtype, device, seed=0):
+    """Fresh random q, k, v of shape [B, H, S, D]."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    return [torch.randn(shape, generator=gen).to(device=device, dtype=dtype) for _ in range(3)]
+
+
+def reference(q, k, v) -> torch.Tensor:
+    """Causal attention in float64, on the inputs' device: the yardstick every stage is checked against."""
+    q, k, v = (t.detach().to(torch.float64) for t in (q, k, v))
+    s = q.shape[-2]
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    future = torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1)
+    scores = scores.masked_fill(future, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def relative_error(out, ref) -> float:
+    """||out - ref|| / ||ref|| in float64; NaN anywhere gives NaN, which never passes a check."""
+    out = out.detach().to(ref.device, torch.float64)
+    return float(torch.linalg.vector_norm(out - ref) / torch.linalg.vector_norm(ref))

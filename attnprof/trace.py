@@ -1,0 +1,127 @@
+"""Reading a torch.profiler Chrome trace: one annotated forward and the device work it launched.
+
+A forward is the CPU range of the `record_function` annotation. Its device work is every kernel,
+memcpy and memset whose correlation id matches a runtime/driver launch made inside that range on
+the same thread, in launch order. Nothing is ever divided by a step count.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+DEVICE_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+
+
+class TraceError(ValueError):
+    pass
+
+
+@dataclass
+class DeviceOp:
+    name: str
+    kind: str  # kernel | memcpy | memset
+    duration_us: float
+    start_us: float  # relative to the start of the forward's CPU range
+    launch: str  # the runtime/driver call that launched it, e.g. cudaLaunchKernel
+    launch_start_us: float
+    grid: list | None = None
+    block: list | None = None
+    registers: int | None = None  # per thread
+    shared_memory: int | None = None  # bytes per block
+
+
+@dataclass
+class CpuOp:
+    name: str
+    start_us: float
+    duration_us: float
+    depth: int  # 1 = called directly inside the annotation
+
+
+@dataclass
+class Forward:
+    cpu_us: float
+    ops: list[DeviceOp] = field(default_factory=list)
+    cpu_ops: list[CpuOp] = field(default_factory=list)
+
+    @property
+    def device_us(self) -> float:
+        return sum(op.duration_us for op in self.ops)
+
+    def to_dict(self) -> dict:
+        return {"cpu_us": self.cpu_us, "device_us": self.device_us,
+                "ops": [asdict(o) for o in self.ops], "cpu_ops": [asdict(o) for o in self.cpu_ops]}
+
+
+def load(path: str | Path) -> dict:
+    """Read a Chrome trace, gzipped or plain; a damaged file raises TraceError naming it."""
+    path = Path(path)
+    if not path.exists():
+        raise TraceError(f"trace file {path} is missing: recapture with `python -m attnprof capture`")
+    try:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt") as f:
+            trace = json.load(f)
+    except (OSError, EOFError, json.JSONDecodeError) as e:
+        raise TraceError(f"trace file {path} is unreadable ({e}): recapture with `python -m attnprof capture`")
+    if "traceEvents" not in trace:
+        raise TraceError(f"trace file {path} has no traceEvents: not a torch.profiler Chrome trace")
+    return trace
+
+
+def _within(ev, start, end):
+    return start <= ev["ts"] <= end
+
+
+def _nesting_depths(events):
+    """Depth of each complete event among the others (1 = outermost)."""
+    depths, stack = [], []
+    for ev in events:
+        while stack and ev["ts"] >= stack[-1]:
+            stack.pop()
+        stack.append(ev["ts"] + ev.get("dur", 0))
+        depths.append(len(stack))
+    return depths
+
+
+def forwards(trace: dict, label: str) -> list[Forward]:
+    """Every annotated forward named `label`, in time order, with its device and CPU work."""
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    annotations = sorted((e for e in events if e.get("cat") == "user_annotation" and e.get("name") == label),
+                         key=lambda e: e["ts"])
+    if not annotations:
+        raise TraceError(f"no forward annotated {label!r} in the trace")
+    device_by_corr: dict[int, list] = {}
+    for e in events:
+        if e.get("cat") in DEVICE_KINDS and "correlation" in e.get("args", {}):
+            device_by_corr.setdefault(e["args"]["correlation"], []).append(e)
+
+    result = []
+    for ann in annotations:
+        start, end = ann["ts"], ann["ts"] + ann["dur"]
+        same_thread = [e for e in events if e.get("tid") == ann.get("tid") and e.get("pid") == ann.get("pid")]
+        launches = sorted((e for e in same_thread if e.get("cat") in LAUNCH_CATS and _within(e, start, end)),
+                          key=lambda e: e["ts"])
+        fwd = Forward(cpu_us=ann["dur"])
+        for launch in launches:
+            for dev in sorted(device_by_corr.get(launch["args"].get("correlation"), []), key=lambda e: e["ts"]):
+                a = dev.get("args", {})
+                fwd.ops.append(DeviceOp(
+                    name=dev["name"], kind=DEVICE_KINDS[dev["cat"]], duration_us=float(dev["dur"]),
+                    start_us=dev["ts"] - start, launch=launch["name"], launch_start_us=launch["ts"] - start,
+                    grid=a.get("grid"), block=a.get("block"), registers=a.get("registers per thread"),
+                    shared_memory=a.get("shared memory")))
+        cpu = sorted((e for e in same_thread if e.get("cat") == "cpu_op" and _within(e, start, end)),
+                     key=lambda e: (e["ts"], -e.get("dur", 0)))
+        for ev, depth in zip(cpu, _nesting_depths(cpu)):
+            fwd.cpu_ops.append(CpuOp(ev["name"], ev["ts"] - start, float(ev.get("dur", 0)), depth))
+        result.append(fwd)
+    return result
+
+
+def median_forward(fwds: list[Forward]) -> Forward:
+    """The forward whose device time is the median: a real forward, not an average of several."""
+    return sorted(fwds, key=lambda f: f.device_us)[len(fwds) // 2]
