@@ -39,17 +39,22 @@ def require_cuda():
 
 
 # --8<-- [start:profile]
+def sync():
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
 def profile_forward(forward, trace_path):
     """Warm up, then profile five steps (wait 1, warm-up 1, active 3) of one annotated forward."""
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
     for _ in range(WARMUP_CALLS):
         forward()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                 schedule=schedule(**SCHEDULE), record_shapes=True) as prof:
+    sync()
+    with profile(activities=activities, schedule=schedule(**SCHEDULE), record_shapes=True) as prof:
         for _ in range(sum(SCHEDULE[k] for k in ("wait", "warmup", "active"))):
             with torch.no_grad(), record_function(LABEL):
                 forward()
-            torch.cuda.synchronize()  # keep each forward's GPU work apart in the trace
+            sync()  # keep each forward's GPU work apart in the trace
             prof.step()
     prof.export_chrome_trace(str(trace_path))
     return prof.key_averages()

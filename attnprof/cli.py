@@ -1,4 +1,4 @@
-"""python -m attnprof {capture,show,check,explain}: every command answers bad input in one line."""
+"""python -m attnprof {capture,show,check,explain}: capture attention profiles on a GPU, read them anywhere."""
 from __future__ import annotations
 
 import argparse
@@ -47,6 +47,17 @@ def cmd_check(args) -> int:
     return 1 if problems else 0
 
 
+def cmd_explain(args) -> int:
+    from .names import explain
+    info = explain(args.name)
+    if args.json:
+        print(json.dumps({k: info[k] for k in ("library", "math_unit", "dtype", "arch", "tile", "summary")}, indent=1))
+    else:
+        width = max(map(len, info))
+        print("\n".join(f"{k:>{width}}: {v if v is not None else '(not in the name)'}" for k, v in info.items()))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m attnprof", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -67,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("check", help="list captures that are missing or stale; exit 1 if any")
     k.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
     k.set_defaults(run=cmd_check)
+
+    e = sub.add_parser("explain", help="decode a kernel name: library, math unit, dtype, arch, tile")
+    e.add_argument("name", metavar="KERNEL_NAME")
+    e.add_argument("--json", action="store_true", help="print the decoding as JSON")
+    e.set_defaults(run=cmd_explain)
     return p
 
 

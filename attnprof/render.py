@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 from difflib import SequenceMatcher
 
+from . import names, occupancy
 from . import trace as trace_mod
 
 KIND_LABEL = {"kernel": "kernel", "memcpy": "Memcpy", "memset": "Memset"}
@@ -29,6 +30,11 @@ def md_cell(text) -> str:
 def md_code(text) -> str:
     """A kernel name as inline code inside a table cell, escaped for HTML."""
     return f"<code>{md_cell(text)}</code>"
+
+
+def md_kernel(name: str) -> str:
+    """A kernel's short label as code, its full name in the tooltip (both escaped)."""
+    return f'<code title="{html.escape(name, quote=True)}">{md_cell(names.label(name))}</code>'
 
 
 def md_table(headers, rows, align=None) -> str:
@@ -96,17 +102,27 @@ def key_averages_md(summary) -> str:
     return md_table(KEY_AVG_HEADERS, rows, ["---", "---:", "---:", "---:", "---:", "---:"])
 
 
+def launching_path(summary, op) -> list[str]:
+    """The aten ops enclosing a device op's launch, outermost first (e.g. masked_fill > clone > copy_)."""
+    t = op["launch_start_us"]
+    return [c["name"] for c in summary["cpu_ops"] if c["start_us"] <= t <= c["start_us"] + c["duration_us"]]
+
+
 def ops_md(summary, mark: str | None = None) -> str:
     """The per-forward device ops in launch order; rows whose kind or name contains `mark` are flagged."""
     rows = []
     for i, op in enumerate(summary["ops"], 1):
         flagged = mark and (mark.lower() in op["kind"].lower() or mark.lower() in op["name"].lower())
         kind = KIND_LABEL[op["kind"]]
-        rows.append((i, f"**{kind}** ⟵" if flagged else kind, us(op["duration_us"]), md_code(op["name"]), op["launch"]))
+        path = " › ".join(n.removeprefix("aten::") for n in launching_path(summary, op))
+        info = names.explain(op["name"])
+        rows.append((i, f"**{kind}** ⟵" if flagged else kind, us(op["duration_us"]), md_kernel(op["name"]),
+                     info["library"], info["math_unit"], f"{md_cell(path)} › {op['launch']}"))
     total = (f"\n\n{summary['ops_per_forward']} device ops in one forward, {us(summary['forward_device_us'])} of device "
              f"time (sum of their durations, profiler); CUDA-event median of the whole forward "
              f"{us(summary['event_median_us'])} over {summary['settings']['event_reps']} runs.")
-    return md_table(["#", "kind", "time", "name", "launched by"], rows, ["---:", "---", "---:", "---", "---"]) + total
+    return md_table(["#", "kind", "time", "kernel (hover for the full name)", "library", "math unit", "launched from"],
+                    rows, ["---:", "---", "---:", "---", "---", "---", "---"]) + total
 
 
 def ops_diff(a, b):
@@ -124,9 +140,9 @@ def ops_diff(a, b):
 
 def ops_diff_md(a, b) -> str:
     removed, added = ops_diff(a, b)
-    rows = [("−", f"#{i} in {a['stage']}", KIND_LABEL[op["kind"]], us(op["duration_us"]), md_code(op["name"]))
+    rows = [("−", f"#{i} in {a['stage']}", KIND_LABEL[op["kind"]], us(op["duration_us"]), md_kernel(op["name"]))
             for i, op in removed]
-    rows += [("+", f"#{i} in {b['stage']}", KIND_LABEL[op["kind"]], us(op["duration_us"]), md_code(op["name"]))
+    rows += [("+", f"#{i} in {b['stage']}", KIND_LABEL[op["kind"]], us(op["duration_us"]), md_kernel(op["name"]))
              for i, op in added]
     if not rows:
         return f"The two op lists are the same: {a['ops_per_forward']} ops each."
@@ -187,6 +203,55 @@ def trace_svg(summary, trace: dict, width: int = 960) -> str:
                      f'<title>{i}. {esc(op.name)} {us(op.duration_us)}</title></rect>'
                      f'<text x="{gx + gw / 2:.1f}" y="{y_gpu + row_h + 12}" text-anchor="middle">{i}</text>')
         parts.append(f'<text x="{left}" y="{legend_y + 16 * (i - 1)}"><tspan font-weight="bold">{i}</tspan> '
-                     f'{KIND_LABEL[op.kind]} · {us(op.duration_us)} · {esc(short_name(op.name, 120))}</text>')
+                     f'{KIND_LABEL[op.kind]} · {us(op.duration_us)} · {esc(names.label(op.name))}</text>')
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+# ---- footprint, CPU side -------------------------------------------------------------------------
+
+def footprint_rows(summary, props: dict):
+    """Per kernel: grid, block, registers, shared memory, and theoretical occupancy from `props`."""
+    rows = []
+    for i, op in enumerate(summary["ops"], 1):
+        if op["kind"] != "kernel":
+            continue
+        threads = op["block"][0] * op["block"][1] * op["block"][2]
+        occ = occupancy.theoretical(op["registers"], threads, op["shared_memory"], props)
+        rows.append({"index": i, "name": op["name"], "grid": op["grid"], "block": op["block"], "threads": threads,
+                     "registers": op["registers"], "shared_memory": op["shared_memory"],
+                     "achieved_occupancy": op.get("achieved_occupancy"), **occ})
+    return rows
+
+
+def footprint_md(summary, props: dict) -> str:
+    rows = [(r["index"], md_kernel(r["name"]), "×".join(map(str, r["grid"])), "×".join(map(str, r["block"])),
+             r["registers"], f"{r['shared_memory'] / 1024:.1f} KiB", f"{r['blocks_per_sm']} ({r['limiter']})",
+             f"{r['warps_per_sm']} / {r['max_warps']}", f"**{r['occupancy_pct']:.1f} %**",
+             "—" if r["achieved_occupancy"] is None else f"{r['achieved_occupancy']} %")
+            for r in footprint_rows(summary, props)]
+    return md_table(["#", "kernel", "grid", "block", "regs/thread", "smem/block", "blocks/SM (limit)",
+                     "warps/SM", "theoretical occupancy", "trace's est. achieved"], rows,
+                    ["---:", "---", "---", "---", "---:", "---:", "---", "---:", "---:", "---:"]) + (
+        f"\n\n*Theoretical occupancy* is computed by attnprof from each kernel's registers, shared memory and "
+        f"block size against this GPU's per-SM limits ({props['regsPerMultiprocessor']} registers, "
+        f"{props['sharedMemPerMultiprocessor'] // 1024} KiB shared memory, "
+        f"{props['maxThreadsPerMultiprocessor'] // 32} warps, from the trace's deviceProperties). "
+        f"*Est. achieved* is the profiler's own field, copied as recorded; it is an estimate, "
+        f"and it reads 0 for many kernels on this machine.")
+
+
+def cpu_md(summary, max_depth: int = 2) -> str:
+    """The aten ops of one forward with their CPU time, and the launch API each device op used."""
+    rows = []
+    for c in summary["cpu_ops"]:
+        if c["depth"] > max_depth:
+            continue
+        launched = [o for o in summary["ops"] if c["start_us"] <= o["launch_start_us"] <= c["start_us"] + c["duration_us"]]
+        apis = sorted({o["launch"] for o in launched})
+        rows.append(("&nbsp;" * 4 * (c["depth"] - 1) + f"<code>{md_cell(c['name'])}</code>", us(c["duration_us"]),
+                     len(launched), ", ".join(apis) or "—"))
+    return md_table(["aten op (nested)", "CPU time", "device ops launched", "launch API"], rows,
+                    ["---", "---:", "---:", "---"]) + (
+        f"\n\nThe whole annotated forward took {us(summary['cpu_forward_us'])} of CPU time (median of "
+        f"{len(summary['ops_per_forward_each'])} profiled forwards); ops nested deeper than {max_depth} are in the trace.")

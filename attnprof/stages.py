@@ -107,3 +107,18 @@ def relative_error(out, ref) -> float:
     """||out - ref|| / ||ref|| in float64; NaN anywhere gives NaN, which never passes a check."""
     out = out.detach().to(ref.device, torch.float64)
     return float(torch.linalg.vector_norm(out - ref) / torch.linalg.vector_norm(ref))
+
+
+def snippet_section(path: str | Path, section: str | None = None) -> str:
+    """The lines of a file between `--8<-- [start:NAME]` and `--8<-- [end:NAME]` markers, as
+    pymdownx.snippets shows them (marker lines dropped); the whole file when `section` is None."""
+    lines = Path(path).read_text().splitlines()
+    if section is None:
+        return "\n".join(l for l in lines if "--8<-- [" not in l)
+    start, end = f"--8<-- [start:{section}]", f"--8<-- [end:{section}]"
+    try:
+        i = next(n for n, l in enumerate(lines) if l.strip().endswith(start))
+        j = next(n for n, l in enumerate(lines) if n > i and l.strip().endswith(end))
+    except StopIteration:
+        raise ValueError(f"{path} has no section {section!r}") from None
+    return "\n".join(l for l in lines[i + 1:j] if "--8<-- [" not in l)

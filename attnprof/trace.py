@@ -31,6 +31,7 @@ class DeviceOp:
     block: list | None = None
     registers: int | None = None  # per thread
     shared_memory: int | None = None  # bytes per block
+    achieved_occupancy: float | None = None  # the trace's "est. achieved occupancy %", as recorded
 
 
 @dataclass
@@ -113,7 +114,8 @@ def forwards(trace: dict, label: str) -> list[Forward]:
                     name=dev["name"], kind=DEVICE_KINDS[dev["cat"]], duration_us=float(dev["dur"]),
                     start_us=dev["ts"] - start, launch=launch["name"], launch_start_us=launch["ts"] - start,
                     grid=a.get("grid"), block=a.get("block"), registers=a.get("registers per thread"),
-                    shared_memory=a.get("shared memory")))
+                    shared_memory=a.get("shared memory"),
+                    achieved_occupancy=a.get("est. achieved occupancy %")))
         cpu = sorted((e for e in same_thread if e.get("cat") == "cpu_op" and _within(e, start, end)),
                      key=lambda e: (e["ts"], -e.get("dur", 0)))
         for ev, depth in zip(cpu, _nesting_depths(cpu)):

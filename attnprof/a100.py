@@ -1,0 +1,27 @@
+"""The A100 figures published in Hugging Face's post, for citing beside our H200 captures.
+
+Source: "Profiling in PyTorch (Part 3): Attention is all you profile",
+https://huggingface.co/blog/torch-attention-profile (NVIDIA A100-SXM4-80GB, bf16, [8, 16, 1024, 64],
+causal). These are the post's numbers, never ours; `None` where the post gives none.
+"""
+SOURCE = "https://huggingface.co/blog/torch-attention-profile"
+SOURCE_TITLE = "Profiling in PyTorch (Part 3): Attention is all you profile"
+
+# forward_us: the post's average forward CUDA time; cpu_us: its CPU time per forward
+FIGURES = {
+    "naive": {"ops": 6, "forward_us": None, "cpu_us": None},
+    "inplace": {"ops": 5, "forward_us": 1955.0, "cpu_us": None},
+    "math": {"ops": 20, "forward_us": 7239.0, "cpu_us": None},
+    "efficient": {"ops": 1, "forward_us": 277.9, "cpu_us": 117.0},
+    "flash": {"ops": 1, "forward_us": 146.8, "cpu_us": 138.0},
+    "cudnn": {"ops": 1, "forward_us": 186.3, "cpu_us": 214.0},
+    "auto": {"ops": None, "forward_us": None, "cpu_us": None},
+}
+
+KERNELS = {
+    "naive": "s16816 (bf16 Tensor Core mma 16x8x16) GEMMs",
+    "math": "sgemm (FP32 on CUDA cores)",
+    "efficient": "fmha_cutlassF_bf16_aligned_64x64_rf_sm80",
+    "flash": "pytorch_flash::flash_fwd_kernel",
+    "cudnn": "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_6_128x64x64_4x1x1_cga1x1x1_kernel0_0",
+}

@@ -1,0 +1,157 @@
+"""The pieces a chapter can ask for, by name: `<!-- attnprof: ops naive mark=Memcpy -->` and so on.
+
+Each piece is a function of committed captures that returns Markdown. A capture that is missing,
+corrupt or stale renders as a warning box naming the recapture command (the strict build has already
+failed on it by then).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from . import a100, names, render, store, trace
+from .stages import STAGES
+
+
+@lru_cache(maxsize=None)
+def summary(stage: str) -> dict:
+    return store.load_summary(stage)
+
+
+def is_unavailable(stage: str) -> bool:
+    return "unavailable" in summary(stage)
+
+
+@lru_cache(maxsize=None)
+def trace_of(stage: str) -> dict:
+    return trace.load(store.trace_path(store.CAPTURES, stage))
+
+
+def trace_svg(stage: str) -> str:
+    return render.trace_svg(summary(stage), trace_of(stage))
+
+
+def device_properties(stage: str) -> dict:
+    return trace_of(stage)["deviceProperties"][0]
+
+
+def causal_tflops(s: dict) -> float:
+    """TFLOP/s of a forward counting causal FLOPs: two matmuls of 2·S²·D per head, halved by the mask."""
+    b, h, n, d = s["shape"]
+    return 4 * b * h * n * n * d / 2 / (s["event_median_us"] * 1e-6) / 1e12
+
+
+def _stamp(stage):
+    return render.stamp_md(summary(stage))
+
+
+def _table(stage):
+    return render.key_averages_md(summary(stage))
+
+
+def _ops(stage, mark=None):
+    return render.ops_md(summary(stage), mark)
+
+
+def _diff(a, b):
+    return render.ops_diff_md(summary(a), summary(b))
+
+
+def _trace(stage):
+    return (f"![One {stage} forward: CPU ops above, launches, GPU ops below](figures/{stage}-trace.svg)\n\n"
+            f"*One forward of `{stage}` from the committed trace. Numbers match the op list; hover a bar "
+            f"for its full name and duration.*")
+
+
+def _download(stage):
+    return (f"[:material-download: {stage}.trace.json.gz](captures/{stage}.trace.json.gz) "
+            f"(the whole profile: {len(summary(stage)['ops_per_forward_each'])} annotated forwards) · "
+            f"[summary JSON](captures/{stage}.json)\n\n"
+            f"Open the trace at [ui.perfetto.dev](https://ui.perfetto.dev) (*Open trace file*; it reads the "
+            f"gzipped file as it is) or in `chrome://tracing`. Search for `attention_forward` to find the "
+            f"annotated forwards; press `f` to zoom to a selection.")
+
+
+VALUES = {
+    "ops": lambda s: str(s["ops_per_forward"]),
+    "device_time": lambda s: render.us(s["forward_device_us"]),
+    "event_median": lambda s: render.us(s["event_median_us"]),
+    "cpu_time": lambda s: render.us(s["cpu_forward_us"]),
+    "rel_err": lambda s: f"{s['rel_err']:.1e}",
+    "device": lambda s: s["device"],
+}
+
+
+def _value(stage, field):
+    """One number from a capture, inline in prose, so no figure in the text is typed by hand."""
+    if field not in VALUES:
+        raise KeyError(f"unknown value {field!r} (known: {', '.join(VALUES)})")
+    return VALUES[field](summary(stage))
+
+
+def _footprint(stage):
+    return render.footprint_md(summary(stage), device_properties(stage))
+
+
+def _cpu(stage, depth="2"):
+    return render.cpu_md(summary(stage), int(depth))
+
+
+def _kernels(stage):
+    """Each distinct kernel of one forward, decoded."""
+    seen, rows = set(), []
+    for op in summary(stage)["ops"]:
+        if op["kind"] != "kernel" or op["name"] in seen:
+            continue
+        seen.add(op["name"])
+        e = names.explain(op["name"])
+        rows.append((render.md_kernel(op["name"]), e["library"], e["math_unit"], e["dtype"] or "—", e["arch"] or "—",
+                     e["tile"] or "—", render.md_cell(e["summary"])))
+    return render.md_table(["kernel", "library", "math unit", "dtype", "arch", "tile", "what it is"], rows)
+
+
+LESSONS = {
+    "naive": "one kernel per line of Python, plus a hidden copy from the out-of-place masked_fill",
+    "inplace": "in place removes the copy; the N×N scores still make four trips through memory",
+    "math": "SDPA's reference path: upcasts to fp32, rebuilds the mask every call, many small kernels",
+    "efficient": "one fused kernel; the N×N matrix never reaches memory",
+    "flash": "one fused FlashAttention-2 kernel, low occupancy by design",
+    "cudnn": "cuDNN's fused kernel, launched through the driver API",
+    "auto": "what SDPA picks by itself on this GPU",
+}
+
+
+def _glance():
+    rows = []
+    for name, stage in STAGES.items():
+        s, ref = summary(name), a100.FIGURES[name]
+        link = f"[{stage.title}]({name}.md)"
+        if "unavailable" in s:
+            rows.append((link, "not available here", *["—"] * 8, render.md_cell(s["unavailable"])))
+            continue
+        ratio = f"{ref['forward_us'] / s['forward_device_us']:.1f}×" if ref["forward_us"] else "—"
+        rows.append((link, s["ops_per_forward"], render.us(s["forward_device_us"]), render.us(s["event_median_us"]),
+                     render.us(s["cpu_forward_us"]), f"{causal_tflops(s):.0f}", f"{s['rel_err']:.1e}",
+                     ref["ops"] if ref["ops"] is not None else "—", render.us(ref["forward_us"]), ratio, LESSONS[name]))
+    return render.md_table(
+        ["stage", "ops / forward", "device time / forward", "CUDA-event median", "CPU time / forward",
+         "TFLOP/s (causal, event median)", "rel. error vs fp64", "A100 ops (post)", "A100 forward (post)",
+         "A100 ÷ H200 time", "lesson"], rows,
+        ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"])
+
+
+PIECES = {"value": _value, "footprint": _footprint, "cpu": _cpu, "kernels": _kernels, "glance": _glance, "stamp": _stamp, "table": _table, "ops": _ops, "diff": _diff, "trace": _trace, "download": _download}
+
+
+def expand(name: str, args: list[str], problems: dict[str, str]) -> str:
+    if name not in PIECES:
+        raise KeyError(f"unknown piece {name!r} (known: {', '.join(PIECES)})")
+    positional = [a for a in args if "=" not in a]
+    keywords = dict(a.split("=", 1) for a in args if "=" in a)
+    for stage in positional[:2 if name == "diff" else 1]:
+        if stage in problems and name == "value":
+            return "**(capture not usable: see the box above)**"
+        if stage in problems:
+            return f'!!! failure "Capture not usable"\n    {render.md_cell(problems[stage])}'
+        if name not in ("stamp", "value") and is_unavailable(stage):
+            return render.unavailable_md(summary(stage))
+    return PIECES[name](*positional, **keywords)

@@ -1,0 +1,76 @@
+"""The mkdocs hook: captures become page content at build time (one mechanism for every chapter).
+
+A chapter asks for a rendered piece with an HTML comment, `<!-- attnprof: PIECE ARG... -->`; the hook
+replaces it with Markdown made from the committed captures. Trace pictures and notebooks are
+generated files, never committed copies. Before rendering, stale captures are recaptured when a CUDA
+GPU is here, as ATTNPROF_RECAPTURE says: `auto` (default: recapture stale stages if a GPU is present),
+`always` (recapture every stage; fails without a GPU) or `never`.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import File
+
+from attnprof import notebooks, pieces, store
+from attnprof.stages import DEFAULT_SHAPE, STAGES
+
+log = logging.getLogger("mkdocs.hooks.attnprof")
+DIRECTIVE = re.compile(r"^([ \t]*)?<!--\s*attnprof:\s*([\w-]+)((?:\s+[^\s>]+)*)\s*-->", re.M)
+INLINE = re.compile(r"<!--\s*attnprof:\s*([\w-]+)((?:\s+[^\s>]+)*)\s*-->")
+_problems: dict[str, str] = {}
+
+
+def _recapture(stages):
+    from attnprof.capture import capture
+    log.info("recapturing on this GPU: %s", ", ".join(stages))
+    for result in capture(stages, DEFAULT_SHAPE, store.DEFAULT_DTYPE, store.CAPTURES):
+        if "error" in result:
+            log.warning("recapture of %s failed: %s", result["stage"], result["error"])
+
+
+def on_config(config):
+    mode = os.environ.get("ATTNPROF_RECAPTURE", "auto")
+    if mode not in ("auto", "always", "never"):
+        raise PluginError(f"ATTNPROF_RECAPTURE={mode!r} is not understood: use auto, always or never")
+    if mode != "never":
+        import torch
+        if mode == "always" or (torch.cuda.is_available() and store.stale_stages()):
+            if not torch.cuda.is_available():
+                raise PluginError("ATTNPROF_RECAPTURE=always needs a CUDA GPU, and this machine has none")
+            _recapture(list(STAGES) if mode == "always" else list(store.stale_stages()))
+    _problems.clear()
+    _problems.update(store.stale_stages())
+    for why in _problems.values():
+        log.warning(why)  # a warning fails `mkdocs build --strict`, as it should
+    return config
+
+
+@event_priority(100)  # before mkdocs-jupyter looks at the files
+def on_files(files, config):
+    for stage in STAGES:
+        if stage not in _problems and not pieces.is_unavailable(stage):
+            files.append(File.generated(config, f"figures/{stage}-trace.svg", content=pieces.trace_svg(stage)))
+    for src_uri in notebooks.write_all():  # real files under .cache/, so mkdocs-jupyter can read them
+        files.append(File(src_uri, src_dir=str(notebooks.OUT.parent), dest_dir=config.site_dir,
+                          use_directory_urls=config.use_directory_urls))
+    return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    def expand(name, args):
+        try:
+            return pieces.expand(name, args.split(), problems=_problems)
+        except (KeyError, TypeError, ValueError, OSError) as e:
+            raise PluginError(f"{page.file.src_uri}: cannot render <!-- attnprof: {name}{args} -->: {e}")
+
+    def block(match):  # a directive that starts a line: indent every line like it (inside tabs, admonitions)
+        indent = match.group(1) or ""
+        return "\n".join(indent + line if line else line for line in expand(match.group(2), match.group(3)).split("\n"))
+
+    markdown = DIRECTIVE.sub(block, markdown)
+    return INLINE.sub(lambda m: expand(m.group(1), m.group(2)), markdown)

@@ -1,0 +1,48 @@
+"""Make pytest-markdown-docs see what a reader sees.
+
+A page's code block may hold `--8<-- "file:section"` lines (pymdownx.snippets) and may sit inside
+a content tab or an admonition. Before the fences are parsed, each include line is replaced by the
+lines it includes, through the same section reader the notebooks use, and indented containers are
+flattened so their fences are found too.
+"""
+import re
+
+from markdown_it import MarkdownIt
+
+from attnprof.stages import ROOT, snippet_section
+
+INCLUDE = re.compile(r'^(?P<indent>[ \t]*)--8<--\s+"(?P<path>[^":]+)(?::(?P<section>[\w-]+))?"\s*$', re.M)
+CONTAINER = re.compile(r"^(===|!!!|\?\?\?\+?)\s")
+
+
+def expand_includes(text: str) -> str:
+    def include(m):
+        body = snippet_section(ROOT / m["path"], m["section"])
+        return "\n".join(m["indent"] + line if line else line for line in body.splitlines())
+    return INCLUDE.sub(include, text)
+
+
+def flatten_containers(text: str) -> str:
+    """Dedent the bodies of `=== "tab"`, `!!! note` and `??? note` blocks, recursively."""
+    out, dedent = [], None
+    for line in text.splitlines():
+        if dedent is not None and (not line.strip() or line.startswith("    ")):
+            out.append(line[4:])
+            continue
+        dedent = None
+        if CONTAINER.match(line):
+            dedent = True
+            out.append("")
+            continue
+        out.append(line)
+    flat = "\n".join(out)
+    return flat if flat == text else flatten_containers(flat)
+
+
+class ReaderView(MarkdownIt):
+    def parse(self, src, env=None):
+        return super().parse(flatten_containers(expand_includes(src)), env)
+
+
+def pytest_markdown_docs_markdown_it():
+    return ReaderView("commonmark")
