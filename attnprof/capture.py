@@ -19,8 +19,8 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-from . import store, trace
-from .stages import get_stage, make_inputs, reference, relative_error
+from . import dispatch, store, trace
+from .stages import DTYPES, get_stage, make_inputs, reference, relative_error
 
 LABEL = "attention_forward"  # the record_function name around every profiled forward
 WARMUP_CALLS = 10
@@ -117,7 +117,6 @@ def environment(stage) -> dict:
 
 def capture_stage(name, shape, dtype_name, out_dir) -> dict:
     """Capture one stage; returns its summary (also written). Raises nothing for a backend that cannot run."""
-    from .stages import DTYPES
     stage = get_stage(name)
     out_dir = Path(out_dir)
     settings = store.settings(shape, dtype_name)
@@ -126,22 +125,23 @@ def capture_stage(name, shape, dtype_name, out_dir) -> dict:
                **environment(stage)}
     q, k, v = make_inputs(shape, DTYPES[dtype_name], "cuda")
     forward = stage.prepare(q, k, v)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            with torch.no_grad():
+    if stage.snippet == "sdpa":  # what the dispatcher picks when free, and why others would not run
+        summary["sdpa_choice"] = dispatch.sdpa_choice(q, k, v)
+        summary["eligibility"] = dispatch.eligibility(q, k, v)
+    with stage.context(), torch.no_grad():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
                 out = forward()
-            torch.cuda.synchronize()
-        except RuntimeError as e:
-            reasons = [str(w.message) for w in caught] + [str(e).splitlines()[0]]
-            summary["unavailable"] = " | ".join(dict.fromkeys(r.strip() for r in reasons if r.strip()))
-            store.write_summary(out_dir, summary)
-            store.trace_path(out_dir, name).unlink(missing_ok=True)
-            return summary
-    summary["rel_err"] = relative_error(out, reference(q, k, v))
-    del out
-
-    with torch.no_grad():
+                torch.cuda.synchronize()
+            except RuntimeError as e:
+                reasons = [str(w.message) for w in caught] + [str(e).splitlines()[0]]
+                summary["unavailable"] = " | ".join(dict.fromkeys(r.strip() for r in reasons if r.strip()))
+                store.write_summary(out_dir, summary)
+                store.trace_path(out_dir, name).unlink(missing_ok=True)
+                return summary
+        summary["rel_err"] = relative_error(out, reference(q, k, v))
+        del out
         with tempfile.TemporaryDirectory() as tmp:
             raw = Path(tmp) / "trace.json"
             averages = profile_forward(forward, raw)

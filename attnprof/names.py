@@ -126,3 +126,17 @@ def explain(name: str) -> dict:
                     "tile": _tile(name), "summary": sentence, "label": label(name)}
     return {"library": "unknown", "math_unit": UNKNOWN, "dtype": None, "arch": None, "tile": None,
             "summary": "unknown: no rule matches this name, so attnprof does not guess.", "label": label(name)}
+
+
+BACKEND_BY_LIBRARY = {"FlashAttention": "flash", "memory-efficient": "efficient", "cuDNN": "cudnn"}
+
+
+def fingerprint(op_names) -> str:
+    """The SDPA backend that ran, read off the kernels of one forward: a fused attention kernel names
+    its backend; a forward with none of them ran the math path."""
+    for name in op_names:
+        library = explain(name)["library"]
+        for prefix, backend in BACKEND_BY_LIBRARY.items():
+            if library.startswith(prefix):
+                return backend
+    return "math"

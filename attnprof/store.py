@@ -60,7 +60,8 @@ def write_summary(folder, summary: dict):
 
 def scrub(events: dict) -> dict:
     """Drop what names the machine or its paths; the published trace keeps only profiling data."""
-    events = {k: v for k, v in events.items() if k not in ("distributedInfo", "hostname")}
+    events = {k: v for k, v in events.items()
+              if k not in ("distributedInfo", "hostname") and not (isinstance(v, str) and v.startswith("/"))}
     for ev in events.get("traceEvents", []):
         args = ev.get("args")
         if isinstance(args, dict):

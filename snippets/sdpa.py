@@ -1,4 +1,6 @@
 # --8<-- [start:attention]
+import contextlib
+
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -10,10 +12,12 @@ BACKENDS = {
 }
 
 
-def attention(q, k, v, backend=None):
-    """Causal SDPA; `backend` pins one implementation, None lets SDPA choose."""
-    if backend is None:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    with sdpa_kernel(BACKENDS[backend]):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+def attention(q, k, v):
+    """Causal attention on [batch, heads, seq, head_dim]; SDPA picks the implementation."""
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def only(backend):
+    """A context in which SDPA may use `backend` alone; None leaves the choice to SDPA."""
+    return sdpa_kernel(BACKENDS[backend]) if backend else contextlib.nullcontext()
 # --8<-- [end:attention]

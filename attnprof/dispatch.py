@@ -1,0 +1,33 @@
+"""SDPA's dispatcher, asked directly: which backend it would pick for these inputs, and why each
+fused backend is or is not eligible, in PyTorch's own words (`can_use_*` with debug output)."""
+from __future__ import annotations
+
+import warnings
+
+import torch
+import torch.backends.cuda as cuda_backends
+from torch.nn.attention import SDPBackend
+
+BACKEND_NAMES = {SDPBackend.MATH: "math", SDPBackend.FLASH_ATTENTION: "flash",
+                 SDPBackend.EFFICIENT_ATTENTION: "efficient", SDPBackend.CUDNN_ATTENTION: "cudnn"}
+
+
+def sdpa_choice(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=True) -> str:
+    """The backend SDPA's dispatcher picks for these inputs (torch._fused_sdp_choice)."""
+    choice = SDPBackend(torch._fused_sdp_choice(q, k, v, attn_mask, dropout_p, is_causal))
+    return BACKEND_NAMES.get(choice, choice.name.lower())
+
+
+def eligibility(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=True) -> dict[str, dict]:
+    """For each fused backend: can it run these inputs, and the reasons PyTorch gives when not."""
+    params = cuda_backends.SDPAParams(q, k, v, attn_mask, dropout_p, is_causal, False)
+    checks = {"flash": cuda_backends.can_use_flash_attention,
+              "efficient": cuda_backends.can_use_efficient_attention,
+              "cudnn": cuda_backends.can_use_cudnn_attention}
+    result = {}
+    for name, check in checks.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ok = bool(check(params, debug=True))
+        result[name] = {"eligible": ok, "reasons": list(dict.fromkeys(str(w.message).strip() for w in caught))}
+    return result
