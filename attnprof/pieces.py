@@ -78,6 +78,11 @@ VALUES = {
     "cpu_time": lambda s: render.us(s["cpu_forward_us"]),
     "rel_err": lambda s: f"{s['rel_err']:.1e}",
     "device": lambda s: s["device"],
+    "backend_ran": lambda s: names.fingerprint(op["name"] for op in s["ops"]),
+    "sdpa_choice": lambda s: s["sdpa_choice"],
+    "occupancy": lambda s: ", ".join(f"{r['occupancy_pct']:.1f} %" for r in
+                                     render.footprint_rows(s, device_properties(s["stage"]))),
+    "peak_memory": lambda s: f"{s['peak_extra_bytes'] / 2**20:.0f} MiB",
 }
 
 
@@ -109,6 +114,17 @@ def _kernels(stage):
     return render.md_table(["kernel", "library", "math unit", "dtype", "arch", "tile", "what it is"], rows)
 
 
+def _dispatch(stage):
+    """What SDPA's dispatcher said for these inputs, and which backend the kernels show ran."""
+    s = summary(stage)
+    rows = [(b, "yes" if e["eligible"] else "no", render.md_cell("; ".join(e["reasons"])) or "—")
+            for b, e in s["eligibility"].items()]
+    ran = names.fingerprint(op["name"] for op in s["ops"])
+    return (render.md_table(["fused backend", "eligible for these inputs", "PyTorch's reasons (can_use_*, debug)"], rows)
+            + f"\n\nLeft free, the dispatcher picks **{s['sdpa_choice']}** (`torch._fused_sdp_choice`). "
+              f"The kernels of this capture show that **{ran}** ran.")
+
+
 LESSONS = {
     "naive": "one kernel per line of Python, plus a hidden copy from the out-of-place masked_fill",
     "inplace": "in place removes the copy; the N×N scores still make four trips through memory",
@@ -120,11 +136,14 @@ LESSONS = {
 }
 
 
-def _glance():
+def _glance(problems):
     rows = []
     for name, stage in STAGES.items():
-        s, ref = summary(name), a100.FIGURES[name]
         link = f"[{stage.title}]({name}.md)"
+        if name in problems:
+            rows.append((link, "capture not usable", *["—"] * 8, render.md_cell(problems[name])))
+            continue
+        s, ref = summary(name), a100.FIGURES[name]
         if "unavailable" in s:
             rows.append((link, "not available here", *["—"] * 8, render.md_cell(s["unavailable"])))
             continue
@@ -139,7 +158,7 @@ def _glance():
         ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"])
 
 
-PIECES = {"value": _value, "footprint": _footprint, "cpu": _cpu, "kernels": _kernels, "glance": _glance, "stamp": _stamp, "table": _table, "ops": _ops, "diff": _diff, "trace": _trace, "download": _download}
+PIECES = {"value": _value, "dispatch": _dispatch, "footprint": _footprint, "cpu": _cpu, "kernels": _kernels, "glance": _glance, "stamp": _stamp, "table": _table, "ops": _ops, "diff": _diff, "trace": _trace, "download": _download}
 
 
 def expand(name: str, args: list[str], problems: dict[str, str]) -> str:
@@ -154,4 +173,6 @@ def expand(name: str, args: list[str], problems: dict[str, str]) -> str:
             return f'!!! failure "Capture not usable"\n    {render.md_cell(problems[stage])}'
         if name not in ("stamp", "value") and is_unavailable(stage):
             return render.unavailable_md(summary(stage))
+    if name == "glance":  # the one piece over every stage: it shows problem stages as rows
+        return _glance(problems)
     return PIECES[name](*positional, **keywords)

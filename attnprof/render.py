@@ -158,6 +158,14 @@ def ops_diff_md(a, b) -> str:
 PALETTE = {"kernel": "#4e79a7", "memcpy": "#e15759", "memset": "#f28e2b", "cpu": "#9c755f", "launch": "#59a14f"}
 
 
+def nice_step(span_us: float) -> float:
+    """A round tick interval giving 4 to 10 ticks over the span."""
+    for step in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000):
+        if span_us / step <= 10:
+            return step
+    return span_us / 10
+
+
 def trace_svg(summary, trace: dict, width: int = 960) -> str:
     """One forward as an SVG timeline: CPU ops (nested) above their launches, GPU ops below.
 
@@ -179,6 +187,11 @@ def trace_svg(summary, trace: dict, width: int = 960) -> str:
              f'font-family="sans-serif" font-size="11" role="img" aria-label="{esc(summary["stage"])} forward trace">',
              f'<text x="{left}" y="14">one forward of {esc(summary["stage"])}: {us(end)} from the start of the '
              f'annotation to the end of its last GPU op</text>']
+    step = nice_step(end)
+    for i in range(int(end // step) + 1):  # time axis under the GPU lane
+        tx = x(i * step)
+        parts.append(f'<line x1="{tx:.1f}" y1="{y_cpu - 4}" x2="{tx:.1f}" y2="{y_gpu + row_h + 2}" stroke="#eee"/>'
+                     f'<text x="{tx:.1f}" y="{y_gpu - 6}" fill="#888" font-size="9">{us(i * step)}</text>')
     for label, y in (("CPU", y_cpu), ("launch", y_launch), ("GPU", y_gpu)):
         parts.append(f'<text x="4" y="{y + 13}" font-weight="bold">{label}</text>')
     parts.append(f'<rect x="{x(0):.1f}" y="{y_cpu}" width="{fwd.cpu_us * scale:.1f}" height="{row_h - 2}" '

@@ -45,8 +45,10 @@ def on_config(config):
             _recapture(list(STAGES) if mode == "always" else list(store.stale_stages()))
     _problems.clear()
     _problems.update(store.stale_stages())
+    if _problems and config.strict:  # raised, not logged: `mkdocs build -q --strict` drops warnings
+        raise PluginError("\n".join(_problems.values()))
     for why in _problems.values():
-        log.warning(why)  # a warning fails `mkdocs build --strict`, as it should
+        log.warning(why)
     return config
 
 

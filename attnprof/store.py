@@ -14,7 +14,8 @@ from pathlib import Path
 
 from .stages import DEFAULT_SHAPE, ROOT, STAGES, Stage, get_stage
 
-CAPTURES = ROOT / "docs" / "captures"
+# ATTNPROF_CAPTURES points the CLI and the site build at another folder (tests use it)
+CAPTURES = Path(os.environ.get("ATTNPROF_CAPTURES", ROOT / "docs" / "captures"))
 DEFAULT_DTYPE = "bf16"
 FORMAT = 1  # bump when the capture procedure changes: every capture becomes stale
 

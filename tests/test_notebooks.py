@@ -1,0 +1,23 @@
+"""The generated notebooks run, as a reader would run them, on a CPU."""
+import pytest
+
+from attnprof import notebooks
+from attnprof.stages import STAGES, SNIPPETS, snippet_section
+
+
+@pytest.mark.parametrize("stage", list(STAGES))
+def test_notebook_runs_on_cpu(stage, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    nb = notebooks.notebook(STAGES[stage])
+    scope = {}
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            exec(compile(cell.source, f"{stage}.ipynb", "exec"), scope)
+    assert scope["rel_err"] < 1e-5
+    assert (tmp_path / "trace.json").stat().st_size > 0
+
+
+def test_notebooks_hold_the_snippet_not_a_copy():
+    for stage in STAGES.values():
+        code = "\n".join(c.source for c in notebooks.notebook(stage).cells)
+        assert snippet_section(SNIPPETS / f"{stage.snippet}.py", "attention") in code

@@ -1,0 +1,63 @@
+"""The site build: strict from the committed captures, and loud about a broken capture."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from attnprof import store
+from attnprof.stages import ROOT, STAGES
+
+
+def build(dest, strict=True, env_extra=None):
+    env = dict(os.environ, ATTNPROF_RECAPTURE="never", NO_MKDOCS_2_WARNING="1", **(env_extra or {}))
+    cmd = [sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(dest)] + (["--strict"] if strict else [])
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("site")
+    start = time.perf_counter()
+    r = build(dest)
+    assert r.returncode == 0, r.stderr
+    print(f"strict build took {time.perf_counter() - start:.1f} s")
+    return dest
+
+
+def test_every_stage_chapter_has_table_op_list_trace_and_stamp(site):
+    for stage in STAGES:
+        page = (site / stage / "index.html").read_text()
+        assert "<table>" in page, stage
+        assert f"figures/{stage}-trace.svg" in page and (site / "figures" / f"{stage}-trace.svg").exists(), stage
+        assert f"captures/{stage}.trace.json.gz" in page and (site / "captures" / f"{stage}.trace.json.gz").exists()
+        assert "Captured on NVIDIA H200" in page and "attnprof:" not in page, stage
+
+
+def test_naive_marks_the_memcpy_and_inplace_shows_the_computed_diff(site):
+    assert "Memcpy</strong> ⟵" in (site / "naive" / "index.html").read_text()
+    inplace = (site / "inplace" / "index.html").read_text()
+    assert "#4 in naive" in inplace and "device time saved" in inplace
+
+
+def test_notebooks_are_built_and_downloadable(site):
+    for stage in STAGES:
+        assert (site / "notebooks" / stage / "index.html").exists()
+        nb = json.loads((site / "notebooks" / stage / f"{stage}.ipynb").read_text())
+        assert any("profile_forward" in "".join(c["source"]) for c in nb["cells"])
+
+
+def test_a_corrupt_capture_fails_the_strict_build_in_one_line(tmp_path):
+    folder = tmp_path / "captures"
+    shutil.copytree(store.CAPTURES, folder)
+    (folder / "inplace.json").write_text("{ truncated")
+    r = build(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    assert r.returncode != 0
+    assert "capture inplace.json is corrupt" in r.stderr and "python -m attnprof capture inplace" in r.stderr
+    r = build(tmp_path / "site2", strict=False, env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    assert r.returncode == 0, r.stderr
+    page = (tmp_path / "site2" / "inplace" / "index.html").read_text()
+    assert "Capture not usable" in page and "corrupt" in page

@@ -1,0 +1,46 @@
+"""Every snippet against the float64 reference, on fresh random inputs, on the CPU."""
+import torch
+import pytest
+
+from attnprof.stages import STAGES, make_inputs, reference, relative_error
+
+CPU_STAGES = ["naive", "inplace", "math", "flash", "auto"]  # efficient and cuDNN need a GPU
+
+
+def run(stage_name, shape, dtype, seed):
+    stage = STAGES[stage_name]
+    q, k, v = make_inputs(shape, dtype, "cpu", seed=seed)
+    with stage.context(), torch.no_grad():
+        out = stage.prepare(q, k, v)()
+    return out, relative_error(out, reference(q, k, v))
+
+
+@pytest.mark.parametrize("stage", CPU_STAGES)
+def test_float32_matches_float64(stage):
+    seed = torch.seed() % 2**31  # fresh inputs every run
+    out, err = run(stage, (2, 3, 96, 32), torch.float32, seed)
+    assert out.shape == (2, 3, 96, 32)
+    assert err < 1e-5, f"{stage}: relative error {err} (seed {seed})"
+
+
+@pytest.mark.parametrize("stage", CPU_STAGES)
+def test_bf16_lands_in_the_expected_band(stage):
+    seed = torch.seed() % 2**31
+    _, err = run(stage, (1, 2, 128, 64), torch.bfloat16, seed)
+    assert 1e-4 < err < 2e-2, f"{stage}: relative error {err} (seed {seed})"
+
+
+def test_nan_never_passes():
+    ref = reference(*make_inputs((1, 1, 8, 4), torch.float32, "cpu"))
+    bad = ref.clone()
+    bad[0, 0, 3, 1] = float("nan")
+    err = relative_error(bad, ref)
+    assert not err < 1e-5  # NaN compares false with everything
+
+
+def test_first_query_sees_only_itself():
+    """Causality: the first output row is exactly v's first row."""
+    q, k, v = make_inputs((1, 1, 16, 8), torch.float64, "cpu", seed=3)
+    for stage in ("naive", "inplace"):
+        out = STAGES[stage].prepare(q, k, v)()
+        torch.testing.assert_close(out[0, 0, 0], v[0, 0, 0])
