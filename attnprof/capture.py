@@ -13,6 +13,7 @@ import os
 import statistics
 import subprocess
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 from . import dispatch, store, trace
-from .stages import DTYPES, get_stage, make_inputs, reference, relative_error
+from .stages import DTYPES, ProviderUnavailable, get_stage, make_inputs, reference, relative_error
 
 LABEL = "attention_forward"  # the record_function name around every profiled forward
 WARMUP_CALLS = 10
@@ -120,11 +121,16 @@ def capture_stage(name, shape, dtype_name, out_dir) -> dict:
     stage = get_stage(name)
     out_dir = Path(out_dir)
     settings = store.settings(shape, dtype_name)
-    summary = {"stage": name, "title": stage.title, "shape": list(shape), "dtype": dtype_name,
+    record = store.record_name(name, shape, dtype_name)
+    summary = {"record": record, "stage": name, "title": stage.title, "shape": list(shape), "dtype": dtype_name,
+               "provider": stage.provider, "layout": stage.layout,
                "label": LABEL, "settings": settings, "key": store.capture_key(stage, settings),
                **environment(stage)}
     q, k, v = make_inputs(shape, DTYPES[dtype_name], "cuda")
-    forward = stage.prepare(q, k, v)
+    try:
+        forward = stage.prepare(q, k, v)
+    except ProviderUnavailable as e:
+        return _unavailable(out_dir, summary, str(e))
     if stage.snippet == "sdpa":  # what the dispatcher picks when free, and why others would not run
         summary["sdpa_choice"] = dispatch.sdpa_choice(q, k, v)
         summary["eligibility"] = dispatch.eligibility(q, k, v)
@@ -132,14 +138,13 @@ def capture_stage(name, shape, dtype_name, out_dir) -> dict:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
+                start = time.perf_counter()
                 out = forward()
                 torch.cuda.synchronize()
+                summary["first_call_ms"] = (time.perf_counter() - start) * 1000  # includes any compilation
             except RuntimeError as e:
                 reasons = [str(w.message) for w in caught] + [str(e).splitlines()[0]]
-                summary["unavailable"] = " | ".join(dict.fromkeys(r.strip() for r in reasons if r.strip()))
-                store.write_summary(out_dir, summary)
-                store.trace_path(out_dir, name).unlink(missing_ok=True)
-                return summary
+                return _unavailable(out_dir, summary, " | ".join(dict.fromkeys(r.strip() for r in reasons if r.strip())))
         summary["rel_err"] = relative_error(out, reference(q, k, v))
         del out
         with tempfile.TemporaryDirectory() as tmp:
@@ -164,8 +169,16 @@ def capture_stage(name, shape, dtype_name, out_dir) -> dict:
         "cpu_ops": [op.__dict__ for op in chosen.cpu_ops],
         "key_averages": key_average_rows(averages),
     })
-    store.write_trace(out_dir, name, events)  # both files last, so a failure above leaves the old pair intact
+    store.write_trace(out_dir, record, events)  # both files last, so a failure above leaves the old pair intact
     store.write_summary(out_dir, summary)
+    return summary
+
+
+def _unavailable(out_dir, summary, reason) -> dict:
+    """Record that this stage cannot run here, with the reason; drop any older trace of it."""
+    summary["unavailable"] = reason
+    store.write_summary(out_dir, summary)
+    store.trace_path(out_dir, summary["record"]).unlink(missing_ok=True)
     return summary
 
 

@@ -21,16 +21,19 @@ def cmd_capture(args) -> int:
         if "error" in r:
             print(f"{r['stage']:>10}: FAILED {r['error']}")
         elif "unavailable" in r:
-            print(f"{r['stage']:>10}: not available here: {r['unavailable']}")
+            print(f"{r['record']:>10}: not available here: {r['unavailable']}")
         else:
-            print(f"{r['stage']:>10}: {r['ops_per_forward']} ops/forward, {r['event_median_us']:.1f} us "
+            print(f"{r['record']:>10}: {r['ops_per_forward']} ops/forward, {r['event_median_us']:.1f} us "
                   f"(event median), rel err {r['rel_err']:.2e}")
     return 1 if any("error" in r for r in results) else 0
 
 
 def cmd_show(args) -> int:
-    get_stage(args.stage)
-    summary = store.load_summary(args.stage, args.captures)
+    record = args.stage
+    if args.shape:  # `show flash --shape 1,16,8192,128` is `show flash-1x16x8192x128`
+        record = store.record_name(get_stage(args.stage).name, parse_shape(args.shape))
+    store.parse_record(record)
+    summary = store.load_summary(record, args.captures)
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
@@ -39,11 +42,11 @@ def cmd_show(args) -> int:
 
 
 def cmd_check(args) -> int:
-    problems = store.stale_stages(args.captures)
+    problems = store.stale_records(args.captures)
     for why in problems.values():
         print(why)
     if not problems:
-        print(f"all {len(STAGES)} captures present and current")
+        print(f"all {len(store.site_records())} captures the site uses are present and current")
     return 1 if problems else 0
 
 
@@ -70,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(run=cmd_capture)
 
     s = sub.add_parser("show", help="print a committed capture (no GPU needed)")
-    s.add_argument("stage", metavar="STAGE")
+    s.add_argument("stage", metavar="STAGE", help="a stage, or a capture name such as flash-1x16x8192x128")
+    s.add_argument("--shape", help="B,H,S,D of the capture, if not the default")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
     s.set_defaults(run=cmd_show)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 
-from .stages import ROOT, SNIPPETS, STAGES, snippet_section
+from .stages import LADDER, ROOT, SNIPPETS, STAGES, snippet_section
 
 OUT = ROOT / ".cache" / "notebooks"
 
@@ -90,7 +90,7 @@ def write_all(out: Path = OUT) -> dict[str, Path]:
     """Write every stage's notebook (only when its text changed); returns {site path: file}."""
     out.mkdir(parents=True, exist_ok=True)
     written = {}
-    for stage in STAGES.values():
+    for stage in (STAGES[name] for name in LADDER):
         path = out / f"{stage.name}.ipynb"
         text = nbformat.writes(notebook(stage))
         if not path.exists() or path.read_text() != text:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from . import a100, names, render, store, trace
-from .stages import STAGES
+from .stages import LADDER, STAGES
 
 
 @lru_cache(maxsize=None)
@@ -138,7 +138,8 @@ LESSONS = {
 
 def _glance(problems):
     rows = []
-    for name, stage in STAGES.items():
+    for name in LADDER:
+        stage = STAGES[name]
         link = f"[{stage.title}]({name}.md)"
         if name in problems:
             rows.append((link, "capture not usable", *["—"] * 8, render.md_cell(problems[name])))

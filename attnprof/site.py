@@ -17,7 +17,6 @@ from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
 from attnprof import notebooks, pieces, store
-from attnprof.stages import DEFAULT_SHAPE, STAGES
 
 log = logging.getLogger("mkdocs.hooks.attnprof")
 DIRECTIVE = re.compile(r"^([ \t]*)?<!--\s*attnprof:\s*([\w-]+)((?:\s+[^\s>]+)*)\s*-->", re.M)
@@ -25,12 +24,14 @@ INLINE = re.compile(r"<!--\s*attnprof:\s*([\w-]+)((?:\s+[^\s>]+)*)\s*-->")
 _problems: dict[str, str] = {}
 
 
-def _recapture(stages):
+def _recapture(records):
     from attnprof.capture import capture
-    log.info("recapturing on this GPU: %s", ", ".join(stages))
-    for result in capture(stages, DEFAULT_SHAPE, store.DEFAULT_DTYPE, store.CAPTURES):
-        if "error" in result:
-            log.warning("recapture of %s failed: %s", result["stage"], result["error"])
+    log.info("recapturing on this GPU: %s", ", ".join(records))
+    for record in records:
+        stage, shape, dtype_name = store.parse_record(record)
+        for result in capture([stage], shape, dtype_name, store.CAPTURES):
+            if "error" in result:
+                log.warning("recapture of %s failed: %s", record, result["error"])
 
 
 def on_config(config):
@@ -39,12 +40,12 @@ def on_config(config):
         raise PluginError(f"ATTNPROF_RECAPTURE={mode!r} is not understood: use auto, always or never")
     if mode != "never":
         import torch
-        if mode == "always" or (torch.cuda.is_available() and store.stale_stages()):
+        if mode == "always" or (torch.cuda.is_available() and store.stale_records()):
             if not torch.cuda.is_available():
                 raise PluginError("ATTNPROF_RECAPTURE=always needs a CUDA GPU, and this machine has none")
-            _recapture(list(STAGES) if mode == "always" else list(store.stale_stages()))
+            _recapture(store.site_records() if mode == "always" else list(store.stale_records()))
     _problems.clear()
-    _problems.update(store.stale_stages())
+    _problems.update(store.stale_records())
     if _problems and config.strict:  # raised, not logged: `mkdocs build -q --strict` drops warnings
         raise PluginError("\n".join(_problems.values()))
     for why in _problems.values():
@@ -54,9 +55,9 @@ def on_config(config):
 
 @event_priority(100)  # before mkdocs-jupyter looks at the files
 def on_files(files, config):
-    for stage in STAGES:
-        if stage not in _problems and not pieces.is_unavailable(stage):
-            files.append(File.generated(config, f"figures/{stage}-trace.svg", content=pieces.trace_svg(stage)))
+    for record in store.site_records():
+        if record not in _problems and not pieces.is_unavailable(record):
+            files.append(File.generated(config, f"figures/{record}-trace.svg", content=pieces.trace_svg(record)))
     for src_uri in notebooks.write_all():  # real files under .cache/, so mkdocs-jupyter can read them
         files.append(File(src_uri, src_dir=str(notebooks.OUT.parent), dest_dir=config.site_dir,
                           use_directory_urls=config.use_directory_urls))

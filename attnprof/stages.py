@@ -32,23 +32,35 @@ def load_snippet(name: str):
     return module
 
 
+class ProviderUnavailable(RuntimeError):
+    """A third-party kernel that cannot be loaded on this machine; the message is the reason."""
+
+
 @dataclass(frozen=True)
 class Stage:
     name: str
     title: str
     snippet: str  # file name under snippets/, without .py
     backend: str | None = None  # SDPA backend to pin, None for auto or non-SDPA stages
+    setup: Callable | None = None  # (snippet module, q) -> extra arguments, made once outside the forward
+    provider: str = "PyTorch"  # where the kernel comes from
+    layout: str = "BHSD"  # the layout the kernel takes ([batch, heads, seq, dim] or [batch, seq, heads, dim])
 
     def source_hash(self) -> str:
         return hashlib.sha256((SNIPPETS / f"{self.snippet}.py").read_bytes()).hexdigest()[:16]
 
     def prepare(self, q, k, v) -> Callable[[], torch.Tensor]:
-        """A zero-argument forward over these inputs (the mask, if any, built once here)."""
+        """A zero-argument forward over these inputs; its extra arguments (a mask, a loaded kernel)
+        are made here, once. A provider that cannot load raises ProviderUnavailable with the reason."""
         module = load_snippet(self.snippet)
-        if self.snippet == "sdpa":
-            return lambda: module.attention(q, k, v)
-        mask = module.causal_mask(q.shape[-2], q.device)
-        return lambda: module.attention(q, k, v, mask)
+        try:
+            extra = self.setup(module, q) if self.setup else []
+        except Exception as e:
+            if self.provider == "PyTorch":
+                raise
+            reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            raise ProviderUnavailable(f"{self.provider}: {type(e).__name__}: {reason}"[:400]) from None
+        return lambda: module.attention(q, k, v, *extra)
 
     def context(self):
         """Entered once around a whole capture: pins the SDPA backend, so the pinning itself is not
@@ -58,18 +70,34 @@ class Stage:
         return contextlib.nullcontext()
 
 
+def _mask(module, q):
+    return [module.causal_mask(q.shape[-2], q.device)]
+
+
 STAGES = {
     s.name: s
     for s in [
-        Stage("naive", "Naive attention", "naive"),
-        Stage("inplace", "In-place masking", "inplace"),
+        Stage("naive", "Naive attention", "naive", setup=_mask),
+        Stage("inplace", "In-place masking", "inplace", setup=_mask),
         Stage("math", "SDPA, math backend", "sdpa", "math"),
         Stage("efficient", "SDPA, memory-efficient backend", "sdpa", "efficient"),
         Stage("flash", "SDPA, flash backend", "sdpa", "flash"),
         Stage("cudnn", "SDPA, cuDNN backend", "sdpa", "cudnn"),
         Stage("auto", "SDPA, auto-dispatch", "sdpa", None),
+        Stage("flex", "FlexAttention (torch.compile)", "flex", provider="PyTorch FlexAttention",
+              setup=lambda m, q: [m.causal_block_mask(q.shape[-2], q.device)]),
+        Stage("sage", "SageAttention 1.0.6", "sage", provider="SageAttention 1.0.6",
+              setup=lambda m, q: [m.load_sageattn()]),
+        Stage("hub", "FlashAttention-2 from the kernel hub", "hub", provider="Hugging Face kernels hub",
+              setup=lambda m, q: [m.load_flash_attn()], layout="BSHD"),
     ]
 }
+LADDER = ["naive", "inplace", "math", "efficient", "flash", "cudnn", "auto"]
+PROVIDERS = ["flex", "sage", "hub"]
+LONG_SHAPE = (1, 16, 8192, 128)
+# every capture the site renders: (stage, shape); `check` and the build look for exactly these
+SITE_RECORDS = [(name, DEFAULT_SHAPE) for name in STAGES] + [
+    (name, LONG_SHAPE) for name in ("efficient", "flash", "cudnn", *PROVIDERS)]
 
 
 def get_stage(name: str) -> Stage:

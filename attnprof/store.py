@@ -12,7 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .stages import DEFAULT_SHAPE, ROOT, STAGES, Stage, get_stage
+from .stages import DEFAULT_SHAPE, ROOT, SITE_RECORDS, Stage, get_stage
 
 # ATTNPROF_CAPTURES points the CLI and the site build at another folder (tests use it)
 CAPTURES = Path(os.environ.get("ATTNPROF_CAPTURES", ROOT / "docs" / "captures"))
@@ -33,6 +33,31 @@ def settings(shape, dtype_name) -> dict:
 def capture_key(stage: Stage, stage_settings: dict) -> str:
     blob = stage.source_hash() + json.dumps(stage_settings, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def record_name(stage: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE) -> str:
+    """`flash` at the default shape and dtype, `flash-1x16x8192x128` (and `-fp16`) otherwise."""
+    name = stage if tuple(shape) == tuple(DEFAULT_SHAPE) else f"{stage}-{'x'.join(map(str, shape))}"
+    return name if dtype_name == DEFAULT_DTYPE else f"{name}-{dtype_name}"
+
+
+def parse_record(record: str):
+    """The inverse of record_name: (stage, shape, dtype); raises ValueError naming a bad record."""
+    parts = record.split("-")
+    stage, shape, dtype_name = parts[0], tuple(DEFAULT_SHAPE), DEFAULT_DTYPE
+    get_stage(stage)
+    for part in parts[1:]:
+        if part.count("x") == 3 and all(p.isdigit() for p in part.split("x")):
+            shape = tuple(int(p) for p in part.split("x"))
+        else:
+            dtype_name = part
+    if record_name(stage, shape, dtype_name) != record:
+        raise ValueError(f"{record!r} is not a capture name: use STAGE or STAGE-BxHxSxD, e.g. flash-1x16x8192x128")
+    return stage, shape, dtype_name
+
+
+def site_records() -> list[str]:
+    return [record_name(stage, shape) for stage, shape in SITE_RECORDS]
 
 
 def summary_path(folder, name) -> Path:
@@ -56,7 +81,7 @@ def _atomic_write(path: Path, data: bytes):
 
 
 def write_summary(folder, summary: dict):
-    _atomic_write(summary_path(folder, summary["stage"]), (json.dumps(summary, indent=1) + "\n").encode())
+    _atomic_write(summary_path(folder, summary["record"]), (json.dumps(summary, indent=1) + "\n").encode())
 
 
 def scrub(events: dict) -> dict:
@@ -78,38 +103,43 @@ def write_trace(folder, name, events: dict):
     _atomic_write(trace_path(folder, name), data)
 
 
-def load_summary(name, folder=CAPTURES) -> dict:
-    path = summary_path(folder, name)
+def recapture_command(record: str) -> str:
+    stage, shape, dtype_name = parse_record(record)
+    extra = "" if tuple(shape) == tuple(DEFAULT_SHAPE) else f" --shape {','.join(map(str, shape))}"
+    extra += "" if dtype_name == DEFAULT_DTYPE else f" --dtype {dtype_name}"
+    return f"`python -m attnprof capture {stage}{extra}`"
+
+
+def load_summary(record, folder=CAPTURES) -> dict:
+    path = summary_path(folder, record)
+    fix = f"run {recapture_command(record)} on a CUDA GPU"
     if not path.exists():
-        raise CaptureMissing(f"no capture of stage {name!r} ({path.name} is missing): "
-                             f"run `python -m attnprof capture {name}` on a CUDA GPU")
+        raise CaptureMissing(f"no capture {record!r} ({path.name} is missing): {fix}")
     try:
         summary = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise ValueError(f"capture {path.name} is corrupt ({e.msg} at line {e.lineno}): "
-                         f"run `python -m attnprof capture {name}` on a CUDA GPU") from None
-    if not isinstance(summary, dict) or summary.get("stage") != name:
-        raise ValueError(f"capture {path.name} is not a summary of stage {name!r}: "
-                         f"run `python -m attnprof capture {name}` on a CUDA GPU")
+        raise ValueError(f"capture {path.name} is corrupt ({e.msg} at line {e.lineno}): {fix}") from None
+    if not isinstance(summary, dict) or summary.get("record") != record:
+        raise ValueError(f"capture {path.name} is not a summary of {record!r}: {fix}")
     return summary
 
 
-def status(name, folder=CAPTURES) -> str | None:
-    """None when the capture of `name` is present and current; otherwise one line saying why not."""
-    stage = get_stage(name)
+def status(record, folder=CAPTURES) -> str | None:
+    """None when the capture `record` is present and current; otherwise one line saying why not."""
+    stage_name, shape, dtype_name = parse_record(record)
+    stage = get_stage(stage_name)
     try:
-        summary = load_summary(name, folder)
+        summary = load_summary(record, folder)
     except (CaptureMissing, ValueError) as e:
         return str(e)
-    expected = capture_key(stage, settings(DEFAULT_SHAPE, DEFAULT_DTYPE))
-    if summary.get("key") != expected:
-        return (f"capture of stage {name!r} is stale (snippets/{stage.snippet}.py or the capture settings "
-                f"changed since it was made): run `python -m attnprof capture {name}` on a CUDA GPU")
-    if "unavailable" not in summary and not trace_path(folder, name).exists():
-        return (f"trace of stage {name!r} is missing ({trace_path(folder, name).name}): "
-                f"run `python -m attnprof capture {name}` on a CUDA GPU")
+    fix = f"run {recapture_command(record)} on a CUDA GPU"
+    if summary.get("key") != capture_key(stage, settings(shape, dtype_name)):
+        return (f"capture {record!r} is stale (snippets/{stage.snippet}.py or the capture settings "
+                f"changed since it was made): {fix}")
+    if "unavailable" not in summary and not trace_path(folder, record).exists():
+        return f"trace of {record!r} is missing ({trace_path(folder, record).name}): {fix}"
     return None
 
 
-def stale_stages(folder=CAPTURES) -> dict[str, str]:
-    return {name: why for name in STAGES if (why := status(name, folder))}
+def stale_records(folder=CAPTURES) -> dict[str, str]:
+    return {record: why for record in site_records() if (why := status(record, folder))}

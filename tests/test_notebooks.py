@@ -2,10 +2,10 @@
 import pytest
 
 from attnprof import notebooks
-from attnprof.stages import STAGES, SNIPPETS, snippet_section
+from attnprof.stages import LADDER, STAGES, SNIPPETS, snippet_section
 
 
-@pytest.mark.parametrize("stage", list(STAGES))
+@pytest.mark.parametrize("stage", LADDER)
 def test_notebook_runs_on_cpu(stage, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     nb = notebooks.notebook(STAGES[stage])
@@ -18,6 +18,6 @@ def test_notebook_runs_on_cpu(stage, tmp_path, monkeypatch):
 
 
 def test_notebooks_hold_the_snippet_not_a_copy():
-    for stage in STAGES.values():
+    for stage in (STAGES[n] for n in LADDER):
         code = "\n".join(c.source for c in notebooks.notebook(stage).cells)
         assert snippet_section(SNIPPETS / f"{stage.snippet}.py", "attention") in code

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from attnprof import store
-from attnprof.stages import ROOT, STAGES
+from attnprof.stages import LADDER, ROOT, STAGES
 
 
 def build(dest, strict=True, env_extra=None):
@@ -29,7 +29,7 @@ def site(tmp_path_factory):
 
 
 def test_every_stage_chapter_has_table_op_list_trace_and_stamp(site):
-    for stage in STAGES:
+    for stage in LADDER:
         page = (site / stage / "index.html").read_text()
         assert "<table>" in page, stage
         assert f"figures/{stage}-trace.svg" in page and (site / "figures" / f"{stage}-trace.svg").exists(), stage
@@ -44,7 +44,7 @@ def test_naive_marks_the_memcpy_and_inplace_shows_the_computed_diff(site):
 
 
 def test_notebooks_are_built_and_downloadable(site):
-    for stage in STAGES:
+    for stage in LADDER:
         assert (site / "notebooks" / stage / "index.html").exists()
         nb = json.loads((site / "notebooks" / stage / f"{stage}.ipynb").read_text())
         assert any("profile_forward" in "".join(c["source"]) for c in nb["cells"])
