@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from . import a100, names, render, store, trace
-from .stages import LADDER, STAGES
+from .stages import LADDER, PROVIDERS, STAGES
 
 
 @lru_cache(maxsize=None)
@@ -125,6 +125,49 @@ def _dispatch(stage):
               f"The kernels of this capture show that **{ran}** ran.")
 
 
+def _compare(*records):
+    """Several captures side by side: what ran, how long, how fast, how accurate."""
+    rows = []
+    for record in records:
+        s = summary(record)
+        title = f"{STAGES[s['stage']].title}"
+        if "unavailable" in s:
+            rows.append((title, "not available on this machine", "—", "—", "—", "—", "—", render.md_cell(s["unavailable"])))
+            continue
+        kernels = [op["name"] for op in s["ops"] if op["kind"] == "kernel"]
+        main = max((op for op in s["ops"] if op["kind"] == "kernel"), key=lambda op: op["duration_us"])
+        rows.append((title, render.md_kernel(main["name"]), s["ops_per_forward"], render.us(s["forward_device_us"]),
+                     render.us(s["event_median_us"]), f"{causal_tflops(s):.0f}", f"{s['rel_err']:.1e}",
+                     f"{len(kernels)} kernel(s); layout {s.get('layout', 'BHSD')}"))
+    b, h, n, d = summary(records[0])["shape"]
+    return (render.md_table(["stage", "longest kernel", "ops / forward", "device time / forward", "CUDA-event median",
+                             "TFLOP/s (causal, event median)", "rel. error vs fp64", "notes"], rows,
+                            ["---", "---", "---:", "---:", "---:", "---:", "---:", "---"])
+            + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal.")
+
+
+def _providers(problems):
+    """Every third-party provider: where it comes from, its layout, and whether it ran here."""
+    rows = []
+    for name in PROVIDERS:
+        st = STAGES[name]
+        if name in problems:
+            status = f"capture not usable: {render.md_cell(problems[name])}"
+        elif "unavailable" in summary(name):
+            status = f"not available on this machine: {render.md_cell(summary(name)['unavailable'])}"
+        else:
+            status = "ran on this machine"
+        rows.append((st.title, st.provider, f"`snippets/{st.snippet}.py`", st.layout, status))
+    return render.md_table(["provider", "from", "code", "layout it takes", "status"], rows)
+
+
+def _compile(record):
+    s = summary(record)
+    return (f"First call (compilation included): **{s['first_call_ms'] / 1000:.2f} s**; steady state: "
+            f"**{render.us(s['event_median_us'])}** per forward (CUDA-event median of "
+            f"{s['settings']['event_reps']} calls after {s['settings']['warmup_calls']} warm-up calls).")
+
+
 LESSONS = {
     "naive": "one kernel per line of Python, plus a hidden copy from the out-of-place masked_fill",
     "inplace": "in place removes the copy; the N×N scores still make four trips through memory",
@@ -159,21 +202,25 @@ def _glance(problems):
         ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"])
 
 
-PIECES = {"value": _value, "dispatch": _dispatch, "footprint": _footprint, "cpu": _cpu, "kernels": _kernels, "glance": _glance, "stamp": _stamp, "table": _table, "ops": _ops, "diff": _diff, "trace": _trace, "download": _download}
+PIECES = {"value": _value, "dispatch": _dispatch, "compare": _compare, "providers": _providers, "compile": _compile, "footprint": _footprint, "cpu": _cpu, "kernels": _kernels, "glance": _glance, "stamp": _stamp, "table": _table, "ops": _ops, "diff": _diff, "trace": _trace, "download": _download}
+
+
+def _problem_box(why: str) -> str:
+    return f'!!! failure "Capture not usable"\n    {render.md_cell(why)}'
 
 
 def expand(name: str, args: list[str], problems: dict[str, str]) -> str:
+    """Render the piece `name`; a capture listed in `problems` renders as a box naming the fix."""
     if name not in PIECES:
         raise KeyError(f"unknown piece {name!r} (known: {', '.join(PIECES)})")
     positional = [a for a in args if "=" not in a]
     keywords = dict(a.split("=", 1) for a in args if "=" in a)
-    for stage in positional[:2 if name == "diff" else 1]:
-        if stage in problems and name == "value":
-            return "**(capture not usable: see the box above)**"
-        if stage in problems:
-            return f'!!! failure "Capture not usable"\n    {render.md_cell(problems[stage])}'
-        if name not in ("stamp", "value") and is_unavailable(stage):
-            return render.unavailable_md(summary(stage))
-    if name == "glance":  # the one piece over every stage: it shows problem stages as rows
-        return _glance(problems)
+    if name in ("glance", "providers"):  # pieces over many captures show a problem as a row
+        return PIECES[name](problems)
+    records = positional if name in ("compare", "diff") else positional[:1]
+    bad = [r for r in records if r in problems]
+    if bad:
+        return "**(capture not usable: see the box above)**" if name == "value" else _problem_box(problems[bad[0]])
+    if name not in ("stamp", "value", "compare") and is_unavailable(records[0]):
+        return render.unavailable_md(summary(records[0]))
     return PIECES[name](*positional, **keywords)

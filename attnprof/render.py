@@ -88,9 +88,11 @@ def show_text(summary) -> str:
 
 def stamp_md(summary) -> str:
     s = summary
+    missing = f"\n\n{unavailable_md(s)}" if "unavailable" in s else ""
     return (f'!!! info "Captured on {md_cell(s["device"])} ({s["capability"]})"\n'
             f'    {s["date"]} · driver {s["driver"]} · torch {s["torch"]} · CUDA {s["cuda"]} · cuDNN {s["cudnn"]} · '
-            f'Triton {s["triton"]} · shape {tuple(s["shape"])} {s["dtype"]}, causal · snippet hash `{s["source_hash"]}`')
+            f'Triton {s["triton"]} · shape {tuple(s["shape"])} {s["dtype"]}, causal · snippet hash `{s["source_hash"]}`'
+            + missing)
 
 
 def unavailable_md(summary) -> str:

@@ -61,3 +61,11 @@ def test_a_corrupt_capture_fails_the_strict_build_in_one_line(tmp_path):
     assert r.returncode == 0, r.stderr
     page = (tmp_path / "site2" / "inplace" / "index.html").read_text()
     assert "Capture not usable" in page and "corrupt" in page
+
+
+def test_fused_chapter_shows_what_ran_and_what_could_not(site):
+    page = (site / "fused" / "index.html").read_text()
+    assert page.count("not available on this machine") >= 2  # the hub, at both shapes
+    assert "triton_tem_fused_flex_attention" in page and "quant_per_block_int8_kernel" in page
+    assert (site / "figures" / "flex-trace.svg").exists() and (site / "figures" / "sage-trace.svg").exists()
+    assert not (site / "figures" / "hub-trace.svg").exists()
