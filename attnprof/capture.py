@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-from . import dispatch, store, trace
+from . import bench, dispatch, store, trace
 from .stages import DTYPES, ProviderUnavailable, get_stage, make_inputs, reference, relative_error
 
 LABEL = "attention_forward"  # the record_function name around every profiled forward
@@ -62,30 +62,6 @@ def profile_forward(forward, trace_path):
 # --8<-- [end:profile]
 
 
-def event_times_us(forward, reps=EVENT_REPS):
-    """CUDA-event time of each of `reps` forwards (first launch to last completion on the stream)."""
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        forward()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0)
-    return times
-
-
-def peak_extra_bytes(forward):
-    """Peak memory a forward allocates beyond what was live before it (output included)."""
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    before = torch.cuda.memory_allocated()
-    out = forward()
-    torch.cuda.synchronize()
-    del out
-    return torch.cuda.max_memory_allocated() - before
-
-
 def key_average_rows(averages, limit=25):
     def us(ev, name):
         return float(getattr(ev, name, 0.0) or 0.0)
@@ -97,7 +73,7 @@ def key_average_rows(averages, limit=25):
     return rows[:limit]
 
 
-def environment(stage) -> dict:
+def environment(stage=None) -> dict:
     props = torch.cuda.get_device_properties(0)
     try:
         driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
@@ -113,7 +89,7 @@ def environment(stage) -> dict:
             "sm_count": props.multi_processor_count, "driver": driver, "torch": torch.__version__,
             "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(), "triton": triton_version,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "source_hash": stage.source_hash()}
+            **({"source_hash": stage.source_hash()} if stage else {})}
 
 
 def capture_stage(name, shape, dtype_name, out_dir) -> dict:
@@ -151,8 +127,8 @@ def capture_stage(name, shape, dtype_name, out_dir) -> dict:
             raw = Path(tmp) / "trace.json"
             averages = profile_forward(forward, raw)
             events = json.loads(raw.read_text())
-        times = event_times_us(forward)
-        summary["peak_extra_bytes"] = peak_extra_bytes(forward)
+        times = bench.time_forward(forward, reps=EVENT_REPS, warmup=0)
+        summary["peak_extra_bytes"] = bench.peak_extra_bytes(forward)
 
     fwds = trace.forwards(events, LABEL)
     counts = [len(f.ops) for f in fwds]

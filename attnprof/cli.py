@@ -61,6 +61,50 @@ def cmd_explain(args) -> int:
     return 0
 
 
+def cmd_which(args) -> int:
+    from .verify import which
+    r = which(parse_shape(args.shape), args.dtype, args.mask, args.dropout, args.layout)
+    if args.json:
+        print(json.dumps(r, indent=1))
+        return 0
+    print(f"on {r['device']}: shape {r['shape']} {r['dtype']}, mask {r['mask']}, dropout {r['dropout']}, "
+          f"layout {r['layout']}")
+    print(f"backend that ran: {r['ran']}  (dispatcher's choice: {r['dispatcher_choice']}; "
+          f"aten op: {r['aten_backend']})")
+    if r["kernels"]:
+        print(f"{r['device_ops']} device ops per forward, {render.us(r['device_us'])} of device time; kernels: "
+              + ", ".join(render.short_name(n, 60) for n in r["kernels"]))
+    if "median_us" in r:
+        print(f"forward median {render.us(r['median_us'])}")
+    rows = [(b, "yes" if e["eligible"] else "no", "; ".join(e["reasons"]) or "-") for b, e in r["eligibility"].items()]
+    if rows:
+        print(render.text_table(["backend", "eligible", "PyTorch's reasons"], rows))
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from .verify import verify
+    rows = verify(dtypes=tuple(args.dtypes.split(",")))
+    table = [(r["path"], r["dtype"], "x".join(map(str, r["shape"])), "yes" if r["fully_masked_row"] else "",
+              r["status"], f"{r['rel_frobenius']:.1e}" if "rel_frobenius" in r else "-",
+              f"{r['max_abs']:.1e}" if "max_abs" in r else "-", r.get("masked_row", r.get("reason", ""))[:70])
+             for r in rows]
+    print(render.text_table(["path", "dtype", "shape", "masked row", "status", "rel. Frobenius", "max abs", "note"], table))
+    if args.out:
+        from .capture import environment
+        store.write_json(args.out, "run-verify-cli", {"result": rows, **environment()})
+    return 1 if any(r["status"] == "fail" and not r["fully_masked_row"] for r in rows) else 0
+
+
+def cmd_sweep(args) -> int:
+    from .runs import RUNS, run
+    names = list(RUNS) if args.only == "all" else args.only.split(",")
+    status = run(names, args.out)
+    for name, s in status.items():
+        print(f"{name:>12}: {s}")
+    return 0 if all(s == "ok" for s in status.values()) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m attnprof", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -87,6 +131,24 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("name", metavar="KERNEL_NAME")
     e.add_argument("--json", action="store_true", help="print the decoding as JSON")
     e.set_defaults(run=cmd_explain)
+    w = sub.add_parser("which", help="which SDPA backend really runs for these inputs, and why not the others")
+    w.add_argument("--shape", default=",".join(map(str, DEFAULT_SHAPE)), help="B,H,S,D (default: %(default)s)")
+    w.add_argument("--dtype", default=store.DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)}")
+    w.add_argument("--mask", default="causal", help="none, causal, bool or float (default: causal)")
+    w.add_argument("--dropout", type=float, default=0.0, help="dropout probability (default: 0)")
+    w.add_argument("--layout", default="contiguous", help="contiguous, transposed or strided")
+    w.add_argument("--json", action="store_true")
+    w.set_defaults(run=cmd_which)
+
+    v = sub.add_parser("verify", help="every backend and provider vs a float64 reference")
+    v.add_argument("--dtypes", default="bf16,fp16,fp32", help="comma-separated (default: %(default)s)")
+    v.add_argument("--out", help="also write the rows as JSON into this folder")
+    v.set_defaults(run=cmd_verify)
+
+    r = sub.add_parser("sweep", help="on a CUDA GPU: sweeps, ceilings, serving shapes, verification runs")
+    r.add_argument("--only", default="all", help="comma-separated run names, or all")
+    r.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
+    r.set_defaults(run=cmd_sweep)
     return p
 
 

@@ -80,8 +80,12 @@ def _atomic_write(path: Path, data: bytes):
         raise
 
 
+def write_json(folder, name, data: dict):
+    _atomic_write(summary_path(folder, name), (json.dumps(data, indent=1) + "\n").encode())
+
+
 def write_summary(folder, summary: dict):
-    _atomic_write(summary_path(folder, summary["record"]), (json.dumps(summary, indent=1) + "\n").encode())
+    write_json(folder, summary["record"], summary)
 
 
 def scrub(events: dict) -> dict:

@@ -1,0 +1,63 @@
+"""Measurement runs beyond the ladder (issue: sweeps, serving shapes, verification), each written as
+one stamped JSON record in the captures folder: `python -m attnprof sweep [--only NAME,...]`."""
+from __future__ import annotations
+
+import json
+import time
+import traceback
+
+import torch
+
+from . import serving, store, sweep, verify
+
+RUNS = {
+    "ceilings": lambda: sweep.ceilings(),
+    "sweep": lambda: sweep.sweep(),
+    "fastest": lambda: sweep.fastest(),
+    "fallback": lambda: verify.fallbacks(),
+    "verify": lambda: verify.verify(),
+    "gqa": lambda: serving.gqa(),
+    "decode": lambda: serving.decode(),
+    "varlen": lambda: serving.varlen(),
+    "e2e": lambda: serving.end_to_end(),
+    "decode_step": lambda: serving.decode_step(),
+}
+
+
+def run(names, out_dir=store.CAPTURES) -> dict[str, str]:
+    """Run each named measurement and write `run-<name>.json`; a failing run is reported and the
+    others go on. Returns {name: "ok" | error line}."""
+    from .capture import environment, require_cuda
+    require_cuda()
+    status = {}
+    for name in names:
+        if name not in RUNS:
+            raise ValueError(f"unknown run {name!r}: choose from {', '.join(RUNS)}")
+    for name in names:
+        print(f"== {name}", flush=True)
+        start = time.perf_counter()
+        try:
+            result = RUNS[name]()
+        except Exception as e:
+            traceback.print_exc()
+            status[name] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+            torch.cuda.empty_cache()
+            continue
+        record = {"record": f"run-{name}", "run": name, "wall_s": time.perf_counter() - start,
+                  **environment(), "result": result}
+        store.write_json(out_dir, f"run-{name}", record)
+        status[name] = "ok"
+        print(f"   {name}: {record['wall_s']:.0f} s", flush=True)
+    return status
+
+
+def load(name, folder=store.CAPTURES) -> dict:
+    """A committed run record; a missing or corrupt one raises one line naming the fix."""
+    path = store.summary_path(folder, f"run-{name}")
+    fix = f"run `python -m attnprof sweep --only {name}` on a CUDA GPU"
+    if not path.exists():
+        raise store.CaptureMissing(f"no record of run {name!r} ({path.name} is missing): {fix}")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"record {path.name} is corrupt ({e.msg} at line {e.lineno}): {fix}") from None

@@ -1,0 +1,110 @@
+"""Scaling sweeps on a GPU: every attention path over sequence length and head dim, the two
+ceilings that bound them (bf16 matmul rate, copy bandwidth), and the fastest forward we can find.
+
+Everything here is measured in the same run and written as one JSON record with the environment
+stamp. An out-of-memory point is recorded as OOM; a path that cannot load is recorded with its reason.
+"""
+from __future__ import annotations
+
+import sys
+
+import torch
+
+from . import bench
+from .stages import STAGES, ProviderUnavailable, make_inputs
+
+SEQ_LENS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
+HEAD_DIMS = (64, 128)
+HEADS = 16
+TOKENS = 16384  # batch × seq kept constant, so every point does comparable work per token
+PATHS = ("inplace", "math", "efficient", "flash", "cudnn", "flex", "sage")
+FASTEST_SHAPE = (1, 16, 8192, 128)
+
+
+def causal_flops(shape) -> float:
+    """Two matmuls of 2·S²·D per head, halved by the causal mask."""
+    b, h, s, d = shape
+    return 4 * b * h * s * s * d / 2
+
+
+def min_bytes(shape, itemsize=2) -> float:
+    """The fewest bytes any attention must move: read q, k, v once, write the output once."""
+    b, h, s, d = shape
+    return 4 * b * h * s * d * itemsize
+
+
+def naive_bytes(shape, itemsize=2) -> float:
+    """What the unfused forward moves: q, k, v and the output, plus the S×S scores written by the
+    first matmul, read and written by scale, mask (and its mask read) and softmax, read by the second."""
+    b, h, s, d = shape
+    return min_bytes(shape, itemsize) + b * h * s * s * itemsize * 8 + s * s
+
+
+class Progress:
+    """A one-line progress bar on stderr: [#####.....] 12/98 flash S=4096 D=128"""
+
+    def __init__(self, total, stream=sys.stderr):
+        self.total, self.done, self.stream = total, 0, stream
+
+    def __call__(self, label):
+        self.done += 1
+        filled = int(30 * self.done / self.total)
+        self.stream.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} {label:<40}")
+        self.stream.flush()
+        if self.done == self.total:
+            self.stream.write("\n")
+
+
+def ceilings(device="cuda") -> dict:
+    """bf16 matmul TFLOP/s on random 8192³ operands and device copy bandwidth (read + write) of 2 GiB."""
+    n = 8192
+    a, b = (torch.randn(n, n, device=device, dtype=torch.bfloat16) for _ in range(2))
+    mm_us = bench.time_back_to_back(lambda: a @ b, calls=10, reps=5)
+    src = torch.randn(2**30 // 2, device=device, dtype=torch.bfloat16)  # 1 GiB (bf16 elements)
+    dst = torch.empty_like(src)
+    copy_us = bench.time_back_to_back(lambda: dst.copy_(src), calls=10, reps=5)
+    return {"matmul_tflops": 2 * n**3 / mm_us / 1e6, "matmul_shape": [n, n, n],
+            "copy_gbs": 2 * src.numel() * src.element_size() / copy_us / 1e3, "copy_bytes": src.numel() * 2}
+
+
+def point(path: str, shape, dtype=torch.bfloat16) -> dict:
+    """One path at one shape: time, TFLOP/s, peak memory; OOM or unavailability as results."""
+    stage = STAGES[path]
+    row = {"path": path, "shape": list(shape)}
+    try:
+        q, k, v = make_inputs(shape, dtype, "cuda" if torch.cuda.is_available() else "cpu")
+        with stage.context():
+            forward = stage.prepare(q, k, v)
+            result = bench.measure(forward)
+    except ProviderUnavailable as e:
+        return {**row, "unavailable": str(e)}
+    except torch.OutOfMemoryError:
+        torch.cuda.empty_cache()
+        return {**row, "oom": True}
+    except RuntimeError as e:
+        return {**row, "unavailable": str(e).strip().splitlines()[0][:300]}
+    finally:
+        q = k = v = forward = None
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    row.update(result)
+    if "median_us" in result:
+        row["tflops"] = causal_flops(shape) / result["median_us"] / 1e6
+        row["tflops_back_to_back"] = causal_flops(shape) / result["back_to_back_us"] / 1e6
+    return row
+
+
+def sweep(paths=PATHS, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, heads=HEADS) -> list[dict]:
+    shapes = [(max(1, tokens // s), heads, s, d) for d in head_dims for s in seq_lens]
+    progress = Progress(len(shapes) * len(paths))
+    rows = []
+    for shape in shapes:
+        for path in paths:
+            progress(f"{path} S={shape[2]} D={shape[3]}")
+            rows.append(point(path, shape))
+    return rows
+
+
+def fastest(shape=FASTEST_SHAPE, paths=("efficient", "flash", "cudnn", "flex", "sage")) -> list[dict]:
+    """Every fused path at the target shape, timed back to back (the stream's throughput)."""
+    return [point(path, shape) for path in paths]
