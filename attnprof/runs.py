@@ -14,6 +14,7 @@ RUNS = {
     "ceilings": lambda: sweep.ceilings(),
     "sweep": lambda: sweep.sweep(),
     "fastest": lambda: sweep.fastest(),
+    "recompile": lambda: sweep.recompile_limit(),
     "fallback": lambda: verify.fallbacks(),
     "verify": lambda: verify.verify(),
     "gqa": lambda: serving.gqa(),

@@ -71,10 +71,14 @@ def point(path: str, shape, dtype=torch.bfloat16) -> dict:
     """One path at one shape: time, TFLOP/s, peak memory; OOM or unavailability as results."""
     stage = STAGES[path]
     row = {"path": path, "shape": list(shape)}
+    if path == "flex":  # a fresh compile per shape: past torch.compile's recompile limit it would run eagerly
+        torch._dynamo.reset()
     try:
         q, k, v = make_inputs(shape, dtype, "cuda" if torch.cuda.is_available() else "cpu")
         with stage.context():
             forward = stage.prepare(q, k, v)
+            with torch.no_grad():
+                forward()  # compile / autotune outside the timing
             result = bench.measure(forward)
     except ProviderUnavailable as e:
         return {**row, "unavailable": str(e)}
@@ -108,3 +112,24 @@ def sweep(paths=PATHS, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, he
 def fastest(shape=FASTEST_SHAPE, paths=("efficient", "flash", "cudnn", "flex", "sage")) -> list[dict]:
     """Every fused path at the target shape, timed back to back (the stream's throughput)."""
     return [point(path, shape) for path in paths]
+
+
+def recompile_limit(seq_lens=(256, 384, 512, 640, 768, 896, 1024, 1152, 1280, 1408, 1536), heads=16, d=64) -> dict:
+    """FlexAttention called at one new shape after another, never resetting torch.compile: each
+    new shape recompiles, until the recompile limit is reached and dynamo quietly runs the function
+    eagerly (which for flex_attention materialises the scores)."""
+    torch._dynamo.reset()
+    config = torch._dynamo.config
+    limit = getattr(config, "recompile_limit", getattr(config, "cache_size_limit", None))
+    rows = []
+    for s in seq_lens:
+        shape = (TOKENS // s, heads, s, d)
+        q, k, v = make_inputs(shape, torch.bfloat16, "cuda" if torch.cuda.is_available() else "cpu")
+        forward = STAGES["flex"].prepare(q, k, v)
+        with torch.no_grad():
+            forward()
+        m = bench.measure(forward)
+        rows.append({"shape": list(shape), **m, **({"tflops": causal_flops(shape) / m["median_us"] / 1e6}
+                                                  if "median_us" in m else {})})
+    torch._dynamo.reset()
+    return {"recompile_limit": limit, "points": rows}
