@@ -211,6 +211,12 @@ def _problem_box(why: str) -> str:
 
 def expand(name: str, args: list[str], problems: dict[str, str]) -> str:
     """Render the piece `name`; a capture listed in `problems` renders as a box naming the fix."""
+    from . import findings  # pieces over measurement runs rather than stage captures
+    if name in findings.PIECES:
+        try:
+            return findings.PIECES[name](*args)
+        except (FileNotFoundError, ValueError) as e:
+            return _problem_box(str(e))
     if name not in PIECES:
         raise KeyError(f"unknown piece {name!r} (known: {', '.join(PIECES)})")
     positional = [a for a in args if "=" not in a]

@@ -58,6 +58,12 @@ def on_files(files, config):
     for record in store.site_records():
         if record not in _problems and not pieces.is_unavailable(record):
             files.append(File.generated(config, f"figures/{record}-trace.svg", content=pieces.trace_svg(record)))
+    from attnprof import findings
+    for name, draw in findings.FIGURES.items():  # charts of the measurement runs
+        try:
+            files.append(File.generated(config, f"figures/{name}.svg", content=draw()))
+        except (FileNotFoundError, ValueError) as e:
+            log.warning("figure %s not drawn: %s", name, e)
     for src_uri in notebooks.write_all():  # real files under .cache/, so mkdocs-jupyter can read them
         files.append(File(src_uri, src_dir=str(notebooks.OUT.parent), dest_dir=config.site_dir,
                           use_directory_urls=config.use_directory_urls))

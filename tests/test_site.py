@@ -69,3 +69,14 @@ def test_fused_chapter_shows_what_ran_and_what_could_not(site):
     assert "triton_tem_fused_flex_attention" in page and "quant_per_block_int8_kernel" in page
     assert (site / "figures" / "flex-trace.svg").exists() and (site / "figures" / "sage-trace.svg").exists()
     assert not (site / "figures" / "hub-trace.svg").exists()
+
+
+def test_pages_beyond_the_post_are_built_from_the_runs(site):
+    for page in ("scaling", "roofline", "serving", "end-to-end", "fallback", "verification", "claims"):
+        html = (site / page / "index.html").read_text()
+        assert "Measured on NVIDIA H200" in html or page == "claims", page
+        assert "<table>" in html and "attnprof:" not in html and "Capture not usable" not in html, page
+    for figure in ("sweep-tflops-d128", "roofline", "decode", "recompile"):
+        assert (site / "figures" / f"{figure}.svg").exists()
+    cost = (site / "end-to-end" / "index.html").read_text()
+    assert 'id="attnprof-price"' in cost and "javascripts/cost.js" in cost

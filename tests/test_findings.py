@@ -1,0 +1,44 @@
+"""The pages beyond the post, rendered from the committed H200 run records."""
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from attnprof import findings, plots
+
+
+@pytest.mark.parametrize("name", list(findings.FIGURES))
+def test_every_figure_is_well_formed_svg(name):
+    root = ET.fromstring(findings.FIGURES[name]())
+    assert root.tag.endswith("svg") and len(list(root.iter("{http://www.w3.org/2000/svg}path"))) >= 1
+
+
+def test_line_chart_skips_missing_points_and_says_why():
+    svg = plots.line_chart({"a": [(1, 2.0), (2, None)], "b": [(1, 1.0), (2, 3.0)]}, "x", "y", "t")
+    assert "OOM past the last point" in svg and svg.count("<circle") == 3
+
+
+def test_cost_follows_from_measured_throughput():
+    html = findings.cost("32")
+    cells = re.findall(r'data-tokens-per-s="([\d.e+]+)">([\d.]+)<', html)
+    assert len(cells) == len(findings.result("e2e")) + len(findings.result("decode_step"))
+    for tps, dollars in cells:
+        assert float(dollars) == pytest.approx(findings.DEFAULT_PRICE / 3600 / float(tps) * 1e6, abs=1e-3)
+    assert 'id="attnprof-price"' in html
+
+
+def test_claims_table_covers_every_claim_with_a_verdict():
+    rows = [l for l in findings.claims().splitlines() if l.startswith("| ") and l[2].isdigit()]
+    assert len(rows) == 7
+    assert all(l.rstrip(" |").split("|")[-1].strip() for l in rows)
+
+
+def test_fallback_table_names_the_backend_that_ran():
+    md = findings.fallback()
+    assert "fast path" in md and "**math**" in md  # the strided case fell back to math on the H200
+
+
+def test_verify_table_shows_the_naive_nan():
+    md = findings.verify_table()
+    naive_masked = [l for l in md.splitlines() if l.startswith("| naive") and "| yes |" in l]
+    assert naive_masked and all("NaN" in l for l in naive_masked)
