@@ -21,12 +21,9 @@ import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 from . import bench, dispatch, store, trace
-from .stages import DTYPES, ProviderUnavailable, get_stage, make_inputs, reference, relative_error
+from .store import EVENT_REPS, LABEL, SCHEDULE, WARMUP_CALLS
+from .stages import ProviderUnavailable, get_stage, make_inputs, reference, relative_error, torch_dtype
 
-LABEL = "attention_forward"  # the record_function name around every profiled forward
-WARMUP_CALLS = 10
-EVENT_REPS = 50
-SCHEDULE = dict(wait=1, warmup=1, active=3, repeat=1)
 
 
 class CaptureError(RuntimeError):
@@ -102,7 +99,7 @@ def capture_stage(name, shape, dtype_name, out_dir) -> dict:
                "provider": stage.provider, "layout": stage.layout,
                "label": LABEL, "settings": settings, "key": store.capture_key(stage, settings),
                **environment(stage)}
-    q, k, v = make_inputs(shape, DTYPES[dtype_name], "cuda")
+    q, k, v = make_inputs(shape, torch_dtype(dtype_name), "cuda")
     try:
         forward = stage.prepare(q, k, v)
     except ProviderUnavailable as e:

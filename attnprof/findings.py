@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import pieces, plots, render, runs
+from . import pieces, plots, render, store
 from .stages import STAGES
-from .sweep import causal_flops, min_bytes, naive_bytes
+from .flops import causal_flops, min_bytes, naive_bytes
 
 PATH_TITLES = {"inplace": "naive (in place)", "math": "SDPA math", "efficient": "SDPA efficient",
                "flash": "SDPA flash", "cudnn": "SDPA cuDNN", "flex": "FlexAttention", "sage": "SageAttention"}
@@ -15,7 +15,7 @@ DEFAULT_PRICE = 3.50  # $ per GPU-hour: an assumption the reader changes on the 
 
 @lru_cache(maxsize=None)
 def result(name):
-    return runs.load(name)["result"]
+    return store.load_run(name)["result"]
 
 
 def _gib(b):
@@ -94,7 +94,7 @@ def figure(name):
 
 
 def stamp(name):
-    r = runs.load(name)
+    r = store.load_run(name)
     return (f'!!! info "Measured on {render.md_cell(r["device"])} ({r["capability"]})"\n'
             f'    {r["date"]} · driver {r["driver"]} · torch {r["torch"]} · CUDA {r["cuda"]} · cuDNN {r["cudnn"]} · '
             f'Triton {r["triton"]} · run `{name}` took {r["wall_s"]:.0f} s')

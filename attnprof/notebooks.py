@@ -10,6 +10,7 @@ from pathlib import Path
 
 import nbformat
 
+from . import store
 from .stages import LADDER, ROOT, SNIPPETS, STAGES, snippet_section
 
 OUT = ROOT / ".cache" / "notebooks"
@@ -39,11 +40,11 @@ print(f"relative error vs float64: {rel_err:.2e}")
 assert rel_err < 2e-2, "this forward does not compute causal attention"
 """
 
-PROFILE_PREAMBLE = """from torch.profiler import ProfilerActivity, profile, record_function, schedule
+PROFILE_PREAMBLE = f"""from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-LABEL = "attention_forward"
-WARMUP_CALLS = 10
-SCHEDULE = dict(wait=1, warmup=1, active=3, repeat=1)"""
+LABEL = {store.LABEL!r}
+WARMUP_CALLS = {store.WARMUP_CALLS}
+SCHEDULE = {store.SCHEDULE!r}"""
 
 RUN_PROFILE = """with pinned():
     averages = profile_forward(forward, "trace.json")
@@ -70,7 +71,8 @@ def notebook(stage) -> nbformat.NotebookNode:
     cells = [
         md(f"# {stage.title}\n\nGenerated from `snippets/{stage.snippet}.py` and attnprof's profiling loop: "
            f"the code below is the code that was profiled for the site. Runs on a CUDA GPU "
-           f"(the post's shape, bf16) or on a CPU (small shape, float32)."),
+           f"(the post's shape, bf16) or on a CPU (small shape, float32).\n\n"
+           f"[Download this notebook]({stage.name}.ipynb) · [the chapter](../../{stage.name}/)"),
         code(SETUP),
         md("## The attention code"),
         code(snippet_section(SNIPPETS / f"{stage.snippet}.py", "attention")),
@@ -81,6 +83,8 @@ def notebook(stage) -> nbformat.NotebookNode:
         code(PROFILE_PREAMBLE + "\n\n" + snippet_section(ROOT / "attnprof" / "capture.py", "profile")),
         code(RUN_PROFILE),
     ]
+    for i, cell in enumerate(cells):  # stable ids: the same snippets give the same file, byte for byte
+        cell.id = f"{stage.name}-{i}"
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return nb

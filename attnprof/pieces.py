@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from . import a100, names, render, store, trace
+from .flops import causal_flops
 from .stages import LADDER, PROVIDERS, STAGES
 
 
@@ -35,9 +36,8 @@ def device_properties(stage: str) -> dict:
 
 
 def causal_tflops(s: dict) -> float:
-    """TFLOP/s of a forward counting causal FLOPs: two matmuls of 2·S²·D per head, halved by the mask."""
-    b, h, n, d = s["shape"]
-    return 4 * b * h * n * n * d / 2 / (s["event_median_us"] * 1e-6) / 1e12
+    """TFLOP/s of a captured forward: causal FLOPs over its CUDA-event median."""
+    return causal_flops(s["shape"]) / (s["event_median_us"] * 1e-6) / 1e12
 
 
 def _stamp(stage):

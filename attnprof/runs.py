@@ -2,7 +2,6 @@
 one stamped JSON record in the captures folder: `python -m attnprof sweep [--only NAME,...]`."""
 from __future__ import annotations
 
-import json
 import time
 import traceback
 
@@ -50,15 +49,3 @@ def run(names, out_dir=store.CAPTURES) -> dict[str, str]:
         status[name] = "ok"
         print(f"   {name}: {record['wall_s']:.0f} s", flush=True)
     return status
-
-
-def load(name, folder=store.CAPTURES) -> dict:
-    """A committed run record; a missing or corrupt one raises one line naming the fix."""
-    path = store.summary_path(folder, f"run-{name}")
-    fix = f"run `python -m attnprof sweep --only {name}` on a CUDA GPU"
-    if not path.exists():
-        raise store.CaptureMissing(f"no record of run {name!r} ({path.name} is missing): {fix}")
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"record {path.name} is corrupt ({e.msg} at line {e.lineno}): {fix}") from None

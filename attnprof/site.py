@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
@@ -38,9 +39,9 @@ def on_config(config):
     mode = os.environ.get("ATTNPROF_RECAPTURE", "auto")
     if mode not in ("auto", "always", "never"):
         raise PluginError(f"ATTNPROF_RECAPTURE={mode!r} is not understood: use auto, always or never")
-    if mode != "never":
-        import torch
-        if mode == "always" or (torch.cuda.is_available() and store.stale_records()):
+    if mode == "always" or (mode == "auto" and shutil.which("nvidia-smi") and store.stale_records()):
+        import torch  # only where a GPU may be: importing torch is most of a CPU build's time
+        if mode == "always" or torch.cuda.is_available():
             if not torch.cuda.is_available():
                 raise PluginError("ATTNPROF_RECAPTURE=always needs a CUDA GPU, and this machine has none")
             _recapture(store.site_records() if mode == "always" else list(store.stale_records()))

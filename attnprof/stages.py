@@ -14,13 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import torch
-
 ROOT = Path(__file__).resolve().parents[1]
 SNIPPETS = ROOT / "snippets"
 
 DEFAULT_SHAPE = (8, 16, 1024, 64)  # the post's [batch, heads, seq, head_dim]
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+DTYPES = ("bf16", "fp16", "fp32")  # names; torch_dtype() maps them (torch is imported only when needed)
 
 
 def load_snippet(name: str):
@@ -117,20 +115,23 @@ def parse_shape(text: str) -> tuple[int, int, int, int]:
     return shape
 
 
-def parse_dtype(text: str) -> torch.dtype:
-    if text not in DTYPES:
-        raise ValueError(f"unsupported dtype {text!r}: choose from {', '.join(DTYPES)}")
-    return DTYPES[text]
+def torch_dtype(name: str):
+    import torch
+    if name not in DTYPES:
+        raise ValueError(f"unsupported dtype {name!r}: choose from {', '.join(DTYPES)}")
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
 
 
 def make_inputs(shape, dtype, device, seed=0):
     """Fresh random q, k, v of shape [B, H, S, D]."""
+    import torch
     gen = torch.Generator(device="cpu").manual_seed(seed)
     return [torch.randn(shape, generator=gen).to(device=device, dtype=dtype) for _ in range(3)]
 
 
 def reference(q, k, v) -> torch.Tensor:
     """Causal attention in float64, on the inputs' device: the yardstick every stage is checked against."""
+    import torch
     q, k, v = (t.detach().to(torch.float64) for t in (q, k, v))
     s = q.shape[-2]
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
@@ -141,6 +142,7 @@ def reference(q, k, v) -> torch.Tensor:
 
 def relative_error(out, ref) -> float:
     """||out - ref|| / ||ref|| in float64; NaN anywhere gives NaN, which never passes a check."""
+    import torch
     out = out.detach().to(ref.device, torch.float64)
     return float(torch.linalg.vector_norm(out - ref) / torch.linalg.vector_norm(ref))
 

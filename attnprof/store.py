@@ -19,13 +19,18 @@ CAPTURES = Path(os.environ.get("ATTNPROF_CAPTURES", ROOT / "docs" / "captures"))
 DEFAULT_DTYPE = "bf16"
 FORMAT = 1  # bump when the capture procedure changes: every capture becomes stale
 
+# How captures are taken; all of it is part of every capture's key.
+LABEL = "attention_forward"  # the record_function name around every profiled forward
+WARMUP_CALLS = 10
+EVENT_REPS = 50
+SCHEDULE = dict(wait=1, warmup=1, active=3, repeat=1)
+
 
 class CaptureMissing(FileNotFoundError):
     pass
 
 
 def settings(shape, dtype_name) -> dict:
-    from .capture import EVENT_REPS, SCHEDULE, WARMUP_CALLS
     return {"shape": list(shape), "dtype": dtype_name, "causal": True, "schedule": SCHEDULE,
             "warmup_calls": WARMUP_CALLS, "event_reps": EVENT_REPS, "format": FORMAT}
 
@@ -147,3 +152,15 @@ def status(record, folder=CAPTURES) -> str | None:
 
 def stale_records(folder=CAPTURES) -> dict[str, str]:
     return {record: why for record in site_records() if (why := status(record, folder))}
+
+
+def load_run(name, folder=CAPTURES) -> dict:
+    """A committed measurement run (`run-<name>.json`); a missing or corrupt one raises one line naming the fix."""
+    path = summary_path(folder, f"run-{name}")
+    fix = f"run `python -m attnprof sweep --only {name}` on a CUDA GPU"
+    if not path.exists():
+        raise CaptureMissing(f"no record of run {name!r} ({path.name} is missing): {fix}")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"record {path.name} is corrupt ({e.msg} at line {e.lineno}): {fix}") from None

@@ -11,6 +11,7 @@ import sys
 import torch
 
 from . import bench
+from .flops import causal_flops
 from .stages import STAGES, ProviderUnavailable, make_inputs
 
 SEQ_LENS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
@@ -19,25 +20,6 @@ HEADS = 16
 TOKENS = 16384  # batch × seq kept constant, so every point does comparable work per token
 PATHS = ("inplace", "math", "efficient", "flash", "cudnn", "flex", "sage")
 FASTEST_SHAPE = (1, 16, 8192, 128)
-
-
-def causal_flops(shape) -> float:
-    """Two matmuls of 2·S²·D per head, halved by the causal mask."""
-    b, h, s, d = shape
-    return 4 * b * h * s * s * d / 2
-
-
-def min_bytes(shape, itemsize=2) -> float:
-    """The fewest bytes any attention must move: read q, k, v once, write the output once."""
-    b, h, s, d = shape
-    return 4 * b * h * s * d * itemsize
-
-
-def naive_bytes(shape, itemsize=2) -> float:
-    """What the unfused forward moves: q, k, v and the output, plus the S×S scores written by the
-    first matmul, read and written by scale, mask (and its mask read) and softmax, read by the second."""
-    b, h, s, d = shape
-    return min_bytes(shape, itemsize) + b * h * s * s * itemsize * 8 + s * s
 
 
 class Progress:

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from . import bench, dispatch, names, trace
-from .stages import DTYPES, STAGES, ProviderUnavailable, load_snippet
+from .stages import STAGES, ProviderUnavailable, load_snippet, torch_dtype
 
 ATEN_BACKEND = {  # the aten op each SDPA backend runs under, on any device
     "aten::_scaled_dot_product_flash_attention": "flash",
@@ -46,10 +46,10 @@ def make_case(shape, dtype_name, mask="causal", layout="contiguous", device=None
 
     def one():
         if layout == "transposed":
-            return torch.randn(b, s, h, d, generator=gen).to(device, DTYPES[dtype_name]).transpose(1, 2)
+            return torch.randn(b, s, h, d, generator=gen).to(device, torch_dtype(dtype_name)).transpose(1, 2)
         if layout == "strided":
-            return torch.randn(b, h, s, 2 * d, generator=gen).to(device, DTYPES[dtype_name])[..., ::2]
-        return torch.randn(b, h, s, d, generator=gen).to(device, DTYPES[dtype_name])
+            return torch.randn(b, h, s, 2 * d, generator=gen).to(device, torch_dtype(dtype_name))[..., ::2]
+        return torch.randn(b, h, s, d, generator=gen).to(device, torch_dtype(dtype_name))
 
     q, k, v = one(), one(), one()
     future = torch.ones(s, s, dtype=torch.bool, device=device).triu(1)

@@ -86,3 +86,22 @@ def test_corrupt_capture_is_one_line(tmp_path, capsys):
     assert main(["show", "math", "--captures", str(folder)]) == 2
     err = capsys.readouterr().err.strip()
     assert "corrupt" in err and "python -m attnprof capture math" in err and "\n" not in err
+
+
+def test_writes_are_atomic(tmp_path, monkeypatch):
+    """A write that fails half way leaves the old capture whole and no temporary file behind."""
+    import os
+    store.write_json(tmp_path, "naive", {"record": "naive", "v": 1})
+    def broken_replace(src, dst):
+        raise OSError("disk full (simulated)")
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError):
+        store.write_json(tmp_path, "naive", {"record": "naive", "v": 2})
+    assert json.loads((tmp_path / "naive.json").read_text())["v"] == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["naive.json"]
+
+
+def test_show_an_unavailable_provider_is_its_reason(capsys):
+    assert main(["show", "hub"]) == 0
+    out = capsys.readouterr().out
+    assert "not available on this machine: Hugging Face kernels hub" in out

@@ -21,3 +21,10 @@ def test_notebooks_hold_the_snippet_not_a_copy():
     for stage in (STAGES[n] for n in LADDER):
         code = "\n".join(c.source for c in notebooks.notebook(stage).cells)
         assert snippet_section(SNIPPETS / f"{stage.snippet}.py", "attention") in code
+
+
+def test_notebooks_are_byte_stable():
+    """Generating twice gives the same bytes, so builds reuse mkdocs-jupyter's conversion cache."""
+    import nbformat
+    for name in LADDER:
+        assert nbformat.writes(notebooks.notebook(STAGES[name])) == nbformat.writes(notebooks.notebook(STAGES[name]))

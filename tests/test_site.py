@@ -1,31 +1,12 @@
 """The site build: strict from the committed captures, and loud about a broken capture."""
 import json
-import os
 import shutil
-import subprocess
-import sys
-import time
 
 import pytest
 
 from attnprof import store
-from attnprof.stages import LADDER, ROOT, STAGES
-
-
-def build(dest, strict=True, env_extra=None):
-    env = dict(os.environ, ATTNPROF_RECAPTURE="never", NO_MKDOCS_2_WARNING="1", **(env_extra or {}))
-    cmd = [sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(dest)] + (["--strict"] if strict else [])
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    dest = tmp_path_factory.mktemp("site")
-    start = time.perf_counter()
-    r = build(dest)
-    assert r.returncode == 0, r.stderr
-    print(f"strict build took {time.perf_counter() - start:.1f} s")
-    return dest
+from attnprof.stages import LADDER, STAGES
+from tests.conftest import build
 
 
 def test_every_stage_chapter_has_table_op_list_trace_and_stamp(site):
@@ -80,3 +61,22 @@ def test_pages_beyond_the_post_are_built_from_the_runs(site):
         assert (site / "figures" / f"{figure}.svg").exists()
     cost = (site / "end-to-end" / "index.html").read_text()
     assert 'id="attnprof-price"' in cost and "javascripts/cost.js" in cost
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda folder: (folder / "flash.json").unlink(), "no capture 'flash' (flash.json is missing)"),
+    (lambda folder: (folder / "cudnn.trace.json.gz").unlink(), "trace of 'cudnn' is missing"),
+    (lambda folder: _stale(folder / "math.json"), "capture 'math' is stale"),
+])
+def test_missing_or_stale_captures_fail_the_strict_build(tmp_path, damage, message):
+    folder = tmp_path / "captures"
+    shutil.copytree(store.CAPTURES, folder)
+    damage(folder)
+    r = build(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    assert r.returncode != 0 and message in r.stderr and "python -m attnprof capture" in r.stderr
+
+
+def _stale(path):
+    summary = json.loads(path.read_text())
+    summary["key"] = "0" * 16  # what a changed snippet looks like to `check`
+    path.write_text(json.dumps(summary))

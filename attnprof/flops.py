@@ -1,0 +1,20 @@
+"""Counting the work of attention: FLOPs, and the bytes a forward must (or does) move."""
+
+
+def causal_flops(shape) -> float:
+    """Two matmuls of 2·S²·D per head, halved by the causal mask."""
+    b, h, s, d = shape
+    return 4 * b * h * s * s * d / 2
+
+
+def min_bytes(shape, itemsize=2) -> float:
+    """The fewest bytes any attention must move: read q, k, v once, write the output once."""
+    b, h, s, d = shape
+    return 4 * b * h * s * d * itemsize
+
+
+def naive_bytes(shape, itemsize=2) -> float:
+    """What the unfused forward moves: q, k, v and the output, plus the S×S scores written by the
+    first matmul, read and written by scale, mask (and its mask read) and softmax, read by the second."""
+    b, h, s, d = shape
+    return min_bytes(shape, itemsize) + b * h * s * s * itemsize * 8 + s * s
