@@ -164,8 +164,11 @@ def capture(names, shape, dtype_name, out_dir) -> list[dict]:
         try:
             results.append(capture_stage(name, shape, dtype_name, out_dir))
         except Exception as e:  # one broken stage must not cost the others their captures
-            print(f"capture of {name} failed: {type(e).__name__}: {e}", flush=True)
             if isinstance(e, torch.OutOfMemoryError):
                 torch.cuda.empty_cache()
-            results.append({"stage": name, "error": f"{type(e).__name__}: {e}"})
+                why = f"out of GPU memory at shape {','.join(map(str, shape))}: try a smaller --shape"
+            else:
+                why = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+            print(f"capture of {name} failed, its old capture is untouched: {why}", flush=True)
+            results.append({"stage": name, "record": store.record_name(name, shape, dtype_name), "error": why})
     return results

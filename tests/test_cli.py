@@ -105,3 +105,22 @@ def test_show_an_unavailable_provider_is_its_reason(capsys):
     assert main(["show", "hub"]) == 0
     out = capsys.readouterr().out
     assert "not available on this machine: Hugging Face kernels hub" in out
+
+
+def test_a_stage_that_runs_out_of_memory_leaves_the_others(monkeypatch, tmp_path, capsys):
+    """Without a GPU here, the capture of each stage is replaced: one runs out of memory, one works."""
+    import torch
+    from attnprof import capture
+    monkeypatch.setattr(capture, "require_cuda", lambda: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+
+    def fake(name, shape, dtype_name, out_dir):
+        if name == "naive":
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB\nmore detail")
+        return {"stage": name, "record": name}
+    monkeypatch.setattr(capture, "capture_stage", fake)
+    results = capture.capture(["naive", "inplace"], (8, 16, 1024, 64), "bf16", tmp_path)
+    assert results[1] == {"stage": "inplace", "record": "inplace"}
+    assert "out of GPU memory" in results[0]["error"] and "--shape" in results[0]["error"]
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("capture of naive failed, its old capture is untouched")

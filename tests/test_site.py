@@ -80,3 +80,15 @@ def _stale(path):
     summary = json.loads(path.read_text())
     summary["key"] = "0" * 16  # what a changed snippet looks like to `check`
     path.write_text(json.dumps(summary))
+
+
+def test_template_heavy_kernel_names_survive_into_html(site):
+    import html as html_lib
+    import re as re_lib
+    page = (site / "naive" / "index.html").read_text()
+    name = next(op["name"] for op in store.load_summary("naive")["ops"] if "masked_fill" in op["name"])
+    titles = [html_lib.unescape(t) for t in re_lib.findall(r'<code title="([^"]*)"', page)]
+    assert name in titles  # the full name, with its < > & ::, round-trips through the tooltip
+    ops_table = next(t for t in page.split("<table>")[1:] if "launched from" in t)
+    rows = ops_table.split("</table>")[0].count("<tr>") - 1
+    assert rows == store.load_summary("naive")["ops_per_forward"]
