@@ -12,13 +12,23 @@ import time
 import torch
 
 
-def _cuda(t: torch.Tensor | None = None) -> bool:
-    return torch.cuda.is_available() if t is None else t.is_cuda
-
-
 def sync():
     if torch.cuda.is_available():
         torch.cuda.synchronize()
+
+
+def _elapsed_us(run) -> float:
+    """Microseconds of run(): between CUDA events on the stream, or on the wall clock without a GPU."""
+    if torch.cuda.is_available():
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) * 1000.0
+    t0 = time.perf_counter()
+    run()
+    return (time.perf_counter() - t0) * 1e6
 
 
 def time_forward(forward, reps=50, warmup=5) -> list[float]:
@@ -26,42 +36,18 @@ def time_forward(forward, reps=50, warmup=5) -> list[float]:
     for _ in range(warmup):
         forward()
     sync()
-    times = []
-    for _ in range(reps):
-        if torch.cuda.is_available():
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            forward()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) * 1000.0)
-        else:
-            t0 = time.perf_counter()
-            forward()
-            times.append((time.perf_counter() - t0) * 1e6)
-    return times
+    return [_elapsed_us(forward) for _ in range(reps)]
 
 
 def time_back_to_back(forward, calls=20, reps=5) -> float:
     """Median microseconds per call when `calls` forwards are queued back to back."""
     forward()
     sync()
-    per_call = []
-    for _ in range(reps):
-        if torch.cuda.is_available():
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(calls):
-                forward()
-            end.record()
-            end.synchronize()
-            per_call.append(start.elapsed_time(end) * 1000.0 / calls)
-        else:
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                forward()
-            per_call.append((time.perf_counter() - t0) * 1e6 / calls)
-    return statistics.median(per_call)
+
+    def run():
+        for _ in range(calls):
+            forward()
+    return statistics.median(_elapsed_us(run) / calls for _ in range(reps))
 
 
 def adaptive_reps(forward, budget_us=300_000.0, lo=5, hi=50) -> int:
