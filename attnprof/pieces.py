@@ -202,7 +202,23 @@ def _glance(problems):
         ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"])
 
 
-PIECES = {"value": _value, "dispatch": _dispatch, "compare": _compare, "providers": _providers, "compile": _compile, "footprint": _footprint, "cpu": _cpu, "kernels": _kernels, "glance": _glance, "stamp": _stamp, "table": _table, "ops": _ops, "diff": _diff, "trace": _trace, "download": _download}
+def _a100_kernels(problems):
+    """The kernel the post saw on the A100 beside the longest matmul or attention kernel of ours, per stage."""
+    rows = []
+    for name, theirs in a100.KERNELS.items():
+        if name in problems:
+            continue
+        compute = [op for op in summary(name)["ops"] if op["kind"] == "kernel"  # the matmul or attention kernel
+                   and not names.explain(op["name"])["library"].startswith(("ATen", "CUDA runtime"))]
+        ours = max(compute, key=lambda op: op["duration_us"])["name"]
+        rows.append((f"[{STAGES[name].title}]({name}.md)", render.md_cell(theirs), render.md_kernel(ours),
+                     names.explain(ours)["arch"] or "—"))
+    return (render.md_table(["stage", "A100 kernel (the post)", "H200 kernel (ours: its longest matmul or attention kernel)",
+                             "arch in our kernel's name"], rows)
+            + f"\n\nA100 kernels as published in [*{a100.SOURCE_TITLE}*]({a100.SOURCE}).")
+
+
+PIECES = {"value": _value, "a100-kernels": _a100_kernels, "dispatch": _dispatch, "compare": _compare, "providers": _providers, "compile": _compile, "footprint": _footprint, "cpu": _cpu, "kernels": _kernels, "glance": _glance, "stamp": _stamp, "table": _table, "ops": _ops, "diff": _diff, "trace": _trace, "download": _download}
 
 
 def _problem_box(why: str) -> str:
@@ -221,7 +237,7 @@ def expand(name: str, args: list[str], problems: dict[str, str]) -> str:
         raise KeyError(f"unknown piece {name!r} (known: {', '.join(PIECES)})")
     positional = [a for a in args if "=" not in a]
     keywords = dict(a.split("=", 1) for a in args if "=" in a)
-    if name in ("glance", "providers"):  # pieces over many captures show a problem as a row
+    if name in ("glance", "providers", "a100-kernels"):  # pieces over many captures handle problems themselves
         return PIECES[name](problems)
     records = positional if name in ("compare", "diff") else positional[:1]
     bad = [r for r in records if r in problems]

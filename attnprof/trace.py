@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 DEVICE_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -51,10 +51,6 @@ class Forward:
     @property
     def device_us(self) -> float:
         return sum(op.duration_us for op in self.ops)
-
-    def to_dict(self) -> dict:
-        return {"cpu_us": self.cpu_us, "device_us": self.device_us,
-                "ops": [asdict(o) for o in self.ops], "cpu_ops": [asdict(o) for o in self.cpu_ops]}
 
 
 def load(path: str | Path) -> dict:
