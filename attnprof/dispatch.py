@@ -2,6 +2,10 @@
 fused backend is or is not eligible, in PyTorch's own words (`can_use_*` with debug output)."""
 from __future__ import annotations
 
+import os
+import re
+import sys
+import tempfile
 import warnings
 
 import torch
@@ -18,6 +22,31 @@ def sdpa_choice(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=True) -> str:
     return BACKEND_NAMES.get(choice, choice.name.lower())
 
 
+WARNING_PREFIX = re.compile(r"^\[?W\d{4} [\d:.]+ \d+ [^\]]*\]\s*(Warning:\s*)?")
+TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?")
+
+
+def _with_reasons(check):
+    """Run check(); return its result and what it warned, whether PyTorch routed the warnings to
+    Python or, as C++ code called outside a Python handler does, straight to the stderr file."""
+    with warnings.catch_warnings(record=True) as caught, tempfile.TemporaryFile() as err:
+        warnings.simplefilter("always")
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(err.fileno(), 2)
+        try:
+            ok = bool(check())
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        err.seek(0)
+        printed = err.read().decode(errors="replace").splitlines()
+    lines = [str(w.message) for w in caught] + [WARNING_PREFIX.sub("", l) for l in printed]
+    reasons = [TRIGGERED.sub("", l).strip() for l in lines]
+    reasons = [r for r in reasons if r]
+    return ok, list(dict.fromkeys(reasons))
+
+
 def eligibility(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=True) -> dict[str, dict]:
     """For each fused backend: can it run these inputs, and the reasons PyTorch gives when not."""
     params = cuda_backends.SDPAParams(q, k, v, attn_mask, dropout_p, is_causal, False)
@@ -26,8 +55,6 @@ def eligibility(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=True) -> dict[
               "cudnn": cuda_backends.can_use_cudnn_attention}
     result = {}
     for name, check in checks.items():
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            ok = bool(check(params, debug=True))
-        result[name] = {"eligible": ok, "reasons": list(dict.fromkeys(str(w.message).strip() for w in caught))}
+        ok, reasons = _with_reasons(lambda: check(params, debug=True))
+        result[name] = {"eligible": ok, "reasons": reasons}
     return result

@@ -56,3 +56,23 @@ def test_a_sweep_point_on_cpu():
     assert row["median_us"] > 0 and row["tflops"] > 0 and row["path"] == "flash"
     sage = point("sage", (1, 2, 64, 32), dtype=torch.float16)  # a provider that cannot run is a result
     assert "unavailable" in sage or "median_us" in sage
+
+
+def test_reasons_are_collected_from_python_warnings_and_from_stderr():
+    """can_use_* explains a refusal through TORCH_WARN, which reaches either Python's warnings or fd 2."""
+    import os
+    import warnings
+    from attnprof.dispatch import _with_reasons
+
+    def check():
+        warnings.warn("Flash attention requires q,k,v to have the same last dimension")
+        os.write(2, b"[W1130 00:33:43.081000 8512 sdp_utils.cpp:512] Warning: Mem efficient attention requires "
+                    b"the last dimension of the inputs to have stride 1 (Triggered internally at x.cpp:1.)\n"
+                    b"[W1130 00:33:43.082000 8512 sdp_utils.cpp:520] Warning: Both fused kernels require query, key "
+                    b"and value to have the same dtype\n")
+        return False
+    ok, reasons = _with_reasons(check)
+    assert ok is False
+    assert reasons == ["Flash attention requires q,k,v to have the same last dimension",
+                       "Mem efficient attention requires the last dimension of the inputs to have stride 1",
+                       "Both fused kernels require query, key and value to have the same dtype"]
