@@ -22,7 +22,7 @@ def sdpa_choice(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=True) -> str:
     return BACKEND_NAMES.get(choice, choice.name.lower())
 
 
-WARNING_PREFIX = re.compile(r"^\[?W\d{4} [\d:.]+ \d+ [^\]]*\]\s*(Warning:\s*)?")
+WARNING_PREFIX = re.compile(r"^\[?W\d{4} [\d:.]+ (?:\d+ )?[^\]\s]*\]\s*(?:Warning:\s*)?")
 TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?")
 
 
@@ -41,10 +41,13 @@ def _with_reasons(check):
             os.close(saved)
         err.seek(0)
         printed = err.read().decode(errors="replace").splitlines()
-    lines = [str(w.message) for w in caught] + [WARNING_PREFIX.sub("", l) for l in printed]
-    reasons = [TRIGGERED.sub("", l).strip() for l in lines]
-    reasons = [r for r in reasons if r]
-    return ok, list(dict.fromkeys(reasons))
+    reasons = [clean(l) for l in [str(w.message) for w in caught] + printed]
+    return ok, list(dict.fromkeys(r for r in reasons if r))
+
+
+def clean(line: str) -> str:
+    """A warning line as PyTorch's reason alone: no log prefix, no 'Triggered internally' suffix."""
+    return TRIGGERED.sub("", WARNING_PREFIX.sub("", line)).strip()
 
 
 def eligibility(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=True) -> dict[str, dict]:

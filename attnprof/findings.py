@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import pieces, plots, render, store
+from . import dispatch, pieces, plots, render, store
 from .stages import STAGES
 from .flops import causal_flops, min_bytes, naive_bytes
 
@@ -256,7 +256,8 @@ def fallback_reasons():
     for r in result("fallback"):
         for backend, e in r.get("eligibility", {}).items():
             if not e["eligible"]:
-                rows.append((render.md_cell(r["case"]), backend, render.md_cell("; ".join(e["reasons"])[:400])))
+                reasons = "; ".join(dict.fromkeys(dispatch.clean(x) for x in e["reasons"]))
+                rows.append((render.md_cell(r["case"]), backend, render.md_cell(reasons[:400])))
     return render.md_table(["inputs", "backend refused", "PyTorch's reason (can_use_*, debug=True)"], rows)
 
 

@@ -42,3 +42,9 @@ def test_verify_table_shows_the_naive_nan():
     md = findings.verify_table()
     naive_masked = [l for l in md.splitlines() if l.startswith("| naive") and "| yes |" in l]
     assert naive_masked and all("NaN" in l for l in naive_masked)
+
+
+def test_fallback_reasons_are_pytorchs_own_words():
+    md = findings.fallback_reasons()
+    assert "does not support non-null attn_mask" in md and "stride 1" in md
+    assert "[W" not in md and "Triggered internally" not in md

@@ -69,10 +69,12 @@ def test_reasons_are_collected_from_python_warnings_and_from_stderr():
         os.write(2, b"[W1130 00:33:43.081000 8512 sdp_utils.cpp:512] Warning: Mem efficient attention requires "
                     b"the last dimension of the inputs to have stride 1 (Triggered internally at x.cpp:1.)\n"
                     b"[W1130 00:33:43.082000 8512 sdp_utils.cpp:520] Warning: Both fused kernels require query, key "
-                    b"and value to have the same dtype\n")
+                    b"and value to have the same dtype\n"
+                    b"[W1130 01:00:32.548149837 sdp_utils.cpp:180] Warning: Flash attention requires head_dim <= 256\n")
         return False
     ok, reasons = _with_reasons(check)
     assert ok is False
     assert reasons == ["Flash attention requires q,k,v to have the same last dimension",
                        "Mem efficient attention requires the last dimension of the inputs to have stride 1",
-                       "Both fused kernels require query, key and value to have the same dtype"]
+                       "Both fused kernels require query, key and value to have the same dtype",
+                       "Flash attention requires head_dim <= 256"]
