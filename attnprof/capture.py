@@ -21,13 +21,9 @@ import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 from . import bench, dispatch, store, trace
-from .store import EVENT_REPS, LABEL, SCHEDULE, WARMUP_CALLS
+from .store import EVENT_REPS, LABEL, SCHEDULE, WARMUP_CALLS, CaptureError
 from .stages import ProviderUnavailable, get_stage, make_inputs, reference, relative_error, torch_dtype
 
-
-
-class CaptureError(RuntimeError):
-    pass
 
 
 def require_cuda():

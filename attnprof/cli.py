@@ -1,4 +1,5 @@
-"""python -m attnprof {capture,show,check,explain}: capture attention profiles on a GPU, read them anywhere."""
+"""python -m attnprof {capture,show,check,explain,which,verify,sweep}: capture attention profiles on a
+GPU, read them anywhere. Bad input is answered in one line."""
 from __future__ import annotations
 
 import argparse
@@ -6,7 +7,7 @@ import json
 import sys
 
 from . import render, store
-from .capture import CaptureError
+from .store import CaptureError
 from .stages import DEFAULT_SHAPE, DTYPES, STAGES, get_stage, parse_shape
 
 

@@ -170,7 +170,7 @@ def _compile(record):
 
 LESSONS = {
     "naive": "one kernel per line of Python, plus a hidden copy from the out-of-place masked_fill",
-    "inplace": "in place removes the copy; the N×N scores still make four trips through memory",
+    "inplace": "in place removes the copy; the N×N scores still make several trips through memory",
     "math": "SDPA's reference path: upcasts to fp32, rebuilds the mask every call, many small kernels",
     "efficient": "one fused kernel; the N×N matrix never reaches memory",
     "flash": "one fused FlashAttention-2 kernel, low occupancy by design",
@@ -218,7 +218,12 @@ def _a100_kernels(problems):
             + f"\n\nA100 kernels as published in [*{a100.SOURCE_TITLE}*]({a100.SOURCE}).")
 
 
-PIECES = {"value": _value, "a100-kernels": _a100_kernels, "dispatch": _dispatch, "compare": _compare, "providers": _providers, "compile": _compile, "footprint": _footprint, "cpu": _cpu, "kernels": _kernels, "glance": _glance, "stamp": _stamp, "table": _table, "ops": _ops, "diff": _diff, "trace": _trace, "download": _download}
+PIECES = {
+    "stamp": _stamp, "table": _table, "ops": _ops, "diff": _diff, "trace": _trace, "download": _download,
+    "value": _value, "footprint": _footprint, "cpu": _cpu, "kernels": _kernels, "dispatch": _dispatch,
+    "compare": _compare, "providers": _providers, "compile": _compile, "glance": _glance,
+    "a100-kernels": _a100_kernels,
+}
 
 
 def _problem_box(why: str) -> str:

@@ -30,6 +30,10 @@ class CaptureMissing(FileNotFoundError):
     pass
 
 
+class CaptureError(RuntimeError):
+    """A capture that cannot be taken here (no GPU, say); the message says why and what to do."""
+
+
 def settings(shape, dtype_name) -> dict:
     return {"shape": list(shape), "dtype": dtype_name, "causal": True, "schedule": SCHEDULE,
             "warmup_calls": WARMUP_CALLS, "event_reps": EVENT_REPS, "format": FORMAT}
