@@ -54,3 +54,8 @@ def test_layout_work_on_the_cpu_side():  # efficient.md, cudnn.md
     assert sum(t < kernel_call for t in transposes) == 3 and sum(t > kernel_call for t in transposes) == 1
     assert not direct("cudnn", "aten::transpose")
     assert [op["kind"] for op in pieces.summary("cudnn")["ops"]] == ["memset", "kernel"]
+
+
+def test_efficient_runs_the_posts_a100_kernel():  # efficient.md
+    from attnprof import a100
+    assert names.label(kernels("efficient")[0]["name"]) == a100.KERNELS["efficient"]
