@@ -14,7 +14,6 @@ import statistics
 import subprocess
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import torch
@@ -104,16 +103,18 @@ def capture_stage(name, shape, dtype_name, out_dir) -> dict:
         summary["sdpa_choice"] = dispatch.sdpa_choice(q, k, v)
         summary["eligibility"] = dispatch.eligibility(q, k, v)
     with stage.context(), torch.no_grad():
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        def first_call():  # a backend that cannot run these inputs raises here, after saying why
             try:
                 start = time.perf_counter()
-                out = forward()
+                result = forward()
                 torch.cuda.synchronize()
-                summary["first_call_ms"] = (time.perf_counter() - start) * 1000  # includes any compilation
+                return result, (time.perf_counter() - start) * 1000, None
             except RuntimeError as e:
-                reasons = [str(w.message) for w in caught] + [str(e).splitlines()[0]]
-                return _unavailable(out_dir, summary, " | ".join(dict.fromkeys(r.strip() for r in reasons if r.strip())))
+                return None, None, e
+        (out, first_ms, error), reasons = dispatch.with_reasons(first_call)
+        if error is not None:
+            return _unavailable(out_dir, summary, " | ".join(dict.fromkeys(reasons + [str(error).strip().splitlines()[0]])))
+        summary["first_call_ms"] = first_ms  # includes any compilation
         summary["rel_err"] = relative_error(out, reference(q, k, v))
         del out
         with tempfile.TemporaryDirectory() as tmp:

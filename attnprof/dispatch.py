@@ -26,8 +26,8 @@ WARNING_PREFIX = re.compile(r"^\[?W\d{4} [\d:.]+ (?:\d+ )?[^\]\s]*\]\s*(?:Warnin
 TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?")
 
 
-def _with_reasons(check):
-    """Run check(); return its result and what it warned, whether PyTorch routed the warnings to
+def with_reasons(fn):
+    """Run fn(); return its result and what it warned, whether PyTorch routed the warnings to
     Python or, as C++ code called outside a Python handler does, straight to the stderr file."""
     with warnings.catch_warnings(record=True) as caught, tempfile.TemporaryFile() as err:
         warnings.simplefilter("always")
@@ -35,14 +35,14 @@ def _with_reasons(check):
         saved = os.dup(2)
         os.dup2(err.fileno(), 2)
         try:
-            ok = bool(check())
+            result = fn()
         finally:
             os.dup2(saved, 2)
             os.close(saved)
         err.seek(0)
         printed = err.read().decode(errors="replace").splitlines()
     reasons = [clean(l) for l in [str(w.message) for w in caught] + printed]
-    return ok, list(dict.fromkeys(r for r in reasons if r))
+    return result, list(dict.fromkeys(r for r in reasons if r))
 
 
 def clean(line: str) -> str:
@@ -58,6 +58,6 @@ def eligibility(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=True) -> dict[
               "cudnn": cuda_backends.can_use_cudnn_attention}
     result = {}
     for name, check in checks.items():
-        ok, reasons = _with_reasons(lambda: check(params, debug=True))
+        ok, reasons = with_reasons(lambda: bool(check(params, debug=True)))
         result[name] = {"eligible": ok, "reasons": reasons}
     return result

@@ -62,7 +62,7 @@ def test_reasons_are_collected_from_python_warnings_and_from_stderr():
     """can_use_* explains a refusal through TORCH_WARN, which reaches either Python's warnings or fd 2."""
     import os
     import warnings
-    from attnprof.dispatch import _with_reasons
+    from attnprof.dispatch import with_reasons
 
     def check():
         warnings.warn("Flash attention requires q,k,v to have the same last dimension")
@@ -72,7 +72,7 @@ def test_reasons_are_collected_from_python_warnings_and_from_stderr():
                     b"and value to have the same dtype\n"
                     b"[W1130 01:00:32.548149837 sdp_utils.cpp:180] Warning: Flash attention requires head_dim <= 256\n")
         return False
-    ok, reasons = _with_reasons(check)
+    ok, reasons = with_reasons(check)
     assert ok is False
     assert reasons == ["Flash attention requires q,k,v to have the same last dimension",
                        "Mem efficient attention requires the last dimension of the inputs to have stride 1",
