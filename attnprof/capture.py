@@ -7,9 +7,7 @@ recorded with its reason and never touches another stage's files.
 from __future__ import annotations
 
 import datetime
-import gzip
 import json
-import os
 import statistics
 import subprocess
 import tempfile
@@ -153,10 +151,10 @@ def _unavailable(out_dir, summary, reason) -> dict:
 
 
 def capture(names, shape, dtype_name, out_dir) -> list[dict]:
+    for name in names:
+        get_stage(name)  # a bad name is reported before anything else
     require_cuda()
     results = []
-    for name in names:
-        get_stage(name)  # fail on a bad name before any GPU work
     for name in names:
         try:
             results.append(capture_stage(name, shape, dtype_name, out_dir))

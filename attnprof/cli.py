@@ -14,8 +14,6 @@ from .stages import DEFAULT_SHAPE, DTYPES, STAGES, get_stage, parse_shape
 def cmd_capture(args) -> int:
     from .capture import capture
     names = list(STAGES) if args.stages == ["all"] else args.stages
-    for name in names:
-        get_stage(name)
     shape = parse_shape(args.shape)
     results = capture(names, shape, args.dtype, args.out)
     for r in results:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 from . import dispatch, pieces, plots, render, store
-from .stages import STAGES
 from .flops import causal_flops, min_bytes, naive_bytes
 
 PATH_TITLES = {"inplace": "naive (in place)", "math": "SDPA math", "efficient": "SDPA efficient",
@@ -95,9 +94,7 @@ def figure(name):
 
 def stamp(name):
     r = store.load_run(name)
-    return (f'!!! info "Measured on {render.md_cell(r["device"])} ({r["capability"]})"\n'
-            f'    {r["date"]} · driver {r["driver"]} · torch {r["torch"]} · CUDA {r["cuda"]} · cuDNN {r["cudnn"]} · '
-            f'Triton {r["triton"]} · run `{name}` took {r["wall_s"]:.0f} s')
+    return render.environment_md(r, "Measured", f"run `{name}` took {r['wall_s']:.0f} s")
 
 
 def ceilings():

@@ -86,13 +86,19 @@ def show_text(summary) -> str:
 
 # ---- Markdown pieces for the site ---------------------------------------------------------------
 
+def environment_md(record: dict, verb: str, detail: str) -> str:
+    """The stamp of a capture or run: which GPU and software made it, and when."""
+    r = record
+    return (f'!!! info "{verb} on {md_cell(r["device"])} ({r["capability"]})"\n'
+            f'    {r["date"]} · driver {r["driver"]} · torch {r["torch"]} · CUDA {r["cuda"]} · cuDNN {r["cudnn"]} · '
+            f'Triton {r["triton"]} · {detail}')
+
+
 def stamp_md(summary) -> str:
     s = summary
     missing = f"\n\n{unavailable_md(s)}" if "unavailable" in s else ""
-    return (f'!!! info "Captured on {md_cell(s["device"])} ({s["capability"]})"\n'
-            f'    {s["date"]} · driver {s["driver"]} · torch {s["torch"]} · CUDA {s["cuda"]} · cuDNN {s["cudnn"]} · '
-            f'Triton {s["triton"]} · shape {tuple(s["shape"])} {s["dtype"]}, causal · snippet hash `{s["source_hash"]}`'
-            + missing)
+    detail = f'shape {tuple(s["shape"])} {s["dtype"]}, causal · snippet hash `{s["source_hash"]}`'
+    return environment_md(s, "Captured", detail) + missing
 
 
 def unavailable_md(summary) -> str:

@@ -5,8 +5,6 @@ Each function returns rows for one JSON record; every time is a median after war
 """
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn

@@ -12,7 +12,10 @@ import importlib.util
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:  # torch is imported only where a function needs it
+    import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 SNIPPETS = ROOT / "snippets"
@@ -129,15 +132,16 @@ def make_inputs(shape, dtype, device, seed=0):
     return [torch.randn(shape, generator=gen).to(device=device, dtype=dtype) for _ in range(3)]
 
 
-def reference(q, k, v) -> torch.Tensor:
-    """Causal attention in float64, on the inputs' device: the yardstick every stage is checked against."""
+def reference(q, k, v, allowed=None) -> torch.Tensor:
+    """Attention in float64, on the inputs' device: the yardstick every path is checked against.
+    `allowed` is a boolean [S, S] mask (default: causal); a query that may see no key gets zeros."""
     import torch
     q, k, v = (t.detach().to(torch.float64) for t in (q, k, v))
-    s = q.shape[-2]
+    if allowed is None:
+        allowed = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
-    future = torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1)
-    scores = scores.masked_fill(future, float("-inf"))
-    return torch.softmax(scores, dim=-1) @ v
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    return torch.softmax(scores, dim=-1).nan_to_num(0.0) @ v  # fully masked rows: 0, not NaN
 
 
 def relative_error(out, ref) -> float:

@@ -123,15 +123,21 @@ def recapture_command(record: str) -> str:
     return f"`python -m attnprof capture {stage}{extra}`"
 
 
+def _read_json(path: Path, what: str, fix: str) -> dict:
+    """A committed JSON file; missing or corrupt raises one line naming the file and the fix."""
+    if not path.exists():
+        raise CaptureMissing(f"no {what} ({path.name} is missing): {fix}")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        kind = what.split()[0]
+        raise ValueError(f"{kind} {path.name} is corrupt ({e.msg} at line {e.lineno}): {fix}") from None
+
+
 def load_summary(record, folder=CAPTURES) -> dict:
     path = summary_path(folder, record)
     fix = f"run {recapture_command(record)} on a CUDA GPU"
-    if not path.exists():
-        raise CaptureMissing(f"no capture {record!r} ({path.name} is missing): {fix}")
-    try:
-        summary = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"capture {path.name} is corrupt ({e.msg} at line {e.lineno}): {fix}") from None
+    summary = _read_json(path, f"capture {record!r}", fix)
     if not isinstance(summary, dict) or summary.get("record") != record:
         raise ValueError(f"capture {path.name} is not a summary of {record!r}: {fix}")
     return summary
@@ -160,11 +166,5 @@ def stale_records(folder=CAPTURES) -> dict[str, str]:
 
 def load_run(name, folder=CAPTURES) -> dict:
     """A committed measurement run (`run-<name>.json`); a missing or corrupt one raises one line naming the fix."""
-    path = summary_path(folder, f"run-{name}")
     fix = f"run `python -m attnprof sweep --only {name}` on a CUDA GPU"
-    if not path.exists():
-        raise CaptureMissing(f"no record of run {name!r} ({path.name} is missing): {fix}")
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"record {path.name} is corrupt ({e.msg} at line {e.lineno}): {fix}") from None
+    return _read_json(summary_path(folder, f"run-{name}"), f"record of run {name!r}", fix)

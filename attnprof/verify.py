@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from . import bench, dispatch, names, trace
-from .stages import STAGES, ProviderUnavailable, load_snippet, torch_dtype
+from .stages import STAGES, ProviderUnavailable, load_snippet, reference, torch_dtype
 
 ATEN_BACKEND = {  # the aten op each SDPA backend runs under, on any device
     "aten::_scaled_dot_product_flash_attention": "flash",
@@ -95,15 +95,6 @@ def errors(out: torch.Tensor, ref: torch.Tensor) -> dict:
             "worst_row": {"batch": worst // (h * s), "head": worst // s % h, "query": worst % s,
                           "rel_err": float(row_err.flatten()[worst])},
             "nan": bool(torch.isnan(out).any())}
-
-
-def reference(q, k, v, allowed: torch.Tensor) -> torch.Tensor:
-    """float64 attention under a boolean `allowed` mask; a query that may see nothing gets zeros."""
-    q, k, v = (t.detach().double() for t in (q, k, v))
-    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
-    scores = scores.masked_fill(~allowed, float("-inf"))
-    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # fully masked rows: 0, not NaN
-    return weights @ v
 
 
 def candidates(device) -> dict:

@@ -8,7 +8,7 @@ import pytest
 
 from attnprof import store
 from attnprof.cli import main
-from attnprof.stages import LADDER, ROOT, STAGES
+from attnprof.stages import LADDER, ROOT
 
 REQUIRED = {"stage", "device", "shape", "dtype", "ops_per_forward", "ops", "forward_device_us",
             "event_median_us", "rel_err"}

@@ -6,8 +6,6 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
-
 from attnprof import store
 
 ABSOLUTE_PATH = re.compile(r"(?:^|[\s'\"(=])/(?:home|root|tmp|opt|usr|var|work|Users|mnt|srv)/")

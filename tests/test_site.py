@@ -5,7 +5,7 @@ import shutil
 import pytest
 
 from attnprof import store
-from attnprof.stages import LADDER, STAGES
+from attnprof.stages import LADDER
 from tests.conftest import build
 
 
