@@ -6,13 +6,14 @@ import argparse
 import json
 import sys
 
-from . import render, store
+from .site import render
+from . import store
 from .store import CaptureError
 from .stages import DEFAULT_SHAPE, DTYPES, STAGES, get_stage, parse_shape
 
 
 def cmd_capture(args) -> int:
-    from .capture import capture
+    from .measure.capture import capture
     names = list(STAGES) if args.stages == ["all"] else args.stages
     shape = parse_shape(args.shape)
     results = capture(names, shape, args.dtype, args.out)
@@ -61,7 +62,7 @@ def cmd_explain(args) -> int:
 
 
 def cmd_which(args) -> int:
-    from .verify import which
+    from .measure.verify import which
     r = which(parse_shape(args.shape), args.dtype, args.mask, args.dropout, args.layout)
     if args.json:
         print(json.dumps(r, indent=1))
@@ -82,7 +83,7 @@ def cmd_which(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from .verify import verify
+    from .measure.verify import verify
     rows = verify(dtypes=tuple(args.dtypes.split(",")))
     table = [(r["path"], r["dtype"], "x".join(map(str, r["shape"])), "yes" if r["fully_masked_row"] else "",
               r["status"], f"{r['rel_frobenius']:.1e}" if "rel_frobenius" in r else "-",
@@ -90,13 +91,13 @@ def cmd_verify(args) -> int:
              for r in rows]
     print(render.text_table(["path", "dtype", "shape", "masked row", "status", "rel. Frobenius", "max abs", "note"], table))
     if args.out:
-        from .capture import environment
+        from .measure.capture import environment
         store.write_json(args.out, "run-verify-cli", {"result": rows, **environment()})
     return 1 if any(r["status"] == "fail" and not r["fully_masked_row"] for r in rows) else 0
 
 
 def cmd_sweep(args) -> int:
-    from .runs import RUNS, run
+    from .measure.runs import RUNS, run
     names = list(RUNS) if args.only == "all" else args.only.split(",")
     status = run(names, args.out)
     for name, s in status.items():

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -21,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SNIPPETS = ROOT / "snippets"
 
 DEFAULT_SHAPE = (8, 16, 1024, 64)  # the post's [batch, heads, seq, head_dim]
-DTYPES = ("bf16", "fp16", "fp32")  # names; torch_dtype() maps them (torch is imported only when needed)
+DTYPES = ("bf16", "fp16", "fp32")  # names; measure.numerics.torch_dtype maps them to torch dtypes
 
 
 def load_snippet(name: str):
@@ -116,39 +115,6 @@ def parse_shape(text: str) -> tuple[int, int, int, int]:
     if len(shape) != 4 or min(shape) < 1:
         raise ValueError(f"bad shape {text!r}: give four positive integers B,H,S,D, e.g. 8,16,1024,64")
     return shape
-
-
-def torch_dtype(name: str):
-    import torch
-    if name not in DTYPES:
-        raise ValueError(f"unsupported dtype {name!r}: choose from {', '.join(DTYPES)}")
-    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
-
-
-def make_inputs(shape, dtype, device, seed=0):
-    """Fresh random q, k, v of shape [B, H, S, D]."""
-    import torch
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    return [torch.randn(shape, generator=gen).to(device=device, dtype=dtype) for _ in range(3)]
-
-
-def reference(q, k, v, allowed=None) -> torch.Tensor:
-    """Attention in float64, on the inputs' device: the yardstick every path is checked against.
-    `allowed` is a boolean [S, S] mask (default: causal); a query that may see no key gets zeros."""
-    import torch
-    q, k, v = (t.detach().to(torch.float64) for t in (q, k, v))
-    if allowed is None:
-        allowed = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
-    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
-    scores = scores.masked_fill(~allowed, float("-inf"))
-    return torch.softmax(scores, dim=-1).nan_to_num(0.0) @ v  # fully masked rows: 0, not NaN
-
-
-def relative_error(out, ref) -> float:
-    """||out - ref|| / ||ref|| in float64; NaN anywhere gives NaN, which never passes a check."""
-    import torch
-    out = out.detach().to(ref.device, torch.float64)
-    return float(torch.linalg.vector_norm(out - ref) / torch.linalg.vector_norm(ref))
 
 
 def snippet_section(path: str | Path, section: str | None = None) -> str:

@@ -110,7 +110,7 @@ def test_show_an_unavailable_provider_is_its_reason(capsys):
 def test_a_stage_that_runs_out_of_memory_leaves_the_others(monkeypatch, tmp_path, capsys):
     """Without a GPU here, the capture of each stage is replaced: one runs out of memory, one works."""
     import torch
-    from attnprof import capture
+    from attnprof.measure import capture
     monkeypatch.setattr(capture, "require_cuda", lambda: None)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
 

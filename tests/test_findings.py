@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from attnprof import findings, plots
+from attnprof.site import findings, plots
 
 
 @pytest.mark.parametrize("name", list(findings.FIGURES))

@@ -1,7 +1,7 @@
 """The generated notebooks run, as a reader would run them, on a CPU."""
 import pytest
 
-from attnprof import notebooks
+from attnprof.site import notebooks
 from attnprof.stages import LADDER, STAGES, SNIPPETS, snippet_section
 
 

@@ -1,4 +1,5 @@
-from attnprof import occupancy, render
+from attnprof import occupancy
+from attnprof.site import render
 
 A100 = {"maxThreadsPerMultiprocessor": 2048, "regsPerMultiprocessor": 65536,
         "sharedMemPerMultiprocessor": 167936, "computeMajor": 8, "warpSize": 32}

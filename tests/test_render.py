@@ -1,7 +1,8 @@
 """Rendering from captures: escaping of real kernel names, op-list diffs, the SVG picture."""
 import xml.etree.ElementTree as ET
 
-from attnprof import pieces, render, trace
+from attnprof.site import pieces, render
+from attnprof import trace
 from tests.conftest import LABEL
 
 MASKED_FILL = next(op["name"] for op in pieces.summary("naive")["ops"] if "masked_fill" in op["name"])

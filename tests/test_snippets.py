@@ -2,7 +2,8 @@
 import torch
 import pytest
 
-from attnprof.stages import STAGES, make_inputs, reference, relative_error
+from attnprof.measure.numerics import make_inputs, reference, relative_error
+from attnprof.stages import STAGES
 
 CPU_STAGES = ["naive", "inplace", "math", "flash", "auto"]  # efficient and cuDNN need a GPU
 

@@ -4,7 +4,8 @@ import gzip
 
 import pytest
 
-from attnprof import names, render, trace
+from attnprof import names, trace
+from attnprof.site import render
 from tests.conftest import FIXTURES, LABEL
 
 

@@ -2,8 +2,8 @@
 import torch
 import pytest
 
-from attnprof import bench, verify
-from attnprof.sweep import point
+from attnprof.measure import bench, verify
+from attnprof.measure.sweep import point
 
 
 def test_cpu_paths_meet_the_documented_tolerances():
@@ -62,7 +62,7 @@ def test_reasons_are_collected_from_python_warnings_and_from_stderr():
     """can_use_* explains a refusal through TORCH_WARN, which reaches either Python's warnings or fd 2."""
     import os
     import warnings
-    from attnprof.dispatch import with_reasons
+    from attnprof.measure.dispatch import with_reasons
 
     def check():
         warnings.warn("Flash attention requires q,k,v to have the same last dimension")

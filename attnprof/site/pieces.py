@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import a100, names, render, store, trace
-from .flops import causal_flops
-from .stages import LADDER, PROVIDERS, STAGES
+from .. import a100, names, store, trace
+from . import render
+from ..flops import causal_flops
+from ..stages import LADDER, PROVIDERS, STAGES
 
 
 @lru_cache(maxsize=None)

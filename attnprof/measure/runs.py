@@ -7,7 +7,8 @@ import traceback
 
 import torch
 
-from . import serving, store, sweep, verify
+from . import serving, sweep, verify
+from .. import store
 
 RUNS = {
     "ceilings": lambda: sweep.ceilings(),

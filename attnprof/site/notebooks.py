@@ -1,7 +1,7 @@
 """One notebook per stage chapter, generated from the same snippets the pages include.
 
 Nothing here is a hand-kept copy: the attention code and the profiling loop are read from
-snippets/ and attnprof/capture.py at build time. The notebooks run on any CUDA GPU at the post's
+snippets/ and attnprof/measure/capture.py at build time. The notebooks run on any CUDA GPU at the post's
 shape and on a CPU at a small shape.
 """
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import nbformat
 
-from . import store
-from .stages import LADDER, ROOT, SNIPPETS, STAGES, snippet_section
+from .. import store
+from ..stages import LADDER, ROOT, SNIPPETS, STAGES, snippet_section
 
 OUT = ROOT / ".cache" / "notebooks"
 
@@ -80,7 +80,7 @@ def notebook(stage) -> nbformat.NotebookNode:
         md("## Check it against a float64 reference"),
         code(CHECK),
         md("## Profile it"),
-        code(PROFILE_PREAMBLE + "\n\n" + snippet_section(ROOT / "attnprof" / "capture.py", "profile")),
+        code(PROFILE_PREAMBLE + "\n\n" + snippet_section(ROOT / "attnprof" / "measure" / "capture.py", "profile")),
         code(RUN_PROFILE),
     ]
     for i, cell in enumerate(cells):  # stable ids: the same snippets give the same file, byte for byte

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import bench, dispatch
-from .stages import load_snippet
+from ..stages import load_snippet
 
 BF16 = torch.bfloat16
 

@@ -3,7 +3,6 @@ fused backend is or is not eligible, in PyTorch's own words (`can_use_*` with de
 from __future__ import annotations
 
 import os
-import re
 import sys
 import tempfile
 import warnings
@@ -11,6 +10,8 @@ import warnings
 import torch
 import torch.backends.cuda as cuda_backends
 from torch.nn.attention import SDPBackend
+
+from ..reasons import clean
 
 BACKEND_NAMES = {SDPBackend.MATH: "math", SDPBackend.FLASH_ATTENTION: "flash",
                  SDPBackend.EFFICIENT_ATTENTION: "efficient", SDPBackend.CUDNN_ATTENTION: "cudnn"}
@@ -20,10 +21,6 @@ def sdpa_choice(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=True) -> str:
     """The backend SDPA's dispatcher picks for these inputs (torch._fused_sdp_choice)."""
     choice = SDPBackend(torch._fused_sdp_choice(q, k, v, attn_mask, dropout_p, is_causal))
     return BACKEND_NAMES.get(choice, choice.name.lower())
-
-
-WARNING_PREFIX = re.compile(r"^\[?W\d{4} [\d:.]+ (?:\d+ )?[^\]\s]*\]\s*(?:Warning:\s*)?")
-TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?")
 
 
 def with_reasons(fn):
@@ -43,11 +40,6 @@ def with_reasons(fn):
         printed = err.read().decode(errors="replace").splitlines()
     reasons = [clean(l) for l in [str(w.message) for w in caught] + printed]
     return result, list(dict.fromkeys(r for r in reasons if r))
-
-
-def clean(line: str) -> str:
-    """A warning line as PyTorch's reason alone: no log prefix, no 'Triggered internally' suffix."""
-    return TRIGGERED.sub("", WARNING_PREFIX.sub("", line)).strip()
 
 
 def eligibility(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=True) -> dict[str, dict]:

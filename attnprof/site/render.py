@@ -7,8 +7,8 @@ from __future__ import annotations
 import html
 from difflib import SequenceMatcher
 
-from . import names, occupancy
-from . import trace as trace_mod
+from .. import names, occupancy
+from .. import trace as trace_mod
 
 KIND_LABEL = {"kernel": "kernel", "memcpy": "Memcpy", "memset": "Memset"}
 

@@ -11,8 +11,9 @@ import sys
 import torch
 
 from . import bench
-from .flops import causal_flops
-from .stages import STAGES, ProviderUnavailable, make_inputs
+from ..flops import causal_flops
+from ..stages import STAGES, ProviderUnavailable
+from .numerics import make_inputs
 
 SEQ_LENS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 HEAD_DIMS = (64, 128)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import dispatch, pieces, plots, render, store
-from .flops import causal_flops, min_bytes, naive_bytes
+from .. import reasons
+from . import pieces, plots, render
+from .. import store
+from ..flops import causal_flops, min_bytes, naive_bytes
 
 PATH_TITLES = {"inplace": "naive (in place)", "math": "SDPA math", "efficient": "SDPA efficient",
                "flash": "SDPA flash", "cudnn": "SDPA cuDNN", "flex": "FlexAttention", "sage": "SageAttention"}
@@ -253,8 +255,8 @@ def fallback_reasons():
     for r in result("fallback"):
         for backend, e in r.get("eligibility", {}).items():
             if not e["eligible"]:
-                reasons = "; ".join(dict.fromkeys(dispatch.clean(x) for x in e["reasons"]))
-                rows.append((render.md_cell(r["case"]), backend, render.md_cell(reasons[:400])))
+                why = "; ".join(dict.fromkeys(reasons.clean(x) for x in e["reasons"]))
+                rows.append((render.md_cell(r["case"]), backend, render.md_cell(why[:400])))
     return render.md_table(["inputs", "backend refused", "PyTorch's reason (can_use_*, debug=True)"], rows)
 
 

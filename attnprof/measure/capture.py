@@ -17,9 +17,11 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-from . import bench, dispatch, store, trace
-from .store import EVENT_REPS, LABEL, SCHEDULE, WARMUP_CALLS, CaptureError
-from .stages import ProviderUnavailable, get_stage, make_inputs, reference, relative_error, torch_dtype
+from . import bench, dispatch
+from .. import store, trace
+from ..store import EVENT_REPS, LABEL, SCHEDULE, WARMUP_CALLS, CaptureError
+from ..stages import ProviderUnavailable, get_stage
+from .numerics import make_inputs, reference, relative_error, torch_dtype
 
 
 

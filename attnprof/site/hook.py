@@ -17,7 +17,8 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from attnprof import notebooks, pieces, store
+from attnprof.site import notebooks, pieces
+from attnprof import store
 
 log = logging.getLogger("mkdocs.hooks.attnprof")
 DIRECTIVE = re.compile(r"^([ \t]*)?<!--\s*attnprof:\s*([\w-]+)((?:\s+[^\s>]+)*)\s*-->", re.M)
@@ -26,7 +27,7 @@ _problems: dict[str, str] = {}
 
 
 def _recapture(records):
-    from attnprof.capture import capture
+    from attnprof.measure.capture import capture
     log.info("recapturing on this GPU: %s", ", ".join(records))
     for record in records:
         stage, shape, dtype_name = store.parse_record(record)
@@ -59,7 +60,7 @@ def on_files(files, config):
     for record in store.site_records():
         if record not in _problems and not pieces.is_unavailable(record):
             files.append(File.generated(config, f"figures/{record}-trace.svg", content=pieces.trace_svg(record)))
-    from attnprof import findings
+    from attnprof.site import findings
     for name, draw in findings.FIGURES.items():  # charts of the measurement runs
         try:
             files.append(File.generated(config, f"figures/{name}.svg", content=draw()))

@@ -14,8 +14,10 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from . import bench, dispatch, names, trace
-from .stages import STAGES, ProviderUnavailable, load_snippet, reference, torch_dtype
+from . import bench, dispatch
+from .. import names, trace
+from ..stages import STAGES, ProviderUnavailable, load_snippet
+from .numerics import reference, torch_dtype
 
 ATEN_BACKEND = {  # the aten op each SDPA backend runs under, on any device
     "aten::_scaled_dot_product_flash_attention": "flash",
