@@ -48,6 +48,7 @@ def on_config(config):
             _recapture(store.site_records() if mode == "always" else list(store.stale_records()))
     _problems.clear()
     _problems.update(store.stale_records())
+    _problems.update(store.stale_counters())
     if _problems and config.strict:  # raised, not logged: `mkdocs build -q --strict` drops warnings
         raise PluginError("\n".join(_problems.values()))
     for why in _problems.values():
