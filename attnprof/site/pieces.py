@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .. import a100, names, store, trace
+from .. import a100, counters, names, store, trace
 from . import render
 from ..flops import causal_flops
 from ..stages import LADDER, PROVIDERS, STAGES
@@ -87,6 +87,30 @@ VALUES = {
 }
 
 
+def _counters(record):
+    """Each kernel of one forward as Nsight Compute measured it: occupancy, pipes, throughput, verdict."""
+    c = store.load_counters(record)
+    rows = []
+    for k in c["kernels"]:
+        pct = lambda key: "—" if k.get(key) is None else f"{k[key]:.1f} %"
+        occupancy = f"{pct('warps_active_pct')} of {pct('theoretical_occupancy_pct')}"
+        dram = "—" if k.get("dram_bytes") is None else f"{pct('dram_throughput_pct')} ({k['dram_bytes'] / 2**20:.1f} MiB)"
+        rows.append((render.md_kernel(k["name"]), f"{occupancy} ({counters.limiter(k) or '—'})", pct("tensor_pipe_pct"),
+                     pct("fma_pipe_pct"), f"{pct('sm_throughput_pct')} / {pct('memory_throughput_pct')}", dram,
+                     pct("l2_hit_pct"), f"**{counters.verdict(k)}**"))
+    return (render.md_table(["kernel", "warps active of theoretical (limit)", "tensor pipe", "FP32 FMA pipe",
+                             "SM / memory throughput", "DRAM (of peak, bytes)", "L2 hit", "verdict"], rows,
+                            ["---", "---", "---:", "---:", "---", "---", "---:", "---"])
+            + f"\n\nMeasured by {md_version(c)} over one forward, clocks unlocked; each percentage is of the "
+              f"unit's peak. *Warps active* is the achieved occupancy, next to the theoretical one ncu computes; "
+              f"the *verdict* names the busier of SM and memory when it reaches {counters.BOUND_AT:.0f} % of peak, "
+              f"and *latency-bound* when neither does.")
+
+
+def md_version(c: dict) -> str:
+    return f"Nsight Compute ({render.md_cell(c['ncu'])}) on {render.md_cell(c['device'])}, {c['date']}"
+
+
 def _value(stage, field):
     """One number from a capture, inline in prose, so no figure in the text is typed by hand."""
     if field not in VALUES:
@@ -95,7 +119,8 @@ def _value(stage, field):
 
 
 def _footprint(stage):
-    return render.footprint_md(summary(stage), device_properties(stage))
+    measured = None if store.counters_status(stage) else store.load_counters(stage)["kernels"]
+    return render.footprint_md(summary(stage), device_properties(stage), measured)
 
 
 def _cpu(stage, depth="2"):
@@ -223,7 +248,7 @@ PIECES = {
     "stamp": _stamp, "table": _table, "ops": _ops, "diff": _diff, "trace": _trace, "download": _download,
     "value": _value, "footprint": _footprint, "cpu": _cpu, "kernels": _kernels, "dispatch": _dispatch,
     "compare": _compare, "providers": _providers, "compile": _compile, "glance": _glance,
-    "a100-kernels": _a100_kernels,
+    "a100-kernels": _a100_kernels, "counters": _counters,
 }
 
 
@@ -246,6 +271,8 @@ def expand(name: str, args: list[str], problems: dict[str, str]) -> str:
     if name in ("glance", "providers", "a100-kernels"):  # pieces over many captures handle problems themselves
         return PIECES[name](problems)
     records = positional if name in ("compare", "diff") else positional[:1]
+    if name == "counters" and f"{records[0]}.counters" in problems:
+        return _problem_box(problems[f"{records[0]}.counters"])
     bad = [r for r in records if r in problems]
     if bad:
         return "**(capture not usable: see the box above)**" if name == "value" else _problem_box(problems[bad[0]])

@@ -245,21 +245,30 @@ def footprint_rows(summary, props: dict):
     return rows
 
 
-def footprint_md(summary, props: dict) -> str:
-    rows = [(r["index"], md_kernel(r["name"]), "×".join(map(str, r["grid"])), "×".join(map(str, r["block"])),
-             r["registers"], f"{r['shared_memory'] / 1024:.1f} KiB", f"{r['blocks_per_sm']} ({r['limiter']})",
-             f"{r['warps_per_sm']} / {r['max_warps']}", f"**{r['occupancy_pct']:.1f} %**",
-             "—" if r["achieved_occupancy"] is None else f"{r['achieved_occupancy']} %")
-            for r in footprint_rows(summary, props)]
+def footprint_md(summary, props: dict, measured: list[dict] | None = None) -> str:
+    """Footprint and theoretical occupancy per kernel; beside it the achieved occupancy that Nsight
+    Compute measured (`measured`: the counters record's kernels, in launch order), else the trace's estimate."""
+    rows = footprint_rows(summary, props)
+    if measured is not None and [k["name"] for k in measured] != [r["name"] for r in rows]:
+        measured = None  # not the same kernels: show nothing rather than pair the wrong rows
+    achieved = (["—" if k.get("warps_active_pct") is None else f"**{k['warps_active_pct']:.1f} %**" for k in measured]
+                if measured else ["—" if r["achieved_occupancy"] is None else f"{r['achieved_occupancy']} %" for r in rows])
+    table = [(r["index"], md_kernel(r["name"]), "×".join(map(str, r["grid"])), "×".join(map(str, r["block"])),
+              r["registers"], f"{r['shared_memory'] / 1024:.1f} KiB", f"{r['blocks_per_sm']} ({r['limiter']})",
+              f"{r['warps_per_sm']} / {r['max_warps']}", f"**{r['occupancy_pct']:.1f} %**", a)
+             for r, a in zip(rows, achieved)]
+    last = "achieved (Nsight Compute)" if measured else "trace's est. achieved"
+    note = ("*Achieved* is the share of warp slots that held a warp while the SM was active, measured by Nsight "
+            "Compute over one forward (see the counters below)." if measured else
+            "*Est. achieved* is the profiler's own field, copied as recorded; it is an estimate, "
+            "and it reads 0 for many kernels on this machine.")
     return md_table(["#", "kernel", "grid", "block", "regs/thread", "smem/block", "blocks/SM (limit)",
-                     "warps/SM", "theoretical occupancy", "trace's est. achieved"], rows,
+                     "warps/SM", "theoretical occupancy", last], table,
                     ["---:", "---", "---", "---", "---:", "---:", "---", "---:", "---:", "---:"]) + (
         f"\n\n*Theoretical occupancy* is computed by attnprof from each kernel's registers, shared memory and "
         f"block size against this GPU's per-SM limits ({props['regsPerMultiprocessor']} registers, "
         f"{props['sharedMemPerMultiprocessor'] // 1024} KiB shared memory, "
-        f"{props['maxThreadsPerMultiprocessor'] // 32} warps, from the trace's deviceProperties). "
-        f"*Est. achieved* is the profiler's own field, copied as recorded; it is an estimate, "
-        f"and it reads 0 for many kernels on this machine.")
+        f"{props['maxThreadsPerMultiprocessor'] // 32} warps, from the trace's deviceProperties). {note}")
 
 
 def cpu_md(summary, max_depth: int = 2) -> str:
