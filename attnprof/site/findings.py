@@ -193,6 +193,22 @@ def decode():
         for r in result("decode")], ["---:", "---:", "---", "---:", "---:", "---:", "---:"])
 
 
+def graphs():
+    """Each forward launched op by op and replayed as one CUDA graph: single-call and back-to-back medians."""
+    rows = []
+    for r in result("graphs"):
+        if "error" in r:
+            rows.append((r["where"], r["path"], "—", "—", "—", "—", render.md_cell(r["error"])))
+            continue
+        e, g = r["eager"], r["graph"]
+        rows.append((r["where"], r["path"], render.us(e["median_us"]), render.us(g["median_us"]),
+                     f"{e['median_us'] / g['median_us']:.1f}×", render.us(e["back_to_back_us"]),
+                     render.us(g["back_to_back_us"])))
+    return render.md_table(["shape", "path", "one call, launched op by op", "one call, graph replay", "speedup",
+                            "back to back, op by op", "back to back, graph"], rows,
+                           ["---", "---", "---:", "---:", "---:", "---:", "---:"])
+
+
 def varlen():
     rows = result("varlen")
     lengths = rows[0]["lengths"]
@@ -279,7 +295,8 @@ def verify_table():
 PIECES = {"figure": figure, "runstamp": stamp, "ceilings": ceilings, "sweep-table": sweep_table,
           "fused-vs-naive": fused_vs_naive, "softmax-share": softmax_share, "roofline-table": roofline_table,
           "fastest": fastest, "gqa": gqa, "decode": decode, "varlen": varlen, "e2e": e2e, "cost": cost,
-          "fallback": fallback, "fallback-reasons": fallback_reasons, "verify": verify_table}
+          "fallback": fallback, "fallback-reasons": fallback_reasons, "verify": verify_table,
+          "graphs": graphs}
 
 
 def _verdict(ours_lo, ours_hi, claim_lo, claim_hi):

@@ -84,7 +84,43 @@ VALUES = {
     "occupancy": lambda s: ", ".join(f"{r['occupancy_pct']:.1f} %" for r in
                                      render.footprint_rows(s, device_properties(s["stage"]))),
     "peak_memory": lambda s: f"{s['peak_extra_bytes'] / 2**20:.0f} MiB",
+    "idle_share": lambda s: f"{100 * gaps_of(s).idle_share:.0f} %",
+    "busy": lambda s: render.us(gaps_of(s).busy_us),
+    "first_call": lambda s: (f"{s['first_call_ms'] / 1000:.1f} s" if s["first_call_ms"] >= 1000
+                             else "< 1 s"),
 }
+
+
+def gaps_of(s: dict) -> trace.Gaps:
+    return trace.gaps([trace.DeviceOp(**op) for op in s["ops"]])
+
+
+def _gaps(record):
+    """One line: how much of a forward's span the GPU spent waiting for launches."""
+    g = gaps_of(summary(record))
+    verdict = "launch-bound" if g.launch_bound else "GPU-bound"
+    latency = sorted(g.launch_latency_us)[len(g.launch_latency_us) // 2]
+    return (f"**Gaps** (from the trace, [defined here](launch-bound.md#reading-the-gaps)): the GPU ran this "
+            f"forward's ops for {render.us(g.busy_us)} of a {render.us(g.span_us)} span from first launch to last "
+            f"op end, idle **{100 * g.idle_share:.0f} %** of it: **{verdict}**. Median launch latency "
+            f"{render.us(latency)} per op (launch call → op start, under the profiler).")
+
+
+def _launch(*records):
+    """Gaps across captures: busy, span, idle share, CPU time, and the verdict."""
+    rows = []
+    for record in records:
+        s = summary(record)
+        g = gaps_of(s)
+        latency = sorted(g.launch_latency_us)[len(g.launch_latency_us) // 2]
+        b, h, n, d = s["shape"]
+        rows.append((f"{STAGES[s['stage']].title}", f"{b}×{h}×{n}×{d}", s["ops_per_forward"], render.us(g.busy_us),
+                     render.us(g.span_us), f"{100 * g.idle_share:.0f} %", render.us(latency),
+                     render.us(s["cpu_forward_us"]), render.us(s["event_median_us"]),
+                     "launch-bound" if g.launch_bound else "GPU-bound"))
+    return render.md_table(["stage", "shape B×H×S×D", "ops / forward", "GPU busy", "span (first launch → last op end)",
+                            "GPU idle", "median launch latency", "CPU time / forward", "CUDA-event median", "verdict"],
+                           rows, ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"])
 
 
 def _value(stage, field):
@@ -186,21 +222,21 @@ def _glance(problems):
         stage = STAGES[name]
         link = f"[{stage.title}]({name}.md)"
         if name in problems:
-            rows.append((link, "capture not usable", *["—"] * 8, render.md_cell(problems[name])))
+            rows.append((link, "capture not usable", *["—"] * 9, render.md_cell(problems[name])))
             continue
         s, ref = summary(name), a100.FIGURES[name]
         if "unavailable" in s:
-            rows.append((link, "not available here", *["—"] * 8, render.md_cell(s["unavailable"])))
+            rows.append((link, "not available here", *["—"] * 9, render.md_cell(s["unavailable"])))
             continue
         ratio = f"{ref['forward_us'] / s['forward_device_us']:.1f}×" if ref["forward_us"] else "—"
         rows.append((link, s["ops_per_forward"], render.us(s["forward_device_us"]), render.us(s["event_median_us"]),
-                     render.us(s["cpu_forward_us"]), f"{causal_tflops(s):.0f}", f"{s['rel_err']:.1e}",
-                     ref["ops"] if ref["ops"] is not None else "—", render.us(ref["forward_us"]), ratio, LESSONS[name]))
+                     render.us(s["cpu_forward_us"]), f"{100 * gaps_of(s).idle_share:.0f} %",
+                     f"{causal_tflops(s):.0f}", f"{s['rel_err']:.1e}", ref["ops"] if ref["ops"] is not None else "—", render.us(ref["forward_us"]), ratio, LESSONS[name]))
     return render.md_table(
         ["stage", "ops / forward", "device time / forward", "CUDA-event median", "CPU time / forward",
-         "TFLOP/s (causal, event median)", "rel. error vs fp64", "A100 ops (post)", "A100 forward (post)",
+         "GPU idle (of span)", "TFLOP/s (causal, event median)", "rel. error vs fp64", "A100 ops (post)", "A100 forward (post)",
          "A100 ÷ H200 time", "lesson"], rows,
-        ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"])
+        ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"])
 
 
 def _a100_kernels(problems):
@@ -223,7 +259,7 @@ PIECES = {
     "stamp": _stamp, "table": _table, "ops": _ops, "diff": _diff, "trace": _trace, "download": _download,
     "value": _value, "footprint": _footprint, "cpu": _cpu, "kernels": _kernels, "dispatch": _dispatch,
     "compare": _compare, "providers": _providers, "compile": _compile, "glance": _glance,
-    "a100-kernels": _a100_kernels,
+    "a100-kernels": _a100_kernels, "gaps": _gaps, "launch": _launch,
 }
 
 
@@ -245,10 +281,10 @@ def expand(name: str, args: list[str], problems: dict[str, str]) -> str:
     keywords = dict(a.split("=", 1) for a in args if "=" in a)
     if name in ("glance", "providers", "a100-kernels"):  # pieces over many captures handle problems themselves
         return PIECES[name](problems)
-    records = positional if name in ("compare", "diff") else positional[:1]
+    records = positional if name in ("compare", "diff", "launch") else positional[:1]
     bad = [r for r in records if r in problems]
     if bad:
         return "**(capture not usable: see the box above)**" if name == "value" else _problem_box(problems[bad[0]])
-    if name not in ("stamp", "value", "compare") and is_unavailable(records[0]):
+    if name not in ("stamp", "value", "compare", "launch") and is_unavailable(records[0]):
         return render.unavailable_md(summary(records[0]))
     return PIECES[name](*positional, **keywords)
