@@ -113,14 +113,14 @@ def _launch(*records):
         s = summary(record)
         g = gaps_of(s)
         latency = sorted(g.launch_latency_us)[len(g.launch_latency_us) // 2]
-        b, h, n, d = s["shape"]
-        rows.append((f"{STAGES[s['stage']].title}", f"{b}×{h}×{n}×{d}", s["ops_per_forward"], render.us(g.busy_us),
-                     render.us(g.span_us), f"{100 * g.idle_share:.0f} %", render.us(latency),
-                     render.us(s["cpu_forward_us"]), render.us(s["event_median_us"]),
-                     "launch-bound" if g.launch_bound else "GPU-bound"))
-    return render.md_table(["stage", "shape B×H×S×D", "ops / forward", "GPU busy", "span (first launch → last op end)",
-                            "GPU idle", "median launch latency", "CPU time / forward", "CUDA-event median", "verdict"],
-                           rows, ["---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"])
+        shape = "" if record == s["stage"] else f" · {'×'.join(map(str, s['shape']))}"
+        rows.append((f"{STAGES[s['stage']].title}{shape}", render.us(g.busy_us), render.us(g.span_us),
+                     f"{100 * g.idle_share:.0f} %", render.us(latency), render.us(s["cpu_forward_us"]),
+                     render.us(s["event_median_us"]), "launch-bound" if g.launch_bound else "GPU-bound"))
+    return (render.md_table(["stage", "GPU busy", "span", "GPU idle", "median launch latency", "CPU time / forward",
+                             "CUDA-event median", "verdict"], rows,
+                            ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---"])
+            + "\n\nShape 8×16×1024×64 (the post's) unless the stage says otherwise; bf16, causal.")
 
 
 def _value(stage, field):
