@@ -59,9 +59,9 @@ def cmd_capture(args) -> int:
 
 
 def cmd_show(args) -> int:
-    record = args.stage
+    record = args.record
     if args.shape:  # `show flash --shape 1,16,8192,128` is `show flash-1x16x8192x128`
-        record = store.record_name(get_stage(args.stage).name, parse_shape(args.shape))
+        record = store.record_name(get_stage(args.record).name, parse_shape(args.shape))
     store.parse_record(record)
     summary = store.load_summary(record, args.captures)
     if args.json:
@@ -141,13 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("capture", help="profile stages on a CUDA GPU and write their captures")
     c.add_argument("stages", nargs="+", metavar="STAGE", help=f"one or more of: {', '.join(STAGES)}, or all")
-    c.add_argument("--shape", default=",".join(map(str, DEFAULT_SHAPE)), help="B,H,S,D (default: %(default)s)")
+    c.add_argument("--shape", default=shape(DEFAULT_SHAPE, ","), help="B,H,S,D (default: %(default)s)")
     c.add_argument("--dtype", default=store.DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)} (default: %(default)s)")
     c.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
     c.set_defaults(run=cmd_capture)
 
     s = sub.add_parser("show", help="print a committed capture (no GPU needed)")
-    s.add_argument("stage", metavar="STAGE", help="a stage, or a capture name such as flash-1x16x8192x128")
+    s.add_argument("record", metavar="STAGE", help="a stage, or a capture name such as flash-1x16x8192x128")
     s.add_argument("--shape", help="B,H,S,D of the capture, if not the default")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true", help="print the decoding as JSON")
     e.set_defaults(run=cmd_explain)
     w = sub.add_parser("which", help="which SDPA backend really runs for these inputs, and why not the others")
-    w.add_argument("--shape", default=",".join(map(str, DEFAULT_SHAPE)), help="B,H,S,D (default: %(default)s)")
+    w.add_argument("--shape", default=shape(DEFAULT_SHAPE, ","), help="B,H,S,D (default: %(default)s)")
     w.add_argument("--dtype", default=store.DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)}")
     w.add_argument("--mask", default="causal", help="none, causal, bool or float (default: causal)")
     w.add_argument("--dropout", type=float, default=0.0, help="dropout probability (default: 0)")

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from .text import first_line
+
 if TYPE_CHECKING:  # torch is imported only where a function needs it
     import torch
 
@@ -59,8 +61,7 @@ class Stage:
         except Exception as e:
             if self.provider == "PyTorch":
                 raise
-            reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            raise ProviderUnavailable(f"{self.provider}: {type(e).__name__}: {reason}"[:400]) from None
+            raise ProviderUnavailable(f"{self.provider}: {type(e).__name__}: {first_line(e)}"[:400]) from None
         return lambda: module.attention(q, k, v, *extra)
 
     def context(self):
