@@ -96,3 +96,14 @@ def test_template_heavy_kernel_names_survive_into_html(site):
     ops_table = next(t for t in page.split("<table>")[1:] if "launched from" in t)
     rows = ops_table.split("</table>")[0].count("<tr>") - 1
     assert rows == store.load_summary("naive")["ops_per_forward"]
+
+
+def test_each_build_hands_the_extension_a_fresh_build(monkeypatch):
+    """What one build read (captures, problems) never outlives it: `mkdocs serve` rebuilds from a new Build."""
+    from mkdocs.config import load_config
+    from attnprof.site import hook
+    from attnprof.stages import ROOT
+    monkeypatch.setenv("ATTNPROF_RECAPTURE", "never")
+    builds = [hook.on_config(load_config(str(ROOT / "mkdocs.yml"))).mdx_configs[hook.EXTENSION]["build"]
+              for _ in range(2)]
+    assert builds[0] is not builds[1] and builds[0].problems == {}

@@ -5,18 +5,14 @@ from __future__ import annotations
 
 from .. import reasons
 from ..flops import causal_flops, min_bytes, naive_bytes
-from ..stages import STAGES
 from ..text import shape, size, us
 from . import plots, tables
 from .build import Build
+from .pieces import title
 from .registry import piece
 
 PATHS = ["inplace", "math", "efficient", "flash", "cudnn", "flex", "sage"]  # the stages the sweep runs, in order
 DEFAULT_PRICE = 3.50  # $ per GPU-hour: an assumption the reader changes on the page, not a quote
-
-
-def title(path: str) -> str:
-    return STAGES[path].title
 
 
 def _sweep_points(build, d, path):
