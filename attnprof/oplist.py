@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from difflib import SequenceMatcher
 
-from . import occupancy
+from . import occupancy, trace
 
 KIND_LABEL = {"kernel": "kernel", "memcpy": "Memcpy", "memset": "Memset"}  # how a device op's kind reads
 
@@ -40,3 +40,8 @@ def footprint_rows(summary, props: dict):
                      "registers": op["registers"], "shared_memory": op["shared_memory"],
                      "achieved_occupancy": op.get("achieved_occupancy"), **occ})
     return rows
+
+
+def gaps(summary) -> trace.Gaps:
+    """The gaps of a capture's chosen forward, from the ops its summary keeps."""
+    return trace.gaps([trace.DeviceOp(**op) for op in summary["ops"]])

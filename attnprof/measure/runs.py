@@ -7,7 +7,7 @@ import traceback
 
 import torch
 
-from . import serving, sweep, verify
+from . import graphs, serving, sweep, verify
 from .. import store
 from ..text import first_line
 
@@ -23,6 +23,7 @@ RUNS = {
     "varlen": lambda: serving.varlen(),
     "e2e": lambda: serving.end_to_end(),
     "decode_step": lambda: serving.decode_step(),
+    "graphs": lambda: graphs.graphs(),
 }
 
 

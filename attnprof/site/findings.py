@@ -209,6 +209,21 @@ def decode(build: Build):
         for r in build.run("decode")], "rrlrrrr")
 
 
+@piece("graphs")
+def graphs(build: Build):
+    """Each forward launched op by op and replayed as one CUDA graph: single-call and back-to-back medians."""
+    rows = []
+    for r in build.run("graphs"):
+        if "error" in r:
+            rows.append((r["where"], r["path"], "—", "—", "—", "—", tables.cell(r["error"])))
+            continue
+        e, g = r["eager"], r["graph"]
+        rows.append((r["where"], r["path"], us(e["median_us"]), us(g["median_us"]),
+                     f"{e['median_us'] / g['median_us']:.1f}×", us(e["back_to_back_us"]), us(g["back_to_back_us"])))
+    return tables.table(["shape", "path", "one call, launched op by op", "one call, graph replay", "speedup",
+                         "back to back, op by op", "back to back, graph"], rows, "llrrrrr")
+
+
 @piece("varlen")
 def varlen(build: Build):
     rows = build.run("varlen")

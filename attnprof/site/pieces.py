@@ -8,7 +8,7 @@ from __future__ import annotations
 from .. import a100, names, oplist
 from ..flops import causal_flops
 from ..stages import LADDER, PROVIDERS, STAGES
-from ..text import us
+from ..text import shape, us
 from . import plots, tables
 from .build import Build
 from .registry import ALL, piece
@@ -76,7 +76,39 @@ VALUES = {
     "occupancy": lambda b, s: ", ".join(f"{r['occupancy_pct']:.1f} %" for r in
                                         oplist.footprint_rows(s, b.device_properties(s["record"]))),
     "peak_memory": lambda b, s: f"{s['peak_extra_bytes'] / 2**20:.0f} MiB",
+    "idle_share": lambda b, s: f"{100 * oplist.gaps(s).idle_share:.0f} %",
+    "first_call": lambda b, s: f"{s['first_call_ms'] / 1000:.1f} s" if s["first_call_ms"] >= 1000 else "< 1 s",
 }
+
+
+def median_latency(g) -> float:
+    return sorted(g.launch_latency_us)[len(g.launch_latency_us) // 2]
+
+
+@piece("gaps", captures=1)
+def gaps(build: Build, record):
+    """One line: how much of a forward's span the GPU spent waiting for launches."""
+    g = oplist.gaps(build.summary(record))
+    return (f"**Gaps** (from the trace, [defined here](launch-bound.md#reading-the-gaps)): the GPU ran this "
+            f"forward's ops for {us(g.busy_us)} of a {us(g.span_us)} span from first launch to last op end, idle "
+            f"**{100 * g.idle_share:.0f} %** of it: **{'launch-bound' if g.launch_bound else 'GPU-bound'}**. "
+            f"Median launch latency {us(median_latency(g))} per op (launch call → op start, under the profiler).")
+
+
+@piece("launch", captures=ALL)
+def launch(build: Build, *records):
+    """Gaps across captures: busy, span, idle share, CPU time, and the verdict."""
+    rows = []
+    for record in records:
+        s = build.summary(record)
+        g = oplist.gaps(s)
+        at = "" if record == s["stage"] else f" · {shape(s['shape'])}"
+        rows.append((f"{title(s)}{at}", us(g.busy_us), us(g.span_us), f"{100 * g.idle_share:.0f} %",
+                     us(median_latency(g)), us(s["cpu_forward_us"]), us(s["event_median_us"]),
+                     "launch-bound" if g.launch_bound else "GPU-bound"))
+    return (tables.table(["stage", "GPU busy", "span", "GPU idle", "median launch latency", "CPU time / forward",
+                          "CUDA-event median", "verdict"], rows, "lrrrrrrl")
+            + "\n\nShape 8×16×1024×64 (the post's) unless the stage says otherwise; bf16, causal.")
 
 
 @piece("value", captures=1, unavailable=True, inline=True)
@@ -184,20 +216,20 @@ def glance(build: Build):
     for name in LADDER:
         link = f"[{STAGES[name].title}]({name}.md)"
         if name in build.problems:
-            rows.append((link, "capture not usable", *["—"] * 8, tables.cell(build.problems[name])))
+            rows.append((link, "capture not usable", *["—"] * 9, tables.cell(build.problems[name])))
             continue
         s, ref = build.summary(name), a100.FIGURES[name]
         if "unavailable" in s:
-            rows.append((link, "not available here", *["—"] * 8, tables.cell(s["unavailable"])))
+            rows.append((link, "not available here", *["—"] * 9, tables.cell(s["unavailable"])))
             continue
         ratio = f"{ref['forward_us'] / s['forward_device_us']:.1f}×" if ref["forward_us"] else "—"
         rows.append((link, s["ops_per_forward"], us(s["forward_device_us"]), us(s["event_median_us"]),
-                     us(s["cpu_forward_us"]), f"{causal_tflops(s):.0f}", f"{s['rel_err']:.1e}",
-                     ref["ops"] if ref["ops"] is not None else "—", us(ref["forward_us"]), ratio, LESSONS[name]))
+                     us(s["cpu_forward_us"]), f"{100 * oplist.gaps(s).idle_share:.0f} %",
+                     f"{causal_tflops(s):.0f}", f"{s['rel_err']:.1e}", ref["ops"] if ref["ops"] is not None else "—", us(ref["forward_us"]), ratio, LESSONS[name]))
     return tables.table(
         ["stage", "ops / forward", "device time / forward", "CUDA-event median", "CPU time / forward",
-         "TFLOP/s (causal, event median)", "rel. error vs fp64", "A100 ops (post)", "A100 forward (post)",
-         "A100 ÷ H200 time", "lesson"], rows, "lrrrrrrrrr")
+         "GPU idle (of span)", "TFLOP/s (causal, event median)", "rel. error vs fp64", "A100 ops (post)", "A100 forward (post)",
+         "A100 ÷ H200 time", "lesson"], rows, "lrrrrrrrrrr")
 
 
 @piece("a100-kernels")
