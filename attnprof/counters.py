@@ -65,6 +65,22 @@ def parse_csv(text: str) -> list[dict]:
     return kernels
 
 
+def base_name(name: str) -> str:
+    """A kernel's function name without namespaces, template arguments or parameters: ncu and the
+    profiler spell the rest differently (ncu drops some namespaces)."""
+    name = name.removeprefix("void ").split("<")[0].split("(")[0]
+    return name.split("::")[-1].strip()
+
+
+def paired(capture_ops: list[dict], kernels: list[dict]) -> list[tuple[dict, dict]] | None:
+    """The capture's kernel ops beside the counters' kernels, in launch order; None unless the two
+    lists name the same kernels."""
+    ops = [op for op in capture_ops if op["kind"] == "kernel"]
+    if len(ops) != len(kernels) or any(base_name(o["name"]) != base_name(k["name"]) for o, k in zip(ops, kernels)):
+        return None
+    return list(zip(ops, kernels))
+
+
 def limiter(k: dict) -> str | None:
     """Which resource caps the blocks per SM: the smallest of ncu's occupancy limits."""
     limits = {name: k.get(f"limit_{name}") for name in ("registers", "shared_memory", "warps", "blocks")}

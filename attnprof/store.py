@@ -12,6 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from . import text
 from .stages import COUNTER_RECORDS, DEFAULT_SHAPE, ROOT, SITE_RECORDS, Stage, get_stage
 
 # ATTNPROF_CAPTURES points the CLI and the site build at another folder (tests use it)
@@ -46,7 +47,7 @@ def capture_key(stage: Stage, stage_settings: dict) -> str:
 
 def record_name(stage: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE) -> str:
     """`flash` at the default shape and dtype, `flash-1x16x8192x128` (and `-fp16`) otherwise."""
-    name = stage if tuple(shape) == tuple(DEFAULT_SHAPE) else f"{stage}-{'x'.join(map(str, shape))}"
+    name = stage if tuple(shape) == tuple(DEFAULT_SHAPE) else f"{stage}-{text.shape(shape, 'x')}"
     return name if dtype_name == DEFAULT_DTYPE else f"{name}-{dtype_name}"
 
 
@@ -122,7 +123,7 @@ def write_trace(folder, name, events: dict):
 
 def recapture_command(record: str) -> str:
     stage, shape, dtype_name = parse_record(record)
-    extra = "" if tuple(shape) == tuple(DEFAULT_SHAPE) else f" --shape {','.join(map(str, shape))}"
+    extra = "" if tuple(shape) == tuple(DEFAULT_SHAPE) else f" --shape {text.shape(shape, ',')}"
     extra += "" if dtype_name == DEFAULT_DTYPE else f" --dtype {dtype_name}"
     return f"`python -m attnprof capture {stage}{extra}`"
 
@@ -200,12 +201,23 @@ def counters_status(record, folder=CAPTURES) -> str | None:
         return f"ncu report {report.name} is missing or unreadable ({e}): {fix}"
     if parsed != record_.get("kernels"):
         return f"counters {record}.counters.json disagree with their ncu report {report.name}: {fix}"
+    try:
+        capture = load_summary(record, folder)
+    except (CaptureMissing, ValueError):
+        return None  # the capture's own status says what is wrong with it
+    if "ops" in capture and not counters.paired(capture["ops"], parsed):
+        return f"counters of {record!r} name other kernels than its capture: {fix}"
     return None
 
 
 def stale_counters(folder=CAPTURES) -> dict[str, str]:
     """Counters records that are missing, stale or disagree with their report, keyed `<record>.counters`."""
     return {f"{record}.counters": why for record in counter_records() if (why := counters_status(record, folder))}
+
+
+def problems(folder=CAPTURES) -> dict[str, str]:
+    """Everything the site reads that is missing, stale or inconsistent: captures and counters records."""
+    return {**stale_records(folder), **stale_counters(folder)}
 
 
 def load_run(name, folder=CAPTURES) -> dict:

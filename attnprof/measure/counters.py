@@ -27,6 +27,13 @@ def ncu_command(ncu: str, record: str, metrics: list[str], report: Path) -> list
             sys.executable, "-m", "attnprof.measure.counters", stage, ",".join(map(str, shape)), dtype_name]
 
 
+def shown_command(cmd: list[str]) -> str:
+    """The ncu command as a reader would type it: no temporary paths, `python` for the interpreter."""
+    py = cmd.index(sys.executable)
+    args = ["report.ncu-rep" if a.endswith(".ncu-rep") else a for a in cmd[1:py]]
+    return " ".join(["ncu", *args, "python", *cmd[py + 1:]])
+
+
 def available(ncu: str, metrics: list[str]) -> list[str]:
     """The metrics this GPU and ncu know (by base name), in our order."""
     listed = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=120).stdout
@@ -71,10 +78,9 @@ def collect(records, out_dir=store.CAPTURES) -> list[dict]:
             results.append({"record": record, "error": error})
             continue
         stage, shape, dtype_name = store.parse_record(record)
-        py = cmd.index(sys.executable)
         summary = {"record": f"{record}.counters", "capture": record, "stage": stage, "shape": list(shape),
                    "dtype": dtype_name, "key": store.capture_key(get_stage(stage), store.settings(shape, dtype_name)),
-                   "ncu": version, "command": " ".join(["ncu", *cmd[1:py], "python", *cmd[py + 1:]]),
+                   "ncu": version, "command": shown_command(cmd),
                    "metrics": metrics, **environment(get_stage(stage)), "kernels": counters.parse_csv(raw)}
         store.write_text(out_dir, f"{record}.ncu.csv", raw)  # the report first: the record is derived from it
         store.write_json(out_dir, f"{record}.counters", summary)
