@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from . import text
-from .stages import DEFAULT_SHAPE, ROOT, SITE_RECORDS, Stage, get_stage
+from .stages import COUNTER_RECORDS, DEFAULT_SHAPE, ROOT, SITE_RECORDS, Stage, get_stage
 
 # ATTNPROF_CAPTURES points the CLI and the site build at another folder (tests use it)
 CAPTURES = Path(os.environ.get("ATTNPROF_CAPTURES", ROOT / "docs" / "captures"))
@@ -94,6 +94,10 @@ def write_json(folder, name, data: dict):
     _atomic_write(summary_path(folder, name), (json.dumps(data, indent=1) + "\n").encode())
 
 
+def write_text(folder, file_name, text: str):
+    _atomic_write(Path(folder) / file_name, text.encode())
+
+
 def write_summary(folder, summary: dict):
     write_json(folder, summary["record"], summary)
 
@@ -163,6 +167,57 @@ def status(record, folder=CAPTURES) -> str | None:
 
 def stale_records(folder=CAPTURES) -> dict[str, str]:
     return {record: why for record in site_records() if (why := status(record, folder))}
+
+
+def counter_records() -> list[str]:
+    return [record_name(stage, shape) for stage, shape in COUNTER_RECORDS]
+
+
+def counters_command(record: str) -> str:
+    return recapture_command(record).replace("attnprof capture", "attnprof counters")
+
+
+def load_counters(record, folder=CAPTURES) -> dict:
+    fix = f"run {counters_command(record)} on a CUDA GPU with Nsight Compute"
+    return _read_json(summary_path(folder, f"{record}.counters"), f"counters record of {record!r}", fix)
+
+
+def counters_status(record, folder=CAPTURES) -> str | None:
+    """None when the counters of capture `record` are present, current, and agree with the ncu report
+    they were parsed from; otherwise one line saying why not and what to run."""
+    from . import counters
+    fix = f"run {counters_command(record)} on a CUDA GPU with Nsight Compute"
+    stage_name, shape, dtype_name = parse_record(record)
+    try:
+        record_ = load_counters(record, folder)
+    except (CaptureMissing, ValueError) as e:
+        return str(e)
+    if record_.get("key") != capture_key(get_stage(stage_name), settings(shape, dtype_name)):
+        return f"counters of {record!r} are stale (the snippet or the capture settings changed): {fix}"
+    report = Path(folder) / f"{record}.ncu.csv"
+    try:
+        parsed = counters.parse_csv(report.read_text())
+    except (OSError, ValueError) as e:
+        return f"ncu report {report.name} is missing or unreadable ({e}): {fix}"
+    if parsed != record_.get("kernels"):
+        return f"counters {record}.counters.json disagree with their ncu report {report.name}: {fix}"
+    try:
+        capture = load_summary(record, folder)
+    except (CaptureMissing, ValueError):
+        return None  # the capture's own status says what is wrong with it
+    if "ops" in capture and not counters.paired(capture["ops"], parsed):
+        return f"counters of {record!r} name other kernels than its capture: {fix}"
+    return None
+
+
+def stale_counters(folder=CAPTURES) -> dict[str, str]:
+    """Counters records that are missing, stale or disagree with their report, keyed `<record>.counters`."""
+    return {f"{record}.counters": why for record in counter_records() if (why := counters_status(record, folder))}
+
+
+def problems(folder=CAPTURES) -> dict[str, str]:
+    """Everything the site reads that is missing, stale or inconsistent: captures and counters records."""
+    return {**stale_records(folder), **stale_counters(folder)}
 
 
 def load_run(name, folder=CAPTURES) -> dict:

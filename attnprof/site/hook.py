@@ -45,7 +45,7 @@ def on_config(config):
             if not torch.cuda.is_available():
                 raise PluginError("ATTNPROF_RECAPTURE=always needs a CUDA GPU, and this machine has none")
             _recapture(store.site_records() if mode == "always" else list(store.stale_records()))
-    problems = store.stale_records()
+    problems = store.problems()
     if problems and config.strict:  # raised, not logged: `mkdocs build -q --strict` drops warnings
         raise PluginError("\n".join(problems.values()))
     for why in problems.values():
