@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # torch is imported only where a function needs it
 
 ROOT = Path(__file__).resolve().parents[1]
 SNIPPETS = ROOT / "snippets"
+FA4_REPO = ROOT / "kernel-repos" / "attnprof-flash-attn4"  # this project's kernel repository (Hub layout)
 
 DEFAULT_SHAPE = (8, 16, 1024, 64)  # the post's [batch, heads, seq, head_dim]
 DTYPES = ("bf16", "fp16", "fp32")  # names; measure.numerics.torch_dtype maps them to torch dtypes
@@ -45,9 +46,13 @@ class Stage:
     setup: Callable | None = None  # (snippet module, q) -> extra arguments, made once outside the forward
     provider: str = "PyTorch"  # where the kernel comes from
     layout: str = "BHSD"  # the layout the kernel takes ([batch, heads, seq, dim] or [batch, seq, heads, dim])
+    sources: tuple = ()  # files besides the snippet whose change makes a capture stale
 
     def source_hash(self) -> str:
-        return hashlib.sha256((SNIPPETS / f"{self.snippet}.py").read_bytes()).hexdigest()[:16]
+        files = [SNIPPETS / f"{self.snippet}.py", *self.sources]
+        if not self.sources:  # the snippet alone, hashed as before
+            return hashlib.sha256(files[0].read_bytes()).hexdigest()[:16]
+        return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
 
     def prepare(self, q, k, v) -> Callable[[], torch.Tensor]:
         """A zero-argument forward over these inputs; its extra arguments (a mask, a loaded kernel)
@@ -74,6 +79,14 @@ def _mask(module, q):
     return [module.causal_mask(q.shape[-2], q.device)]
 
 
+def _load_fa4(module, q):
+    """FlashAttention-4 compiles for a CUDA GPU only: say so before `kernels` reports that no build
+    variant fits a CPU-only PyTorch."""
+    if q.device.type != "cuda":
+        raise RuntimeError(f"needs a CUDA GPU (compute capability 8.0 to 12.x); the inputs are on {q.device.type}")
+    return [module.load_flash_attn4(FA4_REPO)]
+
+
 STAGES = {
     s.name: s
     for s in [
@@ -90,10 +103,14 @@ STAGES = {
               setup=lambda m, q: [m.load_sageattn()]),
         Stage("hub", "FlashAttention-2 from the kernel hub", "hub", provider="Hugging Face kernels hub",
               setup=lambda m, q: [m.load_flash_attn()], layout="BSHD"),
+        Stage("fa4", "FlashAttention-4 through kernels", "fa4",
+              provider="FlashAttention-4 (flash-attn-4 4.0.0b36) via kernels", setup=_load_fa4, layout="BSHD",
+              sources=(FA4_REPO / "build" / "torch-cuda" / "metadata.json",
+                       FA4_REPO / "build" / "torch-cuda" / "attnprof_flash_attn4" / "__init__.py")),
     ]
 }
 LADDER = ["naive", "inplace", "math", "efficient", "flash", "cudnn", "auto"]
-PROVIDERS = ["flex", "sage", "hub"]
+PROVIDERS = ["flex", "sage", "hub", "fa4"]
 LONG_SHAPE = (1, 16, 8192, 128)
 # every capture the site renders: (stage, shape); `check` and the build look for exactly these
 SITE_RECORDS = [(name, DEFAULT_SHAPE) for name in STAGES] + [

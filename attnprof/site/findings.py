@@ -10,7 +10,9 @@ from .. import store
 from ..flops import causal_flops, min_bytes, naive_bytes
 
 PATH_TITLES = {"inplace": "naive (in place)", "math": "SDPA math", "efficient": "SDPA efficient",
-               "flash": "SDPA flash", "cudnn": "SDPA cuDNN", "flex": "FlexAttention", "sage": "SageAttention"}
+               "flash": "SDPA flash", "cudnn": "SDPA cuDNN", "flex": "FlexAttention", "sage": "SageAttention",
+               "fa4": "FlashAttention-4"}
+LAYOUT_TITLES = {"BHSD": "[B, H, S, D]", "BSHD": "[B, S, H, D]"}  # how q, k, v sat in memory
 DEFAULT_PRICE = 3.50  # $ per GPU-hour: an assumption the reader changes on the page, not a quote
 
 
@@ -168,15 +170,18 @@ def roofline_table():
 def fastest():
     peak = result("ceilings")["matmul_tflops"]
     rows = sorted(result("fastest"), key=lambda r: -(r.get("tflops_back_to_back") or 0))
-    table = render.md_table(["path", "back-to-back time / forward", "TFLOP/s", "of measured matmul peak"], [
-        (PATH_TITLES[r["path"]], render.us(r.get("back_to_back_us")), f"{r['tflops_back_to_back']:.0f}",
+    layout = lambda r: LAYOUT_TITLES[r.get("layout", "BHSD")]
+    table = render.md_table(["path", "q, k, v in memory", "back-to-back time / forward", "TFLOP/s",
+                             "of measured matmul peak"], [
+        (PATH_TITLES[r["path"]], layout(r), render.us(r.get("back_to_back_us")), f"{r['tflops_back_to_back']:.0f}",
          f"{100 * r['tflops_back_to_back'] / peak:.0f} %") if "tflops_back_to_back" in r else
-        (PATH_TITLES[r["path"]], "not available", "—", render.md_cell(r.get("unavailable", "OOM")))
-        for r in rows], ["---", "---:", "---:", "---:"])
+        (PATH_TITLES[r["path"]], layout(r), "not available", "—", render.md_cell(r.get("unavailable", "OOM")))
+        for r in rows], ["---", "---", "---:", "---:", "---:"])
     best = rows[0]
-    return table + (f"\n\nThe fastest forward we ran at this shape is **{PATH_TITLES[best['path']]}**, "
-                    f"**{best['tflops_back_to_back']:.0f} TFLOP/s**, {100 * best['tflops_back_to_back'] / peak:.0f} % "
-                    f"of the {peak:.0f} TFLOP/s bf16 matmul peak measured in the same run.")
+    return table + (f"\n\nThe fastest forward we ran at this shape is **{PATH_TITLES[best['path']]}** on "
+                    f"{layout(best)} inputs, **{best['tflops_back_to_back']:.0f} TFLOP/s**, "
+                    f"{100 * best['tflops_back_to_back'] / peak:.0f} % of the {peak:.0f} TFLOP/s bf16 matmul peak "
+                    "measured in the same run.")
 
 
 def gqa():
@@ -264,6 +269,7 @@ def verify_table():
     rows = []
     for r in result("verify"):
         note = r.get("masked_row") or r.get("reason", "")
+        note += f" ({r['note']})" if r.get("note") else ""
         rows.append((r["path"], r["dtype"], "×".join(map(str, r["shape"])), "yes" if r["fully_masked_row"] else "",
                      f"**{r['status']}**" if r["status"] == "fail" else r["status"],
                      f"{r['rel_frobenius']:.1e}" if r.get("rel_frobenius") == r.get("rel_frobenius") and "rel_frobenius" in r else

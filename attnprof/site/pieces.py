@@ -84,6 +84,8 @@ VALUES = {
     "occupancy": lambda s: ", ".join(f"{r['occupancy_pct']:.1f} %" for r in
                                      render.footprint_rows(s, device_properties(s["stage"]))),
     "peak_memory": lambda s: f"{s['peak_extra_bytes'] / 2**20:.0f} MiB",
+    "first_call": lambda s: f"{s['first_call_ms'] / 1000:.2f} s",
+    "unavailable": lambda s: render.md_cell(s["unavailable"]),
 }
 
 
