@@ -149,6 +149,28 @@ def _compare(*records):
             + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal.")
 
 
+def _kernel_compare(*records):
+    """The attention kernel of several captures side by side: device time, rate, launch grid and
+    what each block asks of an SM (all read from the captures' traces)."""
+    rows = []
+    for record in records:
+        s = summary(record)
+        k = max(render.footprint_rows(s, device_properties(record)), key=lambda r: s["ops"][r["index"] - 1]["duration_us"])
+        us = s["ops"][k["index"] - 1]["duration_us"]
+        sms = s["sm_count"]
+        grid = k["grid"][0] * k["grid"][1] * k["grid"][2]
+        rows.append((STAGES[s["stage"]].title, render.md_kernel(k["name"]), s["ops_per_forward"], render.us(us),
+                     f"{causal_flops(s['shape']) / us / 1e6:.0f}", f"{'×'.join(map(str, k['grid']))} ({grid / sms:.2f} per SM)",
+                     f"{k['threads']} ({k['threads'] // 128} warpgroup{'s' if k['threads'] >= 256 else ''})", k["registers"],
+                     f"{k['shared_memory'] / 1024:.0f} KiB", k["blocks_per_sm"]))
+    b, h, n, d = summary(records[0])["shape"]
+    return render.md_table(["stage", "attention kernel", "device ops / forward", "kernel time", "TFLOP/s (kernel time)",
+                            "grid (blocks per SM)", "threads per block", "regs/thread", "smem/block", "blocks/SM"],
+                           rows, ["---", "---", "---:", "---:", "---:", "---", "---", "---:", "---:", "---:"]) + (
+        f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal; kernel time from the profiler's trace of the median "
+        f"profiled forward; TFLOP/s counts causal FLOPs over that time.")
+
+
 def _providers(problems):
     """Every third-party provider: where it comes from, its layout, and whether it ran here."""
     rows = []
@@ -224,7 +246,7 @@ def _a100_kernels(problems):
 PIECES = {
     "stamp": _stamp, "table": _table, "ops": _ops, "diff": _diff, "trace": _trace, "download": _download,
     "value": _value, "footprint": _footprint, "cpu": _cpu, "kernels": _kernels, "dispatch": _dispatch,
-    "compare": _compare, "providers": _providers, "compile": _compile, "glance": _glance,
+    "compare": _compare, "kernel-compare": _kernel_compare, "providers": _providers, "compile": _compile, "glance": _glance,
     "a100-kernels": _a100_kernels,
 }
 
