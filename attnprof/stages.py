@@ -46,13 +46,9 @@ class Stage:
     setup: Callable | None = None  # (snippet module, q) -> extra arguments, made once outside the forward
     provider: str = "PyTorch"  # where the kernel comes from
     layout: str = "BHSD"  # the layout the kernel takes ([batch, heads, seq, dim] or [batch, seq, heads, dim])
-    sources: tuple = ()  # files besides the snippet whose change makes a capture stale
 
     def source_hash(self) -> str:
-        files = [SNIPPETS / f"{self.snippet}.py", *self.sources]
-        if not self.sources:  # the snippet alone, hashed as before
-            return hashlib.sha256(files[0].read_bytes()).hexdigest()[:16]
-        return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
+        return hashlib.sha256((SNIPPETS / f"{self.snippet}.py").read_bytes()).hexdigest()[:16]
 
     def prepare(self, q, k, v) -> Callable[[], torch.Tensor]:
         """A zero-argument forward over these inputs; its extra arguments (a mask, a loaded kernel)
@@ -104,9 +100,7 @@ STAGES = {
         Stage("hub", "FlashAttention-2 from the kernel hub", "hub", provider="Hugging Face kernels hub",
               setup=lambda m, q: [m.load_flash_attn()], layout="BSHD"),
         Stage("fa4", "FlashAttention-4 through kernels", "fa4",
-              provider="FlashAttention-4 (flash-attn-4 4.0.0b36) via kernels", setup=_load_fa4, layout="BSHD",
-              sources=(FA4_REPO / "build" / "torch-cuda" / "metadata.json",
-                       FA4_REPO / "build" / "torch-cuda" / "attnprof_flash_attn4" / "__init__.py")),
+              provider="FlashAttention-4 (flash-attn-4 4.0.0b36) via kernels", setup=_load_fa4, layout="BSHD"),
     ]
 }
 LADDER = ["naive", "inplace", "math", "efficient", "flash", "cudnn", "auto"]
