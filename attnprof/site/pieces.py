@@ -85,7 +85,6 @@ VALUES = {
                                      render.footprint_rows(s, device_properties(s["stage"]))),
     "peak_memory": lambda s: f"{s['peak_extra_bytes'] / 2**20:.0f} MiB",
     "first_call": lambda s: f"{s['first_call_ms'] / 1000:.2f} s",
-    "unavailable": lambda s: render.md_cell(s["unavailable"]),
 }
 
 
