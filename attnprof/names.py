@@ -12,7 +12,7 @@ import re
 TENSOR, CUDA_CORES, NONE, UNKNOWN = "tensor cores", "cuda cores", "none", "unknown"
 
 DTYPE_WORDS = [  # (pattern in a name, dtype), most specific first
-    (r"c10::BFloat16|cutlass::bfloat16_t|__nv_bfloat16|\bbf16|_bf16", "bf16"),
+    (r"c10::BFloat16|cutlass::bfloat16_t|__nv_bfloat16|\bbf16|_bf16|ptrbf16", "bf16"),
     (r"c10::Half|cutlass::half_t|__half\b|\bf16\b|_f16_|_h16|fp16", "fp16"),
     (r"f32f32|\bfloat\b|_f32_|sgemm|fp32", "fp32"),
     (r"\bbool\b", "bool"),
@@ -58,6 +58,9 @@ WRAPPERS = {"AUnary", "BUnary", "Binary", "elementwise", "vectorized_elementwise
 def label(name: str) -> str:
     """A short, readable name for a table row; the full name stays one hover away."""
     base = strip_templates(name)
+    cute = re.search(r"flash_attncute\w*?(FlashAttention[A-Za-z]*?(?:Sm\d+)?)(?:_|$)", name)
+    if cute:  # CuTe DSL names are the module path and class, run together: keep the class
+        return f"flash_attn.cute {cute.group(1)}"
     if base.startswith("at::native::"):
         what = re.findall(r"CUDAFunctor_(\w+)|(\w+?)(?:Functor|_kernel_impl|_kernel_cuda|_kernel)\b", name)
         what = [a or b for a, b in what if (a or b) not in WRAPPERS]
@@ -80,6 +83,12 @@ RULES = [
      "PyTorch's memory-efficient attention kernel, from xFormers, built on CUTLASS: one fused kernel per forward."),
     (r"pytorch_flash::flash_fwd|flash_fwd_kernel|flash_fwd_splitkv", "FlashAttention-2 (PyTorch's copy)", TENSOR,
      "FlashAttention-2's fused forward: QKᵀ, online softmax and PV in one kernel, tiles kept on chip."),
+    (r"flash_attncute.*FlashAttentionForwardSm90|FlashAttentionForwardSm90", "FlashAttention-4 (CuTe DSL)",
+     TENSOR + " (wgmma)",
+     "FlashAttention-4's fused forward for Hopper (sm_90), written in NVIDIA's CuTe DSL and compiled at the first "
+     "call: QKᵀ, online softmax and PV in one kernel, its matmuls as warpgroup MMAs (wgmma) on the Tensor Cores."),
+    (r"flash_attncute|FlashAttention(Forward|Backward)\w*Sm\d+", "FlashAttention-4 (CuTe DSL)", None,
+     "A FlashAttention-4 kernel, written in NVIDIA's CuTe DSL and compiled at the first call."),
     (r"^cudnn_generated_.*sdpa.*flash_fprop", "cuDNN (fused flash attention)", TENSOR,
      "cuDNN's generated fused attention forward (its flash-style SDPA engine)."),
     (r"^cudnn|cudnn::", "cuDNN", None, "A kernel from cuDNN."),
@@ -130,7 +139,7 @@ def explain(name: str) -> dict:
             "summary": "unknown: no rule matches this name, so attnprof does not guess.", "label": label(name)}
 
 
-BACKEND_BY_LIBRARY = {"FlashAttention": "flash", "memory-efficient": "efficient", "cuDNN": "cudnn"}
+BACKEND_BY_LIBRARY = {"FlashAttention-2": "flash", "memory-efficient": "efficient", "cuDNN": "cudnn"}
 
 
 def fingerprint(op_names) -> str:
