@@ -142,8 +142,8 @@ SITE_RECORDS = [(name, DEFAULT_SHAPE) for name in STAGES] + [
 
 
 # every counters record the site renders: captures whose forward also ran under Nsight Compute
-COUNTER_RECORDS = [(name, DEFAULT_SHAPE) for name in (*LADDER, "flex", "sage")] + [
-    (name, LONG_SHAPE) for name in ("efficient", "flash", "cudnn", "flex", "sage")]
+COUNTER_RECORDS = [(name, DEFAULT_SHAPE) for name in (*LADDER, "flex", "sage", "fa4")] + [
+    (name, LONG_SHAPE) for name in ("efficient", "flash", "cudnn", "flex", "sage", "fa4")]
 
 
 def get_stage(name: str) -> Stage:

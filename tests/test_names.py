@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from attnprof import names, trace
+from attnprof import names, store, trace
 from attnprof.cli import main
 from tests.conftest import LABEL
 
@@ -70,8 +70,7 @@ def test_explain_json(capsys):
 
 def test_cute_dsl_names_from_our_fa4_capture():
     """FlashAttention-4's kernel, as the H200 capture recorded it."""
-    from attnprof.site import pieces
-    (op,) = [op for op in pieces.summary("fa4-1x16x8192x128")["ops"] if op["kind"] == "kernel"]
+    (op,) = [op for op in store.load_summary("fa4-1x16x8192x128")["ops"] if op["kind"] == "kernel"]
     assert op["name"].startswith("kernel_cutlass_kernel_flash_attncuteflash_fwd_sm90FlashAttentionForwardSm90_")
     info = names.explain(op["name"])
     assert (info["library"], info["math_unit"], info["arch"]) == ("FlashAttention-4 (CuTe DSL)", "tensor cores (wgmma)",

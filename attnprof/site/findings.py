@@ -180,7 +180,7 @@ def roofline_table(build: Build):
                             "of the roof"], rows, "lrrrrr")
 
 
-COUNTED = ["efficient", "flash", "cudnn", "flex", "sage"]  # fused paths with counters at the long shape
+COUNTED = ["efficient", "flash", "cudnn", "flex", "sage", "fa4"]  # fused paths with counters at the long shape
 
 
 @piece("counters-roofline")
