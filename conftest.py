@@ -5,9 +5,12 @@ a content tab or an admonition. Before the fences are parsed, each include line 
 lines it includes, through the same section reader the notebooks use, and indented containers are
 flattened so their fences are found too.
 """
+import contextlib
 import re
 
+import pytest
 from markdown_it import MarkdownIt
+from pytest_markdown_docs.plugin import MarkdownInlinePythonItem
 
 from attnprof.stages import ROOT, snippet_section
 
@@ -46,3 +49,17 @@ class ReaderView(MarkdownIt):
 
 def pytest_markdown_docs_markdown_it():
     return ReaderView("commonmark")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """pytest-markdown-docs (0.9) turns pytest's output capture off around each code block; keep it
+    on, so what a page's code prints shows only in the report of a block that fails."""
+    if not isinstance(item, MarkdownInlinePythonItem):
+        return (yield)
+    capman = item.config.pluginmanager.getplugin("capturemanager")
+    capman.global_and_fixture_disabled = contextlib.nullcontext  # for this item only
+    try:
+        return (yield)
+    finally:
+        del capman.global_and_fixture_disabled

@@ -92,3 +92,55 @@ def test_template_heavy_kernel_names_survive_into_html(site):
     ops_table = next(t for t in page.split("<table>")[1:] if "launched from" in t)
     rows = ops_table.split("</table>")[0].count("<tr>") - 1
     assert rows == store.load_summary("naive")["ops_per_forward"]
+
+
+def _tamper(path, change):
+    summary = json.loads(path.read_text())
+    change(summary)
+    path.write_text(json.dumps(summary))
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda s: s.update(forward_device_us=194.847), "forward_device_us 194.847 (the trace: 94.847)"),
+    (lambda s: s["ops"][0].update(duration_us=s["ops"][0]["duration_us"] + 10), "ops[0].duration_us"),
+])
+def test_a_summary_that_disagrees_with_its_trace_fails_the_strict_build_in_one_line(tmp_path, change, message):
+    folder = tmp_path / "captures"
+    shutil.copytree(store.CAPTURES, folder)
+    _tamper(folder / "flash.json", change)
+    r = build(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    assert r.returncode != 0
+    [line] = [l for l in r.stderr.splitlines() if "flash.json" in l]
+    assert "disagrees with its trace flash.trace.json.gz" in line and message in line
+    assert "`python -m attnprof capture flash`" in line
+
+
+BUILD_WITHOUT_TORCH = ("import sys; sys.modules['torch'] = None; from mkdocs.__main__ import cli; "
+                       "sys.argv = ['mkdocs', 'build', '-q', '--strict', '-d', sys.argv[1]]; cli()")
+
+
+@pytest.fixture(scope="module")
+def edited_site(tmp_path_factory):
+    """The site built strictly from a copy of the project in which torch cannot be imported."""
+    import os
+    import subprocess
+    import sys
+    from attnprof.stages import ROOT
+    tree = tmp_path_factory.mktemp("tree")
+    skip = shutil.ignore_patterns("__pycache__", ".cache")
+    for name in ("attnprof", "docs", "snippets"):
+        shutil.copytree(ROOT / name, tree / name, ignore=skip)
+    shutil.copy(ROOT / "mkdocs.yml", tree)
+    env = dict(os.environ, ATTNPROF_RECAPTURE="never", NO_MKDOCS_2_WARNING="1")
+    env.pop("ATTNPROF_CAPTURES", None)
+    r = subprocess.run([sys.executable, "-c", BUILD_WITHOUT_TORCH, str(tree / "site")], cwd=tree,
+                       capture_output=True, text=True, env=env, timeout=300)
+    return r, tree / "site"
+
+
+def test_the_site_builds_without_torch(edited_site):
+    r, site = edited_site
+    assert r.returncode == 0, r.stderr
+    assert "Captured on NVIDIA H200" in (site / "flash" / "index.html").read_text()
+    assert (site / "figures" / "naive-trace.svg").exists() and (site / "figures" / "sweep-tflops-d128.svg").exists()
+
