@@ -74,6 +74,13 @@ def cmd_check(args) -> int:
     return 1 if problems else 0
 
 
+def cmd_rekey(args) -> int:
+    changed = store.rekey(args.captures)
+    print(f"re-keyed {len(changed)} capture(s) made under the old byte hash of an unchanged snippet"
+          + (f": {', '.join(changed)}" if changed else ""))
+    return 0
+
+
 def cmd_explain(args) -> int:
     from .names import explain
     if not args.name.strip():
@@ -169,6 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("check", help="list captures that are missing or stale; exit 1 if any")
     k.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
     k.set_defaults(run=cmd_check)
+
+    m = sub.add_parser("rekey", help="one-off: re-key captures made before snippets were hashed by their "
+                                     "tokens, where the snippet is unchanged (no number changes)")
+    m.add_argument("--captures", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
+    m.set_defaults(run=cmd_rekey)
 
     e = sub.add_parser("explain", help="decode a kernel name: library, math unit, dtype, arch, tile")
     e.add_argument("name", metavar="KERNEL_NAME")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import json
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -32,6 +34,16 @@ def load_snippet(name: str):
     return module
 
 
+def code_hash(path: str | Path) -> str:
+    """A hash of a Python file's tokens, without comments and blank lines: an edit of comments or
+    spacing alone keeps it (the code that runs is the same); any change to the code changes it."""
+    with open(path, "rb") as f:
+        tokens = [(t.type, "" if t.type in (tokenize.INDENT, tokenize.NEWLINE) else t.string)  # whitespace
+                  for t in tokenize.tokenize(f.readline)
+                  if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.ENCODING)]
+    return hashlib.sha256(json.dumps(tokens).encode()).hexdigest()[:16]
+
+
 class ProviderUnavailable(RuntimeError):
     """A third-party kernel that cannot be loaded on this machine; the message is the reason."""
 
@@ -47,7 +59,7 @@ class Stage:
     layout: str = "BHSD"  # the layout the kernel takes ([batch, heads, seq, dim] or [batch, seq, heads, dim])
 
     def source_hash(self) -> str:
-        return hashlib.sha256((SNIPPETS / f"{self.snippet}.py").read_bytes()).hexdigest()[:16]
+        return code_hash(SNIPPETS / f"{self.snippet}.py")
 
     def prepare(self, q, k, v) -> Callable[[], torch.Tensor]:
         """A zero-argument forward over these inputs; its extra arguments (a mask, a loaded kernel)

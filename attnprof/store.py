@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from . import trace
-from .stages import DEFAULT_SHAPE, ROOT, SITE_RECORDS, Stage, get_stage
+from .stages import DEFAULT_SHAPE, ROOT, SITE_RECORDS, SNIPPETS, Stage, get_stage
 
 # ATTNPROF_CAPTURES points the CLI and the site build at another folder (tests use it)
 CAPTURES = Path(os.environ.get("ATTNPROF_CAPTURES", ROOT / "docs" / "captures"))
@@ -40,8 +40,8 @@ def settings(shape, dtype_name) -> dict:
             "warmup_calls": WARMUP_CALLS, "event_reps": EVENT_REPS, "format": FORMAT}
 
 
-def capture_key(stage: Stage, stage_settings: dict) -> str:
-    blob = stage.source_hash() + json.dumps(stage_settings, sort_keys=True)
+def capture_key(stage: Stage, stage_settings: dict, source_hash: str | None = None) -> str:
+    blob = (source_hash or stage.source_hash()) + json.dumps(stage_settings, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -234,6 +234,29 @@ def disagreement(record, summary, folder=CAPTURES) -> str | None:
     more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
     return (f"capture {summary_path(folder, record).name} disagrees with its trace {path.name}: "
             f"{'; '.join(found[:3])}{more}: {fix}")
+
+
+def rekey(folder=CAPTURES) -> list[str]:
+    """One-off migration, for captures made before 2026-11-30, when a capture's key hashed its
+    snippet's bytes (so a comment edit made it stale); it now hashes the snippet's tokens. A capture
+    is re-keyed only where its key equals the old byte-hash key of the snippet as it is now, which
+    proves that the code is the code that was profiled. Only `key` and `source_hash` change; no
+    measured number does. Returns the re-keyed records."""
+    changed = []
+    for path in sorted(Path(folder).glob("*.json")):
+        try:
+            summary = json.loads(path.read_text())
+            stage_name, shape, dtype_name = parse_record(summary["record"])
+        except (ValueError, KeyError, TypeError):
+            continue  # a run record, or not a capture
+        stage, stage_settings = get_stage(stage_name), settings(shape, dtype_name)
+        byte_hash = hashlib.sha256((SNIPPETS / f"{stage.snippet}.py").read_bytes()).hexdigest()[:16]
+        new = capture_key(stage, stage_settings)
+        if summary.get("key") == capture_key(stage, stage_settings, byte_hash) != new:
+            summary.update(key=new, source_hash=stage.source_hash())
+            write_json(folder, summary["record"], summary)
+            changed.append(summary["record"])
+    return changed
 
 
 def stale_records(folder=CAPTURES) -> dict[str, str]:

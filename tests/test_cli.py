@@ -269,3 +269,39 @@ def test_the_test_command_waits_for_the_dpkg_lock():
     assert test_command.count("apt-get -o DPkg::Lock::Timeout=600 ") == 2
     assert (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1] == test_command.strip()
 
+
+# ---- a comment is not a code change ----------------------------------------------------------------
+
+def test_comments_and_blank_lines_do_not_change_a_snippets_hash(tmp_path, monkeypatch):
+    from attnprof import stages
+    snippets = tmp_path / "snippets"
+    shutil.copytree(stages.SNIPPETS, snippets)
+    monkeypatch.setattr(stages, "SNIPPETS", snippets)
+    assert store.status("naive") is None
+    source = (snippets / "naive.py").read_text()
+    edited = source.replace("def attention(", "# a note for the reader\n\n\ndef attention(", 1)
+    edited = edited.replace("\n", "  \n").replace("(-2, -1)", "( -2,-1 )")  # trailing blanks, other spacing
+    (snippets / "naive.py").write_text(edited)
+    assert store.status("naive") is None
+    (snippets / "naive.py").write_text(source.replace("def attention(", "SCALE = 1.0\n\n\ndef attention(", 1))
+    assert "stale" in store.status("naive")
+
+
+def test_rekey_changes_only_keys_and_only_where_the_snippet_is_unchanged(tmp_path):
+    import hashlib
+    from attnprof.stages import SNIPPETS, get_stage
+    folder = tmp_path / "captures"
+    shutil.copytree(store.CAPTURES, folder)
+    byte_hash = lambda stage: hashlib.sha256((SNIPPETS / f"{stage.snippet}.py").read_bytes()).hexdigest()[:16]
+    for record, snippet_changed in (("naive", False), ("flash", True)):  # as the captures were before the migration
+        s = json.loads((folder / f"{record}.json").read_text())
+        stage = get_stage(record)
+        source_hash = byte_hash(stage) if not snippet_changed else "0" * 16
+        s["key"] = store.capture_key(stage, store.settings(s["shape"], s["dtype"]), source_hash)
+        (folder / f"{record}.json").write_text(json.dumps(s, indent=1) + "\n")
+    before = json.loads((folder / "naive.json").read_text())
+    assert store.rekey(folder) == ["naive"]
+    after = json.loads((folder / "naive.json").read_text())
+    assert {k for k in before if before[k] != after[k]} == {"key"}  # source_hash was already the new one
+    assert store.status("naive", folder) is None and "stale" in store.status("flash", folder)
+    assert store.rekey(folder) == []

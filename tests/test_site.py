@@ -121,7 +121,8 @@ BUILD_WITHOUT_TORCH = ("import sys; sys.modules['torch'] = None; from mkdocs.__m
 
 @pytest.fixture(scope="module")
 def edited_site(tmp_path_factory):
-    """The site built strictly from a copy of the project in which torch cannot be imported."""
+    """The site built strictly from a copy of the project in which torch cannot be imported and
+    snippets/naive.py has gained a comment, a blank line and other spacing."""
     import os
     import subprocess
     import sys
@@ -131,6 +132,10 @@ def edited_site(tmp_path_factory):
     for name in ("attnprof", "docs", "snippets"):
         shutil.copytree(ROOT / name, tree / name, ignore=skip)
     shutil.copy(ROOT / "mkdocs.yml", tree)
+    naive = tree / "snippets" / "naive.py"
+    naive.write_text(naive.read_text().replace(
+        "def attention(", "# Six lines, six kernels: read them against the op list below.\n\n\ndef attention(", 1)
+        .replace("(-2, -1)", "(-2,  -1)"))
     env = dict(os.environ, ATTNPROF_RECAPTURE="never", NO_MKDOCS_2_WARNING="1")
     env.pop("ATTNPROF_CAPTURES", None)
     r = subprocess.run([sys.executable, "-c", BUILD_WITHOUT_TORCH, str(tree / "site")], cwd=tree,
@@ -144,3 +149,9 @@ def test_the_site_builds_without_torch(edited_site):
     assert "Captured on NVIDIA H200" in (site / "flash" / "index.html").read_text()
     assert (site / "figures" / "naive-trace.svg").exists() and (site / "figures" / "sweep-tflops-d128.svg").exists()
 
+
+def test_a_comment_edit_of_a_snippet_keeps_its_capture_and_shows_on_the_page(edited_site):
+    r, site = edited_site
+    assert r.returncode == 0, r.stderr  # not stale: the code that was profiled did not change
+    page = (site / "naive" / "index.html").read_text()
+    assert "Six lines, six kernels: read them against the op list below." in page
