@@ -204,15 +204,15 @@ def _row(path, status, masked=False, **extra):
             "status": status, "rel_frobenius": 1e-3, "max_abs": 1e-2, **extra}
 
 
-LONG_REASON = ("No viable backend for scaled_dot_product_attention was found. This is likely due to "
-               "the inputs not meeting the constraints of any backend")
+LONG_REASON = ("SageAttention 1.0.6: ModuleNotFoundError: No module named 'sageattention' "
+               "(pip install sageattention==1.0.6 on a CUDA GPU)")
 
 
 @pytest.mark.parametrize("rows, status", [
     ([_row("naive", "pass"), _row("naive", "fail", True, masked_row="NaN")], 0),  # the chapter explains it
     ([_row("math", "pass"), _row("cudnn", "fail", True, masked_row="other")], 1),  # a masked row nobody explains
     ([_row("math", "fail")], 1),
-    ([_row("efficient", "unavailable", reason=LONG_REASON)], 0),
+    ([_row("sage", "unavailable", reason=LONG_REASON)], 0),
 ])
 def test_verify_exit_status_means_unexpected_failures(monkeypatch, capsys, rows, status):
     from attnprof.measure import verify
@@ -305,3 +305,14 @@ def test_rekey_changes_only_keys_and_only_where_the_snippet_is_unchanged(tmp_pat
     assert {k for k in before if before[k] != after[k]} == {"key"}  # source_hash was already the new one
     assert store.status("naive", folder) is None and "stale" in store.status("flash", folder)
     assert store.rekey(folder) == []
+
+
+def test_the_pages_code_prints_nothing_into_the_test_output():
+    """Code blocks that print (a backend name, a relative error) or profile keep it to themselves
+    unless they fail."""
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "docs/fallback.md",
+                        "docs/naive.md", "docs/reading-a-profile.md"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout
+    for noise in ("flash flash flash", "relative error", "USDT", "profiler_start"):
+        assert noise not in r.stdout + r.stderr
