@@ -121,3 +121,19 @@ def test_write_capture_without_an_old_pair_leaves_nothing_half_written(tmp_path,
     with pytest.raises(OSError):
         store.write_capture(tmp_path, {"record": "naive"}, {"traceEvents": []})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_profiling_keeps_the_profilers_chatter_and_passes_on_the_rest(tmp_path, capfd):
+    import warnings
+
+    def forward():
+        os.write(2, b"USDT:2026-11-30 07:15:07 9380:9380 SyncActivityProfilerHandler.cpp:52] profiler_start\n")
+        os.write(2, b"a warning from the kernel itself\n")
+        warnings.warn("Warning: Profiler clears events at the end of each cycle.")
+        return torch.ones(2) * 2
+    with torch.no_grad():
+        capture.profile_quietly(forward, tmp_path / "trace.json")
+    err = capfd.readouterr().err
+    assert err.count("a warning from the kernel itself") >= 1
+    assert "USDT" not in err and "profiler_start" not in err and "clears events" not in err
+    assert trace.load(tmp_path / "trace.json")["traceEvents"]

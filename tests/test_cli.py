@@ -64,7 +64,8 @@ def test_without_cuda_a_gpu_command_names_itself_and_touches_nothing(tmp_path, c
     r = cli(*command, "--out", str(folder))
     assert r.returncode != 0
     assert r.stderr.strip().splitlines() == [f"error: no CUDA GPU on this machine: `python -m attnprof {command[0]}` "
-                                             "needs one (the site builds from the committed captures without it)"]
+                                             "needs one; the committed captures stay as they are, and the site "
+                                             "builds from them"]
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
 
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import torch
@@ -30,8 +31,8 @@ from .numerics import make_inputs, reference, relative_error, torch_dtype
 
 def require_cuda(command="capture"):
     if not torch.cuda.is_available():
-        raise CaptureError(f"no CUDA GPU on this machine: `python -m attnprof {command}` needs one "
-                           "(the site builds from the committed captures without it)")
+        raise CaptureError(f"no CUDA GPU on this machine: `python -m attnprof {command}` needs one; the "
+                           "committed captures stay as they are, and the site builds from them")
 
 
 # --8<-- [start:profile]
@@ -65,8 +66,11 @@ PROFILER_CHATTER = re.compile(r"^(USDT|STAGE):|profiler_(start|stop)\b|Profiler 
 def profile_quietly(forward, trace_path):
     """profile_forward with the profiler's chatter kept off the terminal; anything else it says
     (a warning from the code being profiled) is passed on to stderr."""
-    averages, said = dispatch.with_reasons(lambda: profile_forward(forward, trace_path))
-    for line in said:
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Profiler clears events")
+        with dispatch.captured_stderr() as printed:
+            averages = profile_forward(forward, trace_path)
+    for line in printed:
         if not PROFILER_CHATTER.search(line):
             print(line, file=sys.stderr)
     return averages
