@@ -12,8 +12,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from . import trace
-from .stages import DEFAULT_SHAPE, ROOT, SITE_RECORDS, SNIPPETS, Stage, get_stage
+from . import text, trace
+from .stages import COUNTER_RECORDS, DEFAULT_SHAPE, ROOT, SITE_RECORDS, SNIPPETS, Stage, get_stage
 
 # ATTNPROF_CAPTURES points the CLI and the site build at another folder (tests use it)
 CAPTURES = Path(os.environ.get("ATTNPROF_CAPTURES", ROOT / "docs" / "captures"))
@@ -47,7 +47,7 @@ def capture_key(stage: Stage, stage_settings: dict, source_hash: str | None = No
 
 def record_name(stage: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE) -> str:
     """`flash` at the default shape and dtype, `flash-1x16x8192x128` (and `-fp16`) otherwise."""
-    name = stage if tuple(shape) == tuple(DEFAULT_SHAPE) else f"{stage}-{'x'.join(map(str, shape))}"
+    name = stage if tuple(shape) == tuple(DEFAULT_SHAPE) else f"{stage}-{text.shape(shape, 'x')}"
     return name if dtype_name == DEFAULT_DTYPE else f"{name}-{dtype_name}"
 
 
@@ -106,6 +106,10 @@ def _json_bytes(data: dict) -> bytes:
 
 def write_json(folder, name, data: dict):
     _atomic_write(summary_path(folder, name), _json_bytes(data))
+
+
+def write_text(folder, file_name, text: str):
+    _atomic_write(Path(folder) / file_name, text.encode())
 
 
 def write_summary(folder, summary: dict):
@@ -175,7 +179,7 @@ def existing_capture(record, folder=CAPTURES) -> dict | None:
 
 def recapture_command(record: str) -> str:
     stage, shape, dtype_name = parse_record(record)
-    extra = "" if tuple(shape) == tuple(DEFAULT_SHAPE) else f" --shape {','.join(map(str, shape))}"
+    extra = "" if tuple(shape) == tuple(DEFAULT_SHAPE) else f" --shape {text.shape(shape, ',')}"
     extra += "" if dtype_name == DEFAULT_DTYPE else f" --dtype {dtype_name}"
     return f"`python -m attnprof capture {stage}{extra}`"
 
@@ -241,16 +245,18 @@ def rekey(folder=CAPTURES) -> list[str]:
     snippet's bytes (so a comment edit made it stale); it now hashes the snippet's tokens. A capture
     is re-keyed only where its key equals the old byte-hash key of the snippet as it is now, which
     proves that the code is the code that was profiled. Only `key` and `source_hash` change; no
-    measured number does. Returns the re-keyed records."""
+    measured number does. Counters records, keyed like their capture, are re-keyed the same way.
+    Returns the re-keyed records."""
     changed = []
     for path in sorted(Path(folder).glob("*.json")):
         try:
             summary = json.loads(path.read_text())
-            stage_name, shape, dtype_name = parse_record(summary["record"])
+            stage_name, shape, dtype_name = parse_record(summary.get("capture", summary["record"]))
         except (ValueError, KeyError, TypeError):
-            continue  # a run record, or not a capture
+            continue  # a run record, or not a capture (a counters record carries its capture's key)
         stage, stage_settings = get_stage(stage_name), settings(shape, dtype_name)
-        byte_hash = hashlib.sha256((SNIPPETS / f"{stage.snippet}.py").read_bytes()).hexdigest()[:16]
+        byte_hash = hashlib.sha256(b"".join((SNIPPETS / f"{name}.py").read_bytes()
+                                            for name in stage.snippets)).hexdigest()[:16]
         new = capture_key(stage, stage_settings)
         if summary.get("key") == capture_key(stage, stage_settings, byte_hash) != new:
             summary.update(key=new, source_hash=stage.source_hash())
@@ -261,6 +267,57 @@ def rekey(folder=CAPTURES) -> list[str]:
 
 def stale_records(folder=CAPTURES) -> dict[str, str]:
     return {record: why for record in site_records() if (why := status(record, folder))}
+
+
+def counter_records() -> list[str]:
+    return [record_name(stage, shape) for stage, shape in COUNTER_RECORDS]
+
+
+def counters_command(record: str) -> str:
+    return recapture_command(record).replace("attnprof capture", "attnprof counters")
+
+
+def load_counters(record, folder=CAPTURES) -> dict:
+    fix = f"run {counters_command(record)} on a CUDA GPU with Nsight Compute"
+    return _read_json(summary_path(folder, f"{record}.counters"), f"counters record of {record!r}", fix)
+
+
+def counters_status(record, folder=CAPTURES) -> str | None:
+    """None when the counters of capture `record` are present, current, and agree with the ncu report
+    they were parsed from; otherwise one line saying why not and what to run."""
+    from . import counters
+    fix = f"run {counters_command(record)} on a CUDA GPU with Nsight Compute"
+    stage_name, shape, dtype_name = parse_record(record)
+    try:
+        record_ = load_counters(record, folder)
+    except (CaptureMissing, ValueError) as e:
+        return str(e)
+    if record_.get("key") != capture_key(get_stage(stage_name), settings(shape, dtype_name)):
+        return f"counters of {record!r} are stale (the snippet or the capture settings changed): {fix}"
+    report = Path(folder) / f"{record}.ncu.csv"
+    try:
+        parsed = counters.parse_csv(report.read_text())
+    except (OSError, ValueError) as e:
+        return f"ncu report {report.name} is missing or unreadable ({e}): {fix}"
+    if parsed != record_.get("kernels"):
+        return f"counters {record}.counters.json disagree with their ncu report {report.name}: {fix}"
+    try:
+        capture = load_summary(record, folder)
+    except (CaptureMissing, ValueError):
+        return None  # the capture's own status says what is wrong with it
+    if "ops" in capture and not counters.paired(capture["ops"], parsed):
+        return f"counters of {record!r} name other kernels than its capture: {fix}"
+    return None
+
+
+def stale_counters(folder=CAPTURES) -> dict[str, str]:
+    """Counters records that are missing, stale or disagree with their report, keyed `<record>.counters`."""
+    return {f"{record}.counters": why for record in counter_records() if (why := counters_status(record, folder))}
+
+
+def problems(folder=CAPTURES) -> dict[str, str]:
+    """Everything the site reads that is missing, stale or inconsistent: captures and counters records."""
+    return {**stale_records(folder), **stale_counters(folder)}
 
 
 def load_run(name, folder=CAPTURES) -> dict:

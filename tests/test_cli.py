@@ -235,7 +235,7 @@ def test_verify_exit_status_means_unexpected_failures(monkeypatch, capsys, rows,
 WITHOUT_TORCH = "import sys; sys.modules['torch'] = None; from attnprof.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
-@pytest.mark.parametrize("command", [["capture", "naive"], ["which"], ["verify"], ["sweep"]])
+@pytest.mark.parametrize("command", [["capture", "naive"], ["which"], ["verify"], ["sweep"], ["counters", "naive"]])
 def test_without_torch_a_command_that_needs_it_says_what_to_install(command):
     r = subprocess.run([sys.executable, "-c", WITHOUT_TORCH, *command], cwd=ROOT, capture_output=True, text=True,
                        timeout=60)
@@ -300,11 +300,14 @@ def test_rekey_changes_only_keys_and_only_where_the_snippet_is_unchanged(tmp_pat
         source_hash = byte_hash(stage) if not snippet_changed else "0" * 16
         s["key"] = store.capture_key(stage, store.settings(s["shape"], s["dtype"]), source_hash)
         (folder / f"{record}.json").write_text(json.dumps(s, indent=1) + "\n")
+        counters = json.loads((folder / f"{record}.counters.json").read_text())  # keyed like its capture
+        (folder / f"{record}.counters.json").write_text(json.dumps({**counters, "key": s["key"]}, indent=1) + "\n")
     before = json.loads((folder / "naive.json").read_text())
-    assert store.rekey(folder) == ["naive"]
+    assert store.rekey(folder) == ["naive.counters", "naive"]
     after = json.loads((folder / "naive.json").read_text())
     assert {k for k in before if before[k] != after[k]} == {"key"}  # source_hash was already the new one
     assert store.status("naive", folder) is None and "stale" in store.status("flash", folder)
+    assert store.counters_status("naive", folder) is None and "stale" in store.counters_status("flash", folder)
     assert store.rekey(folder) == []
 
 
