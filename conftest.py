@@ -5,14 +5,18 @@ a content tab or an admonition. Before the fences are parsed, each include line 
 lines it includes, through the same include filler the notebooks use, and indented containers are
 flattened so their fences are found too.
 """
+import contextlib
 import os
 import re
+
+import pytest
 
 # Tests never reach the Hugging Face Hub: with `kernels` installed, the hub stage's `get_kernel` then
 # fails at once with one line instead of asking the network (read when huggingface_hub is imported).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from markdown_it import MarkdownIt
+from pytest_markdown_docs.plugin import MarkdownInlinePythonItem
 
 from attnprof.stages import fill_includes
 
@@ -43,3 +47,17 @@ class ReaderView(MarkdownIt):
 
 def pytest_markdown_docs_markdown_it():
     return ReaderView("commonmark")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """pytest-markdown-docs (0.9) turns pytest's output capture off around each code block; keep it
+    on, so what a page's code prints shows only in the report of a block that fails."""
+    if not isinstance(item, MarkdownInlinePythonItem):
+        return (yield)
+    capman = item.config.pluginmanager.getplugin("capturemanager")
+    capman.global_and_fixture_disabled = contextlib.nullcontext  # for this item only
+    try:
+        return (yield)
+    finally:
+        del capman.global_and_fixture_disabled

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import textwrap
 
 from . import store
 from .oplist import KIND_LABEL
@@ -42,14 +44,36 @@ def show_text(summary) -> str:
     ])
 
 
+def needs_torch(command: str):
+    """Commands that run attention need PyTorch; without it, one line says what to install."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise CaptureError(f"`python -m attnprof {command}` runs attention and needs PyTorch, which is not "
+                           f"installed here: pip install -e '.[measure]'") from None
+
+
+def probability(text: str) -> float:
+    try:
+        p = float(text)
+    except ValueError:
+        p = math.nan
+    if not 0.0 <= p <= 1.0:  # NaN fails this too
+        raise ValueError(f"bad dropout {text!r}: give a probability between 0 and 1, e.g. 0.1")
+    return p
+
+
 def cmd_capture(args) -> int:
+    needs_torch("capture")
     from .measure.capture import capture
     names = list(STAGES) if args.stages == ["all"] else args.stages
     shape = parse_shape(args.shape)
-    results = capture(names, shape, args.dtype, args.out)
+    results = capture(names, shape, args.dtype, args.out, args.record_unavailable)
     for r in results:
         if "error" in r:
             print(f"{r['stage']:>10}: FAILED {r['error']}")
+        elif "kept" in r:
+            print(f"{r['record']:>10}: {r['kept']}")
         elif "unavailable" in r:
             print(f"{r['record']:>10}: not available here: {r['unavailable']}")
         else:
@@ -81,7 +105,15 @@ def cmd_check(args) -> int:
     return 1 if problems else 0
 
 
+def cmd_rekey(args) -> int:
+    changed = store.rekey(args.captures)
+    print(f"re-keyed {len(changed)} capture(s) made under the old byte hash of an unchanged snippet"
+          + (f": {', '.join(changed)}" if changed else ""))
+    return 0
+
+
 def cmd_counters(args) -> int:
+    needs_torch("counters")
     from .measure.counters import collect
     shape = parse_shape(args.shape)
     records = (store.counter_records() if args.stages == ["all"]
@@ -98,6 +130,8 @@ def cmd_counters(args) -> int:
 
 def cmd_explain(args) -> int:
     from .names import explain
+    if not args.name.strip():
+        raise ValueError("give a kernel name, e.g. python -m attnprof explain 'flash_fwd_kernel'")
     info = explain(args.name)
     if args.json:
         print(json.dumps({k: info[k] for k in ("library", "math_unit", "dtype", "arch", "tile", "summary")}, indent=1))
@@ -108,8 +142,10 @@ def cmd_explain(args) -> int:
 
 
 def cmd_which(args) -> int:
+    dims, dropout = parse_shape(args.shape), probability(args.dropout)
+    needs_torch("which")
     from .measure.verify import which
-    r = which(parse_shape(args.shape), args.dtype, args.mask, args.dropout, args.layout)
+    r = which(dims, args.dtype, args.mask, dropout, args.layout, progress=True)
     if args.json:
         print(json.dumps(r, indent=1))
         return 0
@@ -129,20 +165,32 @@ def cmd_which(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from .measure.verify import verify
-    rows = verify(dtypes=tuple(args.dtypes.split(",")))
+    dtypes = tuple(args.dtypes.split(","))
+    for name in dtypes:
+        if name not in DTYPES:
+            raise ValueError(f"unsupported dtype {name!r}: choose from {', '.join(DTYPES)}")
+    needs_torch("verify")
+    from .measure.verify import unexpected, verify
+    rows = verify(dtypes=dtypes, progress=True)
     table = [(r["path"], r["dtype"], shape(r["shape"], "x"), "yes" if r["fully_masked_row"] else "",
               r["status"], f"{r['rel_frobenius']:.1e}" if "rel_frobenius" in r else "-",
-              f"{r['max_abs']:.1e}" if "max_abs" in r else "-", r.get("masked_row", r.get("reason", ""))[:70])
+              f"{r['max_abs']:.1e}" if "max_abs" in r else "-",
+              textwrap.shorten(r.get("masked_row", r.get("reason", "")), 70, placeholder=" …"))
              for r in rows]
     print(text_table(["path", "dtype", "shape", "masked row", "status", "rel. Frobenius", "max abs", "note"], table))
     if args.out:
         from .measure.capture import environment
         store.write_json(args.out, "run-verify-cli", {"result": rows, **environment()})
-    return 1 if any(r["status"] == "fail" and not r["fully_masked_row"] for r in rows) else 0
+    failures = [r for r in rows if unexpected(r)]
+    if failures:
+        print(f"{len(failures)} unexpected failure(s): " + ", ".join(
+            f"{r['path']} {r['dtype']} {shape(r['shape'], 'x')}" + (" (masked row)" if r["fully_masked_row"] else "")
+            for r in failures), file=sys.stderr)
+    return 1 if failures else 0
 
 
 def cmd_sweep(args) -> int:
+    needs_torch("sweep")
     from .measure.runs import RUNS, run
     names = list(RUNS) if args.only == "all" else args.only.split(",")
     status = run(names, args.out)
@@ -160,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--shape", default=shape(DEFAULT_SHAPE, ","), help="B,H,S,D (default: %(default)s)")
     c.add_argument("--dtype", default=store.DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)} (default: %(default)s)")
     c.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
+    c.add_argument("--record-unavailable", action="store_true",
+                   help="where a stage cannot run here, replace its capture with a record of why "
+                        "(by default an existing capture is kept)")
     c.set_defaults(run=cmd_capture)
 
     s = sub.add_parser("show", help="print a committed capture (no GPU needed)")
@@ -172,6 +223,11 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("check", help="list captures that are missing or stale; exit 1 if any")
     k.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
     k.set_defaults(run=cmd_check)
+
+    m = sub.add_parser("rekey", help="one-off: re-key captures made before snippets were hashed by their "
+                                     "tokens, where the snippet is unchanged (no number changes)")
+    m.add_argument("--captures", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
+    m.set_defaults(run=cmd_rekey)
 
     n = sub.add_parser("counters", help="on a CUDA GPU with Nsight Compute: hardware counters of one forward")
     n.add_argument("stages", nargs="+", metavar="STAGE", help="stages, or all (every counters record the site uses)")
@@ -187,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--shape", default=shape(DEFAULT_SHAPE, ","), help="B,H,S,D (default: %(default)s)")
     w.add_argument("--dtype", default=store.DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)}")
     w.add_argument("--mask", default="causal", help="none, causal, bool or float (default: causal)")
-    w.add_argument("--dropout", type=float, default=0.0, help="dropout probability (default: 0)")
+    w.add_argument("--dropout", default="0", help="dropout probability, 0 to 1 (default: 0)")
     w.add_argument("--layout", default="contiguous", help="contiguous, transposed or strided")
     w.add_argument("--json", action="store_true")
     w.set_defaults(run=cmd_which)

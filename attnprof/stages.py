@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import json
 import re
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -36,6 +38,18 @@ def load_snippet(name: str):
     return module
 
 
+def code_hash(*paths: str | Path) -> str:
+    """A hash of Python files' tokens, without comments and blank lines: an edit of comments or
+    spacing alone keeps it (the code that runs is the same); any change to the code changes it."""
+    tokens = []
+    for path in paths:
+        with open(path, "rb") as f:
+            tokens += [(t.type, "" if t.type in (tokenize.INDENT, tokenize.NEWLINE) else t.string)  # whitespace
+                       for t in tokenize.tokenize(f.readline)
+                       if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.ENCODING)]
+    return hashlib.sha256(json.dumps(tokens).encode()).hexdigest()[:16]
+
+
 class ProviderUnavailable(RuntimeError):
     """A third-party kernel that cannot be loaded on this machine; the message is the reason."""
 
@@ -57,8 +71,7 @@ class Stage:
         return [self.snippet] + ([WRAPPERS[self.wrap]] if self.wrap else [])
 
     def source_hash(self) -> str:
-        blob = b"".join((SNIPPETS / f"{name}.py").read_bytes() for name in self.snippets)
-        return hashlib.sha256(blob).hexdigest()[:16]
+        return code_hash(*(SNIPPETS / f"{name}.py" for name in self.snippets))
 
     def prepare(self, q, k, v) -> Callable[[], torch.Tensor]:
         """A zero-argument forward over these inputs; its extra arguments (a mask, a loaded kernel)

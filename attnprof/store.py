@@ -12,8 +12,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from . import text
-from .stages import COUNTER_RECORDS, DEFAULT_SHAPE, ROOT, SITE_RECORDS, Stage, get_stage
+from . import text, trace
+from .stages import COUNTER_RECORDS, DEFAULT_SHAPE, ROOT, SITE_RECORDS, SNIPPETS, Stage, get_stage
 
 # ATTNPROF_CAPTURES points the CLI and the site build at another folder (tests use it)
 CAPTURES = Path(os.environ.get("ATTNPROF_CAPTURES", ROOT / "docs" / "captures"))
@@ -40,8 +40,8 @@ def settings(shape, dtype_name) -> dict:
             "warmup_calls": WARMUP_CALLS, "event_reps": EVENT_REPS, "format": FORMAT}
 
 
-def capture_key(stage: Stage, stage_settings: dict) -> str:
-    blob = stage.source_hash() + json.dumps(stage_settings, sort_keys=True)
+def capture_key(stage: Stage, stage_settings: dict, source_hash: str | None = None) -> str:
+    blob = (source_hash or stage.source_hash()) + json.dumps(stage_settings, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -78,20 +78,34 @@ def trace_path(folder, name) -> Path:
     return Path(folder) / f"{name}.trace.json.gz"
 
 
-def _atomic_write(path: Path, data: bytes):
+def _staged(path: Path, data: bytes) -> str:
+    """`data` in a temporary file beside `path`, ready to be renamed over it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+def _atomic_write(path: Path, data: bytes):
+    tmp = _staged(path, data)
+    try:
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
 
 
+def _json_bytes(data: dict) -> bytes:
+    return (json.dumps(data, indent=1) + "\n").encode()
+
+
 def write_json(folder, name, data: dict):
-    _atomic_write(summary_path(folder, name), (json.dumps(data, indent=1) + "\n").encode())
+    _atomic_write(summary_path(folder, name), _json_bytes(data))
 
 
 def write_text(folder, file_name, text: str):
@@ -116,9 +130,51 @@ def scrub(events: dict) -> dict:
     return events
 
 
+def _trace_bytes(events: dict) -> bytes:
+    return gzip.compress(json.dumps(scrub(events), separators=(",", ":")).encode(), mtime=0)
+
+
 def write_trace(folder, name, events: dict):
-    data = gzip.compress(json.dumps(scrub(events), separators=(",", ":")).encode(), mtime=0)
-    _atomic_write(trace_path(folder, name), data)
+    _atomic_write(trace_path(folder, name), _trace_bytes(events))
+
+
+def write_capture(folder, summary: dict, events: dict):
+    """A capture's summary and trace, both or neither. Both are written to temporary files first;
+    the trace is renamed into place, then the summary; should that fail, the old trace goes back."""
+    name = summary["record"]
+    trace_file, summary_file = trace_path(folder, name), summary_path(folder, name)
+    old_trace = trace_file.read_bytes() if trace_file.exists() else None
+    tmp_trace = _staged(trace_file, _trace_bytes(events))
+    try:
+        tmp_summary = _staged(summary_file, _json_bytes(summary))
+    except BaseException:
+        os.unlink(tmp_trace)
+        raise
+    try:
+        os.replace(tmp_trace, trace_file)
+        os.replace(tmp_summary, summary_file)
+    except BaseException:
+        for tmp in (tmp_trace, tmp_summary):
+            Path(tmp).unlink(missing_ok=True)
+        if old_trace is None:
+            trace_file.unlink(missing_ok=True)
+        else:
+            _atomic_write(trace_file, old_trace)
+        raise
+
+
+def write_unavailable(folder, summary: dict):
+    """Record that a stage cannot run here (the summary says why) and drop any older trace of it."""
+    write_json(folder, summary["record"], summary)
+    trace_path(folder, summary["record"]).unlink(missing_ok=True)
+
+
+def existing_capture(record, folder=CAPTURES) -> dict | None:
+    """The capture of `record` already in `folder`, if one is there and readable."""
+    try:
+        return load_summary(record, folder)
+    except (CaptureMissing, ValueError):
+        return None
 
 
 def recapture_command(record: str) -> str:
@@ -160,9 +216,53 @@ def status(record, folder=CAPTURES) -> str | None:
     if summary.get("key") != capture_key(stage, settings(shape, dtype_name)):
         return (f"capture {record!r} is stale (snippets/{stage.snippet}.py or the capture settings "
                 f"changed since it was made): {fix}")
-    if "unavailable" not in summary and not trace_path(folder, record).exists():
+    if "unavailable" in summary:
+        return None
+    if not trace_path(folder, record).exists():
         return f"trace of {record!r} is missing ({trace_path(folder, record).name}): {fix}"
-    return None
+    return disagreement(record, summary, folder)
+
+
+def disagreement(record, summary, folder=CAPTURES) -> str | None:
+    """None when the summary is what its committed trace says (ops, their order, kinds and durations,
+    device and CPU time, per forward); otherwise one line naming both files, what differs and the fix.
+    Numbers in a summary are never edited by hand: the fix is to capture again."""
+    fix = f"run {recapture_command(record)} on a CUDA GPU"
+    path = trace_path(folder, record)
+    try:
+        found = trace.disagreements(summary, trace.load(path))
+    except trace.TraceError as e:
+        return f"{str(e).replace(str(path), path.name).split(': recapture')[0]} ({record!r}): {fix}"
+    if not found:
+        return None
+    more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+    return (f"capture {summary_path(folder, record).name} disagrees with its trace {path.name}: "
+            f"{'; '.join(found[:3])}{more}: {fix}")
+
+
+def rekey(folder=CAPTURES) -> list[str]:
+    """One-off migration, for captures made before 2026-11-30, when a capture's key hashed its
+    snippet's bytes (so a comment edit made it stale); it now hashes the snippet's tokens. A capture
+    is re-keyed only where its key equals the old byte-hash key of the snippet as it is now, which
+    proves that the code is the code that was profiled. Only `key` and `source_hash` change; no
+    measured number does. Counters records, keyed like their capture, are re-keyed the same way.
+    Returns the re-keyed records."""
+    changed = []
+    for path in sorted(Path(folder).glob("*.json")):
+        try:
+            summary = json.loads(path.read_text())
+            stage_name, shape, dtype_name = parse_record(summary.get("capture", summary["record"]))
+        except (ValueError, KeyError, TypeError):
+            continue  # a run record, or not a capture (a counters record carries its capture's key)
+        stage, stage_settings = get_stage(stage_name), settings(shape, dtype_name)
+        byte_hash = hashlib.sha256(b"".join((SNIPPETS / f"{name}.py").read_bytes()
+                                            for name in stage.snippets)).hexdigest()[:16]
+        new = capture_key(stage, stage_settings)
+        if summary.get("key") == capture_key(stage, stage_settings, byte_hash) != new:
+            summary.update(key=new, source_hash=stage.source_hash())
+            write_json(folder, summary["record"], summary)
+            changed.append(summary["record"])
+    return changed
 
 
 def stale_records(folder=CAPTURES) -> dict[str, str]:

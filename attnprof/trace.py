@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,6 +124,50 @@ def forwards(trace: dict, label: str) -> list[Forward]:
 def median_forward(fwds: list[Forward]) -> Forward:
     """The forward whose device time is the median: a real forward, not an average of several."""
     return sorted(fwds, key=lambda f: f.device_us)[len(fwds) // 2]
+
+
+def summarize(trace: dict, label: str) -> dict:
+    """What a capture's summary says about its trace: the median forward's device ops (in launch
+    order) and CPU ops, its device time, the op count of every forward and their median CPU time.
+    Capture writes exactly this; `check` recomputes it from the committed trace and compares."""
+    fwds = forwards(trace, label)
+    chosen = median_forward(fwds)
+    return {
+        "ops_per_forward": len(chosen.ops),
+        "ops_per_forward_each": [len(f.ops) for f in fwds],  # one entry per profiled forward: they should agree
+        "forward_device_us": chosen.device_us,
+        "cpu_forward_us": statistics.median(f.cpu_us for f in fwds),
+        "ops": [dict(op.__dict__) for op in chosen.ops],
+        "cpu_ops": [dict(op.__dict__) for op in chosen.cpu_ops],
+    }
+
+
+def _same(a, b) -> bool:
+    """Equal, up to the last bits of a float (a sum taken in another order)."""
+    if isinstance(a, float) or isinstance(b, float):
+        return (isinstance(a, (int, float)) and isinstance(b, (int, float))
+                and abs(a - b) <= 1e-9 * max(1.0, abs(b)))
+    return a == b
+
+
+def _differences(mine, theirs, path):
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        for key in sorted(set(mine) | set(theirs)):
+            yield from _differences(mine.get(key), theirs.get(key), f"{path}.{key}")
+    elif isinstance(mine, list) and isinstance(theirs, list) and len(mine) == len(theirs):
+        for i, (a, b) in enumerate(zip(mine, theirs)):
+            yield from _differences(a, b, f"{path}[{i}]")
+    elif isinstance(mine, list) and isinstance(theirs, list) and path in ("ops", "cpu_ops"):
+        yield f"{path}: {len(mine)} entries (the trace: {len(theirs)})"
+    elif not _same(mine, theirs):
+        yield f"{path} {mine!r} (the trace: {theirs!r})"
+
+
+def disagreements(summary: dict, trace: dict) -> list[str]:
+    """Where a summary differs from what its trace says (empty when it is derivable from it), e.g.
+    `forward_device_us 194.847 (the trace: 94.847)` or `ops[1].duration_us 20.0 (the trace: 2.1)`."""
+    derived = summarize(trace, summary.get("label", ""))
+    return [line for key, value in derived.items() for line in _differences(summary.get(key), value, key)]
 
 
 @dataclass

@@ -56,15 +56,16 @@ def test_check_reports_missing_and_stale(tmp_path):
     assert main(["check", "--captures", str(folder)]) == 1
 
 
-def test_capture_without_cuda_says_so_and_touches_nothing(tmp_path):
+@pytest.mark.parametrize("command", [["capture", "naive"], ["sweep", "--only", "ceilings"]])
+def test_without_cuda_a_gpu_command_names_itself_and_touches_nothing(tmp_path, command):
     folder = tmp_path / "captures"
     shutil.copytree(store.CAPTURES, folder)
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
-    r = cli("capture", "naive", "--out", str(folder))
+    r = cli(*command, "--out", str(folder))
     assert r.returncode != 0
-    lines = [l for l in r.stderr.splitlines() if l.startswith("error:")]
-    assert lines == ["error: no CUDA GPU on this machine: capture needs one "
-                     "(the site builds from the committed captures without it)"]
+    assert r.stderr.strip().splitlines() == [f"error: no CUDA GPU on this machine: `python -m attnprof {command[0]}` "
+                                             "needs one; the committed captures stay as they are, and the site "
+                                             "builds from them"]
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
 
 
@@ -114,7 +115,7 @@ def test_a_stage_that_runs_out_of_memory_leaves_the_others(monkeypatch, tmp_path
     monkeypatch.setattr(capture, "require_cuda", lambda: None)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
 
-    def fake(name, shape, dtype_name, out_dir):
+    def fake(name, shape, dtype_name, out_dir, **options):
         if name == "naive":
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB\nmore detail")
         return {"stage": name, "record": name}
@@ -124,3 +125,198 @@ def test_a_stage_that_runs_out_of_memory_leaves_the_others(monkeypatch, tmp_path
     assert "out of GPU memory" in results[0]["error"] and "--shape" in results[0]["error"]
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("capture of naive failed, its old capture is untouched")
+
+
+# ---- every summary is what its trace says ----------------------------------------------------------
+
+def committed_captures():
+    return sorted(p.name[: -len(".json")] for p in store.CAPTURES.glob("*.json")
+                  if store.trace_path(store.CAPTURES, p.name[: -len(".json")]).exists())
+
+
+def test_every_committed_summary_is_derivable_from_its_trace():
+    records = committed_captures()
+    assert len(records) >= 14  # the ladder, the providers that ran, the long shapes
+    for record in records:
+        assert store.disagreement(record, store.load_summary(record)) is None, record
+
+
+def _tamper_device_time(s):
+    assert s["forward_device_us"] == 94.847  # what the trace says for flash
+    s["forward_device_us"] = 194.847
+
+
+def _tamper_op_duration(s):
+    s["ops"][0]["duration_us"] += 10.0
+
+
+@pytest.mark.parametrize("tamper, what", [(_tamper_device_time, "forward_device_us 194.847 (the trace: 94.847)"),
+                                          (_tamper_op_duration, "ops[0].duration_us")])
+def test_check_finds_a_summary_that_disagrees_with_its_trace(tmp_path, tamper, what):
+    folder = tmp_path / "captures"
+    shutil.copytree(store.CAPTURES, folder)
+    summary = json.loads((folder / "flash.json").read_text())
+    tamper(summary)
+    (folder / "flash.json").write_text(json.dumps(summary))
+    r = cli("check", "--captures", str(folder))
+    assert r.returncode == 1
+    assert r.stdout.strip().splitlines() == [next(l for l in r.stdout.splitlines() if "flash.json" in l)]
+    line = r.stdout.strip()
+    assert "flash.json disagrees with its trace flash.trace.json.gz" in line and what in line
+    assert "`python -m attnprof capture flash`" in line
+
+
+# ---- bad input gets one line -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, message", [
+    (["which", "--shape", "1,1,8,8", "--dtype", "fp32", "--dropout", "2"], "bad dropout '2'"),
+    (["which", "--shape", "1,1,8,8", "--dtype", "fp32", "--dropout", "-1"], "bad dropout '-1'"),
+    (["which", "--shape", "1,1,8,8", "--dtype", "fp32", "--dropout", "nan"], "bad dropout 'nan'"),
+    (["explain", ""], "give a kernel name"),
+    (["explain", "  "], "give a kernel name"),
+    (["verify", "--dtypes", "fp32,int4"], "unsupported dtype 'int4'"),
+])
+def test_more_bad_input_is_one_line(args, message):
+    r = cli(*args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip().splitlines() == [f"error: {r.stderr.strip()[len('error: '):]}"]
+    assert message in r.stderr
+
+
+def test_which_shows_progress_and_no_profiler_chatter():
+    r = cli("which", "--shape", "1,2,64,32", "--dtype", "fp32")
+    assert r.returncode == 0, r.stderr
+    assert "backend that ran: flash" in r.stdout
+    assert "3/3" in r.stderr and "[#" in r.stderr  # the progress bar, on stderr
+    for chatter in ("USDT", "profiler_start", "profiler_stop", "Profiler clears events"):
+        assert chatter not in r.stderr + r.stdout
+
+
+def test_verify_shows_progress(capsys):
+    from attnprof.measure import verify
+    verify.verify(dtypes=("fp32",), cases=[((1, 2, 32, 16), False)], progress=True)
+    err = capsys.readouterr().err
+    total = len(verify.candidates("cpu"))
+    assert f"{total}/{total}" in err and "naive fp32 1x2x32x16" in err
+
+
+def _row(path, status, masked=False, **extra):
+    return {"path": path, "dtype": "bf16", "shape": [2, 4, 256, 64], "fully_masked_row": masked,
+            "status": status, "rel_frobenius": 1e-3, "max_abs": 1e-2, **extra}
+
+
+LONG_REASON = ("SageAttention 1.0.6: ModuleNotFoundError: No module named 'sageattention' "
+               "(pip install sageattention==1.0.6 on a CUDA GPU)")
+
+
+@pytest.mark.parametrize("rows, status", [
+    ([_row("naive", "pass"), _row("naive", "fail", True, masked_row="NaN")], 0),  # the chapter explains it
+    ([_row("math", "pass"), _row("cudnn", "fail", True, masked_row="other")], 1),  # a masked row nobody explains
+    ([_row("math", "fail")], 1),
+    ([_row("sage", "unavailable", reason=LONG_REASON)], 0),
+])
+def test_verify_exit_status_means_unexpected_failures(monkeypatch, capsys, rows, status):
+    from attnprof.measure import verify
+    monkeypatch.setattr(verify, "verify", lambda **kwargs: rows)
+    assert main(["verify"]) == status
+    out, err = capsys.readouterr()
+    assert ("unexpected failure" in err) == bool(status)
+    if status:
+        assert len(err.strip().splitlines()) == 1 and rows[-1]["path"] in err
+    for line in out.splitlines()[2:]:  # the note column ends at a word, never inside one
+        note = line.split("  ")[-1].strip()
+        if note and note not in ("NaN", "other"):
+            words = note.rstrip(" …").split()
+            assert all(w in LONG_REASON.split() for w in words), note
+
+
+# ---- torch is needed only to run attention ---------------------------------------------------------
+
+WITHOUT_TORCH = "import sys; sys.modules['torch'] = None; from attnprof.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+@pytest.mark.parametrize("command", [["capture", "naive"], ["which"], ["verify"], ["sweep"], ["counters", "naive"]])
+def test_without_torch_a_command_that_needs_it_says_what_to_install(command):
+    r = subprocess.run([sys.executable, "-c", WITHOUT_TORCH, *command], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        f"error: `python -m attnprof {command[0]}` runs attention and needs PyTorch, which is not installed here: "
+        "pip install -e '.[measure]'"]
+
+
+def test_without_torch_the_reading_commands_work():
+    for command in (["check"], ["show", "flash"], ["explain", "flash_fwd_kernel"]):
+        r = subprocess.run([sys.executable, "-c", WITHOUT_TORCH, *command], cwd=ROOT, capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0, (command, r.stderr)
+
+
+def test_torch_is_an_extra_and_the_serve_command_leaves_it_out():
+    import tomllib
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not any(d.startswith("torch") for d in project["dependencies"])
+    extras = project["optional-dependencies"]
+    assert any(d.startswith("torch") for d in extras["measure"])
+    assert "attnprof[docs,measure]" in extras["test"]  # the tests run the snippets
+    readme = (ROOT / "README.md").read_text()
+    serve = next(l for l in readme.splitlines() if l.rstrip().endswith("mkdocs serve"))
+    assert "torch" not in serve and '".[docs]"' in serve
+
+
+def test_the_test_command_waits_for_the_dpkg_lock():
+    readme = (ROOT / "README.md").read_text()
+    test_command = next(l for l in readme.splitlines() if l.rstrip().endswith("&& pytest"))
+    assert test_command.count("apt-get -o DPkg::Lock::Timeout=600 ") == 2
+    assert (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1] == test_command.strip()
+
+
+# ---- a comment is not a code change ----------------------------------------------------------------
+
+def test_comments_and_blank_lines_do_not_change_a_snippets_hash(tmp_path, monkeypatch):
+    from attnprof import stages
+    snippets = tmp_path / "snippets"
+    shutil.copytree(stages.SNIPPETS, snippets)
+    monkeypatch.setattr(stages, "SNIPPETS", snippets)
+    assert store.status("naive") is None
+    source = (snippets / "naive.py").read_text()
+    edited = source.replace("def attention(", "# a note for the reader\n\n\ndef attention(", 1)
+    edited = edited.replace("\n", "  \n").replace("(-2, -1)", "( -2,-1 )")  # trailing blanks, other spacing
+    (snippets / "naive.py").write_text(edited)
+    assert store.status("naive") is None
+    (snippets / "naive.py").write_text(source.replace("def attention(", "SCALE = 1.0\n\n\ndef attention(", 1))
+    assert "stale" in store.status("naive")
+
+
+def test_rekey_changes_only_keys_and_only_where_the_snippet_is_unchanged(tmp_path):
+    import hashlib
+    from attnprof.stages import SNIPPETS, get_stage
+    folder = tmp_path / "captures"
+    shutil.copytree(store.CAPTURES, folder)
+    byte_hash = lambda stage: hashlib.sha256((SNIPPETS / f"{stage.snippet}.py").read_bytes()).hexdigest()[:16]
+    for record, snippet_changed in (("naive", False), ("flash", True)):  # as the captures were before the migration
+        s = json.loads((folder / f"{record}.json").read_text())
+        stage = get_stage(record)
+        source_hash = byte_hash(stage) if not snippet_changed else "0" * 16
+        s["key"] = store.capture_key(stage, store.settings(s["shape"], s["dtype"]), source_hash)
+        (folder / f"{record}.json").write_text(json.dumps(s, indent=1) + "\n")
+        counters = json.loads((folder / f"{record}.counters.json").read_text())  # keyed like its capture
+        (folder / f"{record}.counters.json").write_text(json.dumps({**counters, "key": s["key"]}, indent=1) + "\n")
+    before = json.loads((folder / "naive.json").read_text())
+    assert store.rekey(folder) == ["naive.counters", "naive"]
+    after = json.loads((folder / "naive.json").read_text())
+    assert {k for k in before if before[k] != after[k]} == {"key"}  # source_hash was already the new one
+    assert store.status("naive", folder) is None and "stale" in store.status("flash", folder)
+    assert store.counters_status("naive", folder) is None and "stale" in store.counters_status("flash", folder)
+    assert store.rekey(folder) == []
+
+
+def test_the_pages_code_prints_nothing_into_the_test_output():
+    """Code blocks that print (a backend name, a relative error) or profile keep it to themselves
+    unless they fail."""
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "docs/fallback.md",
+                        "docs/naive.md", "docs/reading-a-profile.md"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout
+    for noise in ("flash flash flash", "relative error", "USDT", "profiler_start"):
+        assert noise not in r.stdout + r.stderr

@@ -107,3 +107,67 @@ def test_each_build_hands_the_extension_a_fresh_build(monkeypatch):
     builds = [hook.on_config(load_config(str(ROOT / "mkdocs.yml"))).mdx_configs[hook.EXTENSION]["build"]
               for _ in range(2)]
     assert builds[0] is not builds[1] and builds[0].problems == {}
+
+
+def _tamper(path, change):
+    summary = json.loads(path.read_text())
+    change(summary)
+    path.write_text(json.dumps(summary))
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda s: s.update(forward_device_us=194.847), "forward_device_us 194.847 (the trace: 94.847)"),
+    (lambda s: s["ops"][0].update(duration_us=s["ops"][0]["duration_us"] + 10), "ops[0].duration_us"),
+])
+def test_a_summary_that_disagrees_with_its_trace_fails_the_strict_build_in_one_line(tmp_path, change, message):
+    folder = tmp_path / "captures"
+    shutil.copytree(store.CAPTURES, folder)
+    _tamper(folder / "flash.json", change)
+    r = build(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    assert r.returncode != 0
+    [line] = [l for l in r.stderr.splitlines() if "flash.json" in l]
+    assert "disagrees with its trace flash.trace.json.gz" in line and message in line
+    assert "`python -m attnprof capture flash`" in line
+
+
+BUILD_WITHOUT_TORCH = ("import sys; sys.modules['torch'] = None; from mkdocs.__main__ import cli; "
+                       "sys.argv = ['mkdocs', 'build', '-q', '--strict', '-d', sys.argv[1]]; cli()")
+
+
+@pytest.fixture(scope="module")
+def edited_site(tmp_path_factory):
+    """The site built strictly from a copy of the project in which torch cannot be imported and
+    snippets/naive.py has gained a comment, a blank line and other spacing."""
+    import os
+    import subprocess
+    import sys
+    from attnprof.stages import ROOT
+    tree = tmp_path_factory.mktemp("tree")
+    skip = shutil.ignore_patterns("__pycache__", ".cache")
+    for name in ("attnprof", "docs", "snippets"):
+        shutil.copytree(ROOT / name, tree / name, ignore=skip)
+    shutil.copy(ROOT / "mkdocs.yml", tree)
+    naive = tree / "snippets" / "naive.py"
+    naive.write_text(naive.read_text().replace(
+        "def attention(", "# Six lines, six kernels: read them against the op list below.\n\n\ndef attention(", 1)
+        .replace("(-2, -1)", "(-2,  -1)"))
+    env = dict(os.environ, ATTNPROF_RECAPTURE="never", NO_MKDOCS_2_WARNING="1")
+    env.pop("ATTNPROF_CAPTURES", None)
+    r = subprocess.run([sys.executable, "-c", BUILD_WITHOUT_TORCH, str(tree / "site")], cwd=tree,
+                       capture_output=True, text=True, env=env, timeout=300)
+    return r, tree / "site"
+
+
+def test_the_site_builds_without_torch(edited_site):
+    r, site = edited_site
+    assert r.returncode == 0, r.stderr
+    assert "Captured on NVIDIA H200" in (site / "flash" / "index.html").read_text()
+    assert "<svg" in (site / "naive" / "index.html").read_text()  # the trace picture, drawn without torch
+    assert '<svg xmlns="http://www.w3.org/2000/svg"' in (site / "scaling" / "index.html").read_text()
+
+
+def test_a_comment_edit_of_a_snippet_keeps_its_capture_and_shows_on_the_page(edited_site):
+    r, site = edited_site
+    assert r.returncode == 0, r.stderr  # not stale: the code that was profiled did not change
+    page = (site / "naive" / "index.html").read_text()
+    assert "Six lines, six kernels: read them against the op list below." in page

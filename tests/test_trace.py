@@ -72,13 +72,46 @@ def test_counting_ignores_work_outside_the_forward(h200):
     other_thread = dict(outside, tid="other", ts=ann["ts"] + 1, args={"correlation": 10**9 + 1})
     stray = [dict(kernel, ts=kernel["ts"] + 1, args=dict(kernel["args"], correlation=c)) for c in (10**9, 10**9 + 1)]
     t["traceEvents"] += [outside, other_thread, *stray]
-    before = [len(f.ops) for f in trace.forwards(h200("inplace"), LABEL)]
-    assert [len(f.ops) for f in trace.forwards(t, LABEL)] == before
+    before, after = trace.forwards(h200("inplace"), LABEL), trace.forwards(t, LABEL)
+    assert [op_list(f) for f in after] == [op_list(f) for f in before]  # the same ops, not only as many
+    assert [f.device_us for f in after] == [f.device_us for f in before]
 
 
-def test_median_forward_is_one_of_the_forwards(h200):
+def op_list(fwd):
+    return [(op.name, op.kind, op.duration_us, op.start_us, op.launch) for op in fwd.ops]
+
+
+def test_each_forward_has_its_own_device_work(h200):
+    """Counted by correlation, the three forwards of one trace differ a little, as real runs do; a
+    counter that divided all device work evenly among them would make them equal."""
     fwds = trace.forwards(h200("naive"), LABEL)
-    assert trace.median_forward(fwds) in fwds
+    assert [f.device_us for f in fwds] == pytest.approx([1075.165, 1075.004, 1076.573], abs=1e-6)
+    assert [f.ops[1].duration_us for f in fwds] != [fwds[0].ops[1].duration_us] * 3
+    for f in fwds:
+        assert all(0 <= op.launch_start_us <= op.start_us for op in f.ops)  # launched inside, run after
+
+
+@pytest.mark.parametrize("stage, index", [("naive", 0), ("math", 2), ("flash", 0), ("cudnn", 1)])
+def test_median_forward_is_the_middle_one(h200, stage, index):
+    fwds = trace.forwards(h200(stage), LABEL)
+    assert trace.median_forward(fwds) is fwds[index]
+
+
+def test_median_forward_of_five():
+    fwds = [trace.Forward(cpu_us=i, ops=[trace.DeviceOp("k", "kernel", us, 0, "cudaLaunchKernel", 0)])
+            for i, us in enumerate([5.0, 1.0, 4.0, 2.0, 3.0])]
+    assert trace.median_forward(fwds) is fwds[4]  # 3.0: two forwards faster, two slower
+
+
+def test_a_summary_is_what_its_trace_says(h200):
+    t = h200("flash")
+    summary = {"label": LABEL, **trace.summarize(t, LABEL)}
+    assert summary["ops_per_forward_each"] == [1, 1, 1] and summary["forward_device_us"] == pytest.approx(96.416)
+    assert trace.disagreements(summary, t) == []
+    summary["ops"][0]["name"] = "flash_fwd_kernel_that_never_ran"
+    summary["cpu_forward_us"] *= 2
+    found = trace.disagreements(summary, t)
+    assert len(found) == 2 and found[0].startswith("cpu_forward_us") and found[1].startswith("ops[0].name")
 
 
 def test_bad_traces_raise_one_clear_error(tmp_path, h200):

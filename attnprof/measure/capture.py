@@ -1,17 +1,21 @@
 """Capture: run one stage on a CUDA GPU under torch.profiler and write its record.
 
-Per stage this writes two files into the captures folder, each atomically (temp file + rename):
-`<stage>.json` (summary) and `<stage>.trace.json.gz` (the Chrome trace). A stage that fails is
-recorded with its reason and never touches another stage's files.
+Per stage this writes two files into the captures folder, as a pair (both or neither, each through a
+temp file + rename): `<stage>.json` (summary) and `<stage>.trace.json.gz` (the Chrome trace). A stage
+that cannot run here keeps its existing capture (it is recorded as unavailable, with the reason, only
+where it has none, or when asked); a stage that fails never touches any stage's files.
 """
 from __future__ import annotations
 
 import datetime
 import json
+import re
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import torch
@@ -27,10 +31,10 @@ from .numerics import make_inputs, reference, relative_error, torch_dtype
 
 
 
-def require_cuda():
+def require_cuda(command="capture"):
     if not torch.cuda.is_available():
-        raise CaptureError("no CUDA GPU on this machine: capture needs one "
-                           "(the site builds from the committed captures without it)")
+        raise CaptureError(f"no CUDA GPU on this machine: `python -m attnprof {command}` needs one; the "
+                           "committed captures stay as they are, and the site builds from them")
 
 
 # --8<-- [start:profile]
@@ -54,6 +58,24 @@ def profile_forward(forward, trace_path):
     prof.export_chrome_trace(str(trace_path))
     return prof.key_averages()
 # --8<-- [end:profile]
+
+
+# What the profiler itself says on every start and stop (Kineto's USDT/STAGE lines on the stderr file,
+# torch.profiler's note on cycles); nothing a reader of the terminal or of a build log needs.
+PROFILER_CHATTER = re.compile(r"^(USDT|STAGE):|profiler_(start|stop)\b|Profiler clears events|Completed Stage")
+
+
+def profile_quietly(forward, trace_path):
+    """profile_forward with the profiler's chatter kept off the terminal; anything else it says
+    (a warning from the code being profiled) is passed on to stderr."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Profiler clears events")
+        with dispatch.captured_stderr() as printed:
+            averages = profile_forward(forward, trace_path)
+    for line in printed:
+        if not PROFILER_CHATTER.search(line):
+            print(line, file=sys.stderr)
+    return averages
 
 
 def key_average_rows(averages, limit=25):
@@ -86,8 +108,9 @@ def environment(stage=None) -> dict:
             **({"source_hash": stage.source_hash()} if stage else {})}
 
 
-def capture_stage(name, shape, dtype_name, out_dir) -> dict:
-    """Capture one stage; returns its summary (also written). Raises nothing for a backend that cannot run."""
+def capture_stage(name, shape, dtype_name, out_dir, record_unavailable=False) -> dict:
+    """Capture one stage; returns its summary (also written). Raises nothing for a backend that cannot
+    run: that returns what `cannot_run` did."""
     stage = get_stage(name)
     out_dir = Path(out_dir)
     settings = store.settings(shape, dtype_name)
@@ -100,7 +123,7 @@ def capture_stage(name, shape, dtype_name, out_dir) -> dict:
     try:
         forward = stage.prepare(q, k, v)
     except ProviderUnavailable as e:
-        return _unavailable(out_dir, summary, str(e))
+        return cannot_run(out_dir, summary, str(e), record_unavailable)
     if stage.snippet == "sdpa":  # what the dispatcher picks when free, and why others would not run
         summary["sdpa_choice"] = dispatch.sdpa_choice(q, k, v)
         summary["eligibility"] = dispatch.eligibility(q, k, v)
@@ -115,53 +138,56 @@ def capture_stage(name, shape, dtype_name, out_dir) -> dict:
                 return None, None, e
         (out, first_ms, error), reasons = dispatch.with_reasons(first_call)
         if error is not None:
-            return _unavailable(out_dir, summary, " | ".join(dict.fromkeys(reasons + [first_line(error)])))
+            reason = " | ".join(dict.fromkeys(reasons + [first_line(error)]))
+            return cannot_run(out_dir, summary, reason, record_unavailable)
         summary["first_call_ms"] = first_ms  # includes any compilation
         summary["rel_err"] = relative_error(out, reference(q, k, v))
         del out
         with tempfile.TemporaryDirectory() as tmp:
             raw = Path(tmp) / "trace.json"
-            averages = profile_forward(forward, raw)
+            averages = profile_quietly(forward, raw)
             events = json.loads(raw.read_text())
         times = bench.time_forward(forward, reps=EVENT_REPS, warmup=0)
         summary["peak_extra_bytes"] = bench.peak_extra_bytes(forward)
 
-    fwds = trace.forwards(events, LABEL)
-    counts = [len(f.ops) for f in fwds]
-    chosen = trace.median_forward(fwds)
+    events = store.scrub(events)  # the summary is computed from exactly what is committed
+    summary.update(trace.summarize(events, LABEL))
     summary.update({
-        "ops_per_forward": len(chosen.ops),
-        "ops_per_forward_each": counts,  # one entry per profiled forward: they should agree
-        "forward_device_us": chosen.device_us,
-        "cpu_forward_us": statistics.median(f.cpu_us for f in fwds),
         "event_median_us": statistics.median(times),
         "event_p10_us": sorted(times)[len(times) // 10],
         "event_p90_us": sorted(times)[len(times) * 9 // 10],
-        "ops": [op.__dict__ for op in chosen.ops],
-        "cpu_ops": [op.__dict__ for op in chosen.cpu_ops],
         "key_averages": key_average_rows(averages),
     })
-    store.write_trace(out_dir, record, events)  # both files last, so a failure above leaves the old pair intact
-    store.write_summary(out_dir, summary)
+    store.write_capture(out_dir, summary, events)  # last, so a failure above leaves the old pair intact
     return summary
 
 
-def _unavailable(out_dir, summary, reason) -> dict:
-    """Record that this stage cannot run here, with the reason; drop any older trace of it."""
+def plain_reason(provider: str, reason: str) -> str:
+    """A missing package said plainly ("SageAttention 1.0.6 is not installed here"); other reasons as recorded."""
+    return f"{provider} is not installed here" if "ModuleNotFoundError" in reason else reason
+
+
+def cannot_run(out_dir, summary, reason, record_unavailable=False) -> dict:
+    """A stage that cannot run here. An existing capture of it is kept as it is, and the result says
+    so; "unavailable" with the reason is recorded only where none exists, or when asked."""
+    existing = store.existing_capture(summary["record"], out_dir)
+    if existing is not None and not record_unavailable:
+        return {"stage": summary["stage"], "record": summary["record"], "reason": reason,
+                "kept": f"kept the capture of {str(existing.get('date', 'unknown date')).split()[0]}: "
+                        f"{plain_reason(summary['provider'], reason)}"}
     summary["unavailable"] = reason
-    store.write_summary(out_dir, summary)
-    store.trace_path(out_dir, summary["record"]).unlink(missing_ok=True)
+    store.write_unavailable(out_dir, summary)
     return summary
 
 
-def capture(names, shape, dtype_name, out_dir) -> list[dict]:
+def capture(names, shape, dtype_name, out_dir, record_unavailable=False) -> list[dict]:
     for name in names:
         get_stage(name)  # a bad name is reported before anything else
     require_cuda()
     results = []
     for name in names:
         try:
-            results.append(capture_stage(name, shape, dtype_name, out_dir))
+            results.append(capture_stage(name, shape, dtype_name, out_dir, record_unavailable=record_unavailable))
         except Exception as e:  # one broken stage must not cost the others their captures
             if isinstance(e, torch.OutOfMemoryError):
                 torch.cuda.empty_cache()

@@ -2,6 +2,7 @@
 fused backend is or is not eligible, in PyTorch's own words (`can_use_*` with debug output)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -23,21 +24,31 @@ def sdpa_choice(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=True) -> str:
     return BACKEND_NAMES.get(choice, choice.name.lower())
 
 
-def with_reasons(fn):
-    """Run fn(); return its result and what it warned, whether PyTorch routed the warnings to
-    Python or, as C++ code called outside a Python handler does, straight to the stderr file."""
-    with warnings.catch_warnings(record=True) as caught, tempfile.TemporaryFile() as err:
-        warnings.simplefilter("always")
+@contextlib.contextmanager
+def captured_stderr():
+    """Collect what is written to the stderr file (fd 2) inside the block, C++ code included; the
+    list is filled when the block ends."""
+    lines = []
+    with tempfile.TemporaryFile() as err:
         sys.stderr.flush()
         saved = os.dup(2)
         os.dup2(err.fileno(), 2)
         try:
-            result = fn()
+            yield lines
         finally:
+            sys.stderr.flush()
             os.dup2(saved, 2)
             os.close(saved)
-        err.seek(0)
-        printed = err.read().decode(errors="replace").splitlines()
+            err.seek(0)
+            lines += err.read().decode(errors="replace").splitlines()
+
+
+def with_reasons(fn):
+    """Run fn(); return its result and what it warned, whether PyTorch routed the warnings to
+    Python or, as C++ code called outside a Python handler does, straight to the stderr file."""
+    with warnings.catch_warnings(record=True) as caught, captured_stderr() as printed:
+        warnings.simplefilter("always")
+        result = fn()
     reasons = [clean(l) for l in [str(w.message) for w in caught] + printed]
     return result, list(dict.fromkeys(r for r in reasons if r))
 

@@ -31,7 +31,7 @@ def run(names, out_dir=store.CAPTURES) -> dict[str, str]:
     """Run each named measurement and write `run-<name>.json`; a failing run is reported and the
     others go on. Returns {name: "ok" | error line}."""
     from .capture import environment, require_cuda
-    require_cuda()
+    require_cuda("sweep")
     status = {}
     for name in names:
         if name not in RUNS:

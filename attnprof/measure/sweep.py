@@ -29,8 +29,8 @@ LAYOUTS = {"BHSD": "contiguous [batch, heads, seq, dim]", "BSHD": "stored [batch
 class Progress:
     """A one-line progress bar on stderr: [#####.....] 12/98 flash S=4096 D=128"""
 
-    def __init__(self, total, stream=sys.stderr):
-        self.total, self.done, self.stream = total, 0, stream
+    def __init__(self, total, stream=None):
+        self.total, self.done, self.stream = total, 0, stream or sys.stderr  # sys.stderr as it is now
 
     def __call__(self, label):
         self.done += 1
