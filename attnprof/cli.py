@@ -13,8 +13,14 @@ from .stages import DEFAULT_SHAPE, DTYPES, STAGES, get_stage, parse_shape
 
 
 def cmd_capture(args) -> int:
-    from .measure.capture import capture
-    names = list(STAGES) if args.stages == ["all"] else args.stages
+    if args.stages == ["cp"]:
+        return cmd_capture_cp(args)
+    if args.backward:
+        from .measure.backward import BACKWARD_STAGES, capture
+        names = BACKWARD_STAGES if args.stages == ["all"] else args.stages
+    else:
+        from .measure.capture import capture
+        names = list(STAGES) if args.stages == ["all"] else args.stages
     shape = parse_shape(args.shape)
     results = capture(names, shape, args.dtype, args.out)
     for r in results:
@@ -22,10 +28,43 @@ def cmd_capture(args) -> int:
             print(f"{r['stage']:>10}: FAILED {r['error']}")
         elif "unavailable" in r:
             print(f"{r['record']:>10}: not available here: {r['unavailable']}")
+        elif args.backward:
+            print(f"{r['record']:>10}: {r['ops_per_backward']} ops/backward ({r['ops_on_calling_thread_each'][0]} on "
+                  f"the calling thread), {r['event_median_us']:.1f} us (event median), grad rel err "
+                  + ", ".join(f"{k} {v:.1e}" for k, v in r["grad_rel_err"].items()))
         else:
             print(f"{r['record']:>10}: {r['ops_per_forward']} ops/forward, {r['event_median_us']:.1f} us "
                   f"(event median), rel err {r['rel_err']:.2e}")
     return 1 if any("error" in r for r in results) else 0
+
+
+def cmd_capture_cp(args) -> int:
+    """`capture cp`: ring attention over SDPA on --world-size GPUs, at each of --lengths."""
+    from .measure import context_parallel as cp
+    try:
+        lengths = [int(x) for x in args.lengths.split(",")]
+    except ValueError:
+        lengths = []
+    if not lengths or min(lengths) < 1 or args.world_size < 2 or any(n % (2 * args.world_size) for n in lengths):
+        raise ValueError(f"bad --lengths {args.lengths!r} or --world-size {args.world_size}: give lengths divisible "
+                         f"by 2 x world size (the causal shard deals 2 x world chunks), world size 2 or more")
+    rotations = tuple(args.rotate.split(","))
+    if not set(rotations) <= {"allgather", "alltoall"}:
+        raise ValueError(f"bad --rotate {args.rotate!r}: allgather, alltoall or both, comma-separated")
+    configs = cp.configs_for(lengths, rotations[:1]) + [(max(lengths), r, True) for r in rotations[1:]]
+    if args.unbalanced:
+        configs.append((max(lengths), rotations[0], False))
+    results = cp.capture(configs, args.world_size, args.out)
+    for r in results:
+        if "error" in r:
+            print(f"{r['record']}: FAILED {r['error']}")
+            continue
+        ranks = r["ranks"]
+        print(f"{r['record']}: {r['cp_event_median_us'] / 1000:.2f} ms on {r['world_size']} GPUs vs "
+              f"{r['single_gpu']['event_median_us'] / 1000:.2f} ms on one (speedup {r['speedup']:.2f}x); rel err rows "
+              + ", ".join(f"{x['rel_err_rows']:.1e}" for x in ranks) + "; hidden comm "
+              + ", ".join(f"{x['overlap']['overlap_us']:.0f}/{x['overlap']['communication_us']:.0f} us" for x in ranks))
+    return 1 if any("error" in r for r in results) or len(results) < len(configs) else 0
 
 
 def cmd_show(args) -> int:
@@ -110,10 +149,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("capture", help="profile stages on a CUDA GPU and write their captures")
-    c.add_argument("stages", nargs="+", metavar="STAGE", help=f"one or more of: {', '.join(STAGES)}, or all")
+    c.add_argument("stages", nargs="+", metavar="STAGE", help=f"one or more of: {', '.join(STAGES)}, or all; or cp (context parallelism)")
     c.add_argument("--shape", default=",".join(map(str, DEFAULT_SHAPE)), help="B,H,S,D (default: %(default)s)")
     c.add_argument("--dtype", default=store.DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)} (default: %(default)s)")
     c.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
+    c.add_argument("--backward", action="store_true", help="capture forward + backward (records STAGE-bwd)")
+    c.add_argument("--world-size", type=int, default=2, help="`capture cp`: GPUs, one process each (default: 2)")
+    c.add_argument("--lengths", default="32768,65536,131072", help="`capture cp`: sequence lengths (default: %(default)s)")
+    c.add_argument("--rotate", default="allgather,alltoall",
+                   help="`capture cp`: how keys and values travel; the first at every length, others at the longest")
+    c.add_argument("--unbalanced", action="store_true", help="`capture cp`: also one run without the causal shard")
     c.set_defaults(run=cmd_capture)
 
     s = sub.add_parser("show", help="print a committed capture (no GPU needed)")

@@ -3,6 +3,12 @@
 A forward is the CPU range of the `record_function` annotation. Its device work is every kernel,
 memcpy and memset whose correlation id matches a runtime/driver launch made inside that range on
 the same thread, in launch order. Nothing is ever divided by a step count.
+
+A backward is annotated the same way, but autograd runs it on its own thread: with `follow_autograd`
+the launches inside the range are also taken from every thread of the process that runs autograd's
+engine inside that range (`autograd::engine::evaluate_function: ...` ops), and only from those.
+A capture from several GPUs is one trace whose events carry their rank (`args.rank`); `rank_trace`
+gives one rank's events back, and `overlap` measures how much communication hid behind compute.
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from pathlib import Path
 
 DEVICE_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+AUTOGRAD_ENGINE = "autograd::engine::evaluate_function"
 
 
 class TraceError(ValueError):
@@ -84,8 +91,20 @@ def _nesting_depths(events):
     return depths
 
 
-def forwards(trace: dict, label: str) -> list[Forward]:
-    """Every annotated forward named `label`, in time order, with its device and CPU work."""
+def _threads_of(events, ann, follow_autograd):
+    """(pid, tid) of the threads whose launches belong to the annotation `ann`: its own thread and,
+    when following autograd, each thread of its process running autograd's engine inside the range."""
+    own = (ann.get("pid"), ann.get("tid"))
+    if not follow_autograd:
+        return {own}
+    start, end = ann["ts"], ann["ts"] + ann["dur"]
+    return {own} | {(e.get("pid"), e.get("tid")) for e in events
+                    if e.get("cat") == "cpu_op" and e.get("pid") == own[0] and e["name"].startswith(AUTOGRAD_ENGINE)
+                    and _within(e, start, end)}
+
+
+def forwards(trace: dict, label: str, follow_autograd: bool = False) -> list[Forward]:
+    """Every annotated forward (or backward) named `label`, in time order, with its device and CPU work."""
     events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
     annotations = sorted((e for e in events if e.get("cat") == "user_annotation" and e.get("name") == label),
                          key=lambda e: e["ts"])
@@ -99,7 +118,8 @@ def forwards(trace: dict, label: str) -> list[Forward]:
     result = []
     for ann in annotations:
         start, end = ann["ts"], ann["ts"] + ann["dur"]
-        same_thread = [e for e in events if e.get("tid") == ann.get("tid") and e.get("pid") == ann.get("pid")]
+        threads = _threads_of(events, ann, follow_autograd)
+        same_thread = [e for e in events if (e.get("pid"), e.get("tid")) in threads]
         launches = sorted((e for e in same_thread if e.get("cat") in LAUNCH_CATS and _within(e, start, end)),
                           key=lambda e: e["ts"])
         fwd = Forward(cpu_us=ann["dur"])
@@ -112,10 +132,13 @@ def forwards(trace: dict, label: str) -> list[Forward]:
                     grid=a.get("grid"), block=a.get("block"), registers=a.get("registers per thread"),
                     shared_memory=a.get("shared memory"),
                     achieved_occupancy=a.get("est. achieved occupancy %")))
-        cpu = sorted((e for e in same_thread if e.get("cat") == "cpu_op" and _within(e, start, end)),
-                     key=lambda e: (e["ts"], -e.get("dur", 0)))
-        for ev, depth in zip(cpu, _nesting_depths(cpu)):
-            fwd.cpu_ops.append(CpuOp(ev["name"], ev["ts"] - start, float(ev.get("dur", 0)), depth))
+        for thread in sorted(threads, key=str):  # nesting is per thread
+            cpu = sorted((e for e in same_thread if (e.get("pid"), e.get("tid")) == thread
+                          and e.get("cat") == "cpu_op" and _within(e, start, end)),
+                         key=lambda e: (e["ts"], -e.get("dur", 0)))
+            for ev, depth in zip(cpu, _nesting_depths(cpu)):
+                fwd.cpu_ops.append(CpuOp(ev["name"], ev["ts"] - start, float(ev.get("dur", 0)), depth))
+        fwd.cpu_ops.sort(key=lambda c: (c.start_us, c.depth))
         result.append(fwd)
     return result
 
@@ -123,3 +146,65 @@ def forwards(trace: dict, label: str) -> list[Forward]:
 def median_forward(fwds: list[Forward]) -> Forward:
     """The forward whose device time is the median: a real forward, not an average of several."""
     return sorted(fwds, key=lambda f: f.device_us)[len(fwds) // 2]
+
+
+def rank_trace(trace: dict, rank: int) -> dict:
+    """One rank's events of a trace made on several GPUs (each event's `args.rank` says whose it is)."""
+    events = [e for e in trace["traceEvents"] if e.get("args", {}).get("rank") == rank]
+    if not events:
+        raise TraceError(f"no events of rank {rank} in the trace")
+    return {**{k: v for k, v in trace.items() if k != "traceEvents"}, "traceEvents": events}
+
+
+def merge_ranks(traces: list[dict]) -> dict:
+    """One trace from each rank's own trace: every event is tagged with its rank, and its process is
+    named after it, so a trace viewer shows the ranks as lanes of one timeline."""
+    events = []
+    for rank, t in enumerate(traces):
+        for e in t["traceEvents"]:
+            e = dict(e, args=dict(e.get("args", {}), rank=rank))
+            if e.get("ph") == "M" and e.get("name") == "process_name":
+                kind = "GPU" if e["args"].get("name", "").lower().startswith(("cuda", "gpu")) else "CPU"
+                e["args"]["name"] = f"rank {rank} {kind}"
+            events.append(e)
+    first = traces[0]
+    return {**{k: v for k, v in first.items() if k != "traceEvents"}, "traceEvents": events,
+            "deviceProperties": [p for t in traces for p in t.get("deviceProperties", [])]}
+
+
+def is_communication(name: str) -> bool:
+    """NCCL's kernels (all-gather, send/recv, all-to-all) move data between GPUs; everything else computes."""
+    return name.startswith("nccl")
+
+
+def _union(intervals):
+    merged = []
+    for a, b in sorted(intervals):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return merged
+
+
+def _length(intervals) -> float:
+    return sum(b - a for a, b in intervals)
+
+
+def overlap(ops: list[DeviceOp]) -> dict:
+    """Communication time, and how much of it ran while a compute kernel ran on the same GPU.
+
+    Times are unions of intervals (two NCCL kernels at once count once): `communication_us` is the
+    time any NCCL kernel ran, `overlap_us` the part of it during which a compute kernel also ran,
+    `exposed_us` the rest, and `compute_us` the time any other kernel ran."""
+    comm = _union((o.start_us, o.start_us + o.duration_us) for o in ops if o.kind == "kernel" and is_communication(o.name))
+    comp = _union((o.start_us, o.start_us + o.duration_us) for o in ops if o.kind == "kernel" and not is_communication(o.name))
+    both = []
+    for a, b in comm:
+        for c, d in comp:
+            if c < b and a < d:
+                both.append((max(a, c), min(b, d)))
+    communication, hidden = _length(comm), _length(_union(both))
+    return {"communication_us": communication, "overlap_us": hidden, "exposed_us": communication - hidden,
+            "compute_us": _length(comp),
+            "hidden_fraction": hidden / communication if communication else None}

@@ -1,0 +1,95 @@
+"""The captures of the backward pass and of context parallelism: their names, keys and staleness.
+
+Pure (no torch): the site and `check` read these; attnprof/measure/backward.py and
+context_parallel.py write them. A backward record is `<stage>-bwd` (one annotated forward and one
+annotated backward per profiled step); a context-parallel record is one run on several GPUs with
+every rank in it, named `cp-<rotation>[-unbalanced]-w<world>-1xHxSxD`.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+from . import store
+from .stages import DEFAULT_SHAPE, ROOT, get_stage
+
+BWD_LABEL = "attention_backward"
+BACKWARD_STAGES = ["naive", "inplace", "math", "efficient", "flash", "cudnn", "flex"]
+BWD_FLOP_FACTOR = 2.5  # backward FLOPs counted as 2.5x the forward's (five matmuls against two)
+
+CP_SOURCE = ROOT / "attnprof" / "measure" / "context_parallel.py"
+CP_HEADS, CP_HEAD_DIM, CP_BACKEND = 16, 128, "flash"
+CP_WORLD = 2
+CP_LENGTHS = (32768, 65536, 131072)
+# (length, rotation, load-balanced) of every context-parallel capture the site renders
+CP_CONFIGS = [(n, "allgather", True) for n in CP_LENGTHS] + [
+    (CP_LENGTHS[-1], "alltoall", True), (CP_LENGTHS[-1], "allgather", False)]
+
+
+def backward_record(stage: str, shape=DEFAULT_SHAPE, dtype_name=store.DEFAULT_DTYPE) -> str:
+    return f"{store.record_name(stage, shape, dtype_name)}-bwd"
+
+
+def backward_settings(shape, dtype_name) -> dict:
+    return {**store.settings(shape, dtype_name), "pass": "backward", "label": BWD_LABEL}
+
+
+def backward_key(stage: str, shape, dtype_name) -> str:
+    return store.capture_key(get_stage(stage), backward_settings(shape, dtype_name))
+
+
+def cp_record(seq_len: int, world: int = CP_WORLD, rotate: str = "allgather", balanced: bool = True) -> str:
+    return f"cp-{rotate}{'' if balanced else '-unbalanced'}-w{world}-1x{CP_HEADS}x{seq_len}x{CP_HEAD_DIM}"
+
+
+def cp_settings(seq_len, world, rotate, balanced) -> dict:
+    return {**store.settings((1, CP_HEADS, seq_len, CP_HEAD_DIM), "bf16"), "world_size": world, "rotate": rotate,
+            "load_balance": balanced, "backend": CP_BACKEND}
+
+
+def cp_source_hash() -> str:
+    return hashlib.sha256(CP_SOURCE.read_bytes()).hexdigest()[:16]
+
+
+def cp_key(settings: dict) -> str:
+    return hashlib.sha256((cp_source_hash() + json.dumps(settings, sort_keys=True)).encode()).hexdigest()[:16]
+
+
+def backward_records() -> list[str]:
+    return [backward_record(s) for s in BACKWARD_STAGES]
+
+
+def cp_records() -> list[str]:
+    return [cp_record(n, CP_WORLD, r, b) for n, r, b in CP_CONFIGS]
+
+
+def _status(record, key, fix, folder) -> str | None:
+    try:
+        summary = store._read_json(store.summary_path(folder, record), f"capture {record!r}", fix)
+    except (store.CaptureMissing, ValueError) as e:
+        return str(e)
+    if not isinstance(summary, dict) or summary.get("record") != record:
+        return f"capture {record}.json is not a summary of {record!r}: {fix}"
+    if summary.get("key") != key:
+        return f"capture {record!r} is stale (its code or the capture settings changed since it was made): {fix}"
+    if "unavailable" not in summary and not store.trace_path(folder, record).exists():
+        return f"trace of {record!r} is missing ({store.trace_path(folder, record).name}): {fix}"
+    return None
+
+
+def stale_records(folder=None) -> dict[str, str]:
+    """Backward and context-parallel captures the site renders that are missing, corrupt or stale."""
+    folder = folder or store.CAPTURES
+    problems = {}
+    for stage in BACKWARD_STAGES:
+        record = backward_record(stage)
+        fix = f"run `python -m attnprof capture --backward {stage}` on a CUDA GPU"
+        if why := _status(record, backward_key(stage, DEFAULT_SHAPE, store.DEFAULT_DTYPE), fix, folder):
+            problems[record] = why
+    fix = (f"run `python -m attnprof capture cp --world-size {CP_WORLD} --unbalanced` on a machine with "
+           f"{CP_WORLD} CUDA GPUs")
+    for n, rotate, balanced in CP_CONFIGS:
+        record = cp_record(n, CP_WORLD, rotate, balanced)
+        if why := _status(record, cp_key(cp_settings(n, CP_WORLD, rotate, balanced)), fix, folder):
+            problems[record] = why
+    return problems
