@@ -106,8 +106,8 @@ def scrub(events: dict) -> dict:
         if isinstance(args, dict):
             for key in [k for k, v in args.items() if isinstance(v, str) and v.startswith("/")]:
                 del args[key]
-            if ev.get("ph") == "M" and ev.get("name") == "process_name":
-                args["name"] = "process"
+            if ev.get("ph") == "M" and ev.get("name") == "process_name":  # a rank's lane keeps its rank's name
+                args["name"] = args["name"] if "rank" in args and str(args["name"]).startswith("rank ") else "process"
     return events
 
 

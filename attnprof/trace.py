@@ -52,6 +52,7 @@ class CpuOp:
 @dataclass
 class Forward:
     cpu_us: float
+    start_ts: float = 0.0  # the annotation's start in the trace's clock (to line ranks up on one timeline)
     ops: list[DeviceOp] = field(default_factory=list)
     cpu_ops: list[CpuOp] = field(default_factory=list)
 
@@ -122,7 +123,7 @@ def forwards(trace: dict, label: str, follow_autograd: bool = False) -> list[For
         same_thread = [e for e in events if (e.get("pid"), e.get("tid")) in threads]
         launches = sorted((e for e in same_thread if e.get("cat") in LAUNCH_CATS and _within(e, start, end)),
                           key=lambda e: e["ts"])
-        fwd = Forward(cpu_us=ann["dur"])
+        fwd = Forward(cpu_us=ann["dur"], start_ts=ann["ts"])
         for launch in launches:
             for dev in sorted(device_by_corr.get(launch["args"].get("correlation"), []), key=lambda e: e["ts"]):
                 a = dev.get("args", {})
@@ -157,15 +158,22 @@ def rank_trace(trace: dict, rank: int) -> dict:
 
 
 def merge_ranks(traces: list[dict]) -> dict:
-    """One trace from each rank's own trace: every event is tagged with its rank, and its process is
-    named after it, so a trace viewer shows the ranks as lanes of one timeline."""
+    """One trace from each rank's own trace: every event is tagged with its rank, and each process that
+    holds events is named after its rank (and sorted by it), so a trace viewer shows the ranks as lanes
+    of one timeline. Rank r runs on GPU r, so device lanes (pid = device index) do not collide; the
+    metadata of devices a rank never used is dropped."""
     events = []
     for rank, t in enumerate(traces):
+        used = {e.get("pid") for e in t["traceEvents"] if e.get("ph") != "M"}
+        cpu_pids = {e.get("pid") for e in t["traceEvents"] if e.get("cat") in ("cpu_op", "user_annotation")}
         for e in t["traceEvents"]:
+            if e.get("ph") == "M" and e.get("pid") not in used:
+                continue
             e = dict(e, args=dict(e.get("args", {}), rank=rank))
             if e.get("ph") == "M" and e.get("name") == "process_name":
-                kind = "GPU" if e["args"].get("name", "").lower().startswith(("cuda", "gpu")) else "CPU"
-                e["args"]["name"] = f"rank {rank} {kind}"
+                e["args"]["name"] = f"rank {rank} CPU" if e["pid"] in cpu_pids else f"rank {rank} GPU {e['pid']}"
+            if e.get("ph") == "M" and e.get("name") == "process_sort_index":
+                e["args"]["sort_index"] = 2 * rank + (0 if e["pid"] in cpu_pids else 1)
             events.append(e)
     first = traces[0]
     return {**{k: v for k, v in first.items() if k != "traceEvents"}, "traceEvents": events,

@@ -17,7 +17,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from attnprof.site import notebooks, pieces
+from attnprof.site import notebooks, pieces, training
 from attnprof import store
 
 log = logging.getLogger("mkdocs.hooks.attnprof")
@@ -48,6 +48,7 @@ def on_config(config):
             _recapture(store.site_records() if mode == "always" else list(store.stale_records()))
     _problems.clear()
     _problems.update(store.stale_records())
+    _problems.update(training.stale())  # backward and two-GPU captures: never recaptured by a build
     if _problems and config.strict:  # raised, not logged: `mkdocs build -q --strict` drops warnings
         raise PluginError("\n".join(_problems.values()))
     for why in _problems.values():
@@ -60,6 +61,8 @@ def on_files(files, config):
     for record in store.site_records():
         if record not in _problems and not pieces.is_unavailable(record):
             files.append(File.generated(config, f"figures/{record}-trace.svg", content=pieces.trace_svg(record)))
+    for name, draw in training.figures(_problems).items():
+        files.append(File.generated(config, f"figures/{name}.svg", content=draw()))
     from attnprof.site import findings
     for name, draw in findings.FIGURES.items():  # charts of the measurement runs
         try:

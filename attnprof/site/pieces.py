@@ -233,7 +233,9 @@ def _problem_box(why: str) -> str:
 
 def expand(name: str, args: list[str], problems: dict[str, str]) -> str:
     """Render the piece `name`; a capture listed in `problems` renders as a box naming the fix."""
-    from . import findings  # pieces over measurement runs rather than stage captures
+    from . import findings, training  # pieces over measurement runs rather than stage captures
+    if name in training.PIECES:  # the backward pass and two GPUs
+        return training.expand(name, args, problems)
     if name in findings.PIECES:
         try:
             return findings.PIECES[name](*args)

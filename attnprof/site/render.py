@@ -179,7 +179,8 @@ def trace_svg(summary, trace: dict, width: int = 960) -> str:
 
     Ops are numbered as in the op list; the legend under the lanes names them.
     """
-    fwd = trace_mod.median_forward(trace_mod.forwards(trace, summary["label"]))
+    fwd = trace_mod.median_forward(trace_mod.forwards(trace, summary["label"], summary.get("follow_autograd", False)))
+    what = summary.get("pass", "forward")
     cpu = [op for op in fwd.cpu_ops if op.depth <= 3]
     end = max([fwd.cpu_us] + [o.start_us + o.duration_us for o in fwd.ops])
     left, right, row_h = 70, 10, 18
@@ -192,8 +193,8 @@ def trace_svg(summary, trace: dict, width: int = 960) -> str:
     height = legend_y + 16 * len(fwd.ops) + 10
     esc = lambda s: html.escape(str(s), quote=True)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
-             f'font-family="sans-serif" font-size="11" role="img" aria-label="{esc(summary["stage"])} forward trace">',
-             f'<text x="{left}" y="14">one forward of {esc(summary["stage"])}: {us(end)} from the start of the '
+             f'font-family="sans-serif" font-size="11" role="img" aria-label="{esc(summary["stage"])} {what} trace">',
+             f'<text x="{left}" y="14">one {what} of {esc(summary["stage"])}: {us(end)} from the start of the '
              f'annotation to the end of its last GPU op</text>']
     step = nice_step(end)
     for i in range(int(end // step) + 1):  # time axis under the GPU lane
