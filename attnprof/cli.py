@@ -81,11 +81,13 @@ def cmd_show(args) -> int:
 
 
 def cmd_check(args) -> int:
-    problems = store.stale_records(args.captures)
+    from . import records
+    problems = {**store.stale_records(args.captures), **records.stale_records(args.captures)}
     for why in problems.values():
         print(why)
     if not problems:
-        print(f"all {len(store.site_records())} captures the site uses are present and current")
+        total = len(store.site_records()) + len(records.backward_records()) + len(records.cp_records())
+        print(f"all {total} captures the site uses are present and current")
     return 1 if problems else 0
 
 
