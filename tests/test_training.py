@@ -99,6 +99,27 @@ def test_what_the_backends_save():
         assert s["memory"]["held_after_forward_bytes"] < naive["memory"]["held_after_forward_bytes"] / 10
 
 
+def test_in_place_masking_is_allowed_by_autograd_and_saves_what_naive_saves():
+    def saved(stage):
+        return json.loads(store.summary_path(store.CAPTURES, records.backward_record(stage)).read_text())
+    naive, inplace = saved("naive"), saved("inplace")
+    assert "unavailable" not in inplace  # masked_fill_ overwrote a tensor that no op had saved
+    assert inplace["saved"] == naive["saved"]
+    assert [op["name"] for op in inplace["ops"]] == [op["name"] for op in naive["ops"]]
+
+
+def test_fwdbwd_arrows_link_the_forward_op_to_its_backward(fixture):
+    t = fixture("h200-flash-bwd")
+    starts = {e["id"]: e for e in t["traceEvents"] if e.get("cat") == "fwdbwd" and e.get("ph") == "s"}
+    ends = [e for e in t["traceEvents"] if e.get("cat") == "fwdbwd" and e.get("ph") == "f"]
+    assert ends and all(e["id"] in starts for e in ends)
+    ops = [e for e in t["traceEvents"] if e.get("cat") == "cpu_op"]
+    def at(ev):
+        return {o["name"] for o in ops if o["tid"] == ev["tid"] and o["ts"] <= ev["ts"] <= o["ts"] + o["dur"]}
+    assert any("aten::_scaled_dot_product_flash_attention" in at(starts[e["id"]])
+               and any(n.startswith(trace.AUTOGRAD_ENGINE) for n in at(e)) for e in ends)
+
+
 def test_backward_kernel_names_decode():
     cases = {
         "void pytorch_flash::flash_bwd_convert_dq_kernel<Flash_bwd_kernel_traits<64, 128, 128, 8, 4, 4, 4, false, "
