@@ -63,33 +63,27 @@ def cp_records() -> list[str]:
     return [cp_record(n, CP_WORLD, r, b) for n, r, b in CP_CONFIGS]
 
 
-def _status(record, key, fix, folder) -> str | None:
-    try:
-        summary = store._read_json(store.summary_path(folder, record), f"capture {record!r}", fix)
-    except (store.CaptureMissing, ValueError) as e:
-        return str(e)
-    if not isinstance(summary, dict) or summary.get("record") != record:
-        return f"capture {record}.json is not a summary of {record!r}: {fix}"
-    if summary.get("key") != key:
-        return f"capture {record!r} is stale (its code or the capture settings changed since it was made): {fix}"
-    if "unavailable" not in summary and not store.trace_path(folder, record).exists():
-        return f"trace of {record!r} is missing ({store.trace_path(folder, record).name}): {fix}"
-    return None
+def all_records() -> list[str]:
+    """Every backward and context-parallel capture the site renders."""
+    return backward_records() + cp_records()
+
+
+def recapture_command(record: str) -> str:
+    """How to retake one of these captures: the command, and the machine it needs."""
+    if record in cp_records():
+        return (f"`python -m attnprof capture cp --world-size {CP_WORLD} --unbalanced` on a machine with "
+                f"{CP_WORLD} CUDA GPUs")
+    return f"`python -m attnprof capture --backward {record.removesuffix('-bwd')}` on a CUDA GPU"
 
 
 def stale_records(folder=None) -> dict[str, str]:
     """Backward and context-parallel captures the site renders that are missing, corrupt or stale."""
     folder = folder or store.CAPTURES
-    problems = {}
+    expected = {}  # record -> (its current key, the code whose change makes it stale)
     for stage in BACKWARD_STAGES:
-        record = backward_record(stage)
-        fix = f"run `python -m attnprof capture --backward {stage}` on a CUDA GPU"
-        if why := _status(record, backward_key(stage, DEFAULT_SHAPE, store.DEFAULT_DTYPE), fix, folder):
-            problems[record] = why
-    fix = (f"run `python -m attnprof capture cp --world-size {CP_WORLD} --unbalanced` on a machine with "
-           f"{CP_WORLD} CUDA GPUs")
+        key = backward_key(stage, DEFAULT_SHAPE, store.DEFAULT_DTYPE)
+        expected[backward_record(stage)] = key, f"snippets/{get_stage(stage).snippet}.py"
     for n, rotate, balanced in CP_CONFIGS:
-        record = cp_record(n, CP_WORLD, rotate, balanced)
-        if why := _status(record, cp_key(cp_settings(n, CP_WORLD, rotate, balanced)), fix, folder):
-            problems[record] = why
-    return problems
+        key = cp_key(cp_settings(n, CP_WORLD, rotate, balanced))
+        expected[cp_record(n, CP_WORLD, rotate, balanced)] = key, CP_SOURCE.relative_to(ROOT).as_posix()
+    return {record: why for record, (key, code) in expected.items() if (why := store.check(record, key, code, folder))}

@@ -9,9 +9,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
+
+from .text import first_line
 
 if TYPE_CHECKING:  # torch is imported only where a function needs it
     import torch
@@ -45,9 +48,16 @@ class Stage:
     setup: Callable | None = None  # (snippet module, q) -> extra arguments, made once outside the forward
     provider: str = "PyTorch"  # where the kernel comes from
     layout: str = "BHSD"  # the layout the kernel takes ([batch, heads, seq, dim] or [batch, seq, heads, dim])
+    wrap: str | None = None  # "compile", "reduce-overhead" (snippets/compiled.py) or "graph" (snippets/graphed.py)
+
+    @property
+    def snippets(self) -> list[str]:
+        """Every snippet file the profiled code comes from."""
+        return [self.snippet] + ([WRAPPERS[self.wrap]] if self.wrap else [])
 
     def source_hash(self) -> str:
-        return hashlib.sha256((SNIPPETS / f"{self.snippet}.py").read_bytes()).hexdigest()[:16]
+        blob = b"".join((SNIPPETS / f"{name}.py").read_bytes() for name in self.snippets)
+        return hashlib.sha256(blob).hexdigest()[:16]
 
     def prepare(self, q, k, v) -> Callable[[], torch.Tensor]:
         """A zero-argument forward over these inputs; its extra arguments (a mask, a loaded kernel)
@@ -58,9 +68,16 @@ class Stage:
         except Exception as e:
             if self.provider == "PyTorch":
                 raise
-            reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            raise ProviderUnavailable(f"{self.provider}: {type(e).__name__}: {reason}"[:400]) from None
-        return lambda: module.attention(q, k, v, *extra)
+            raise ProviderUnavailable(f"{self.provider}: {type(e).__name__}: {first_line(e)}"[:400]) from None
+        attention = module.attention
+        if self.wrap in ("compile", "reduce-overhead"):
+            mode = "default" if self.wrap == "compile" else "reduce-overhead"
+            attention = load_snippet("compiled").compiled(module.attention, mode=mode)
+        forward = lambda: attention(q, k, v, *extra)
+        if self.wrap == "graph":
+            with self.context():  # record the graph with the backend pinned, as the capture runs it
+                forward = load_snippet("graphed").graphed(forward)
+        return forward
 
     def context(self):
         """Entered once around a whole capture: pins the SDPA backend, so the pinning itself is not
@@ -68,6 +85,9 @@ class Stage:
         if self.snippet == "sdpa":
             return load_snippet("sdpa").only(self.backend)
         return contextlib.nullcontext()
+
+
+WRAPPERS = {"compile": "compiled", "reduce-overhead": "compiled", "graph": "graphed"}
 
 
 def _mask(module, q):
@@ -90,14 +110,24 @@ STAGES = {
               setup=lambda m, q: [m.load_sageattn()]),
         Stage("hub", "FlashAttention-2 from the kernel hub", "hub", provider="Hugging Face kernels hub",
               setup=lambda m, q: [m.load_flash_attn()], layout="BSHD"),
+        # the CPU side: the same forwards compiled, or replayed as one CUDA graph
+        Stage("naive_compiled", "Naive attention, torch.compile", "naive", setup=_mask, wrap="compile"),
+        Stage("inplace_compiled", "In-place masking, torch.compile", "inplace", setup=_mask, wrap="compile"),
+        Stage("naive_reduce", "Naive attention, torch.compile reduce-overhead", "naive", setup=_mask,
+              wrap="reduce-overhead"),
+        Stage("flash_graph", "SDPA flash, replayed as a CUDA graph", "sdpa", "flash", wrap="graph"),
+        Stage("cudnn_graph", "SDPA cuDNN, replayed as a CUDA graph", "sdpa", "cudnn", wrap="graph"),
     ]
 }
 LADDER = ["naive", "inplace", "math", "efficient", "flash", "cudnn", "auto"]
 PROVIDERS = ["flex", "sage", "hub"]
+LAUNCH = ["naive_compiled", "inplace_compiled", "naive_reduce", "flash_graph", "cudnn_graph"]
 LONG_SHAPE = (1, 16, 8192, 128)
+SHORT_SHAPE = (1, 16, 256, 64)  # a forward so small that launching it costs more than running it
 # every capture the site renders: (stage, shape); `check` and the build look for exactly these
 SITE_RECORDS = [(name, DEFAULT_SHAPE) for name in STAGES] + [
-    (name, LONG_SHAPE) for name in ("efficient", "flash", "cudnn", *PROVIDERS)]
+    (name, LONG_SHAPE) for name in ("efficient", "flash", "cudnn", *PROVIDERS)] + [
+    (name, SHORT_SHAPE) for name in ("flash", "cudnn", "flash_graph", "cudnn_graph")]
 
 
 def get_stage(name: str) -> Stage:
@@ -130,3 +160,15 @@ def snippet_section(path: str | Path, section: str | None = None) -> str:
     except StopIteration:
         raise ValueError(f"{path} has no section {section!r}") from None
     return "\n".join(l for l in lines[i + 1:j] if "--8<-- [" not in l)
+
+
+INCLUDE = re.compile(r'^(?P<indent>[ \t]*)--8<--\s+"(?P<path>[^":]+)(?::(?P<section>[\w-]+))?"\s*$', re.M)
+
+
+def fill_includes(text: str) -> str:
+    """Replace each `--8<-- "FILE:SECTION"` line (pymdownx.snippets' syntax, FILE relative to the
+    repository) with that section of FILE, indented like the line."""
+    def include(m):
+        body = snippet_section(ROOT / m["path"], m["section"])
+        return "\n".join(m["indent"] + line if line else line for line in body.splitlines())
+    return INCLUDE.sub(include, text)

@@ -12,6 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from . import text
 from .stages import DEFAULT_SHAPE, ROOT, SITE_RECORDS, Stage, get_stage
 
 # ATTNPROF_CAPTURES points the CLI and the site build at another folder (tests use it)
@@ -46,7 +47,7 @@ def capture_key(stage: Stage, stage_settings: dict) -> str:
 
 def record_name(stage: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE) -> str:
     """`flash` at the default shape and dtype, `flash-1x16x8192x128` (and `-fp16`) otherwise."""
-    name = stage if tuple(shape) == tuple(DEFAULT_SHAPE) else f"{stage}-{'x'.join(map(str, shape))}"
+    name = stage if tuple(shape) == tuple(DEFAULT_SHAPE) else f"{stage}-{text.shape(shape, 'x')}"
     return name if dtype_name == DEFAULT_DTYPE else f"{name}-{dtype_name}"
 
 
@@ -117,10 +118,14 @@ def write_trace(folder, name, events: dict):
 
 
 def recapture_command(record: str) -> str:
+    """How to retake the capture `record`: the command, and the machine it needs."""
+    from . import records  # the backward and two-GPU captures (records.py builds on this module)
+    if record in records.all_records():
+        return records.recapture_command(record)
     stage, shape, dtype_name = parse_record(record)
-    extra = "" if tuple(shape) == tuple(DEFAULT_SHAPE) else f" --shape {','.join(map(str, shape))}"
+    extra = "" if tuple(shape) == tuple(DEFAULT_SHAPE) else f" --shape {text.shape(shape, ',')}"
     extra += "" if dtype_name == DEFAULT_DTYPE else f" --dtype {dtype_name}"
-    return f"`python -m attnprof capture {stage}{extra}`"
+    return f"`python -m attnprof capture {stage}{extra}` on a CUDA GPU"
 
 
 def _read_json(path: Path, what: str, fix: str) -> dict:
@@ -136,7 +141,7 @@ def _read_json(path: Path, what: str, fix: str) -> dict:
 
 def load_summary(record, folder=CAPTURES) -> dict:
     path = summary_path(folder, record)
-    fix = f"run {recapture_command(record)} on a CUDA GPU"
+    fix = f"run {recapture_command(record)}"
     summary = _read_json(path, f"capture {record!r}", fix)
     if not isinstance(summary, dict) or summary.get("record") != record:
         raise ValueError(f"capture {path.name} is not a summary of {record!r}: {fix}")
@@ -144,24 +149,33 @@ def load_summary(record, folder=CAPTURES) -> dict:
 
 
 def status(record, folder=CAPTURES) -> str | None:
-    """None when the capture `record` is present and current; otherwise one line saying why not."""
+    """None when the stage capture `record` is present and current; otherwise one line saying why not."""
     stage_name, shape, dtype_name = parse_record(record)
     stage = get_stage(stage_name)
+    return check(record, capture_key(stage, settings(shape, dtype_name)), f"snippets/{stage.snippet}.py", folder)
+
+
+def check(record, key: str, source: str, folder=CAPTURES) -> str | None:
+    """None when the capture `record` is present, was made under `key` and has its trace; otherwise one
+    line saying why not. `source` names the code whose change makes the capture stale."""
     try:
         summary = load_summary(record, folder)
     except (CaptureMissing, ValueError) as e:
         return str(e)
-    fix = f"run {recapture_command(record)} on a CUDA GPU"
-    if summary.get("key") != capture_key(stage, settings(shape, dtype_name)):
-        return (f"capture {record!r} is stale (snippets/{stage.snippet}.py or the capture settings "
-                f"changed since it was made): {fix}")
+    fix = f"run {recapture_command(record)}"
+    if summary.get("key") != key:
+        return f"capture {record!r} is stale ({source} or the capture settings changed since it was made): {fix}"
     if "unavailable" not in summary and not trace_path(folder, record).exists():
         return f"trace of {record!r} is missing ({trace_path(folder, record).name}): {fix}"
     return None
 
 
 def stale_records(folder=CAPTURES) -> dict[str, str]:
-    return {record: why for record in site_records() if (why := status(record, folder))}
+    """Every capture the site renders that is missing, corrupt or stale, with why: the stages' and the
+    backward and two-GPU ones (records.py), which no site build retakes."""
+    from . import records
+    stages = {record: why for record in site_records() if (why := status(record, folder))}
+    return {**stages, **records.stale_records(folder)}
 
 
 def load_run(name, folder=CAPTURES) -> dict:

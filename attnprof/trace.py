@@ -216,3 +216,40 @@ def overlap(ops: list[DeviceOp]) -> dict:
     return {"communication_us": communication, "overlap_us": hidden, "exposed_us": communication - hidden,
             "compute_us": _length(comp),
             "hidden_fraction": hidden / communication if communication else None}
+
+
+@dataclass
+class Gaps:
+    """Where one forward's GPU time went, read off its trace. The span runs from the first launch
+    on the CPU to the end of the last device op; the GPU is busy while any of the forward's ops
+    runs and idle for the rest of the span, waiting for the CPU to launch more work."""
+    span_us: float
+    busy_us: float
+    launch_latency_us: list[float]  # per op: its launch call's start on the CPU → its start on the GPU
+
+    @property
+    def idle_us(self) -> float:
+        return self.span_us - self.busy_us
+
+    @property
+    def idle_share(self) -> float:
+        return self.idle_us / self.span_us if self.span_us else 0.0
+
+    @property
+    def launch_bound(self) -> bool:
+        """The GPU spends more of the span waiting for launches than running the forward's ops."""
+        return self.idle_us > self.busy_us
+
+
+def gaps(ops: list[DeviceOp]) -> Gaps:
+    """The gaps of one forward's device ops (a Forward's `ops`, or a summary's rebuilt as DeviceOps)."""
+    if not ops:
+        return Gaps(0.0, 0.0, [])
+    busy, end = 0.0, float("-inf")
+    for op in sorted(ops, key=lambda op: op.start_us):  # union of the ops' intervals
+        op_end = op.start_us + op.duration_us
+        busy += max(0.0, op_end - max(op.start_us, end))
+        end = max(end, op_end)
+    first_launch = min(op.launch_start_us for op in ops)
+    return Gaps(span_us=end - first_launch, busy_us=busy,
+                launch_latency_us=[op.start_us - op.launch_start_us for op in ops])

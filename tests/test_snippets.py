@@ -47,6 +47,11 @@ def test_first_query_sees_only_itself():
         torch.testing.assert_close(out[0, 0, 0], v[0, 0, 0])
 
 
+def test_compiled_naive_matches_on_cpu():
+    _, err = run("naive_compiled", (1, 2, 64, 32), torch.float32, torch.seed() % 2**31)
+    assert err < 1e-5
+
+
 def test_flex_attention_compiles_and_matches_on_cpu():
     _, err = run("flex", (1, 2, 128, 32), torch.float32, torch.seed() % 2**31)
     assert err < 1e-5

@@ -1,11 +1,15 @@
 """The backward pass (autograd's thread) and context parallelism on two GPUs, on real H200 traces."""
 import copy
 import json
+import xml.etree.ElementTree as ET
 
 import pytest
 
 from attnprof import names, records, store, trace
 from attnprof.cli import main
+from attnprof.site import plots, training  # noqa: F401  (importing training registers its pieces)
+from attnprof.site.build import Build
+from attnprof.site.registry import expand
 from tests.conftest import FIXTURES, LABEL
 
 BWD = records.BWD_LABEL
@@ -233,26 +237,59 @@ def test_capture_cp_without_gpus_says_so_and_keeps_the_captures(tmp_path, capsys
     assert "bad --rotate" in capsys.readouterr().err
 
 
-def test_check_covers_backward_and_two_gpu_captures(tmp_path):
-    assert records.stale_records() == {}
+def test_check_covers_backward_and_two_gpu_captures(tmp_path, capsys):
+    assert store.stale_records() == {}
     folder = tmp_path / "captures"
     folder.mkdir()
     record = records.cp_records()[0]
     s = json.loads(store.summary_path(store.CAPTURES, record).read_text())
     (folder / f"{record}.json").write_text(json.dumps(dict(s, key="0" * 16)))
-    problems = records.stale_records(folder)
+    problems = store.stale_records(folder)  # the one list that check and the site build refuse
+    assert set(records.all_records()) <= set(problems)
     assert "stale" in problems[record] and "capture cp" in problems[record]
     assert "missing" in problems["flash-bwd"] and "--backward flash" in problems["flash-bwd"]
+    assert main(["check", "--captures", str(folder)]) == 1
+    assert problems[record] in capsys.readouterr().out
+
+
+def test_a_training_capture_that_cannot_be_used_renders_as_a_box():
+    why = "capture 'flash-bwd' is stale: run it again"
+    build = Build(problems={"flash-bwd": why, records.cp_records()[0]: why})
+    assert "Capture not usable" in expand(build, "bwd-ops", ["flash-bwd"]) and why in expand(build, "bwd-ops", ["flash-bwd"])
+    assert "Capture not usable" in expand(build, "bwd-compare", records.backward_records())
+    assert expand(build, "bwd-value", ["flash-bwd", "ops"]).startswith("**(capture not usable")
+    assert "Capture not usable" in expand(build, "cp-trace", [records.cp_records()[0]])
+    assert expand(build, "bwd-value", ["naive-bwd", "ops"]) == "11"  # the others render
+
+
+def test_rank_timeline_is_well_formed_and_lines_the_ranks_up():
+    record = "cp-allgather-w2-1x16x32768x128"
+    build = Build(problems={})
+    svg = plots.ranks_timeline(build.summary(record), build.trace(record))
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = [t.text for t in root.iter(f"{ns}text")]
+    assert {"rank 0 compute", "rank 0 NCCL", "rank 1 compute", "rank 1 NCCL"} <= set(texts)
+    titles = [t.text for t in root.iter(f"{ns}title")]
+    kernels = sum(op["kind"] == "kernel" for r in build.summary(record)["ranks"] for op in r["ops"])
+    assert len(titles) == kernels and sum("AllGather" in t for t in titles) == 2
+
+
+def test_backward_timeline_follows_autograd():
+    build = Build(problems={})
+    s = build.summary("flash-bwd")
+    root = ET.fromstring(plots.timeline(s, build.trace("flash-bwd")))
+    titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    assert root.get("aria-label") == "flash backward trace"
+    assert sum(t.startswith(f"{i}. ") for t in titles for i in range(1, len(s["ops"]) + 1)) == len(s["ops"]) == 5
 
 
 def test_chapters_render_from_the_committed_captures(site):
     bwd = (site / "backward" / "index.html").read_text()
     assert "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" in bwd and "ScaledDotProductFlashAttentionBackward0" in bwd
-    assert "figures/flash-bwd-trace.svg" in bwd and (site / "figures" / "flash-bwd-trace.svg").exists()
+    assert 'aria-label="flash backward trace"' in bwd and "one backward of flash" in bwd  # the trace, inline
     assert "Captured on NVIDIA H200" in bwd and "attnprof:" not in bwd
     two = (site / "two-gpus" / "index.html").read_text()
     assert "ncclDevKernel_AllGather_RING_LL" in two and "<code>SendRecv</code>" in two
-    record = "cp-allgather-w2-1x16x32768x128"
-    assert f"figures/{record}-trace.svg" in two and "attnprof:" not in two
-    svg = (site / "figures" / f"{record}-trace.svg").read_text()
-    assert "rank 0 NCCL" in svg and "rank 1 compute" in svg
+    assert "attnprof:" not in two and two.count('aria-label="cp-') == 2  # both rank timelines, inline
+    assert "rank 0 NCCL" in two and "rank 1 compute" in two
