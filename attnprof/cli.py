@@ -115,12 +115,28 @@ def cmd_show(args) -> int:
 
 def cmd_check(args) -> int:
     from .records import all_records
-    problems = store.stale_records(args.captures)
+    problems = store.problems(args.captures)
     for why in problems.values():
         print(why)
     if not problems:
-        print(f"all {len(store.site_records()) + len(all_records())} captures the site uses are present and current")
+        print(f"all {len(store.site_records()) + len(all_records())} captures and {len(store.counter_records())} "
+              f"counters records the site uses are present and current")
     return 1 if problems else 0
+
+
+def cmd_counters(args) -> int:
+    from .measure.counters import collect
+    shape = parse_shape(args.shape)
+    records = (store.counter_records() if args.stages == ["all"]
+               else [store.record_name(get_stage(n).name, shape) for n in args.stages])
+    failed = False
+    for r in collect(records, args.out):
+        if "error" in r:
+            failed = True
+            print(f"{r['record']:>10}: FAILED {r['error']}")
+        else:
+            print(f"{r['capture']:>10}: {len(r['kernels'])} kernel(s) under {r['ncu']}")
+    return 1 if failed else 0
 
 
 def cmd_explain(args) -> int:
@@ -206,6 +222,12 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("check", help="list captures that are missing or stale; exit 1 if any")
     k.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
     k.set_defaults(run=cmd_check)
+
+    n = sub.add_parser("counters", help="on a CUDA GPU with Nsight Compute: hardware counters of one forward")
+    n.add_argument("stages", nargs="+", metavar="STAGE", help="stages, or all (every counters record the site uses)")
+    n.add_argument("--shape", default=",".join(map(str, DEFAULT_SHAPE)), help="B,H,S,D (default: %(default)s)")
+    n.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
+    n.set_defaults(run=cmd_counters)
 
     e = sub.add_parser("explain", help="decode a kernel name: library, math unit, dtype, arch, tile")
     e.add_argument("name", metavar="KERNEL_NAME")

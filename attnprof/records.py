@@ -68,12 +68,12 @@ def all_records() -> list[str]:
     return backward_records() + cp_records()
 
 
-def recapture_command(record: str) -> str:
-    """How to retake one of these captures: the command, and the machine it needs."""
+def recapture_fix(record: str) -> str:
+    """What to run to retake one of these captures, and on what machine."""
     if record in cp_records():
-        return (f"`python -m attnprof capture cp --world-size {CP_WORLD} --unbalanced` on a machine with "
+        return (f"run `python -m attnprof capture cp --world-size {CP_WORLD} --unbalanced` on a machine with "
                 f"{CP_WORLD} CUDA GPUs")
-    return f"`python -m attnprof capture --backward {record.removesuffix('-bwd')}` on a CUDA GPU"
+    return f"run `python -m attnprof capture --backward {record.removesuffix('-bwd')}` on a CUDA GPU"
 
 
 def stale_records(folder=None) -> dict[str, str]:

@@ -130,6 +130,11 @@ SITE_RECORDS = [(name, DEFAULT_SHAPE) for name in STAGES] + [
     (name, SHORT_SHAPE) for name in ("flash", "cudnn", "flash_graph", "cudnn_graph")]
 
 
+# every counters record the site renders: captures whose forward also ran under Nsight Compute
+COUNTER_RECORDS = [(name, DEFAULT_SHAPE) for name in (*LADDER, "flex", "sage")] + [
+    (name, LONG_SHAPE) for name in ("efficient", "flash", "cudnn", "flex", "sage")]
+
+
 def get_stage(name: str) -> Stage:
     if name not in STAGES:
         raise ValueError(f"unknown stage {name!r}: choose from {', '.join(STAGES)}")

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from . import text
-from .stages import DEFAULT_SHAPE, ROOT, SITE_RECORDS, Stage, get_stage
+from .stages import COUNTER_RECORDS, DEFAULT_SHAPE, ROOT, SITE_RECORDS, Stage, get_stage
 
 # ATTNPROF_CAPTURES points the CLI and the site build at another folder (tests use it)
 CAPTURES = Path(os.environ.get("ATTNPROF_CAPTURES", ROOT / "docs" / "captures"))
@@ -94,6 +94,10 @@ def write_json(folder, name, data: dict):
     _atomic_write(summary_path(folder, name), (json.dumps(data, indent=1) + "\n").encode())
 
 
+def write_text(folder, file_name, text: str):
+    _atomic_write(Path(folder) / file_name, text.encode())
+
+
 def write_summary(folder, summary: dict):
     write_json(folder, summary["record"], summary)
 
@@ -118,14 +122,18 @@ def write_trace(folder, name, events: dict):
 
 
 def recapture_command(record: str) -> str:
-    """How to retake the capture `record`: the command, and the machine it needs."""
-    from . import records  # the backward and two-GPU captures (records.py builds on this module)
-    if record in records.all_records():
-        return records.recapture_command(record)
     stage, shape, dtype_name = parse_record(record)
     extra = "" if tuple(shape) == tuple(DEFAULT_SHAPE) else f" --shape {text.shape(shape, ',')}"
     extra += "" if dtype_name == DEFAULT_DTYPE else f" --dtype {dtype_name}"
-    return f"`python -m attnprof capture {stage}{extra}` on a CUDA GPU"
+    return f"`python -m attnprof capture {stage}{extra}`"
+
+
+def recapture_fix(record: str) -> str:
+    """What to run to retake the capture `record`, and on what machine."""
+    from . import records  # the backward and two-GPU captures (records.py builds on this module)
+    if record in records.all_records():
+        return records.recapture_fix(record)
+    return f"run {recapture_command(record)} on a CUDA GPU"
 
 
 def _read_json(path: Path, what: str, fix: str) -> dict:
@@ -141,7 +149,7 @@ def _read_json(path: Path, what: str, fix: str) -> dict:
 
 def load_summary(record, folder=CAPTURES) -> dict:
     path = summary_path(folder, record)
-    fix = f"run {recapture_command(record)}"
+    fix = recapture_fix(record)
     summary = _read_json(path, f"capture {record!r}", fix)
     if not isinstance(summary, dict) or summary.get("record") != record:
         raise ValueError(f"capture {path.name} is not a summary of {record!r}: {fix}")
@@ -162,7 +170,7 @@ def check(record, key: str, source: str, folder=CAPTURES) -> str | None:
         summary = load_summary(record, folder)
     except (CaptureMissing, ValueError) as e:
         return str(e)
-    fix = f"run {recapture_command(record)}"
+    fix = recapture_fix(record)
     if summary.get("key") != key:
         return f"capture {record!r} is stale ({source} or the capture settings changed since it was made): {fix}"
     if "unavailable" not in summary and not trace_path(folder, record).exists():
@@ -171,11 +179,60 @@ def check(record, key: str, source: str, folder=CAPTURES) -> str | None:
 
 
 def stale_records(folder=CAPTURES) -> dict[str, str]:
-    """Every capture the site renders that is missing, corrupt or stale, with why: the stages' and the
-    backward and two-GPU ones (records.py), which no site build retakes."""
+    return {record: why for record in site_records() if (why := status(record, folder))}
+
+
+def counter_records() -> list[str]:
+    return [record_name(stage, shape) for stage, shape in COUNTER_RECORDS]
+
+
+def counters_command(record: str) -> str:
+    return recapture_command(record).replace("attnprof capture", "attnprof counters")
+
+
+def load_counters(record, folder=CAPTURES) -> dict:
+    fix = f"run {counters_command(record)} on a CUDA GPU with Nsight Compute"
+    return _read_json(summary_path(folder, f"{record}.counters"), f"counters record of {record!r}", fix)
+
+
+def counters_status(record, folder=CAPTURES) -> str | None:
+    """None when the counters of capture `record` are present, current, and agree with the ncu report
+    they were parsed from; otherwise one line saying why not and what to run."""
+    from . import counters
+    fix = f"run {counters_command(record)} on a CUDA GPU with Nsight Compute"
+    stage_name, shape, dtype_name = parse_record(record)
+    try:
+        record_ = load_counters(record, folder)
+    except (CaptureMissing, ValueError) as e:
+        return str(e)
+    if record_.get("key") != capture_key(get_stage(stage_name), settings(shape, dtype_name)):
+        return f"counters of {record!r} are stale (the snippet or the capture settings changed): {fix}"
+    report = Path(folder) / f"{record}.ncu.csv"
+    try:
+        parsed = counters.parse_csv(report.read_text())
+    except (OSError, ValueError) as e:
+        return f"ncu report {report.name} is missing or unreadable ({e}): {fix}"
+    if parsed != record_.get("kernels"):
+        return f"counters {record}.counters.json disagree with their ncu report {report.name}: {fix}"
+    try:
+        capture = load_summary(record, folder)
+    except (CaptureMissing, ValueError):
+        return None  # the capture's own status says what is wrong with it
+    if "ops" in capture and not counters.paired(capture["ops"], parsed):
+        return f"counters of {record!r} name other kernels than its capture: {fix}"
+    return None
+
+
+def stale_counters(folder=CAPTURES) -> dict[str, str]:
+    """Counters records that are missing, stale or disagree with their report, keyed `<record>.counters`."""
+    return {f"{record}.counters": why for record in counter_records() if (why := counters_status(record, folder))}
+
+
+def problems(folder=CAPTURES) -> dict[str, str]:
+    """Everything the site reads that is missing, stale or inconsistent: the stage captures, the backward
+    and two-GPU captures (records.py; no site build retakes them), and the counters records."""
     from . import records
-    stages = {record: why for record in site_records() if (why := status(record, folder))}
-    return {**stages, **records.stale_records(folder)}
+    return {**stale_records(folder), **records.stale_records(folder), **stale_counters(folder)}
 
 
 def load_run(name, folder=CAPTURES) -> dict:

@@ -16,7 +16,7 @@ class Build:
     @property
     def problems(self) -> dict[str, str]:
         if self._problems is None:
-            self._problems = store.stale_records(self.folder)
+            self._problems = store.problems(self.folder)
         return self._problems
 
     def summary(self, record: str) -> dict:
@@ -34,6 +34,12 @@ class Build:
 
     def device_properties(self, record: str) -> dict:
         return self.trace(record)["deviceProperties"][0]
+
+    def counters(self, record: str) -> dict | None:
+        """The counters record of a capture, or None where there is none usable (missing, stale, inconsistent)."""
+        if f"{record}.counters" in self.problems or store.counters_status(record, self.folder):
+            return None
+        return store.load_counters(record, self.folder)
 
     def run(self, name: str) -> list | dict:
         """The result of a committed measurement run (`run-<name>.json`)."""

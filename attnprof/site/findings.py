@@ -4,6 +4,7 @@ records; nothing is typed in by hand."""
 from __future__ import annotations
 
 from .. import reasons
+from ..counters import verdict as counter_verdict
 from ..flops import causal_flops, min_bytes, naive_bytes
 from ..text import shape, size, us
 from . import plots, tables
@@ -176,6 +177,35 @@ def roofline_table(build: Build):
                      f"{100 * tflops / c['matmul_tflops']:.0f} %", f"{100 * tflops / attainable:.0f} %"))
     return tables.table(["path", "FLOP / byte", "achieved TFLOP/s", "roof at that intensity", "of matmul peak",
                             "of the roof"], rows, "lrrrrr")
+
+
+COUNTED = ["efficient", "flash", "cudnn", "flex", "sage"]  # fused paths with counters at the long shape
+
+
+@piece("counters-roofline")
+def counters_roofline(build: Build):
+    """Each fused path at the long shape placed by what Nsight Compute measured: its DRAM bytes and the
+    duration of its kernels, against the ridge point of the ceilings run."""
+    c = build.run("ceilings")
+    ridge = c["matmul_tflops"] * 1e3 / c["copy_gbs"]  # FLOP per byte where the two roofs meet
+    rows = []
+    for stage in COUNTED:
+        measured = build.counters(f"{stage}-1x16x8192x128")
+        if measured is None:
+            continue
+        kernels = measured["kernels"]
+        main = max(kernels, key=lambda k: k["duration_ns"] or 0)
+        moved = sum(k["dram_bytes"] or 0 for k in kernels)
+        flops = causal_flops(measured["shape"])
+        rows.append((title(stage), size(moved), f"{flops / moved:,.0f}",
+                     f"{flops / (sum(k['duration_ns'] or 0 for k in kernels) * 1e-9) / 1e12:.0f}",
+                     f"{main['tensor_pipe_pct']:.0f} %", f"{main['dram_throughput_pct']:.0f} %",
+                     f"**{counter_verdict(main)}**"))
+    return (tables.table(["path", "DRAM bytes (measured)", "FLOP / DRAM byte", "TFLOP/s (ncu kernel time)",
+                          "tensor pipe (longest kernel)", "DRAM throughput", "verdict (longest kernel)"], rows, "lrrrrrl")
+            + f"\n\nShape B=1, H=16, S=8192, D=128, bf16, causal; FLOPs by the causal model (4·B·H·S²·D/2), "
+              f"bytes and kernel time measured by Nsight Compute over one forward. The ridge point of the "
+              f"measured ceilings is {ridge:.0f} FLOP per byte.")
 
 
 @piece("fastest")

@@ -35,22 +35,17 @@ def _recapture(records):
                 log.warning("recapture of %s failed: %s", record, result["error"])
 
 
-def _stale_stages() -> list[str]:
-    """The stage captures to retake; a build never retakes the backward and two-GPU ones (records.py)."""
-    return [record for record in store.stale_records() if record in store.site_records()]
-
-
 def on_config(config):
     mode = os.environ.get("ATTNPROF_RECAPTURE", "auto")
     if mode not in ("auto", "always", "never"):
         raise PluginError(f"ATTNPROF_RECAPTURE={mode!r} is not understood: use auto, always or never")
-    if mode == "always" or (mode == "auto" and shutil.which("nvidia-smi") and _stale_stages()):
+    if mode == "always" or (mode == "auto" and shutil.which("nvidia-smi") and store.stale_records()):
         import torch  # only where a GPU may be: importing torch is most of a CPU build's time
         if mode == "always" or torch.cuda.is_available():
             if not torch.cuda.is_available():
                 raise PluginError("ATTNPROF_RECAPTURE=always needs a CUDA GPU, and this machine has none")
-            _recapture(store.site_records() if mode == "always" else _stale_stages())
-    problems = store.stale_records()
+            _recapture(store.site_records() if mode == "always" else list(store.stale_records()))
+    problems = store.problems()
     if problems and config.strict:  # raised, not logged: `mkdocs build -q --strict` drops warnings
         raise PluginError("\n".join(problems.values()))
     for why in problems.values():

@@ -5,13 +5,13 @@ What a piece reads is declared where it is registered (see registry.py).
 """
 from __future__ import annotations
 
-from .. import a100, names, oplist
+from .. import a100, names, oplist, store
 from ..flops import causal_flops
 from ..stages import LADDER, PROVIDERS, STAGES
 from ..text import shape, us
 from . import plots, tables
 from .build import Build
-from .registry import ALL, piece
+from .registry import ALL, piece, problem_box
 
 
 def causal_tflops(s: dict) -> float:
@@ -121,7 +121,32 @@ def value(build: Build, record, field):
 
 @piece("footprint", captures=1)
 def footprint(build: Build, record):
-    return tables.footprint(build.summary(record), build.device_properties(record))
+    measured = build.counters(record)
+    return tables.footprint(build.summary(record), build.device_properties(record),
+                            measured["kernels"] if measured else None)
+
+
+@piece("counter", captures=1, inline=True)
+def counter(build: Build, record, kernel, field):
+    """One measured counter, inline in prose: `counter math xmma_gemm fma_pipe_pct` gives the field of
+    every kernel whose name holds `xmma_gemm`, in launch order."""
+    measured = build.counters(record)
+    if measured is None:
+        return "**(counters not usable: see `python -m attnprof check`)**"
+    if field not in measured["kernels"][0]:
+        raise KeyError(f"unknown counter {field!r} (known: {', '.join(measured['kernels'][0])})")
+    values = [k[field] for k in measured["kernels"] if kernel in k["name"]]
+    if not values:
+        raise ValueError(f"no kernel of {record!r} has {kernel!r} in its name")
+    return " and ".join(f"{v:.1f} %" if field.endswith("_pct") else f"{v:,.0f}" for v in values)
+
+
+@piece("counters", captures=1)
+def counters(build: Build, record):
+    measured = build.counters(record)
+    if measured is None:
+        return problem_box(build.problems.get(f"{record}.counters") or store.counters_status(record, build.folder))
+    return tables.counters(measured, build.summary(record))
 
 
 @piece("cpu", captures=1)

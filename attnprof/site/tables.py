@@ -6,7 +6,7 @@ import html
 
 from .. import names, oplist
 from ..oplist import KIND_LABEL
-from ..text import shape, short, us
+from ..text import shape, short, size, us
 
 KEY_AVERAGES_HEADERS = ["Name", "Calls", "Self CPU", "CPU total", "Self CUDA", "CUDA total"]
 
@@ -91,20 +91,52 @@ def ops_diff(a, b) -> str:
             f"(device time {'saved' if saved >= 0 else 'added'}: {us(abs(saved))}).")
 
 
-def footprint(summary, props: dict) -> str:
-    rows = [(r["index"], kernel(r["name"]), shape(r["grid"]), shape(r["block"]),
+def footprint(summary, props: dict, measured: list[dict] | None = None) -> str:
+    """Footprint and theoretical occupancy per kernel; beside it the achieved occupancy that Nsight
+    Compute measured (`measured`: a counters record's kernels, in launch order), else the trace's estimate."""
+    from ..counters import paired
+    rows = oplist.footprint_rows(summary, props)
+    if measured is not None and not paired(summary["ops"], measured):
+        measured = None  # not the same kernels: pair nothing rather than the wrong rows
+    achieved = (["—" if k.get("warps_active_pct") is None else f"**{k['warps_active_pct']:.1f} %**" for k in measured]
+                if measured else ["—" if r["achieved_occupancy"] is None else f"{r['achieved_occupancy']} %" for r in rows])
+    body = [(r["index"], kernel(r["name"]), shape(r["grid"]), shape(r["block"]),
              r["registers"], f"{r['shared_memory'] / 1024:.1f} KiB", f"{r['blocks_per_sm']} ({r['limiter']})",
-             f"{r['warps_per_sm']} / {r['max_warps']}", f"**{r['occupancy_pct']:.1f} %**",
-             "—" if r["achieved_occupancy"] is None else f"{r['achieved_occupancy']} %")
-            for r in oplist.footprint_rows(summary, props)]
-    return table(["#", "kernel", "grid", "block", "regs/thread", "smem/block", "blocks/SM (limit)",
-                  "warps/SM", "theoretical occupancy", "trace's est. achieved"], rows, "rlllrrlrrr") + (
+             f"{r['warps_per_sm']} / {r['max_warps']}", f"**{r['occupancy_pct']:.1f} %**", a)
+            for r, a in zip(rows, achieved)]
+    note = ("*Achieved* is the share of warp slots that held a warp while the SM was active, measured by Nsight "
+            "Compute over one forward (the counters below)." if measured else
+            "*Est. achieved* is the profiler's own field, copied as recorded; it is an estimate, "
+            "and it reads 0 for many kernels on this machine.")
+    return table(["#", "kernel", "grid", "block", "regs/thread", "smem/block", "blocks/SM (limit)", "warps/SM",
+                  "theoretical occupancy", "achieved (Nsight Compute)" if measured else "trace's est. achieved"],
+                 body, "rlllrrlrrr") + (
         f"\n\n*Theoretical occupancy* is computed by attnprof from each kernel's registers, shared memory and "
         f"block size against this GPU's per-SM limits ({props['regsPerMultiprocessor']} registers, "
         f"{props['sharedMemPerMultiprocessor'] // 1024} KiB shared memory, "
-        f"{props['maxThreadsPerMultiprocessor'] // 32} warps, from the trace's deviceProperties). "
-        f"*Est. achieved* is the profiler's own field, copied as recorded; it is an estimate, "
-        f"and it reads 0 for many kernels on this machine.")
+        f"{props['maxThreadsPerMultiprocessor'] // 32} warps, from the trace's deviceProperties). {note}")
+
+
+def counters(record: dict, capture: dict) -> str:
+    """Each kernel of one forward as Nsight Compute measured it: occupancy, pipes, throughput, verdict.
+    Kernels are named as the capture names them where the two lists agree."""
+    from .. import counters as c
+    pairs = c.paired(capture["ops"], record["kernels"]) or [({"name": k["name"]}, k) for k in record["kernels"]]
+    rows = []
+    for op, k in pairs:
+        pct = lambda key: "—" if k.get(key) is None else f"{k[key]:.1f} %"
+        dram = "—" if k.get("dram_bytes") is None else f"{pct('dram_throughput_pct')} ({size(k['dram_bytes'])})"
+        rows.append((kernel(op["name"]), f"{pct('warps_active_pct')} of {pct('theoretical_occupancy_pct')} "
+                     f"({c.limiter(k) or '—'})", pct("tensor_pipe_pct"), pct("fma_pipe_pct"),
+                     f"{pct('sm_throughput_pct')} / {pct('memory_throughput_pct')}", dram, pct("l2_hit_pct"),
+                     f"**{c.verdict(k)}**"))
+    return (table(["kernel", "warps active of theoretical (limit)", "tensor pipe", "FP32 FMA pipe",
+                   "SM / memory throughput", "DRAM (of peak, bytes)", "L2 hit", "verdict"], rows, "llrrllrl")
+            + f"\n\nMeasured by Nsight Compute ({cell(record['ncu'])}) on {cell(record['device'])}, {record['date']}, "
+              f"over one forward with the clocks unlocked; each percentage is of that unit's peak. *Warps active* is "
+              f"the achieved occupancy, beside the theoretical one and the resource that limits it. The *verdict* "
+              f"names the busier of SM and memory once it reaches {c.BOUND_AT:.0f} % of its peak, and says "
+              f"*latency-bound* when neither does.")
 
 
 def cpu(summary, max_depth: int = 2) -> str:

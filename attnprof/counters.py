@@ -1,0 +1,96 @@
+"""Hardware counters of a forward's kernels, read by Nsight Compute (`ncu`), and what they say.
+
+A counters record is made on a GPU by `python -m attnprof counters` (attnprof/measure/counters.py):
+ncu profiles every kernel of one forward and prints its raw page as CSV; that CSV is committed
+beside the record (`<record>.ncu.csv`), and the record's kernels are parsed from it here, so the
+record can always be checked against the report it came from.
+"""
+from __future__ import annotations
+
+import csv
+import io
+
+# what we ask ncu for: our name → ncu metric
+METRICS = {
+    "duration_ns": "gpu__time_duration.sum",
+    "warps_active_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",  # achieved occupancy
+    "theoretical_occupancy_pct": "sm__maximum_warps_per_active_cycle_pct",
+    "tensor_pipe_pct": "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",  # mma and wgmma
+    "wgmma_instructions": "sm__inst_executed_pipe_tensor_op_gmma.sum",
+    "fma_pipe_pct": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",  # FP32 FFMA on CUDA cores
+    "sm_throughput_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "memory_throughput_pct": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram_throughput_pct": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram_bytes": "dram__bytes.sum",
+    "l2_hit_pct": "lts__t_sector_hit_rate.pct",
+    "limit_registers": "launch__occupancy_limit_registers",
+    "limit_shared_memory": "launch__occupancy_limit_shared_mem",
+    "limit_warps": "launch__occupancy_limit_warps",
+    "limit_blocks": "launch__occupancy_limit_blocks",
+}
+BOUND_AT = 60.0  # % of peak: a unit this busy is what limits the kernel (Nsight Compute's own rule of thumb)
+
+
+def _number(text: str):
+    text = text.strip().replace(",", "")
+    if text in ("", "n/a"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse_csv(text: str) -> list[dict]:
+    """Kernels of an `ncu --csv --page raw --print-units base` report, in launch order: name, grid,
+    block, and every metric of METRICS that the report holds (None where ncu printed n/a)."""
+    rows = list(csv.reader(io.StringIO(text)))
+    start = next((i for i, r in enumerate(rows) if r[:1] == ["ID"]), None)
+    if start is None:
+        raise ValueError("not an ncu raw CSV report: no header row starting with \"ID\"")
+    header, body = rows[start], rows[start + 1:]
+    if body and not body[0][0].strip().isdigit():  # the units row
+        body = body[1:]
+    col = {name: i for i, name in enumerate(header)}
+    kernels = []
+    for r in body:
+        if len(r) != len(header):
+            continue
+        k = {"name": r[col["Kernel Name"]], "grid": r[col.get("Grid Size", -1)], "block": r[col.get("Block Size", -1)]}
+        for ours, metric in METRICS.items():
+            k[ours] = _number(r[col[metric]]) if metric in col else None
+        kernels.append(k)
+    if not kernels:
+        raise ValueError("the ncu report holds no kernel")
+    return kernels
+
+
+def base_name(name: str) -> str:
+    """A kernel's function name without namespaces, template arguments or parameters: ncu and the
+    profiler spell the rest differently (ncu drops some namespaces)."""
+    name = name.removeprefix("void ").split("<")[0].split("(")[0]
+    return name.split("::")[-1].strip()
+
+
+def paired(capture_ops: list[dict], kernels: list[dict]) -> list[tuple[dict, dict]] | None:
+    """The capture's kernel ops beside the counters' kernels, in launch order; None unless the two
+    lists name the same kernels."""
+    ops = [op for op in capture_ops if op["kind"] == "kernel"]
+    if len(ops) != len(kernels) or any(base_name(o["name"]) != base_name(k["name"]) for o, k in zip(ops, kernels)):
+        return None
+    return list(zip(ops, kernels))
+
+
+def limiter(k: dict) -> str | None:
+    """Which resource caps the blocks per SM: the smallest of ncu's occupancy limits."""
+    limits = {name: k.get(f"limit_{name}") for name in ("registers", "shared_memory", "warps", "blocks")}
+    limits = {n: v for n, v in limits.items() if v is not None}
+    return min(limits, key=limits.get).replace("_", " ") if limits else None
+
+
+def verdict(k: dict) -> str:
+    """compute-bound, memory-bound or latency-bound, from SM and memory throughput (% of peak)."""
+    sm, mem = k.get("sm_throughput_pct") or 0.0, k.get("memory_throughput_pct") or 0.0
+    if max(sm, mem) < BOUND_AT:
+        return "latency-bound"
+    return "compute-bound" if sm >= mem else "memory-bound"

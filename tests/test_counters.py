@@ -1,0 +1,80 @@
+"""Hardware counters: the committed Nsight Compute reports (real, from the H200) parse on a CPU into
+exactly the committed records, and the records say what the chapters say they say."""
+import json
+import shutil
+
+import pytest
+
+from attnprof import counters, store
+from attnprof.cli import main
+
+
+def test_every_committed_record_is_its_report_parsed():
+    for record in store.counter_records():
+        report = (store.CAPTURES / f"{record}.ncu.csv").read_text()
+        assert counters.parse_csv(report) == store.load_counters(record)["kernels"], record
+        assert store.counters_status(record) is None, record
+
+
+def test_math_runs_its_fp32_gemms_on_the_fma_pipe():
+    kernels = store.load_counters("math")["kernels"]
+    gemms = [k for k in kernels if "xmma_gemm_f32f32" in k["name"]]
+    assert len(gemms) == 2
+    for k in gemms:
+        assert k["fma_pipe_pct"] > 40 and k["tensor_pipe_pct"] < 1 and k["wgmma_instructions"] == 0
+
+
+def test_flash_fills_the_slots_its_registers_allow():
+    (k,) = store.load_counters("flash")["kernels"]
+    assert counters.limiter(k) == "registers"
+    assert k["theoretical_occupancy_pct"] == pytest.approx(12.5)
+    assert 0.9 * k["theoretical_occupancy_pct"] < k["warps_active_pct"] <= k["theoretical_occupancy_pct"]
+
+
+def test_cudnn_uses_wgmma_and_turns_compute_bound_at_the_long_shape():
+    (short,) = store.load_counters("cudnn")["kernels"]
+    (long,) = store.load_counters("cudnn-1x16x8192x128")["kernels"]
+    assert short["wgmma_instructions"] > 0 and long["wgmma_instructions"] > short["wgmma_instructions"]
+    assert counters.verdict(long) == "compute-bound" and counters.verdict(short) == "latency-bound"
+
+
+def test_kernels_pair_with_the_capture_despite_ncus_spelling():
+    capture = store.load_summary("naive")
+    pairs = counters.paired(capture["ops"], store.load_counters("naive")["kernels"])
+    assert pairs and len(pairs) == 5
+    assert counters.base_name("void at::native::vectorized_elementwise_kernel<4, F>(int, F)") == \
+        counters.base_name("void at::vectorized_elementwise_kernel<4, G>(int)") == "vectorized_elementwise_kernel"
+    assert counters.paired(capture["ops"], store.load_counters("flash")["kernels"]) is None
+
+
+@pytest.mark.parametrize("verdict, sm, mem", [("compute-bound", 70, 30), ("memory-bound", 30, 80),
+                                              ("latency-bound", 59, 59)])
+def test_verdict(verdict, sm, mem):
+    assert counters.verdict({"sm_throughput_pct": sm, "memory_throughput_pct": mem}) == verdict
+
+
+def test_not_a_report_is_one_clear_line():
+    with pytest.raises(ValueError, match="not an ncu raw CSV report"):
+        counters.parse_csv("name,value\nflash,1\n")
+
+
+def test_a_tampered_record_is_caught(tmp_path, monkeypatch):
+    for f in store.CAPTURES.iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    path = tmp_path / "flash.counters.json"
+    record = json.loads(path.read_text())
+    record["kernels"][0]["warps_active_pct"] = 50.0
+    path.write_text(json.dumps(record))
+    why = store.counters_status("flash", tmp_path)
+    assert why and "disagree with their ncu report" in why and "attnprof counters flash" in why
+    assert main(["check", "--captures", str(tmp_path)]) == 1
+
+
+def test_counters_without_a_gpu_say_so_in_one_line(capsys):
+    pytest.importorskip("torch")
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert main(["counters", "flash"]) == 2
+    err = capsys.readouterr().err
+    assert "needs a CUDA GPU" in err and "committed counters records are kept" in err and err.count("\n") == 1
