@@ -5,7 +5,12 @@ a content tab or an admonition. Before the fences are parsed, each include line 
 lines it includes, through the same include filler the notebooks use, and indented containers are
 flattened so their fences are found too.
 """
+import os
 import re
+
+# Tests never reach the Hugging Face Hub: with `kernels` installed, the hub stage's `get_kernel` then
+# fails at once with one line instead of asking the network (read when huggingface_hub is imported).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from markdown_it import MarkdownIt
 

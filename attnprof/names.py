@@ -12,7 +12,7 @@ import re
 TENSOR, CUDA_CORES, NONE, UNKNOWN = "tensor cores", "cuda cores", "none", "unknown"
 
 DTYPE_WORDS = [  # (pattern in a name, dtype), most specific first
-    (r"c10::BFloat16|cutlass::bfloat16_t|__nv_bfloat16|\bbf16|_bf16", "bf16"),
+    (r"c10::BFloat16|cutlass::bfloat16_t|__nv_bfloat16|\bbf16|_bf16|ptrbf16", "bf16"),
     (r"c10::Half|cutlass::half_t|__half\b|\bf16\b|_f16_|_h16|fp16", "fp16"),
     (r"f32f32|\bfloat\b|_f32_|sgemm|fp32", "fp32"),
     (r"\bbool\b", "bool"),
@@ -58,6 +58,9 @@ WRAPPERS = {"AUnary", "BUnary", "Binary", "elementwise", "vectorized_elementwise
 def label(name: str) -> str:
     """A short, readable name for a table row; the full name stays one hover away."""
     base = strip_templates(name)
+    cute = re.search(r"flash_attncute\w*?(FlashAttention[A-Za-z]*?(?:Sm\d+)?)(?:_|$)", name)
+    if cute:  # CuTe DSL names are the module path and class, run together: keep the class
+        return f"flash_attn.cute {cute.group(1)}"
     if base.startswith("at::native::"):
         what = re.findall(r"CUDAFunctor_(\w+)|(\w+?)(?:Functor|_kernel_impl|_kernel_cuda|_kernel)\b", name)
         what = [a or b for a, b in what if (a or b) not in WRAPPERS]
@@ -91,6 +94,12 @@ RULES = [
     (r"flash_bwd_dq_dk_dv|flash_bwd_kernel", "FlashAttention-2 (PyTorch's copy)", TENSOR,
      "FlashAttention-2's fused backward: recomputes QKᵀ and the softmax tile by tile from the saved logsumexp "
      "and forms dV, dP, dS, dK and dQ on Tensor Cores; one block per key tile (seqk_parallel), dQ summed in fp32."),
+    (r"flash_attncute.*FlashAttentionForwardSm90|FlashAttentionForwardSm90", "FlashAttention-4 (CuTe DSL)",
+     TENSOR + " (wgmma)",
+     "FlashAttention-4's fused forward for Hopper (sm_90), written in NVIDIA's CuTe DSL and compiled at the first "
+     "call: QKᵀ, online softmax and PV in one kernel, its matmuls as warpgroup MMAs (wgmma) on the Tensor Cores."),
+    (r"flash_attncute|FlashAttention(Forward|Backward)\w*Sm\d+", "FlashAttention-4 (CuTe DSL)", None,
+     "A FlashAttention-4 kernel, written in NVIDIA's CuTe DSL and compiled at the first call."),
     (r"^cudnn_generated_.*sdpa.*flash_fprop", "cuDNN (fused flash attention)", TENSOR,
      "cuDNN's generated fused attention forward (its flash-style SDPA engine)."),
     (r"^cudnn_generated_.*sdpa.*flash_bprop", "cuDNN (fused flash attention)", TENSOR,
@@ -169,7 +178,7 @@ def explain(name: str) -> dict:
             "summary": "unknown: no rule matches this name, so attnprof does not guess.", "label": label(name)}
 
 
-BACKEND_BY_LIBRARY = {"FlashAttention": "flash", "memory-efficient": "efficient", "cuDNN": "cudnn"}
+BACKEND_BY_LIBRARY = {"FlashAttention-2": "flash", "memory-efficient": "efficient", "cuDNN": "cudnn"}
 
 
 def fingerprint(op_names) -> str:

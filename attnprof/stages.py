@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # torch is imported only where a function needs it
 
 ROOT = Path(__file__).resolve().parents[1]
 SNIPPETS = ROOT / "snippets"
+FA4_REPO = ROOT / "kernel-repos" / "attnprof-flash-attn4"  # this project's kernel repository (Hub layout)
 
 DEFAULT_SHAPE = (8, 16, 1024, 64)  # the post's [batch, heads, seq, head_dim]
 DTYPES = ("bf16", "fp16", "fp32")  # names; measure.numerics.torch_dtype maps them to torch dtypes
@@ -94,6 +95,14 @@ def _mask(module, q):
     return [module.causal_mask(q.shape[-2], q.device)]
 
 
+def _load_fa4(module, q):
+    """FlashAttention-4 compiles for a CUDA GPU only: say so before `kernels` reports that no build
+    variant fits a CPU-only PyTorch."""
+    if q.device.type != "cuda":
+        raise RuntimeError(f"needs a CUDA GPU (compute capability 8.0 to 12.x); the inputs are on {q.device.type}")
+    return [module.load_flash_attn4(FA4_REPO)]
+
+
 STAGES = {
     s.name: s
     for s in [
@@ -110,6 +119,8 @@ STAGES = {
               setup=lambda m, q: [m.load_sageattn()]),
         Stage("hub", "FlashAttention-2 from the kernel hub", "hub", provider="Hugging Face kernels hub",
               setup=lambda m, q: [m.load_flash_attn()], layout="BSHD"),
+        Stage("fa4", "FlashAttention-4 through kernels", "fa4",
+              provider="FlashAttention-4 (flash-attn-4 4.0.0b36) via kernels", setup=_load_fa4, layout="BSHD"),
         # the CPU side: the same forwards compiled, or replayed as one CUDA graph
         Stage("naive_compiled", "Naive attention, torch.compile", "naive", setup=_mask, wrap="compile"),
         Stage("inplace_compiled", "In-place masking, torch.compile", "inplace", setup=_mask, wrap="compile"),
@@ -120,7 +131,7 @@ STAGES = {
     ]
 }
 LADDER = ["naive", "inplace", "math", "efficient", "flash", "cudnn", "auto"]
-PROVIDERS = ["flex", "sage", "hub"]
+PROVIDERS = ["flex", "sage", "hub", "fa4"]
 LAUNCH = ["naive_compiled", "inplace_compiled", "naive_reduce", "flash_graph", "cudnn_graph"]
 LONG_SHAPE = (1, 16, 8192, 128)
 SHORT_SHAPE = (1, 16, 256, 64)  # a forward so small that launching it costs more than running it
@@ -131,8 +142,8 @@ SITE_RECORDS = [(name, DEFAULT_SHAPE) for name in STAGES] + [
 
 
 # every counters record the site renders: captures whose forward also ran under Nsight Compute
-COUNTER_RECORDS = [(name, DEFAULT_SHAPE) for name in (*LADDER, "flex", "sage")] + [
-    (name, LONG_SHAPE) for name in ("efficient", "flash", "cudnn", "flex", "sage")]
+COUNTER_RECORDS = [(name, DEFAULT_SHAPE) for name in (*LADDER, "flex", "sage", "fa4")] + [
+    (name, LONG_SHAPE) for name in ("efficient", "flash", "cudnn", "flex", "sage", "fa4")]
 
 
 def get_stage(name: str) -> Stage:

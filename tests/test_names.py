@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from attnprof import names, trace
+from attnprof import names, store, trace
 from attnprof.cli import main
 from tests.conftest import LABEL
 
@@ -66,3 +66,16 @@ def test_explain_json(capsys):
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"library", "math_unit", "dtype", "arch", "tile", "summary"}
     assert out["math_unit"] == "cuda cores" and out["dtype"] == "fp32"
+
+
+def test_cute_dsl_names_from_our_fa4_capture():
+    """FlashAttention-4's kernel, as the H200 capture recorded it."""
+    (op,) = [op for op in store.load_summary("fa4-1x16x8192x128")["ops"] if op["kind"] == "kernel"]
+    assert op["name"].startswith("kernel_cutlass_kernel_flash_attncuteflash_fwd_sm90FlashAttentionForwardSm90_")
+    info = names.explain(op["name"])
+    assert (info["library"], info["math_unit"], info["arch"]) == ("FlashAttention-4 (CuTe DSL)", "tensor cores (wgmma)",
+                                                                  "sm_90")
+    assert info["label"] == "flash_attn.cute FlashAttentionForwardSm90"
+    assert names.fingerprint([op["name"]]) != "flash"  # not an SDPA backend: never read as SDPA's flash
+    bwd = "kernel_cutlass_kernel_flash_attncuteflash_bwd_sm90FlashAttentionBackwardSm90_object_at__tensor0000o1"
+    assert names.explain(bwd)["library"] == "FlashAttention-4 (CuTe DSL)" and names.explain(bwd)["arch"] == "sm_90"

@@ -63,3 +63,20 @@ def test_layout_work_on_the_cpu_side():  # efficient.md, cudnn.md
 def test_efficient_runs_the_posts_a100_kernel():  # efficient.md
     from attnprof import a100
     assert names.label(kernels("efficient")[0]["name"]) == a100.KERNELS["efficient"]
+
+
+def test_fa4_beats_cudnn_as_the_roofline_chapter_says():  # roofline.md, fused.md, scaling.md
+    fa4, cudnn = (summary(f"{s}-1x16x8192x128") for s in ("fa4", "cudnn"))
+    (k,), ck = kernels("fa4-1x16x8192x128"), max(kernels("cudnn-1x16x8192x128"), key=lambda op: op["duration_us"])
+    assert fa4["ops_per_forward"] == 1 and cudnn["ops_per_forward"] == 2  # cuDNN adds a Memset
+    assert k["duration_us"] < ck["duration_us"]
+    assert k["block"] == ck["block"] == [384, 1, 1] and k["registers"] == ck["registers"]
+    assert ck["grid"] == [cudnn["sm_count"], 1, 1] and k["grid"] == [16 * 8192 // 128, 1, 1]  # persistent vs per tile
+    assert k["shared_memory"] < ck["shared_memory"]
+    assert names.explain(k["name"])["library"] == "FlashAttention-4 (CuTe DSL)"
+    fastest = store.load_run("fastest")["result"]
+    best = {layout: max((r for r in fastest if r["layout"] == layout), key=lambda r: r.get("tflops_back_to_back", 0))
+            for layout in ("BHSD", "BSHD")}
+    assert all(r["path"] == "fa4" for r in best.values())  # "In both, FlashAttention-4 is the fastest forward"
+    small = summary("fa4")
+    assert small["cpu_forward_us"] > small["forward_device_us"]  # scaling.md: launch-bound at the post's shape

@@ -69,13 +69,15 @@ def peak_extra_bytes(forward) -> int | None:
     return torch.cuda.max_memory_allocated() - before
 
 
-def measure(forward, budget_us=300_000.0) -> dict:
-    """Median time per call, back-to-back time and peak memory of one forward; OOM as a result."""
+def measure(forward, budget_us=300_000.0, calls=5) -> dict:
+    """Median time per call, back-to-back time (median over 3 runs of `calls` queued forwards) and
+    peak memory of one forward; OOM as a result."""
     try:
         with torch.no_grad():
             reps = adaptive_reps(forward, budget_us)
             times = time_forward(forward, reps=reps, warmup=2)
-            return {"median_us": statistics.median(times), "back_to_back_us": time_back_to_back(forward, calls=5, reps=3),
+            return {"median_us": statistics.median(times), "back_to_back_us": time_back_to_back(forward, calls=calls, reps=3),
+                    "back_to_back_calls": calls,
                     "reps": reps, "peak_extra_bytes": peak_extra_bytes(forward)}
     except torch.OutOfMemoryError:
         if torch.cuda.is_available():

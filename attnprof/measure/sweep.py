@@ -20,8 +20,10 @@ SEQ_LENS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 HEAD_DIMS = (64, 128)
 HEADS = 16
 TOKENS = 16384  # batch × seq kept constant, so every point does comparable work per token
-PATHS = ("inplace", "math", "efficient", "flash", "cudnn", "flex", "sage")
+PATHS = ("inplace", "math", "efficient", "flash", "cudnn", "flex", "sage", "fa4")
 FASTEST_SHAPE = (1, 16, 8192, 128)
+# How q, k, v sit in memory; every path is handed [B, H, S, D]-shaped tensors (views for "BSHD").
+LAYOUTS = {"BHSD": "contiguous [batch, heads, seq, dim]", "BSHD": "stored [batch, seq, heads, dim], viewed as [B, H, S, D]"}
 
 
 class Progress:
@@ -51,19 +53,30 @@ def ceilings(device="cuda") -> dict:
             "copy_gbs": 2 * src.numel() * src.element_size() / copy_us / 1e3, "copy_bytes": src.numel() * 2}
 
 
-def point(path: str, shape, dtype=torch.bfloat16) -> dict:
+def inputs(shape, dtype, layout="BHSD"):
+    """Fresh random q, k, v of shape [B, H, S, D], laid out in memory as `layout` says."""
+    device = default_device()
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}: choose from {', '.join(LAYOUTS)}")
+    if layout == "BHSD":
+        return make_inputs(shape, dtype, device)
+    b, h, s, d = shape
+    return [t.transpose(1, 2) for t in make_inputs((b, s, h, d), dtype, device)]
+
+
+def point(path: str, shape, dtype=torch.bfloat16, layout="BHSD", calls=5) -> dict:
     """One path at one shape: time, TFLOP/s, peak memory; OOM or unavailability as results."""
     stage = STAGES[path]
-    row = {"path": path, "shape": list(shape)}
+    row = {"path": path, "shape": list(shape), "layout": layout}
     if path == "flex":  # a fresh compile per shape: past torch.compile's recompile limit it would run eagerly
         torch._dynamo.reset()
     try:
-        q, k, v = make_inputs(shape, dtype, default_device())
+        q, k, v = inputs(shape, dtype, layout)
         with stage.context():
             forward = stage.prepare(q, k, v)
             with torch.no_grad():
                 forward()  # compile / autotune outside the timing
-            result = bench.measure(forward)
+            result = bench.measure(forward, calls=calls)
     except ProviderUnavailable as e:
         return {**row, "unavailable": str(e)}
     except torch.OutOfMemoryError:
@@ -93,9 +106,14 @@ def sweep(paths=PATHS, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, he
     return rows
 
 
-def fastest(shape=FASTEST_SHAPE, paths=("efficient", "flash", "cudnn", "flex", "sage")) -> list[dict]:
-    """Every fused path at the target shape, timed back to back (the stream's throughput)."""
-    return [point(path, shape) for path in paths]
+def fastest(shape=FASTEST_SHAPE, paths=("efficient", "flash", "cudnn", "flex", "sage", "fa4"),
+            bshd_paths=("flash", "cudnn", "fa4"), calls=50) -> list[dict]:
+    """Every fused path at the target shape, timed back to back (the stream's throughput: `calls`
+    forwards queued, so the first launch's latency is spread thin), on contiguous [B, H, S, D]
+    inputs; the fastest again on inputs stored [B, S, H, D], the layout FlashAttention-4 takes
+    without a transpose (SDPA's backends then read transposed views)."""
+    return ([point(path, shape, layout="BHSD", calls=calls) for path in paths]
+            + [point(path, shape, layout="BSHD", calls=calls) for path in bshd_paths])
 
 
 def recompile_limit(seq_lens=(256, 384, 512, 640, 768, 896, 1024, 1152, 1280, 1408, 1536), heads=16, d=64) -> dict:

@@ -112,10 +112,10 @@ def candidates(device) -> dict:
                     return F.scaled_dot_product_attention(q, k, v, is_causal=True)
                 return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
         out[backend] = (run, None)
-    for name in ("flex", "sage"):
+    for name in ("flex", "sage", "fa4"):
         stage = STAGES[name]
         try:
-            probe = torch.zeros(1, 1, 128, 64, device=device, dtype=torch.float16)
+            probe = torch.randn(1, 1, 128, 64, device=device, dtype=torch.float16)
             stage.prepare(probe, probe, probe)
             out[name] = (lambda q, k, v, allowed, stage=stage: stage.prepare(q, k, v)(), None)
         except ProviderUnavailable as e:
@@ -149,12 +149,18 @@ def verify(dtypes=("bf16", "fp16", "fp32"), cases=CASES, seed=None) -> list[dict
                 q, k, v, _ = make_case(shape, dtype_name, "causal", device=device, seed=seed)
                 s = shape[2]
                 allowed = torch.ones(s, s, dtype=torch.bool, device=device).tril()
-                if fully_masked:
+                if fully_masked and name == "fa4":
+                    # FlashAttention aligns the causal mask bottom-right: with one key fewer than
+                    # queries, query i sees keys j <= i - 1, so the first query sees none.
+                    k, v = k[..., :s - 1, :], v[..., :s - 1, :]
+                    allowed = allowed[:, :s - 1].tril(-1)
+                    row["note"] = "one key fewer than queries (causal mask aligned bottom-right)"
+                elif fully_masked:
                     allowed[0] = False
                 try:
                     with torch.no_grad():
                         out = fn(q, k, v, allowed)
-                except (RuntimeError, ProviderUnavailable) as e:
+                except (RuntimeError, ProviderUnavailable, AssertionError, TypeError, ValueError) as e:
                     rows.append({**row, "status": "unavailable", "reason": first_line(e)[:300]})
                     continue
                 err = errors(out, reference(q, k, v, allowed))

@@ -200,6 +200,30 @@ def compare(build: Build, *records):
             + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal.")
 
 
+@piece("kernel-compare", captures=ALL)
+def kernel_compare(build: Build, *records):
+    """The attention kernel of several captures side by side: device time, rate, launch grid and
+    what each block asks of an SM (all read from the captures' traces)."""
+    rows = []
+    for record in records:
+        s = build.summary(record)
+        k = max(oplist.footprint_rows(s, build.device_properties(record)),
+                key=lambda r: s["ops"][r["index"] - 1]["duration_us"])
+        time = s["ops"][k["index"] - 1]["duration_us"]
+        blocks = k["grid"][0] * k["grid"][1] * k["grid"][2]
+        rows.append((title(s), tables.kernel(k["name"]), s["ops_per_forward"], us(time),
+                     f"{causal_flops(s['shape']) / time / 1e6:.0f}",
+                     f"{shape(k['grid'])} ({blocks / s['sm_count']:.2f} per SM)",
+                     f"{k['threads']} ({k['threads'] // 128} warpgroup{'s' if k['threads'] >= 256 else ''})",
+                     k["registers"], f"{k['shared_memory'] / 1024:.0f} KiB", k["blocks_per_sm"]))
+    b, h, n, d = build.summary(records[0])["shape"]
+    return tables.table(["stage", "attention kernel", "device ops / forward", "kernel time", "TFLOP/s (kernel time)",
+                         "grid (blocks per SM)", "threads per block", "regs/thread", "smem/block", "blocks/SM"],
+                        rows, "llrrrllrrr") + (
+        f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal; kernel time from the profiler's trace of the median "
+        f"profiled forward; TFLOP/s counts causal FLOPs over that time.")
+
+
 @piece("providers")
 def providers(build: Build):
     """Every third-party provider: where it comes from, its layout, and whether it ran here."""
