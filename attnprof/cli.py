@@ -65,8 +65,14 @@ def probability(text: str) -> float:
 
 def cmd_capture(args) -> int:
     needs_torch("capture")
-    from .measure.capture import capture
-    names = list(STAGES) if args.stages == ["all"] else args.stages
+    if args.stages == ["cp"]:
+        return cmd_capture_cp(args)
+    if args.backward:
+        from .measure.backward import BACKWARD_STAGES, capture
+        names = BACKWARD_STAGES if args.stages == ["all"] else args.stages
+    else:
+        from .measure.capture import capture
+        names = list(STAGES) if args.stages == ["all"] else args.stages
     shape = parse_shape(args.shape)
     results = capture(names, shape, args.dtype, args.out, args.record_unavailable)
     for r in results:
@@ -76,19 +82,55 @@ def cmd_capture(args) -> int:
             print(f"{r['record']:>10}: {r['kept']}")
         elif "unavailable" in r:
             print(f"{r['record']:>10}: not available here: {r['unavailable']}")
+        elif args.backward:
+            print(f"{r['record']:>10}: {r['ops_per_backward']} ops/backward ({r['ops_on_calling_thread_each'][0]} on "
+                  f"the calling thread), {r['event_median_us']:.1f} us (event median), grad rel err "
+                  + ", ".join(f"{k} {v:.1e}" for k, v in r["grad_rel_err"].items()))
         else:
             print(f"{r['record']:>10}: {r['ops_per_forward']} ops/forward, {r['event_median_us']:.1f} us "
                   f"(event median), rel err {r['rel_err']:.2e}")
     return 1 if any("error" in r for r in results) else 0
 
 
+def cmd_capture_cp(args) -> int:
+    """`capture cp`: ring attention over SDPA on --world-size GPUs, at each of --lengths."""
+    from .measure import context_parallel as cp
+    try:
+        lengths = [int(x) for x in args.lengths.split(",")]
+    except ValueError:
+        lengths = []
+    if not lengths or min(lengths) < 1 or args.world_size < 2 or any(n % (2 * args.world_size) for n in lengths):
+        raise ValueError(f"bad --lengths {args.lengths!r} or --world-size {args.world_size}: give lengths divisible "
+                         f"by 2 x world size (the causal shard deals 2 x world chunks), world size 2 or more")
+    rotations = tuple(args.rotate.split(","))
+    if not set(rotations) <= {"allgather", "alltoall"}:
+        raise ValueError(f"bad --rotate {args.rotate!r}: allgather, alltoall or both, comma-separated")
+    configs = cp.configs_for(lengths, rotations[:1]) + [(max(lengths), r, True) for r in rotations[1:]]
+    if args.unbalanced:
+        configs.append((max(lengths), rotations[0], False))
+    results = cp.capture(configs, args.world_size, args.out)
+    for r in results:
+        if "error" in r:
+            print(f"{r['record']}: FAILED {r['error']}")
+            continue
+        ranks = r["ranks"]
+        print(f"{r['record']}: {r['cp_event_median_us'] / 1000:.2f} ms on {r['world_size']} GPUs vs "
+              f"{r['single_gpu']['event_median_us'] / 1000:.2f} ms on one (speedup {r['speedup']:.2f}x); rel err rows "
+              + ", ".join(f"{x['rel_err_rows']:.1e}" for x in ranks) + "; hidden comm "
+              + ", ".join(f"{x['overlap']['overlap_us']:.0f}/{x['overlap']['communication_us']:.0f} us" for x in ranks))
+    return 1 if any("error" in r for r in results) or len(results) < len(configs) else 0
+
+
 def cmd_show(args) -> int:
     record = args.record
     if args.shape:  # `show flash --shape 1,16,8192,128` is `show flash-1x16x8192x128`
         record = store.record_name(get_stage(args.record).name, parse_shape(args.shape))
-    store.parse_record(record)
+    from .records import all_records
+    training = record in all_records()  # a backward or two-GPU capture: its summary is printed as JSON
+    if not training:
+        store.parse_record(record)
     summary = store.load_summary(record, args.captures)
-    if args.json:
+    if args.json or training:
         print(json.dumps(summary, indent=1))
     else:
         print(show_text(summary))
@@ -96,12 +138,13 @@ def cmd_show(args) -> int:
 
 
 def cmd_check(args) -> int:
+    from .records import all_records
     problems = store.problems(args.captures)
     for why in problems.values():
         print(why)
     if not problems:
-        print(f"all {len(store.site_records())} captures and {len(store.counter_records())} counters records "
-              f"the site uses are present and current")
+        print(f"all {len(store.site_records()) + len(all_records())} captures and {len(store.counter_records())} "
+              f"counters records the site uses are present and current")
     return 1 if problems else 0
 
 
@@ -204,17 +247,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("capture", help="profile stages on a CUDA GPU and write their captures")
-    c.add_argument("stages", nargs="+", metavar="STAGE", help=f"one or more of: {', '.join(STAGES)}, or all")
+    c.add_argument("stages", nargs="+", metavar="STAGE",
+                   help=f"one or more of: {', '.join(STAGES)}, or all; or cp (context parallelism)")
     c.add_argument("--shape", default=shape(DEFAULT_SHAPE, ","), help="B,H,S,D (default: %(default)s)")
     c.add_argument("--dtype", default=store.DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)} (default: %(default)s)")
     c.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
     c.add_argument("--record-unavailable", action="store_true",
                    help="where a stage cannot run here, replace its capture with a record of why "
                         "(by default an existing capture is kept)")
+    c.add_argument("--backward", action="store_true", help="capture forward + backward (records STAGE-bwd)")
+    c.add_argument("--world-size", type=int, default=2, help="`capture cp`: GPUs, one process each (default: 2)")
+    c.add_argument("--lengths", default="32768,65536,131072", help="`capture cp`: sequence lengths (default: %(default)s)")
+    c.add_argument("--rotate", default="allgather,alltoall",
+                   help="`capture cp`: how keys and values travel; the first at every length, others at the longest")
+    c.add_argument("--unbalanced", action="store_true", help="`capture cp`: also one run without the causal shard")
     c.set_defaults(run=cmd_capture)
 
     s = sub.add_parser("show", help="print a committed capture (no GPU needed)")
-    s.add_argument("record", metavar="STAGE", help="a stage, or a capture name such as flash-1x16x8192x128")
+    s.add_argument("record", metavar="STAGE", help="a stage, or a capture name such as flash-1x16x8192x128 or flash-bwd")
     s.add_argument("--shape", help="B,H,S,D of the capture, if not the default")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)

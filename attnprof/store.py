@@ -125,8 +125,8 @@ def scrub(events: dict) -> dict:
         if isinstance(args, dict):
             for key in [k for k, v in args.items() if isinstance(v, str) and v.startswith("/")]:
                 del args[key]
-            if ev.get("ph") == "M" and ev.get("name") == "process_name":
-                args["name"] = "process"
+            if ev.get("ph") == "M" and ev.get("name") == "process_name":  # a rank's lane keeps its rank's name
+                args["name"] = args["name"] if "rank" in args and str(args["name"]).startswith("rank ") else "process"
     return events
 
 
@@ -184,6 +184,14 @@ def recapture_command(record: str) -> str:
     return f"`python -m attnprof capture {stage}{extra}`"
 
 
+def recapture_fix(record: str) -> str:
+    """What to run to retake the capture `record`, and on what machine."""
+    from . import records  # the backward and two-GPU captures (records.py builds on this module)
+    if record in records.all_records():
+        return records.recapture_fix(record)
+    return f"run {recapture_command(record)} on a CUDA GPU"
+
+
 def _read_json(path: Path, what: str, fix: str) -> dict:
     """A committed JSON file; missing or corrupt raises one line naming the file and the fix."""
     if not path.exists():
@@ -197,7 +205,7 @@ def _read_json(path: Path, what: str, fix: str) -> dict:
 
 def load_summary(record, folder=CAPTURES) -> dict:
     path = summary_path(folder, record)
-    fix = f"run {recapture_command(record)} on a CUDA GPU"
+    fix = recapture_fix(record)
     summary = _read_json(path, f"capture {record!r}", fix)
     if not isinstance(summary, dict) or summary.get("record") != record:
         raise ValueError(f"capture {path.name} is not a summary of {record!r}: {fix}")
@@ -205,29 +213,36 @@ def load_summary(record, folder=CAPTURES) -> dict:
 
 
 def status(record, folder=CAPTURES) -> str | None:
-    """None when the capture `record` is present and current; otherwise one line saying why not."""
+    """None when the stage capture `record` is present and current; otherwise one line saying why not."""
     stage_name, shape, dtype_name = parse_record(record)
     stage = get_stage(stage_name)
+    why = check(record, capture_key(stage, settings(shape, dtype_name)), f"snippets/{stage.snippet}.py", folder)
+    if why:
+        return why
+    summary = load_summary(record, folder)
+    return None if "unavailable" in summary else disagreement(record, summary, folder)
+
+
+def check(record, key: str, source: str, folder=CAPTURES) -> str | None:
+    """None when the capture `record` is present, was made under `key` and has its trace; otherwise one
+    line saying why not. `source` names the code whose change makes the capture stale."""
     try:
         summary = load_summary(record, folder)
     except (CaptureMissing, ValueError) as e:
         return str(e)
-    fix = f"run {recapture_command(record)} on a CUDA GPU"
-    if summary.get("key") != capture_key(stage, settings(shape, dtype_name)):
-        return (f"capture {record!r} is stale (snippets/{stage.snippet}.py or the capture settings "
-                f"changed since it was made): {fix}")
-    if "unavailable" in summary:
-        return None
-    if not trace_path(folder, record).exists():
+    fix = recapture_fix(record)
+    if summary.get("key") != key:
+        return f"capture {record!r} is stale ({source} or the capture settings changed since it was made): {fix}"
+    if "unavailable" not in summary and not trace_path(folder, record).exists():
         return f"trace of {record!r} is missing ({trace_path(folder, record).name}): {fix}"
-    return disagreement(record, summary, folder)
+    return None
 
 
 def disagreement(record, summary, folder=CAPTURES) -> str | None:
     """None when the summary is what its committed trace says (ops, their order, kinds and durations,
     device and CPU time, per forward); otherwise one line naming both files, what differs and the fix.
     Numbers in a summary are never edited by hand: the fix is to capture again."""
-    fix = f"run {recapture_command(record)} on a CUDA GPU"
+    fix = recapture_fix(record)
     path = trace_path(folder, record)
     try:
         found = trace.disagreements(summary, trace.load(path))
@@ -247,14 +262,18 @@ def rekey(folder=CAPTURES) -> list[str]:
     proves that the code is the code that was profiled. Only `key` and `source_hash` change; no
     measured number does. Counters records, keyed like their capture, are re-keyed the same way.
     Returns the re-keyed records."""
+    from .records import backward_settings
     changed = []
     for path in sorted(Path(folder).glob("*.json")):
         try:
             summary = json.loads(path.read_text())
-            stage_name, shape, dtype_name = parse_record(summary.get("capture", summary["record"]))
-        except (ValueError, KeyError, TypeError):
+            record = summary.get("capture", summary["record"])
+            backward = record.endswith("-bwd")  # a backward capture, keyed by its own settings
+            stage_name, shape, dtype_name = parse_record(record.removesuffix("-bwd"))
+        except (ValueError, KeyError, TypeError, AttributeError):
             continue  # a run record, or not a capture (a counters record carries its capture's key)
-        stage, stage_settings = get_stage(stage_name), settings(shape, dtype_name)
+        stage = get_stage(stage_name)
+        stage_settings = (backward_settings if backward else settings)(shape, dtype_name)
         byte_hash = hashlib.sha256(b"".join((SNIPPETS / f"{name}.py").read_bytes()
                                             for name in stage.snippets)).hexdigest()[:16]
         new = capture_key(stage, stage_settings)
@@ -316,8 +335,10 @@ def stale_counters(folder=CAPTURES) -> dict[str, str]:
 
 
 def problems(folder=CAPTURES) -> dict[str, str]:
-    """Everything the site reads that is missing, stale or inconsistent: captures and counters records."""
-    return {**stale_records(folder), **stale_counters(folder)}
+    """Everything the site reads that is missing, stale or inconsistent: the stage captures, the backward
+    and two-GPU captures (records.py; no site build retakes them), and the counters records."""
+    from . import records
+    return {**stale_records(folder), **records.stale_records(folder), **stale_counters(folder)}
 
 
 def load_run(name, folder=CAPTURES) -> dict:

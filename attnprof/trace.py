@@ -3,6 +3,12 @@
 A forward is the CPU range of the `record_function` annotation. Its device work is every kernel,
 memcpy and memset whose correlation id matches a runtime/driver launch made inside that range on
 the same thread, in launch order. Nothing is ever divided by a step count.
+
+A backward is annotated the same way, but autograd runs it on its own thread: with `follow_autograd`
+the launches inside the range are also taken from every thread of the process that runs autograd's
+engine inside that range (`autograd::engine::evaluate_function: ...` ops), and only from those.
+A capture from several GPUs is one trace whose events carry their rank (`args.rank`); `rank_trace`
+gives one rank's events back, and `overlap` measures how much communication hid behind compute.
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from pathlib import Path
 
 DEVICE_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+AUTOGRAD_ENGINE = "autograd::engine::evaluate_function"
 
 
 class TraceError(ValueError):
@@ -46,6 +53,7 @@ class CpuOp:
 @dataclass
 class Forward:
     cpu_us: float
+    start_ts: float = 0.0  # the annotation's start in the trace's clock (to line ranks up on one timeline)
     ops: list[DeviceOp] = field(default_factory=list)
     cpu_ops: list[CpuOp] = field(default_factory=list)
 
@@ -85,8 +93,20 @@ def _nesting_depths(events):
     return depths
 
 
-def forwards(trace: dict, label: str) -> list[Forward]:
-    """Every annotated forward named `label`, in time order, with its device and CPU work."""
+def _threads_of(events, ann, follow_autograd):
+    """(pid, tid) of the threads whose launches belong to the annotation `ann`: its own thread and,
+    when following autograd, each thread of its process running autograd's engine inside the range."""
+    own = (ann.get("pid"), ann.get("tid"))
+    if not follow_autograd:
+        return {own}
+    start, end = ann["ts"], ann["ts"] + ann["dur"]
+    return {own} | {(e.get("pid"), e.get("tid")) for e in events
+                    if e.get("cat") == "cpu_op" and e.get("pid") == own[0] and e["name"].startswith(AUTOGRAD_ENGINE)
+                    and _within(e, start, end)}
+
+
+def forwards(trace: dict, label: str, follow_autograd: bool = False) -> list[Forward]:
+    """Every annotated forward (or backward) named `label`, in time order, with its device and CPU work."""
     events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
     annotations = sorted((e for e in events if e.get("cat") == "user_annotation" and e.get("name") == label),
                          key=lambda e: e["ts"])
@@ -100,10 +120,11 @@ def forwards(trace: dict, label: str) -> list[Forward]:
     result = []
     for ann in annotations:
         start, end = ann["ts"], ann["ts"] + ann["dur"]
-        same_thread = [e for e in events if e.get("tid") == ann.get("tid") and e.get("pid") == ann.get("pid")]
+        threads = _threads_of(events, ann, follow_autograd)
+        same_thread = [e for e in events if (e.get("pid"), e.get("tid")) in threads]
         launches = sorted((e for e in same_thread if e.get("cat") in LAUNCH_CATS and _within(e, start, end)),
                           key=lambda e: e["ts"])
-        fwd = Forward(cpu_us=ann["dur"])
+        fwd = Forward(cpu_us=ann["dur"], start_ts=ann["ts"])
         for launch in launches:
             for dev in sorted(device_by_corr.get(launch["args"].get("correlation"), []), key=lambda e: e["ts"]):
                 a = dev.get("args", {})
@@ -113,10 +134,13 @@ def forwards(trace: dict, label: str) -> list[Forward]:
                     grid=a.get("grid"), block=a.get("block"), registers=a.get("registers per thread"),
                     shared_memory=a.get("shared memory"),
                     achieved_occupancy=a.get("est. achieved occupancy %")))
-        cpu = sorted((e for e in same_thread if e.get("cat") == "cpu_op" and _within(e, start, end)),
-                     key=lambda e: (e["ts"], -e.get("dur", 0)))
-        for ev, depth in zip(cpu, _nesting_depths(cpu)):
-            fwd.cpu_ops.append(CpuOp(ev["name"], ev["ts"] - start, float(ev.get("dur", 0)), depth))
+        for thread in sorted(threads, key=str):  # nesting is per thread
+            cpu = sorted((e for e in same_thread if (e.get("pid"), e.get("tid")) == thread
+                          and e.get("cat") == "cpu_op" and _within(e, start, end)),
+                         key=lambda e: (e["ts"], -e.get("dur", 0)))
+            for ev, depth in zip(cpu, _nesting_depths(cpu)):
+                fwd.cpu_ops.append(CpuOp(ev["name"], ev["ts"] - start, float(ev.get("dur", 0)), depth))
+        fwd.cpu_ops.sort(key=lambda c: (c.start_us, c.depth))
         result.append(fwd)
     return result
 
@@ -137,6 +161,25 @@ def summarize(trace: dict, label: str) -> dict:
         "ops_per_forward_each": [len(f.ops) for f in fwds],  # one entry per profiled forward: they should agree
         "forward_device_us": chosen.device_us,
         "cpu_forward_us": statistics.median(f.cpu_us for f in fwds),
+        "ops": [dict(op.__dict__) for op in chosen.ops],
+        "cpu_ops": [dict(op.__dict__) for op in chosen.cpu_ops],
+    }
+
+
+def summarize_backward(trace: dict, label: str, forward_label: str) -> dict:
+    """What a backward capture's summary says about its trace: the median backward's device ops,
+    counted on autograd's engine thread, and what counting on the calling thread alone would find."""
+    bwds = forwards(trace, label, follow_autograd=True)
+    chosen = median_forward(bwds)
+    fwds = forwards(trace, forward_label)
+    return {
+        "ops_per_backward": len(chosen.ops),
+        "ops_per_backward_each": [len(b.ops) for b in bwds],
+        "ops_on_calling_thread_each": [len(b.ops) for b in forwards(trace, label)],
+        "backward_device_us": chosen.device_us,
+        "cpu_backward_us": statistics.median(b.cpu_us for b in bwds),
+        "forward_ops_each": [len(f.ops) for f in fwds],
+        "forward_device_us": median_forward(fwds).device_us,
         "ops": [dict(op.__dict__) for op in chosen.ops],
         "cpu_ops": [dict(op.__dict__) for op in chosen.cpu_ops],
     }
@@ -166,8 +209,80 @@ def _differences(mine, theirs, path):
 def disagreements(summary: dict, trace: dict) -> list[str]:
     """Where a summary differs from what its trace says (empty when it is derivable from it), e.g.
     `forward_device_us 194.847 (the trace: 94.847)` or `ops[1].duration_us 20.0 (the trace: 2.1)`."""
-    derived = summarize(trace, summary.get("label", ""))
+    if summary.get("pass") == "backward":
+        derived = summarize_backward(trace, summary["label"], summary["forward_label"])
+    else:
+        derived = summarize(trace, summary.get("label", ""))
     return [line for key, value in derived.items() for line in _differences(summary.get(key), value, key)]
+
+
+def rank_trace(trace: dict, rank: int) -> dict:
+    """One rank's events of a trace made on several GPUs (each event's `args.rank` says whose it is)."""
+    events = [e for e in trace["traceEvents"] if e.get("args", {}).get("rank") == rank]
+    if not events:
+        raise TraceError(f"no events of rank {rank} in the trace")
+    return {**{k: v for k, v in trace.items() if k != "traceEvents"}, "traceEvents": events}
+
+
+def merge_ranks(traces: list[dict]) -> dict:
+    """One trace from each rank's own trace: every event is tagged with its rank, and each process that
+    holds events is named after its rank (and sorted by it), so a trace viewer shows the ranks as lanes
+    of one timeline. Rank r runs on GPU r, so device lanes (pid = device index) do not collide; the
+    metadata of devices a rank never used is dropped."""
+    events = []
+    for rank, t in enumerate(traces):
+        used = {e.get("pid") for e in t["traceEvents"] if e.get("ph") != "M"}
+        cpu_pids = {e.get("pid") for e in t["traceEvents"] if e.get("cat") in ("cpu_op", "user_annotation")}
+        for e in t["traceEvents"]:
+            if e.get("ph") == "M" and e.get("pid") not in used:
+                continue
+            e = dict(e, args=dict(e.get("args", {}), rank=rank))
+            if e.get("ph") == "M" and e.get("name") == "process_name":
+                e["args"]["name"] = f"rank {rank} CPU" if e["pid"] in cpu_pids else f"rank {rank} GPU {e['pid']}"
+            if e.get("ph") == "M" and e.get("name") == "process_sort_index":
+                e["args"]["sort_index"] = 2 * rank + (0 if e["pid"] in cpu_pids else 1)
+            events.append(e)
+    first = traces[0]
+    return {**{k: v for k, v in first.items() if k != "traceEvents"}, "traceEvents": events,
+            "deviceProperties": [p for t in traces for p in t.get("deviceProperties", [])]}
+
+
+def is_communication(name: str) -> bool:
+    """NCCL's kernels (all-gather, send/recv, all-to-all) move data between GPUs; everything else computes."""
+    return name.startswith("nccl")
+
+
+def _union(intervals):
+    merged = []
+    for a, b in sorted(intervals):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return merged
+
+
+def _length(intervals) -> float:
+    return sum(b - a for a, b in intervals)
+
+
+def overlap(ops: list[DeviceOp]) -> dict:
+    """Communication time, and how much of it ran while a compute kernel ran on the same GPU.
+
+    Times are unions of intervals (two NCCL kernels at once count once): `communication_us` is the
+    time any NCCL kernel ran, `overlap_us` the part of it during which a compute kernel also ran,
+    `exposed_us` the rest, and `compute_us` the time any other kernel ran."""
+    comm = _union((o.start_us, o.start_us + o.duration_us) for o in ops if o.kind == "kernel" and is_communication(o.name))
+    comp = _union((o.start_us, o.start_us + o.duration_us) for o in ops if o.kind == "kernel" and not is_communication(o.name))
+    both = []
+    for a, b in comm:
+        for c, d in comp:
+            if c < b and a < d:
+                both.append((max(a, c), min(b, d)))
+    communication, hidden = _length(comm), _length(_union(both))
+    return {"communication_us": communication, "overlap_us": hidden, "exposed_us": communication - hidden,
+            "compute_us": _length(comp),
+            "hidden_fraction": hidden / communication if communication else None}
 
 
 @dataclass
@@ -197,11 +312,7 @@ def gaps(ops: list[DeviceOp]) -> Gaps:
     """The gaps of one forward's device ops (a Forward's `ops`, or a summary's rebuilt as DeviceOps)."""
     if not ops:
         return Gaps(0.0, 0.0, [])
-    busy, end = 0.0, float("-inf")
-    for op in sorted(ops, key=lambda op: op.start_us):  # union of the ops' intervals
-        op_end = op.start_us + op.duration_us
-        busy += max(0.0, op_end - max(op.start_us, end))
-        end = max(end, op_end)
-    first_launch = min(op.launch_start_us for op in ops)
-    return Gaps(span_us=end - first_launch, busy_us=busy,
+    end = max(op.start_us + op.duration_us for op in ops)
+    busy = _length(_union((op.start_us, op.start_us + op.duration_us) for op in ops))
+    return Gaps(span_us=end - min(op.launch_start_us for op in ops), busy_us=busy,
                 launch_latency_us=[op.start_us - op.launch_start_us for op in ops])

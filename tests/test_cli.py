@@ -130,8 +130,11 @@ def test_a_stage_that_runs_out_of_memory_leaves_the_others(monkeypatch, tmp_path
 # ---- every summary is what its trace says ----------------------------------------------------------
 
 def committed_captures():
+    """Every committed single-GPU capture with a trace (forward or backward); a run on several GPUs
+    keeps its ranks' own summaries and is checked by the two-GPU tests."""
     return sorted(p.name[: -len(".json")] for p in store.CAPTURES.glob("*.json")
-                  if store.trace_path(store.CAPTURES, p.name[: -len(".json")]).exists())
+                  if store.trace_path(store.CAPTURES, p.name[: -len(".json")]).exists()
+                  and not p.name.startswith("cp-"))
 
 
 def test_every_committed_summary_is_derivable_from_its_trace():
@@ -164,6 +167,20 @@ def test_check_finds_a_summary_that_disagrees_with_its_trace(tmp_path, tamper, w
     line = r.stdout.strip()
     assert "flash.json disagrees with its trace flash.trace.json.gz" in line and what in line
     assert "`python -m attnprof capture flash`" in line
+
+
+def test_check_finds_a_backward_summary_that_disagrees_with_its_trace(tmp_path):
+    """The backward's ops are counted on autograd's thread; a summary that says otherwise is caught."""
+    folder = tmp_path / "captures"
+    shutil.copytree(store.CAPTURES, folder)
+    summary = json.loads((folder / "flash-bwd.json").read_text())
+    summary["backward_device_us"] += 100.0
+    (folder / "flash-bwd.json").write_text(json.dumps(summary))
+    r = cli("check", "--captures", str(folder))
+    assert r.returncode == 1
+    (line,) = r.stdout.strip().splitlines()
+    assert "flash-bwd.json disagrees with its trace flash-bwd.trace.json.gz: backward_device_us" in line
+    assert "`python -m attnprof capture --backward flash`" in line
 
 
 # ---- bad input gets one line -----------------------------------------------------------------------

@@ -26,10 +26,11 @@ def make_inputs(shape, dtype, device, seed=0):
     return [torch.randn(shape, generator=gen).to(device=device, dtype=dtype) for _ in range(3)]
 
 
-def reference(q, k, v, allowed=None) -> torch.Tensor:
+def reference(q, k, v, allowed=None, graph=False) -> torch.Tensor:
     """Attention in float64, on the inputs' device: the yardstick every path is checked against.
-    `allowed` is a boolean [S, S] mask (default: causal); a query that may see no key gets zeros."""
-    q, k, v = (t.detach().to(torch.float64) for t in (q, k, v))
+    `allowed` is a boolean [S, S] mask (default: causal); a query that may see no key gets zeros.
+    With `graph`, float64 inputs that require grad keep their graph (for reference gradients)."""
+    q, k, v = (t if graph else t.detach().to(torch.float64) for t in (q, k, v))
     if allowed is None:
         allowed = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])

@@ -16,18 +16,20 @@ W, H, LEFT, RIGHT, TOP, BOTTOM = 880, 400, 70, 290, 30, 50
 
 def nice_step(span_us: float) -> float:
     """A round tick interval giving 4 to 10 ticks over the span."""
-    for step in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000):
+    for step in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000, 20000, 25000, 50000, 100000):
         if span_us / step <= 10:
             return step
     return span_us / 10
 
 
 def timeline(summary, trace: dict, width: int = 960) -> str:
-    """One forward as a timeline: CPU ops (nested) above their launches, GPU ops below.
+    """One forward (or backward) as a timeline: CPU ops (nested) above their launches, GPU ops below.
 
-    Ops are numbered as in the op list; the legend under the lanes names them.
+    Ops are numbered as in the op list; the legend under the lanes names them. A backward capture's
+    launches are followed onto autograd's thread, as its op list was counted.
     """
-    fwd = traces.median_forward(traces.forwards(trace, summary["label"]))
+    what = summary.get("pass", "forward")
+    fwd = traces.median_forward(traces.forwards(trace, summary["label"], summary.get("follow_autograd", False)))
     cpu = [op for op in fwd.cpu_ops if op.depth <= 3]
     end = max([fwd.cpu_us] + [o.start_us + o.duration_us for o in fwd.ops])
     left, right, row_h = 70, 10, 18
@@ -38,8 +40,8 @@ def timeline(summary, trace: dict, width: int = 960) -> str:
     y_gpu = y_launch + row_h + 40
     legend_y = y_gpu + row_h + 40
     height = legend_y + 16 * len(fwd.ops) + 10
-    parts = [header(width, height, f'{summary["stage"]} forward trace'),
-             el("text", f'one forward of {esc(summary["stage"])}: {us(end)} from the start of the '
+    parts = [header(width, height, f'{summary["stage"]} {what} trace'),
+             el("text", f'one {what} of {esc(summary["stage"])}: {us(end)} from the start of the '
                         f'annotation to the end of its last GPU op', x=left, y=14)]
     step = nice_step(end)
     for i in range(int(end // step) + 1):  # time axis under the GPU lane
@@ -72,6 +74,54 @@ def timeline(summary, trace: dict, width: int = 960) -> str:
         parts.append(el("text", f'{el("tspan", str(i), font_weight="bold")} '
                                 f'{KIND_LABEL[op.kind]} · {us(op.duration_us)} · {esc(names.label(op.name))}',
                         x=left, y=legend_y + 16 * (i - 1)))
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+RANK_LANES = {"attention": (SERIES[0], "attention kernel"), "other": (SERIES[1], "other compute (merge, copies)"),
+              "nccl": (SERIES[2], "NCCL kernel")}
+
+
+def ranks_timeline(summary, trace: dict, width: int = 960) -> str:
+    """One forward on every rank of a capture on several GPUs, on the trace's one clock: per rank a
+    compute lane and a communication (NCCL) lane. The forward shown is the same step on every rank,
+    the one whose device time is rank 0's median."""
+    per_rank = [traces.forwards(traces.rank_trace(trace, r["rank"]), summary["label"]) for r in summary["ranks"]]
+    pick = per_rank[0].index(traces.median_forward(per_rank[0]))
+    fwds = [f[pick] for f in per_rank]
+    t0 = min(f.start_ts for f in fwds)
+    end = max(f.start_ts - t0 + max(o.start_us + o.duration_us for o in f.ops) for f in fwds)
+    left, right, row_h = 110, 40, 20  # room on the right for the last tick's label
+    scale = (width - left - right) / end
+    x = lambda t: left + t * scale
+    lanes_bottom = 30 + len(fwds) * 2 * (row_h + 6)
+    height = lanes_bottom + 50
+    parts = [header(width, height, f'{summary["record"]}: ranks on one timeline'),
+             el("text", f'one forward on each of {len(fwds)} ranks, S={summary["shape"][2]:,}, rotation '
+                        f'{esc(summary["rotate"])}: {us(end)} from the first rank\'s annotation to the last GPU op',
+                x=left, y=14)]
+    step = nice_step(end)
+    for i in range(int(end // step) + 1):
+        tx = f"{x(i * step):.1f}"
+        parts.append(el("line", x1=tx, y1=26, x2=tx, y2=lanes_bottom, stroke=GRID)
+                     + el("text", us(i * step), x=tx, y=lanes_bottom + 12, fill=MUTED, font_size=9))
+    for k, (r, f) in enumerate(zip(summary["ranks"], fwds)):
+        y_comp = 30 + k * 2 * (row_h + 6)
+        y_comm = y_comp + row_h + 4
+        parts.append(el("text", f'rank {r["rank"]} compute', x=4, y=y_comp + 14, font_weight="bold")
+                     + el("text", f'rank {r["rank"]} NCCL', x=4, y=y_comm + 14))
+        offset = f.start_ts - t0
+        for op in f.ops:
+            if op.kind != "kernel":
+                continue
+            comm = traces.is_communication(op.name)
+            lane = "nccl" if comm else "attention" if names.fingerprint([op.name]) != "math" else "other"
+            parts.append(el("rect", hover(f"{names.label(op.name)} {us(op.duration_us)}"),
+                            x=f"{x(offset + op.start_us):.1f}", y=y_comm if comm else y_comp,
+                            width=f"{max(op.duration_us * scale, 1.0):.1f}", height=row_h - 2, fill=RANK_LANES[lane][0]))
+    for i, (color, label) in enumerate(RANK_LANES.values()):
+        parts.append(el("rect", x=left + i * 220, y=lanes_bottom + 20, width=12, height=12, fill=color)
+                     + el("text", label, x=left + i * 220 + 16, y=lanes_bottom + 30))
     parts.append("</svg>")
     return "\n".join(parts)
 

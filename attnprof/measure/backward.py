@@ -1,0 +1,207 @@
+"""Backward captures: profile forward + backward of one stage, with the backward annotated on its own.
+
+Each profiled step runs one annotated forward (`attention_forward`) and one annotated backward
+(`attention_backward`). Autograd runs a CUDA backward on its own thread, so the backward's device work
+is counted by correlation of the launches made inside its range on the thread that called
+`backward()` and on autograd's engine thread (`trace.forwards(..., follow_autograd=True)`).
+Writes `<record>.json` and `<record>.trace.json.gz` (record = `<stage>-bwd` at the default shape).
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+from .. import store, trace
+from ..stages import ProviderUnavailable, get_stage
+from ..store import EVENT_REPS, LABEL, SCHEDULE, WARMUP_CALLS
+from .capture import environment, key_average_rows, require_cuda
+from .numerics import make_inputs, reference, relative_error, torch_dtype
+
+from ..records import BACKWARD_STAGES, BWD_FLOP_FACTOR, BWD_LABEL, backward_record, backward_settings  # noqa: F401
+
+
+def sync():
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def _clear_grads(tensors):
+    for t in tensors:
+        t.grad = None
+
+
+# --8<-- [start:profile]
+def profile_backward(forward, grad, inputs, trace_path):
+    """Warm up, then profile five steps, each one annotated forward and one annotated backward."""
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    for _ in range(WARMUP_CALLS):
+        forward().backward(grad)
+        _clear_grads(inputs)
+    sync()
+    with profile(activities=activities, schedule=schedule(**SCHEDULE), record_shapes=True) as prof:
+        for _ in range(sum(SCHEDULE[k] for k in ("wait", "warmup", "active"))):
+            with record_function(LABEL):
+                out = forward()
+            sync()
+            with record_function(BWD_LABEL):  # autograd launches the kernels from its own thread
+                out.backward(grad)
+            sync()
+            _clear_grads(inputs)  # outside both ranges: each backward writes fresh gradients
+            prof.step()
+    prof.export_chrome_trace(str(trace_path))
+    return prof.key_averages()
+# --8<-- [end:profile]
+
+
+def saved_for_backward(forward, inputs) -> list[dict]:
+    """Every tensor autograd saves for the backward during one forward (saved_tensors_hooks), with
+    its shape, dtype and bytes; the inputs q, k, v and the output are named as such."""
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        out = forward()
+    known = {t.data_ptr(): name for t, name in zip(inputs, "qkv")}
+    known.setdefault(out.data_ptr(), "output")
+    rows, seen = [], set()
+    for t in saved:
+        key = (t.data_ptr(), tuple(t.shape), t.dtype)
+        if key in seen:
+            continue
+        seen.add(key)
+        what = known.get(t.data_ptr(), "scalar" if t.dim() == 0 else "intermediate")
+        rows.append({"what": what, "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."),
+                     "bytes": t.numel() * t.element_size()})
+    del out, saved
+    return rows
+
+
+def memory(forward, grad, inputs) -> dict:
+    """Bytes beyond what was live before: held between forward and backward (output and saved
+    tensors), peak of the forward, and peak of the backward (gradients included)."""
+    if not torch.cuda.is_available():
+        return {}
+    _clear_grads(inputs)
+    sync()
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    out = forward()
+    sync()
+    held, fwd_peak = torch.cuda.memory_allocated() - before, torch.cuda.max_memory_allocated() - before
+    torch.cuda.reset_peak_memory_stats()
+    out.backward(grad)
+    sync()
+    bwd_peak = torch.cuda.max_memory_allocated() - before
+    del out
+    _clear_grads(inputs)
+    return {"held_after_forward_bytes": held, "peak_forward_bytes": fwd_peak, "peak_backward_bytes": bwd_peak}
+
+
+def time_backward(forward, grad, inputs, reps) -> list[float]:
+    """Microseconds of each backward alone (CUDA events around `backward()`), a fresh forward before each."""
+    times = []
+    for _ in range(reps):
+        out = forward()
+        if torch.cuda.is_available():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            out.backward(grad)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1000.0)
+        else:
+            import time
+            t0 = time.perf_counter()
+            out.backward(grad)
+            times.append((time.perf_counter() - t0) * 1e6)
+        _clear_grads(inputs)
+    return times
+
+
+def grad_errors(q, k, v, out, grad) -> dict:
+    """Relative error of the output and of each gradient against float64 autograd on the same inputs."""
+    q64, k64, v64 = (t.detach().to(torch.float64).requires_grad_() for t in (q, k, v))
+    ref = reference(q64, k64, v64, graph=True)
+    ref.backward(grad.to(torch.float64))
+    return {"out": relative_error(out, ref.detach()),
+            **{f"d{n}": relative_error(t.grad, t64.grad) for n, t, t64 in zip("qkv", (q, k, v), (q64, k64, v64))}}
+
+
+def capture_backward(name, shape, dtype_name, out_dir, device="cuda") -> dict:
+    """Capture forward + backward of one stage; returns the summary (also written)."""
+    stage = get_stage(name)
+    out_dir = Path(out_dir)
+    settings = backward_settings(shape, dtype_name)
+    record = backward_record(name, shape, dtype_name)
+    summary = {"record": record, "stage": name, "pass": "backward", "title": stage.title, "shape": list(shape),
+               "dtype": dtype_name, "provider": stage.provider, "layout": stage.layout, "label": BWD_LABEL,
+               "forward_label": LABEL, "follow_autograd": True, "settings": settings,
+               "key": store.capture_key(stage, settings), "bwd_flop_factor": BWD_FLOP_FACTOR,
+               **(environment(stage) if device == "cuda" else {"source_hash": stage.source_hash()})}
+    q, k, v = (t.requires_grad_() for t in make_inputs(shape, torch_dtype(dtype_name), device))
+    inputs = (q, k, v)
+    try:
+        forward = stage.prepare(q, k, v)
+    except ProviderUnavailable as e:
+        return _unavailable(out_dir, summary, str(e))
+    gen = torch.Generator(device="cpu").manual_seed(1)
+    grad = torch.randn(q.shape, generator=gen).to(device=device, dtype=q.dtype)  # the upstream gradient dL/dout
+    with stage.context():
+        try:  # a backward that autograd refuses (or a backend that cannot run) raises here
+            out = forward()
+            out.backward(grad)
+            sync()
+        except RuntimeError as e:
+            return _unavailable(out_dir, summary, str(e).strip().splitlines()[0])
+        summary["rel_err"] = relative_error(out, reference(q, k, v))
+        summary["grad_rel_err"] = grad_errors(q, k, v, out.detach(), grad)
+        del out
+        _clear_grads(inputs)
+        with tempfile.TemporaryDirectory() as tmp:
+            raw = Path(tmp) / "trace.json"
+            averages = profile_backward(forward, grad, inputs, raw)
+            events = json.loads(raw.read_text())
+        times = time_backward(forward, grad, inputs, EVENT_REPS)
+        summary["memory"] = memory(forward, grad, inputs)
+        try:
+            summary["saved"] = saved_for_backward(forward, inputs)
+        except Exception as e:  # a compiled forward may refuse the hooks: say so, keep the rest
+            summary["saved_unavailable"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"
+
+    summary.update(trace.summarize_backward(events, BWD_LABEL, LABEL))  # what `check` recomputes from the trace
+    summary.update({
+        "event_median_us": statistics.median(times),
+        "event_p10_us": sorted(times)[len(times) // 10],
+        "event_p90_us": sorted(times)[len(times) * 9 // 10],
+        "key_averages": key_average_rows(averages),
+    })
+    store.write_trace(out_dir, record, events)
+    store.write_summary(out_dir, summary)
+    return summary
+
+
+def _unavailable(out_dir, summary, reason) -> dict:
+    summary["unavailable"] = reason
+    store.write_summary(out_dir, summary)
+    store.trace_path(out_dir, summary["record"]).unlink(missing_ok=True)
+    return summary
+
+
+def capture(names, shape, dtype_name, out_dir) -> list[dict]:
+    for name in names:
+        get_stage(name)
+    require_cuda()
+    results = []
+    for name in names:
+        try:
+            results.append(capture_backward(name, shape, dtype_name, out_dir))
+        except Exception as e:  # one broken stage must not cost the others their captures
+            if isinstance(e, torch.OutOfMemoryError):
+                torch.cuda.empty_cache()
+            why = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+            print(f"backward capture of {name} failed, its old capture is untouched: {why}", flush=True)
+            results.append({"stage": name, "record": backward_record(name, shape, dtype_name), "error": why})
+    return results

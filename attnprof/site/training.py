@@ -1,0 +1,254 @@
+"""The pieces of the chapters on the backward pass and on attention across two GPUs.
+
+A backward capture (`<stage>-bwd`) holds one annotated backward, its device work counted on the
+calling thread and on autograd's engine thread; a context-parallel capture (`cp-...`) holds every
+rank. Their stamp, kernels and footprint are the stage pieces' own (`stamp flash-bwd`).
+"""
+from __future__ import annotations
+
+from .. import names, oplist, trace
+from ..oplist import KIND_LABEL
+from ..text import shape, size, us
+from . import plots, tables
+from .build import Build
+from .pieces import causal_tflops, title
+from .registry import ALL, piece
+
+GRADIENTS = ("dq", "dk", "dv")
+
+
+def bwd_tflops(s: dict) -> float:
+    """Backward TFLOP/s: the causal forward's FLOPs times the backward's factor, over its CUDA-event median."""
+    return s["bwd_flop_factor"] * causal_tflops(s)
+
+
+def grad_error(s: dict) -> float:
+    return max(s["grad_rel_err"][g] for g in GRADIENTS)
+
+
+# ---- the backward pass ---------------------------------------------------------------------------
+
+@piece("bwd-compare", captures=ALL, unavailable=True)
+def bwd_compare(build: Build, *records):
+    """Every backend's backward side by side: ops, threads, time, TFLOP/s, gradients' error."""
+    rows = []
+    for record in records:
+        s = build.summary(record)
+        link = f"[{title(s)}]({'fused' if s['stage'] == 'flex' else s['stage']}.md)"
+        if "unavailable" in s:
+            rows.append((link, f"not available here: {tables.cell(s['unavailable'])}", *["—"] * 6))
+            continue
+        rows.append((link, s["ops_per_backward"], s["ops_on_calling_thread_each"][0], us(s["backward_device_us"]),
+                     us(s["event_median_us"]), f"{bwd_tflops(s):.0f}",
+                     f"{s['backward_device_us'] / s['forward_device_us']:.1f}×", f"{grad_error(s):.1e}"))
+    b, h, n, d = build.summary(records[0])["shape"]
+    return (tables.table(["stage", "device ops / backward", "of them launched from the calling thread",
+                          "device time / backward", "CUDA-event median", "TFLOP/s (2.5× causal fwd FLOPs)",
+                          "backward ÷ forward (device time, same trace)", "worst grad error vs fp64"], rows, "lrrrrrrr")
+            + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal. The backward's FLOPs are counted as 2.5 times the "
+              f"causal forward's (two matmuls forward; five backward, one of them recomputing QKᵀ), a convention, not a "
+              f"count of what each kernel does.")
+
+
+@piece("bwd-saved", captures=ALL, unavailable=True)
+def bwd_saved(build: Build, *records):
+    """What each backend's forward hands to autograd for the backward (saved_tensors_hooks, in order), and
+    the memory that holds it."""
+    rows = []
+    for record in records:
+        s = build.summary(record)
+        if "unavailable" in s or "saved" not in s:
+            rows.append((title(s), tables.cell(s.get("unavailable") or s.get("saved_unavailable")), *["—"] * 3))
+            continue
+        big = [r for r in s["saved"] if r["what"] not in ("q", "k", "v", "output", "scalar")]
+        items = "<br>".join(f"{r['what']} {shape(r['shape']) or 'scalar'} {r['dtype']} ({size(r['bytes'])})"
+                            for r in big) or "—"
+        inputs = ", ".join(sorted({r["what"] for r in s["saved"] if r["what"] in ("q", "k", "v", "output")}))
+        m = s["memory"]
+        rows.append((title(s), items, inputs or "—", size(m["held_after_forward_bytes"]), size(m["peak_backward_bytes"])))
+    return tables.table(["stage", "saved besides the inputs and output (shape, dtype, size)", "inputs / output saved",
+                         "held from forward to backward", "peak during backward"], rows, "lllrr") + (
+        "\n\nOne row per tensor autograd saved, as `torch.autograd.graph.saved_tensors_hooks` saw it; a tensor saved "
+        "under two shapes (a view for the batched matmul) is listed twice but occupies memory once, which the "
+        "measured columns show. *Held from forward to backward*: memory allocated by the forward and still live when "
+        "it returns (the output and what autograd saved); *peak during backward*: the most allocated during "
+        "`backward()` beyond what was live before the forward, the three gradients included.")
+
+
+@piece("bwd-ops", captures=1)
+def bwd_ops(build: Build, record):
+    """One backward's device ops in launch order, with the autograd node that launched each."""
+    s = build.summary(record)
+    rows = []
+    for i, op in enumerate(s["ops"], 1):
+        nodes = [n.removeprefix(trace.AUTOGRAD_ENGINE + ": ") for n in oplist.launching_path(s, op)
+                 if n.startswith(trace.AUTOGRAD_ENGINE)]
+        info = names.explain(op["name"])
+        rows.append((i, KIND_LABEL[op["kind"]], us(op["duration_us"]), tables.kernel(op["name"]), info["library"],
+                     info["math_unit"], f"{tables.code(' › '.join(nodes)) if nodes else '—'} › {op['launch']}"))
+    each = ", ".join(map(str, s["ops_per_backward_each"]))
+    return tables.table(["#", "kind", "time", "kernel (hover for the full name)", "library", "math unit",
+                         "autograd node › launch"], rows, "rlr") + (
+        f"\n\n{s['ops_per_backward']} device ops in one backward ({each} in the {len(s['ops_per_backward_each'])} "
+        f"profiled backwards), {us(s['backward_device_us'])} of device time (sum of their durations, profiler); "
+        f"CUDA-event median of `backward()` {us(s['event_median_us'])} over {s['settings']['event_reps']} runs. "
+        f"Launched from the thread that called `backward()`: {s['ops_on_calling_thread_each'][0]}.")
+
+
+BWD_VALUES = {
+    "ops": lambda s: str(s["ops_per_backward"]),
+    "calling_thread": lambda s: str(s["ops_on_calling_thread_each"][0]),
+    "device_time": lambda s: us(s["backward_device_us"]),
+    "forward_device_time": lambda s: us(s["forward_device_us"]),
+    "event_median": lambda s: us(s["event_median_us"]),
+    "tflops": lambda s: f"{bwd_tflops(s):.0f}",
+    "held": lambda s: size(s["memory"]["held_after_forward_bytes"]),
+    "peak": lambda s: size(s["memory"]["peak_backward_bytes"]),
+    "grad_err": lambda s: f"{grad_error(s):.1e}",
+}
+
+
+@piece("bwd-value", captures=1, unavailable=True, inline=True)
+def bwd_value(build: Build, record, field):
+    """One number of a backward capture, inline in prose."""
+    if field not in BWD_VALUES:
+        raise KeyError(f"unknown value {field!r} (known: {', '.join(BWD_VALUES)})")
+    return BWD_VALUES[field](build.summary(record))
+
+
+@piece("bwd-table", captures=1)
+def bwd_table(build: Build, record):
+    s = build.summary(record)
+    steps = len(s["ops_per_backward_each"])
+    return tables.key_averages(s) + (f"\n\n`key_averages()` over the whole profile: {steps} forwards and {steps} "
+                                     f"backwards, autograd's thread included.")
+
+
+@piece("bwd-trace", captures=1)
+def bwd_trace(build: Build, record):
+    s = build.summary(record)
+    return (f"{plots.timeline(s, build.trace(record))}\n\n"
+            f"*One backward of `{s['stage']}` from the committed trace, launches followed onto autograd's thread. "
+            f"Numbers match the op list; hover a bar for its full name and duration.*")
+
+
+@piece("bwd-download", captures=1, inline=True)
+def bwd_download(build: Build, record):
+    return (f"[:material-download: {record}.trace.json.gz](captures/{record}.trace.json.gz) · "
+            f"[summary JSON](captures/{record}.json)")
+
+
+# ---- two GPUs ------------------------------------------------------------------------------------
+
+def whole(duration_us) -> str:
+    """A duration that a table cell does not break between number and unit."""
+    return us(duration_us).replace(" ", "&nbsp;")
+
+
+def per_rank(s: dict, value) -> str:
+    """`value` of each rank in one table cell, a line per rank."""
+    return "<br>".join(f"{r['rank']}:&nbsp;{value(r)}" for r in s["ranks"])
+
+
+@piece("cp-compare", captures=ALL)
+def cp_compare(build: Build, *records):
+    """Context-parallel captures side by side: one GPU against the ring, communication hidden, correctness."""
+    rows = []
+    for record in records:
+        s = build.summary(record)
+        shard = "head-and-tail" if s["load_balance"] else "contiguous halves"
+        rows.append((f"{s['shape'][2]:,}", f"{s['rotate']}, {shard}", us(s["single_gpu"]["event_median_us"]),
+                     us(s["cp_event_median_us"]), f"**{s['speedup']:.2f}×**",
+                     per_rank(s, lambda r: whole(r["forward_device_us"])),
+                     per_rank(s, lambda r: f"{whole(r['overlap']['overlap_us'])} of {whole(r['overlap']['communication_us'])}"),
+                     f"{max(r['rel_err_rows'] for r in s['ranks']):.1e}"))
+    s = build.summary(records[0])
+    return tables.table(["sequence length", "rotation, causal shard", "one GPU (event median)",
+                         f"{s['world_size']} GPUs (slower rank's event median)", "speedup", "device time, per rank",
+                         "NCCL time hidden behind compute, per rank", "rel. error vs fp64 (sampled rows)"],
+                        rows, "rlrrrrrr") + (
+        f"\n\nB=1, H={s['shape'][1]}, D={s['shape'][3]}, bf16, causal, SDPA's {s['backend']} backend on every rank and "
+        f"for the one-GPU run (same inputs, same run). Times are CUDA-event medians of {s['settings']['event_reps'] // 2} "
+        f"calls after warm-up, each call started on every rank together after a barrier; the {s['world_size']}-GPU time "
+        f"is the slower rank's median. The error is measured on 32 query rows spread over the sequence, against "
+        f"float64 attention over all keys.")
+
+
+@piece("cp-ranks", captures=1)
+def cp_ranks(build: Build, record):
+    """Per rank: which positions it holds, its causal work, its forward, and its communication."""
+    s = build.summary(record)
+    total = sum(r["causal_pairs"] for r in s["ranks"])
+    rows = []
+    for r in s["ranks"]:
+        o = r["overlap"]
+        held = ", ".join(f"{a:,}–{b:,}" for a, b in r["positions"])
+        flash = [op for op in r["ops"] if op["kind"] == "kernel" and names.fingerprint([op["name"]]) == "flash"]
+        rows.append((r["rank"], held, f"{r['causal_pairs'] / total:.1%}", r["ops_per_forward"],
+                     " + ".join(whole(op["duration_us"]) for op in flash), us(r["forward_device_us"]),
+                     f"{whole(o['communication_us'])}: {whole(o['overlap_us'])} hidden, {whole(o['exposed_us'])} exposed",
+                     us(r["event_median_us"])))
+    return tables.table(["rank", "query positions held", "share of the causal (query, key) pairs",
+                         "device ops / forward", "attention kernels", "device time / forward", "NCCL time",
+                         "CUDA-event median"], rows, "rlrrlrlr") + (
+        "\n\n*NCCL time* is the time any NCCL kernel ran on that GPU during the forward; *hidden* is the part of it "
+        "during which a compute kernel ran too (on another stream), *exposed* the rest. Counted per rank by "
+        "correlation inside that rank's annotated forward.")
+
+
+@piece("cp-ops", captures=1)
+def cp_ops(build: Build, record, rank="0"):
+    """One rank's forward, in launch order."""
+    r = build.summary(record)["ranks"][int(rank)]
+    rows = [(i, us(op["start_us"]), us(op["duration_us"]), tables.kernel(op["name"]), names.explain(op["name"])["library"],
+             shape(op["grid"]) if op.get("grid") else "—") for i, op in enumerate(r["ops"], 1)]
+    return tables.table(["#", "starts at", "time", "kernel (hover for the full name)", "library", "grid"], rows,
+                        "rrr") + (
+        f"\n\nRank {r['rank']}: {r['ops_per_forward']} device ops in one forward "
+        f"({', '.join(map(str, r['ops_per_forward_each']))} in the profiled forwards). *Starts at*: from the start "
+        f"of the annotated forward on the CPU.")
+
+
+@piece("cp-stamp", captures=1)
+def cp_stamp(build: Build, record):
+    s = build.summary(record)
+    detail = (f"{s['world_size']} ranks, shape {tuple(s['shape'])} bf16, causal, rotation {s['rotate']}, "
+              f"{'head-and-tail' if s['load_balance'] else 'no'} load balance · code hash `{s['source_hash']}`")
+    return tables.environment(s, "Captured", detail)
+
+
+RANK_VALUES = {  # cp-value RECORD rank0.exposed, rank1.hidden_pct ...
+    "exposed": lambda r: us(r["overlap"]["exposed_us"]),
+    "comm": lambda r: us(r["overlap"]["communication_us"]),
+    "hidden": lambda r: us(r["overlap"]["overlap_us"]),
+    "hidden_pct": lambda r: f"{r['overlap']['hidden_fraction']:.0%}",
+    "device": lambda r: us(r["forward_device_us"]),
+    "ops": lambda r: str(r["ops_per_forward"]),
+}
+CP_VALUES = {
+    "speedup": lambda s: f"{s['speedup']:.2f}×",
+    "single": lambda s: us(s["single_gpu"]["event_median_us"]),
+    "cp": lambda s: us(s["cp_event_median_us"]),
+}
+
+
+@piece("cp-value", captures=1, inline=True)
+def cp_value(build: Build, record, field):
+    """One number of a context-parallel capture, inline in prose: a run's (speedup) or a rank's (rank0.exposed)."""
+    s = build.summary(record)
+    if field.startswith("rank") and "." in field:
+        rank, what = field.removeprefix("rank").split(".", 1)
+        if what in RANK_VALUES:
+            return RANK_VALUES[what](s["ranks"][int(rank)])
+    elif field in CP_VALUES:
+        return CP_VALUES[field](s)
+    raise KeyError(f"unknown value {field!r} (known: {', '.join(CP_VALUES)}, rankN.{{{','.join(RANK_VALUES)}}})")
+
+
+@piece("cp-trace", captures=1)
+def cp_trace(build: Build, record):
+    return (f"{plots.ranks_timeline(build.summary(record), build.trace(record))}\n\n"
+            f"*One forward on each rank, lined up on the trace's clock: per rank, its compute kernels and its NCCL "
+            f"kernels. Hover a bar for its name and duration.* "
+            f"[:material-download: {record}.trace.json.gz](captures/{record}.trace.json.gz) (both ranks in one file: "
+            f"Perfetto shows them as processes *rank 0* and *rank 1*) · [summary JSON](captures/{record}.json)")
