@@ -12,6 +12,7 @@ from .. import store
 
 RUNS = {
     "ceilings": lambda: sweep.ceilings(),
+    "hardware": lambda: sweep.hardware(),
     "sweep": lambda: sweep.sweep(),
     "fastest": lambda: sweep.fastest(),
     "recompile": lambda: sweep.recompile_limit(),
