@@ -22,7 +22,7 @@ def test_ops_table_has_one_row_per_op_and_marks_the_memcpy():
     assert len(rows) == pieces.summary("naive")["ops_per_forward"]
     marked = [r for r in rows if "⟵" in r]
     assert len(marked) == 1 and "Memcpy DtoD" in marked[0]
-    assert all(r.count(" | ") == 6 for r in rows)  # no stray pipes from kernel names
+    assert all(r.count(" | ") == 7 for r in rows)  # no stray pipes from kernel names
 
 
 def test_diff_naive_to_inplace_is_the_memcpy():

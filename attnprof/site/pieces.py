@@ -6,6 +6,7 @@ failed on it by then).
 """
 from __future__ import annotations
 
+import html
 from functools import lru_cache
 
 from .. import a100, names, store, trace
@@ -64,12 +65,16 @@ def _trace(stage):
 
 
 def _download(stage):
-    return (f"[:material-download: {stage}.trace.json.gz](captures/{stage}.trace.json.gz) "
-            f"(the whole profile: {len(summary(stage)['ops_per_forward_each'])} annotated forwards) · "
+    s = summary(stage)
+    title = f"{s['title']}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
+    return (f"[:material-chart-timeline: Open in Perfetto](captures/{stage}.trace.json.gz)"
+            f"{{ .md-button .attnprof-perfetto data-title=\"{html.escape(title, quote=True)}\" }} "
+            f"[:material-download: {stage}.trace.json.gz](captures/{stage}.trace.json.gz){{ .md-button }} "
             f"[summary JSON](captures/{stage}.json)\n\n"
-            f"Open the trace at [ui.perfetto.dev](https://ui.perfetto.dev) (*Open trace file*; it reads the "
-            f"gzipped file as it is) or in `chrome://tracing`. Search for `attention_forward` to find the "
-            f"annotated forwards; press `f` to zoom to a selection.")
+            f"The whole profile: {len(s['ops_per_forward_each'])} annotated forwards. *Open in Perfetto* hands "
+            f"this file to [ui.perfetto.dev](https://ui.perfetto.dev) in a new tab; the file can also be opened "
+            f"there by hand (*Open trace file*; it reads the gzipped file as it is) or in `chrome://tracing`. "
+            f"Search for `attention_forward` to find the annotated forwards; press `f` to zoom to a selection.")
 
 
 VALUES = {
@@ -110,7 +115,7 @@ def _kernels(stage):
             continue
         seen.add(op["name"])
         e = names.explain(op["name"])
-        rows.append((render.md_kernel(op["name"]), e["library"], e["math_unit"], e["dtype"] or "—", e["arch"] or "—",
+        rows.append((render.md_kernel(op["name"]), e["library"], render.UNIT_LABEL[e["math_unit"]], e["dtype"] or "—", e["arch"] or "—",
                      e["tile"] or "—", render.md_cell(e["summary"])))
     return render.md_table(["kernel", "library", "math unit", "dtype", "arch", "tile", "what it is"], rows)
 
@@ -212,7 +217,8 @@ def _a100_kernels(problems):
         compute = [op for op in summary(name)["ops"] if op["kind"] == "kernel"  # the matmul or attention kernel
                    and not names.explain(op["name"])["library"].startswith(("ATen", "CUDA runtime"))]
         ours = max(compute, key=lambda op: op["duration_us"])["name"]
-        rows.append((f"[{STAGES[name].title}]({name}.md)", render.md_cell(theirs), render.md_kernel(ours),
+        rows.append((f"[{STAGES[name].title}]({name}.md)", render.md_kernel(theirs) if " " not in theirs
+                     else render.md_cell(theirs), render.md_kernel(ours),
                      names.explain(ours)["arch"] or "—"))
     return (render.md_table(["stage", "A100 kernel (the post)", "H200 kernel (ours: its longest matmul or attention kernel)",
                              "arch in our kernel's name"], rows)

@@ -11,6 +11,14 @@ from .. import names, occupancy
 from .. import trace as trace_mod
 
 KIND_LABEL = {"kernel": "kernel", "memcpy": "Memcpy", "memset": "Memset"}
+UNIT_LABEL = {"cuda cores": "CUDA cores", "tensor cores": "Tensor Cores", "none": "none", "unknown": "unknown"}
+LAUNCH_API = {"cu": "CUDA driver API", "cuda": "CUDA runtime API"}
+
+
+def md_launch(api: str) -> str:
+    """A launch call as code, with which API it belongs to as its tooltip."""
+    which = LAUNCH_API["cuda" if api.startswith("cuda") else "cu"]
+    return f'<code title="{which}">{md_cell(api)}</code>'
 
 
 # ---- plain helpers -------------------------------------------------------------------------------
@@ -116,21 +124,37 @@ def launching_path(summary, op) -> list[str]:
     return [c["name"] for c in summary["cpu_ops"] if c["start_us"] <= t <= c["start_us"] + c["duration_us"]]
 
 
+def common_prefix(paths: list[list[str]]) -> list[str]:
+    """The enclosing ops every path shares (e.g. scaled_dot_product_attention > _scaled_dot_product_attention_math)."""
+    prefix = []
+    for names_at in zip(*paths):
+        if len(set(names_at)) != 1:
+            break
+        prefix.append(names_at[0])
+    return prefix if all(len(p) > len(prefix) for p in paths) else prefix[:-1]
+
+
 def ops_md(summary, mark: str | None = None) -> str:
     """The per-forward device ops in launch order; rows whose kind or name contains `mark` are flagged."""
+    paths = [[n.removeprefix("aten::") for n in launching_path(summary, op)] for op in summary["ops"]]
+    shared = common_prefix(paths)
     rows = []
-    for i, op in enumerate(summary["ops"], 1):
+    for i, (op, path) in enumerate(zip(summary["ops"], paths), 1):
         flagged = mark and (mark.lower() in op["kind"].lower() or mark.lower() in op["name"].lower())
         kind = KIND_LABEL[op["kind"]]
-        path = " › ".join(n.removeprefix("aten::") for n in launching_path(summary, op))
         info = names.explain(op["name"])
         rows.append((i, f"**{kind}** ⟵" if flagged else kind, us(op["duration_us"]), md_kernel(op["name"]),
-                     info["library"], info["math_unit"], f"{md_cell(path)} › {op['launch']}"))
+                     info["library"], UNIT_LABEL[info["math_unit"]],
+                     md_cell(" › ".join(path[len(shared):])).replace("_", "&#95;") or "—",  # _to_copy: no emphasis
+                     md_launch(op["launch"])))
+    where = (f" Every op is launched inside <code>{md_cell(' › '.join(shared))}</code>; *launched from* shows "
+             f"the ops below that." if shared else "")
     total = (f"\n\n{summary['ops_per_forward']} device ops in one forward, {us(summary['forward_device_us'])} of device "
              f"time (sum of their durations, profiler); CUDA-event median of the whole forward "
-             f"{us(summary['event_median_us'])} over {summary['settings']['event_reps']} runs.")
-    return md_table(["#", "kind", "time", "kernel (hover for the full name)", "library", "math unit", "launched from"],
-                    rows, ["---:", "---", "---:", "---", "---", "---", "---"]) + total
+             f"{us(summary['event_median_us'])} over {summary['settings']['event_reps']} runs. Hover a kernel for its "
+             f"full name.{where}")
+    return md_table(["#", "kind", "time", "kernel", "library", "math unit", "launched from", "launch API"],
+                    rows, ["---:", "---", "---:", "---", "---", "---", "---", "---"]) + total
 
 
 def ops_diff(a, b):
@@ -246,14 +270,21 @@ def footprint_rows(summary, props: dict):
 
 
 def footprint_md(summary, props: dict) -> str:
-    rows = [(r["index"], md_kernel(r["name"]), "×".join(map(str, r["grid"])), "×".join(map(str, r["block"])),
-             r["registers"], f"{r['shared_memory'] / 1024:.1f} KiB", f"{r['blocks_per_sm']} ({r['limiter']})",
-             f"{r['warps_per_sm']} / {r['max_warps']}", f"**{r['occupancy_pct']:.1f} %**",
-             "—" if r["achieved_occupancy"] is None else f"{r['achieved_occupancy']} %")
-            for r in footprint_rows(summary, props)]
-    return md_table(["#", "kernel", "grid", "block", "regs/thread", "smem/block", "blocks/SM (limit)",
-                     "warps/SM", "theoretical occupancy", "trace's est. achieved"], rows,
-                    ["---:", "---", "---", "---", "---:", "---:", "---", "---:", "---:", "---:"]) + (
+    """One column per kernel, occupancy first: what each kernel asks of an SM, and how many fit."""
+    kernels = footprint_rows(summary, props)
+    fields = [
+        ("**theoretical occupancy**", lambda r: f"**{r['occupancy_pct']:.1f} %**"),
+        ("warps per SM", lambda r: f"{r['warps_per_sm']} of {r['max_warps']}"),
+        ("blocks per SM (limited by)", lambda r: f"{r['blocks_per_sm']} ({r['limiter']})"),
+        ("registers per thread", lambda r: r["registers"]),
+        ("threads per block", lambda r: "×".join(map(str, r["block"])) + (f" = {r['threads']}" if r["block"][1:] != [1, 1] else "")),
+        ("shared memory per block", lambda r: f"{r['shared_memory'] / 1024:.1f} KiB"),
+        ("grid (blocks)", lambda r: "×".join(map(str, r["grid"]))),
+        ("trace's est. achieved", lambda r: "—" if r["achieved_occupancy"] is None else f"{r['achieved_occupancy']} %"),
+    ]
+    headers = ["op #"] + [f"#{r['index']} {md_kernel(r['name'])}" for r in kernels]
+    rows = [(name, *(get(r) for r in kernels)) for name, get in fields]
+    return md_table(headers, rows, ["---"] + ["---:"] * len(kernels)) + (
         f"\n\n*Theoretical occupancy* is computed by attnprof from each kernel's registers, shared memory and "
         f"block size against this GPU's per-SM limits ({props['regsPerMultiprocessor']} registers, "
         f"{props['sharedMemPerMultiprocessor'] // 1024} KiB shared memory, "
