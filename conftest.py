@@ -2,24 +2,16 @@
 
 A page's code block may hold `--8<-- "file:section"` lines (pymdownx.snippets) and may sit inside
 a content tab or an admonition. Before the fences are parsed, each include line is replaced by the
-lines it includes, through the same section reader the notebooks use, and indented containers are
+lines it includes, through the same include filler the notebooks use, and indented containers are
 flattened so their fences are found too.
 """
 import re
 
 from markdown_it import MarkdownIt
 
-from attnprof.stages import ROOT, snippet_section
+from attnprof.stages import fill_includes
 
-INCLUDE = re.compile(r'^(?P<indent>[ \t]*)--8<--\s+"(?P<path>[^":]+)(?::(?P<section>[\w-]+))?"\s*$', re.M)
 CONTAINER = re.compile(r"^(===|!!!|\?\?\?\+?)\s")
-
-
-def expand_includes(text: str) -> str:
-    def include(m):
-        body = snippet_section(ROOT / m["path"], m["section"])
-        return "\n".join(m["indent"] + line if line else line for line in body.splitlines())
-    return INCLUDE.sub(include, text)
 
 
 def flatten_containers(text: str) -> str:
@@ -41,7 +33,7 @@ def flatten_containers(text: str) -> str:
 
 class ReaderView(MarkdownIt):
     def parse(self, src, env=None):
-        return super().parse(flatten_containers(expand_includes(src)), env)
+        return super().parse(flatten_containers(fill_includes(src)), env)
 
 
 def pytest_markdown_docs_markdown_it():

@@ -6,10 +6,40 @@ import argparse
 import json
 import sys
 
-from .site import render
 from . import store
-from .store import CaptureError
+from .oplist import KIND_LABEL
 from .stages import DEFAULT_SHAPE, DTYPES, STAGES, get_stage, parse_shape
+from .store import CaptureError
+from .text import shape, short, us
+
+
+
+def text_table(headers, rows) -> str:
+    """Columns padded to their widest cell, for the terminal."""
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt.format(*headers), fmt.format(*("-" * w for w in widths))]
+                     + [fmt.format(*map(str, r)) for r in rows])
+
+
+def show_text(summary) -> str:
+    """A capture as `show` prints it: the per-forward op list and the key_averages table."""
+    head = f"{summary['stage']} on {summary['device']} ({summary['capability']}), shape {summary['shape']}, {summary['dtype']}"
+    if "unavailable" in summary:
+        return f"{head}\nnot available on this machine: {summary['unavailable']}"
+    ops = [(i, KIND_LABEL[op["kind"]], us(op["duration_us"]), short(op["name"], 100))
+           for i, op in enumerate(summary["ops"], 1)]
+    averages = [(short(r["name"], 50), r["calls"], us(r["self_cpu_us"]), us(r["cpu_total_us"]),
+                 us(r["self_device_us"]), us(r["device_total_us"])) for r in summary["key_averages"]]
+    return "\n".join([
+        head,
+        f"{summary['ops_per_forward']} device ops per forward; forward device time {us(summary['forward_device_us'])} "
+        f"(profiler), {us(summary['event_median_us'])} (CUDA-event median); rel. error {summary['rel_err']:.2e}",
+        "", "Per-forward device ops, in launch order:",
+        text_table(["#", "kind", "time", "name"], ops),
+        "", f"key_averages over {len(summary['ops_per_forward_each'])} profiled forwards, by self CUDA time:",
+        text_table(["Name", "Calls", "Self CPU", "CPU total", "Self CUDA", "CUDA total"], averages),
+    ])
 
 
 def cmd_capture(args) -> int:
@@ -29,15 +59,15 @@ def cmd_capture(args) -> int:
 
 
 def cmd_show(args) -> int:
-    record = args.stage
+    record = args.record
     if args.shape:  # `show flash --shape 1,16,8192,128` is `show flash-1x16x8192x128`
-        record = store.record_name(get_stage(args.stage).name, parse_shape(args.shape))
+        record = store.record_name(get_stage(args.record).name, parse_shape(args.shape))
     store.parse_record(record)
     summary = store.load_summary(record, args.captures)
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
-        print(render.show_text(summary))
+        print(show_text(summary))
     return 0
 
 
@@ -72,24 +102,24 @@ def cmd_which(args) -> int:
     print(f"backend that ran: {r['ran']}  (dispatcher's choice: {r['dispatcher_choice']}; "
           f"aten op: {r['aten_backend']})")
     if r["kernels"]:
-        print(f"{r['device_ops']} device ops per forward, {render.us(r['device_us'])} of device time; kernels: "
-              + ", ".join(render.short_name(n, 60) for n in r["kernels"]))
+        print(f"{r['device_ops']} device ops per forward, {us(r['device_us'])} of device time; kernels: "
+              + ", ".join(short(n, 60) for n in r["kernels"]))
     if "median_us" in r:
-        print(f"forward median {render.us(r['median_us'])}")
+        print(f"forward median {us(r['median_us'])}")
     rows = [(b, "yes" if e["eligible"] else "no", "; ".join(e["reasons"]) or "-") for b, e in r["eligibility"].items()]
     if rows:
-        print(render.text_table(["backend", "eligible", "PyTorch's reasons"], rows))
+        print(text_table(["backend", "eligible", "PyTorch's reasons"], rows))
     return 0
 
 
 def cmd_verify(args) -> int:
     from .measure.verify import verify
     rows = verify(dtypes=tuple(args.dtypes.split(",")))
-    table = [(r["path"], r["dtype"], "x".join(map(str, r["shape"])), "yes" if r["fully_masked_row"] else "",
+    table = [(r["path"], r["dtype"], shape(r["shape"], "x"), "yes" if r["fully_masked_row"] else "",
               r["status"], f"{r['rel_frobenius']:.1e}" if "rel_frobenius" in r else "-",
               f"{r['max_abs']:.1e}" if "max_abs" in r else "-", r.get("masked_row", r.get("reason", ""))[:70])
              for r in rows]
-    print(render.text_table(["path", "dtype", "shape", "masked row", "status", "rel. Frobenius", "max abs", "note"], table))
+    print(text_table(["path", "dtype", "shape", "masked row", "status", "rel. Frobenius", "max abs", "note"], table))
     if args.out:
         from .measure.capture import environment
         store.write_json(args.out, "run-verify-cli", {"result": rows, **environment()})
@@ -111,13 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("capture", help="profile stages on a CUDA GPU and write their captures")
     c.add_argument("stages", nargs="+", metavar="STAGE", help=f"one or more of: {', '.join(STAGES)}, or all")
-    c.add_argument("--shape", default=",".join(map(str, DEFAULT_SHAPE)), help="B,H,S,D (default: %(default)s)")
+    c.add_argument("--shape", default=shape(DEFAULT_SHAPE, ","), help="B,H,S,D (default: %(default)s)")
     c.add_argument("--dtype", default=store.DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)} (default: %(default)s)")
     c.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
     c.set_defaults(run=cmd_capture)
 
     s = sub.add_parser("show", help="print a committed capture (no GPU needed)")
-    s.add_argument("stage", metavar="STAGE", help="a stage, or a capture name such as flash-1x16x8192x128")
+    s.add_argument("record", metavar="STAGE", help="a stage, or a capture name such as flash-1x16x8192x128")
     s.add_argument("--shape", help="B,H,S,D of the capture, if not the default")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
@@ -132,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true", help="print the decoding as JSON")
     e.set_defaults(run=cmd_explain)
     w = sub.add_parser("which", help="which SDPA backend really runs for these inputs, and why not the others")
-    w.add_argument("--shape", default=",".join(map(str, DEFAULT_SHAPE)), help="B,H,S,D (default: %(default)s)")
+    w.add_argument("--shape", default=shape(DEFAULT_SHAPE, ","), help="B,H,S,D (default: %(default)s)")
     w.add_argument("--dtype", default=store.DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)}")
     w.add_argument("--mask", default="causal", help="none, causal, bool or float (default: causal)")
     w.add_argument("--dropout", type=float, default=0.0, help="dropout probability (default: 0)")

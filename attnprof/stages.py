@@ -9,9 +9,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
+
+from .text import first_line
 
 if TYPE_CHECKING:  # torch is imported only where a function needs it
     import torch
@@ -58,8 +61,7 @@ class Stage:
         except Exception as e:
             if self.provider == "PyTorch":
                 raise
-            reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            raise ProviderUnavailable(f"{self.provider}: {type(e).__name__}: {reason}"[:400]) from None
+            raise ProviderUnavailable(f"{self.provider}: {type(e).__name__}: {first_line(e)}"[:400]) from None
         return lambda: module.attention(q, k, v, *extra)
 
     def context(self):
@@ -130,3 +132,15 @@ def snippet_section(path: str | Path, section: str | None = None) -> str:
     except StopIteration:
         raise ValueError(f"{path} has no section {section!r}") from None
     return "\n".join(l for l in lines[i + 1:j] if "--8<-- [" not in l)
+
+
+INCLUDE = re.compile(r'^(?P<indent>[ \t]*)--8<--\s+"(?P<path>[^":]+)(?::(?P<section>[\w-]+))?"\s*$', re.M)
+
+
+def fill_includes(text: str) -> str:
+    """Replace each `--8<-- "FILE:SECTION"` line (pymdownx.snippets' syntax, FILE relative to the
+    repository) with that section of FILE, indented like the line."""
+    def include(m):
+        body = snippet_section(ROOT / m["path"], m["section"])
+        return "\n".join(m["indent"] + line if line else line for line in body.splitlines())
+    return INCLUDE.sub(include, text)

@@ -12,6 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from . import text
 from .stages import DEFAULT_SHAPE, ROOT, SITE_RECORDS, Stage, get_stage
 
 # ATTNPROF_CAPTURES points the CLI and the site build at another folder (tests use it)
@@ -46,7 +47,7 @@ def capture_key(stage: Stage, stage_settings: dict) -> str:
 
 def record_name(stage: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE) -> str:
     """`flash` at the default shape and dtype, `flash-1x16x8192x128` (and `-fp16`) otherwise."""
-    name = stage if tuple(shape) == tuple(DEFAULT_SHAPE) else f"{stage}-{'x'.join(map(str, shape))}"
+    name = stage if tuple(shape) == tuple(DEFAULT_SHAPE) else f"{stage}-{text.shape(shape, 'x')}"
     return name if dtype_name == DEFAULT_DTYPE else f"{name}-{dtype_name}"
 
 
@@ -118,7 +119,7 @@ def write_trace(folder, name, events: dict):
 
 def recapture_command(record: str) -> str:
     stage, shape, dtype_name = parse_record(record)
-    extra = "" if tuple(shape) == tuple(DEFAULT_SHAPE) else f" --shape {','.join(map(str, shape))}"
+    extra = "" if tuple(shape) == tuple(DEFAULT_SHAPE) else f" --shape {text.shape(shape, ',')}"
     extra += "" if dtype_name == DEFAULT_DTYPE else f" --dtype {dtype_name}"
     return f"`python -m attnprof capture {stage}{extra}`"
 

@@ -7,7 +7,7 @@ from attnprof import names, trace
 from attnprof.cli import main
 from tests.conftest import LABEL
 
-# Names the post printed from its A100 traces (../shared/reference/hf-part3-a100.md).
+# Names the post printed from its A100 traces (attnprof/a100.py cites the post).
 A100 = {
     "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_6_128x64x64_4x1x1_cga1x1x1_kernel0_0":
         ("cuDNN (fused flash attention)", "tensor cores", "sm_80", "128x64x64"),

@@ -28,3 +28,11 @@ def test_notebooks_are_byte_stable():
     import nbformat
     for name in LADDER:
         assert nbformat.writes(notebooks.notebook(STAGES[name])) == nbformat.writes(notebooks.notebook(STAGES[name]))
+
+
+def test_template_cells_fit_the_stage():
+    sdpa = "\n".join(source for _, source in notebooks.cells(STAGES["flash"]))
+    plain = "\n".join(source for _, source in notebooks.cells(STAGES["naive"]))
+    assert "backend = 'flash'" in sdpa and "causal_mask(S, device)" not in sdpa
+    assert "causal_mask(S, device)" in plain and "backend =" not in plain
+    assert "--8<--" not in sdpa + plain and "$" not in sdpa + plain  # every include and placeholder filled

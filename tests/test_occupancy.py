@@ -1,5 +1,5 @@
 from attnprof import occupancy
-from attnprof.site import render
+from attnprof import oplist
 
 A100 = {"maxThreadsPerMultiprocessor": 2048, "regsPerMultiprocessor": 65536,
         "sharedMemPerMultiprocessor": 167936, "computeMajor": 8, "warpSize": 32}
@@ -24,5 +24,5 @@ def test_footprint_rows_use_the_traces_device_properties(h200):
     t = h200("flash")
     fwd = trace.forwards(t, "attention_forward")[0]
     summary = {"ops": [op.__dict__ for op in fwd.ops]}
-    (row,) = render.footprint_rows(summary, t["deviceProperties"][0])
+    (row,) = oplist.footprint_rows(summary, t["deviceProperties"][0])
     assert row["registers"] == 255 and row["occupancy_pct"] == 12.5 and row["max_warps"] == 64

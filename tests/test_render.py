@@ -1,39 +1,54 @@
-"""Rendering from captures: escaping of real kernel names, op-list diffs, the SVG picture."""
+"""Rendering from captures: escaping of real kernel names, op-list diffs, the SVG timeline, the
+piece registry and the Markdown extension."""
 import xml.etree.ElementTree as ET
 
-from attnprof.site import pieces, render
-from attnprof import trace
+import markdown
+import pytest
+
+from attnprof import store, trace
+from attnprof.site import extension, plots, tables
+from attnprof.site.build import Build
+from attnprof.site.registry import PIECES, expand
 from tests.conftest import LABEL
 
-MASKED_FILL = next(op["name"] for op in pieces.summary("naive")["ops"] if "masked_fill" in op["name"])
+MASKED_FILL = next(op["name"] for op in store.load_summary("naive")["ops"] if "masked_fill" in op["name"])
+
+
+@pytest.fixture(scope="module")
+def build():
+    return Build(problems={})
 
 
 def test_table_cells_escape_html_and_pipes():
-    cell = render.md_cell("void f<a|b, c&d>(x) ::g")
+    cell = tables.cell("void f<a|b, c&d>(x) ::g")
     assert "<" not in cell and ">" not in cell and "|" not in cell
     assert "&lt;a&#124;b, c&amp;d&gt;" in cell
-    code = render.md_kernel(MASKED_FILL)
+    code = tables.kernel(MASKED_FILL)
     assert code.count("<code") == 1 and "&lt;" in code.split('"')[1]  # the full name survives in the tooltip
 
 
-def test_ops_table_has_one_row_per_op_and_marks_the_memcpy():
-    md = render.ops_md(pieces.summary("naive"), mark="Memcpy")
+def test_table_aligns_columns_as_asked():
+    md = tables.table(["a", "b", "c"], [(1, 2, 3)], "rl")
+    assert md.splitlines()[1] == "| ---: | --- | --- |"
+
+
+def test_ops_table_has_one_row_per_op_and_marks_the_memcpy(build):
+    md = tables.ops(build.summary("naive"), mark="Memcpy")
     rows = [l for l in md.splitlines() if l.startswith("| ") and l[2:3].isdigit()]
-    assert len(rows) == pieces.summary("naive")["ops_per_forward"]
+    assert len(rows) == build.summary("naive")["ops_per_forward"]
     marked = [r for r in rows if "⟵" in r]
     assert len(marked) == 1 and "Memcpy DtoD" in marked[0]
     assert all(r.count(" | ") == 7 for r in rows)  # no stray pipes from kernel names
 
 
-def test_diff_naive_to_inplace_is_the_memcpy():
-    md = pieces.expand("diff", ["naive", "inplace"], problems={})
+def test_diff_naive_to_inplace_is_the_memcpy(build):
+    md = expand(build, "diff", ["naive", "inplace"])
     lines = [l for l in md.splitlines() if l.startswith("| −") or l.startswith("| +")]
     assert len(lines) == 1 and "Memcpy" in lines[0] and "saved" in md
 
 
-def test_trace_svg_is_well_formed_and_labels_every_op(h200):
-    summary = dict(pieces.summary("naive"))
-    svg = render.trace_svg(summary, h200("naive"))
+def test_timeline_is_well_formed_and_labels_every_op(h200, build):
+    svg = plots.timeline(build.summary("naive"), h200("naive"))
     root = ET.fromstring(svg)
     titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
     n = len(trace.median_forward(trace.forwards(h200("naive"), LABEL)).ops)
@@ -42,5 +57,31 @@ def test_trace_svg_is_well_formed_and_labels_every_op(h200):
 
 
 def test_problem_captures_render_as_a_box():
-    md = pieces.expand("ops", ["naive"], problems={"naive": "capture of stage 'naive' is stale: run it"})
+    md = expand(Build(problems={"naive": "capture 'naive' is stale: run it"}), "ops", ["naive"])
     assert md.startswith('!!! failure') and "stale" in md
+
+
+def test_registry_declares_what_each_piece_reads():
+    assert PIECES["ops"].captures == 1 and PIECES["diff"].captures == 2 and PIECES["glance"].captures == 0
+    assert PIECES["stamp"].unavailable and not PIECES["ops"].unavailable and PIECES["value"].inline
+
+
+def test_an_unavailable_stage_renders_a_note_not_a_table(build):
+    assert expand(build, "ops", ["hub"]).startswith('!!! warning "Not available on this machine"')
+    assert "Captured on" in expand(build, "stamp", ["hub"])
+
+
+def md(build, text):
+    return markdown.markdown(text, extensions=["admonition", extension.PiecesExtension(build=build)])
+
+
+def test_extension_inlines_the_trace_svg_and_indents_inside_an_admonition(build):
+    html = md(build, '!!! note "n"\n    <!-- attnprof: trace naive -->\n\nS: <!-- attnprof: value naive ops -->.')
+    assert '<div class="admonition note">' in html and html.count("<svg") == 1 and "<title>" in html
+    assert "<p><svg" in html and "&lt;svg" not in html  # raw HTML, not escaped into text
+    assert f"S: {build.summary('naive')['ops_per_forward']}." in html and "attnprof:" not in html
+
+
+def test_extension_names_an_unknown_piece(build):
+    with pytest.raises(extension.PieceError, match="unknown piece 'nope'"):
+        md(build, "<!-- attnprof: nope naive -->")

@@ -13,7 +13,8 @@ def test_every_stage_chapter_has_table_op_list_trace_and_stamp(site):
     for stage in LADDER:
         page = (site / stage / "index.html").read_text()
         assert "<table>" in page, stage
-        assert f"figures/{stage}-trace.svg" in page and (site / "figures" / f"{stage}-trace.svg").exists(), stage
+        assert "<svg" in page and "<img" not in page.split("md-content")[1], stage  # the trace, inline
+        assert f'aria-label="{stage} forward trace"' in page, stage
         assert f"captures/{stage}.trace.json.gz" in page and (site / "captures" / f"{stage}.trace.json.gz").exists()
         assert "Captured on NVIDIA H200" in page and "attnprof:" not in page, stage
 
@@ -48,8 +49,8 @@ def test_fused_chapter_shows_what_ran_and_what_could_not(site):
     page = (site / "fused" / "index.html").read_text()
     assert page.count("not available on this machine") >= 2  # the hub, at both shapes
     assert "triton_tem_fused_flex_attention" in page and "quant_per_block_int8_kernel" in page
-    assert (site / "figures" / "flex-trace.svg").exists() and (site / "figures" / "sage-trace.svg").exists()
-    assert not (site / "figures" / "hub-trace.svg").exists()
+    assert 'aria-label="flex forward trace"' in page and 'aria-label="sage forward trace"' in page
+    assert 'aria-label="hub forward trace"' not in page
 
 
 def test_pages_beyond_the_post_are_built_from_the_runs(site):
@@ -57,8 +58,11 @@ def test_pages_beyond_the_post_are_built_from_the_runs(site):
         html = (site / page / "index.html").read_text()
         assert "Measured on NVIDIA H200" in html or page == "claims", page
         assert "<table>" in html and "attnprof:" not in html and "Capture not usable" not in html, page
-    for figure in ("sweep-tflops-d128", "roofline", "decode", "recompile"):
-        assert (site / "figures" / f"{figure}.svg").exists()
+    for page, title in (("scaling", "Forward throughput, head dim 128"), ("roofline", "Roofline at"),
+                        ("serving", "Decode: one query token"), ("fallback", "recompile limit")):
+        assert f'<svg xmlns="http://www.w3.org/2000/svg"' in (site / page / "index.html").read_text(), page
+        assert title in (site / page / "index.html").read_text(), page
+    assert not (site / "figures").exists()  # figures are inline, no generated files
     cost = (site / "end-to-end" / "index.html").read_text()
     assert 'id="attnprof-price"' in cost and "javascripts/cost.js" in cost
 
@@ -92,3 +96,14 @@ def test_template_heavy_kernel_names_survive_into_html(site):
     ops_table = next(t for t in page.split("<table>")[1:] if "launched from" in t)
     rows = ops_table.split("</table>")[0].count("<tr>") - 1
     assert rows == store.load_summary("naive")["ops_per_forward"]
+
+
+def test_each_build_hands_the_extension_a_fresh_build(monkeypatch):
+    """What one build read (captures, problems) never outlives it: `mkdocs serve` rebuilds from a new Build."""
+    from mkdocs.config import load_config
+    from attnprof.site import hook
+    from attnprof.stages import ROOT
+    monkeypatch.setenv("ATTNPROF_RECAPTURE", "never")
+    builds = [hook.on_config(load_config(str(ROOT / "mkdocs.yml"))).mdx_configs[hook.EXTENSION]["build"]
+              for _ in range(2)]
+    assert builds[0] is not builds[1] and builds[0].problems == {}

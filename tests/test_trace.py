@@ -4,8 +4,7 @@ import gzip
 
 import pytest
 
-from attnprof import names, trace
-from attnprof.site import render
+from attnprof import names, oplist, trace
 from tests.conftest import FIXTURES, LABEL
 
 
@@ -39,7 +38,7 @@ def test_memcpy_on_naive_absent_in_place(h200):
     assert memcpy.name.startswith("Memcpy DtoD") and memcpy.launch == "cudaMemcpyAsync"
     summaries = [{"stage": s, "ops": [op.__dict__ for op in f.ops], "ops_per_forward": len(f.ops),
                   "forward_device_us": f.device_us} for s, f in (("naive", naive), ("inplace", inplace))]
-    removed, added = render.ops_diff(*summaries)
+    removed, added = oplist.ops_diff(*summaries)
     assert [op["kind"] for _, op in removed] == ["memcpy"] and added == []
 
 

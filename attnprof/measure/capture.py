@@ -21,6 +21,8 @@ from . import bench, dispatch
 from .. import store, trace
 from ..store import EVENT_REPS, LABEL, SCHEDULE, WARMUP_CALLS, CaptureError
 from ..stages import ProviderUnavailable, get_stage
+from .. import text
+from ..text import first_line
 from .numerics import make_inputs, reference, relative_error, torch_dtype
 
 
@@ -113,7 +115,7 @@ def capture_stage(name, shape, dtype_name, out_dir) -> dict:
                 return None, None, e
         (out, first_ms, error), reasons = dispatch.with_reasons(first_call)
         if error is not None:
-            return _unavailable(out_dir, summary, " | ".join(dict.fromkeys(reasons + [str(error).strip().splitlines()[0]])))
+            return _unavailable(out_dir, summary, " | ".join(dict.fromkeys(reasons + [first_line(error)])))
         summary["first_call_ms"] = first_ms  # includes any compilation
         summary["rel_err"] = relative_error(out, reference(q, k, v))
         del out
@@ -163,9 +165,9 @@ def capture(names, shape, dtype_name, out_dir) -> list[dict]:
         except Exception as e:  # one broken stage must not cost the others their captures
             if isinstance(e, torch.OutOfMemoryError):
                 torch.cuda.empty_cache()
-                why = f"out of GPU memory at shape {','.join(map(str, shape))}: try a smaller --shape"
+                why = f"out of GPU memory at shape {text.shape(shape, ',')}: try a smaller --shape"
             else:
-                why = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+                why = f"{type(e).__name__}: {first_line(e)}"
             print(f"capture of {name} failed, its old capture is untouched: {why}", flush=True)
             results.append({"stage": name, "record": store.record_name(name, shape, dtype_name), "error": why})
     return results

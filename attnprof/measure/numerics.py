@@ -9,6 +9,11 @@ import torch
 from ..stages import DTYPES
 
 
+def default_device() -> str:
+    """The CUDA GPU when there is one, else the CPU."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def torch_dtype(name: str):
     if name not in DTYPES:
         raise ValueError(f"unsupported dtype {name!r}: choose from {', '.join(DTYPES)}")

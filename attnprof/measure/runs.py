@@ -1,4 +1,4 @@
-"""Measurement runs beyond the ladder (issue: sweeps, serving shapes, verification), each written as
+"""Measurement runs beyond the ladder (sweeps, serving shapes, verification), each written as
 one stamped JSON record in the captures folder: `python -m attnprof sweep [--only NAME,...]`."""
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import torch
 
 from . import serving, sweep, verify
 from .. import store
+from ..text import first_line
 
 RUNS = {
     "ceilings": lambda: sweep.ceilings(),
@@ -42,7 +43,7 @@ def run(names, out_dir=store.CAPTURES) -> dict[str, str]:
             result = RUNS[name]()
         except Exception as e:
             traceback.print_exc()
-            status[name] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+            status[name] = f"{type(e).__name__}: {first_line(e)}"
             torch.cuda.empty_cache()
             continue
         record = {"record": f"run-{name}", "run": name, "wall_s": time.perf_counter() - start,

@@ -11,16 +11,14 @@ from torch import nn
 
 from . import bench, dispatch
 from ..stages import load_snippet
+from ..text import first_line
+from .numerics import default_device
 
 BF16 = torch.bfloat16
 
 
-def _device():
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 def _rand(*shape, dtype=BF16):
-    return torch.randn(*shape, device=_device(), dtype=dtype)
+    return torch.randn(*shape, device=default_device(), dtype=dtype)
 
 
 def gqa(b=8, hq=32, hkv=4, s=4096, d=128) -> list[dict]:
@@ -67,13 +65,13 @@ def varlen(lengths=None, h=16, d=128, seed=0) -> list[dict]:
     lengths = lengths or [int(x) for x in torch.randint(128, 4097, (16,), generator=gen)]
     total, longest = sum(lengths), max(lengths)
     seqs = [_rand(n, h, d) for n in lengths]  # [seq, heads, dim] each
-    padded = torch.zeros(len(lengths), longest, h, d, device=_device(), dtype=BF16)
+    padded = torch.zeros(len(lengths), longest, h, d, device=default_device(), dtype=BF16)
     for i, x in enumerate(seqs):
         padded[i, : x.shape[0]] = x
     padded = padded.transpose(1, 2)  # [B, H, S, D]
-    valid = torch.arange(longest, device=_device())[None, :] < torch.tensor(lengths, device=_device())[:, None]
+    valid = torch.arange(longest, device=default_device())[None, :] < torch.tensor(lengths, device=default_device())[:, None]
     packed = torch.cat(seqs).transpose(0, 1)[None]  # [1, H, total, D]
-    doc = torch.cat([torch.full((n,), i, device=_device()) for i, n in enumerate(lengths)])
+    doc = torch.cat([torch.full((n,), i, device=default_device()) for i, n in enumerate(lengths)])
     flex = torch.compile(flex_attention)
 
     def useful(causal):
@@ -89,7 +87,7 @@ def varlen(lengths=None, h=16, d=128, seed=0) -> list[dict]:
         def doc_mask(b, hh, qi, ki, causal=causal):
             same = doc[qi] == doc[ki]
             return (same & (qi >= ki)) if causal else same
-        block_mask = create_block_mask(doc_mask, None, None, total, total, device=_device())
+        block_mask = create_block_mask(doc_mask, None, None, total, total, device=default_device())
         ways["FlexAttention, document mask over packed tokens"] = lambda: flex(packed, packed, packed, block_mask=block_mask)
         njt = torch.nested.nested_tensor(seqs, layout=torch.jagged).transpose(1, 2)
         ways["nested jagged tensor (NJT), SDPA"] = lambda: F.scaled_dot_product_attention(njt, njt, njt, is_causal=causal)
@@ -100,7 +98,7 @@ def varlen(lengths=None, h=16, d=128, seed=0) -> list[dict]:
             try:
                 row.update(bench.measure(forward))
             except RuntimeError as e:
-                row["unavailable"] = str(e).strip().splitlines()[0][:300]
+                row["unavailable"] = first_line(e)[:300]
             rows.append(row)
     return rows
 
@@ -142,7 +140,7 @@ def end_to_end(shapes=((8, 1024), (2, 4096), (1, 8192)), d_model=2048, heads=16)
     """Layer time with naive vs SDPA attention, and attention's share of each layer."""
     rows = []
     torch.manual_seed(0)
-    layer = DecoderLayer(d_model, heads).to(_device(), BF16).eval()
+    layer = DecoderLayer(d_model, heads).to(default_device(), BF16).eval()
     for b, s in shapes:
         x = _rand(b, s, d_model)
         q, k, v = layer.split(x)
@@ -167,7 +165,7 @@ def end_to_end(shapes=((8, 1024), (2, 4096), (1, 8192)), d_model=2048, heads=16)
 def decode_step(batches=(1, 16, 64), kv_len=4096, d_model=2048, heads=16) -> list[dict]:
     """One decode step of the layer (one new token per sequence, SDPA over a KV cache)."""
     torch.manual_seed(0)
-    layer = DecoderLayer(d_model, heads).to(_device(), BF16).eval()
+    layer = DecoderLayer(d_model, heads).to(default_device(), BF16).eval()
     d = d_model // heads
     rows = []
     for b in batches:

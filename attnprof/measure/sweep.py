@@ -13,7 +13,8 @@ import torch
 from . import bench
 from ..flops import causal_flops
 from ..stages import STAGES, ProviderUnavailable
-from .numerics import make_inputs
+from ..text import first_line
+from .numerics import default_device, make_inputs
 
 SEQ_LENS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 HEAD_DIMS = (64, 128)
@@ -106,7 +107,7 @@ def point(path: str, shape, dtype=torch.bfloat16) -> dict:
     if path == "flex":  # a fresh compile per shape: past torch.compile's recompile limit it would run eagerly
         torch._dynamo.reset()
     try:
-        q, k, v = make_inputs(shape, dtype, "cuda" if torch.cuda.is_available() else "cpu")
+        q, k, v = make_inputs(shape, dtype, default_device())
         with stage.context():
             forward = stage.prepare(q, k, v)
             with torch.no_grad():
@@ -118,7 +119,7 @@ def point(path: str, shape, dtype=torch.bfloat16) -> dict:
         torch.cuda.empty_cache()
         return {**row, "oom": True}
     except RuntimeError as e:
-        return {**row, "unavailable": str(e).strip().splitlines()[0][:300]}
+        return {**row, "unavailable": first_line(e)[:300]}
     finally:
         q = k = v = forward = None
         if torch.cuda.is_available():
@@ -156,7 +157,7 @@ def recompile_limit(seq_lens=(256, 384, 512, 640, 768, 896, 1024, 1152, 1280, 14
     rows = []
     for s in seq_lens:
         shape = (TOKENS // s, heads, s, d)
-        q, k, v = make_inputs(shape, torch.bfloat16, "cuda" if torch.cuda.is_available() else "cpu")
+        q, k, v = make_inputs(shape, torch.bfloat16, default_device())
         forward = STAGES["flex"].prepare(q, k, v)
         with torch.no_grad():
             forward()

@@ -17,7 +17,8 @@ import torch.nn.functional as F
 from . import bench, dispatch
 from .. import names, trace
 from ..stages import STAGES, ProviderUnavailable, load_snippet
-from .numerics import reference, torch_dtype
+from ..text import first_line
+from .numerics import default_device, reference, torch_dtype
 
 ATEN_BACKEND = {  # the aten op each SDPA backend runs under, on any device
     "aten::_scaled_dot_product_flash_attention": "flash",
@@ -42,7 +43,7 @@ def make_case(shape, dtype_name, mask="causal", layout="contiguous", device=None
         raise ValueError(f"unknown mask {mask!r}: choose from {', '.join(MASKS)}")
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}: choose from {', '.join(LAYOUTS)}")
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    device = device or default_device()
     b, h, s, d = shape
     gen = torch.Generator().manual_seed(seed)
 
@@ -131,7 +132,7 @@ CASES = [  # (shape, causal mask with a fully masked first query row?)
 
 def verify(dtypes=("bf16", "fp16", "fp32"), cases=CASES, seed=None) -> list[dict]:
     """Every path, every dtype, every case vs float64 on fresh random inputs; one row each."""
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = default_device()
     seed = torch.seed() % 2**31 if seed is None else seed
     rows = []
     for name, (fn, reason) in candidates(device).items():
@@ -154,7 +155,7 @@ def verify(dtypes=("bf16", "fp16", "fp32"), cases=CASES, seed=None) -> list[dict
                     with torch.no_grad():
                         out = fn(q, k, v, allowed)
                 except (RuntimeError, ProviderUnavailable) as e:
-                    rows.append({**row, "status": "unavailable", "reason": str(e).strip().splitlines()[0][:300]})
+                    rows.append({**row, "status": "unavailable", "reason": first_line(e)[:300]})
                     continue
                 err = errors(out, reference(q, k, v, allowed))
                 limit = TOLERANCE_INT8 if name == "sage" else TOLERANCE[dtype_name]
@@ -192,5 +193,5 @@ def fallbacks(progress=print) -> list[dict]:
         try:
             rows.append({"case": title, **which(**args)})
         except Exception as e:  # a case that breaks is a result, not a crash
-            rows.append({"case": title, "error": f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300]}"})
+            rows.append({"case": title, "error": f"{type(e).__name__}: {first_line(e)[:300]}"})
     return rows

@@ -1,16 +1,16 @@
-"""The mkdocs hook: captures become page content at build time (one mechanism for every chapter).
+"""The MkDocs hook: only what needs MkDocs itself. The pieces are a Markdown extension (extension.py).
 
-A chapter asks for a rendered piece with an HTML comment, `<!-- attnprof: PIECE ARG... -->`; the hook
-replaces it with Markdown made from the committed captures. Trace pictures and notebooks are
-generated files, never committed copies. Before rendering, stale captures are recaptured when a CUDA
-GPU is here, as ATTNPROF_RECAPTURE says: `auto` (default: recapture stale stages if a GPU is present),
-`always` (recapture every stage; fails without a GPU) or `never`.
+Before a build, stale captures are recaptured when a CUDA GPU is here, as ATTNPROF_RECAPTURE says:
+`auto` (default: recapture stale stages if a GPU is present), `always` (recapture every stage; fails
+without a GPU) or `never`. A strict build refuses captures that are still missing, corrupt or stale,
+in one line each; a plain build renders them as boxes. Each build hands the extension a fresh Build,
+so a rebuild under `mkdocs serve` reads the captures again. The notebooks are generated for
+mkdocs-jupyter.
 """
 from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 from pathlib import Path
 
@@ -18,13 +18,12 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from attnprof.site import notebooks, pieces
 from attnprof import store
+from attnprof.site import notebooks
+from attnprof.site.build import Build
 
 log = logging.getLogger("mkdocs.hooks.attnprof")
-DIRECTIVE = re.compile(r"^([ \t]*)?<!--\s*attnprof:\s*([\w-]+)((?:\s+[^\s>]+)*)\s*-->", re.M)
-INLINE = re.compile(r"<!--\s*attnprof:\s*([\w-]+)((?:\s+[^\s>]+)*)\s*-->")
-_problems: dict[str, str] = {}
+EXTENSION = "attnprof.site.extension"
 
 
 def _recapture(records):
@@ -47,45 +46,23 @@ def on_config(config):
             if not torch.cuda.is_available():
                 raise PluginError("ATTNPROF_RECAPTURE=always needs a CUDA GPU, and this machine has none")
             _recapture(store.site_records() if mode == "always" else list(store.stale_records()))
-    _problems.clear()
-    _problems.update(store.stale_records())
-    if _problems and config.strict:  # raised, not logged: `mkdocs build -q --strict` drops warnings
-        raise PluginError("\n".join(_problems.values()))
-    for why in _problems.values():
+    problems = store.stale_records()
+    if problems and config.strict:  # raised, not logged: `mkdocs build -q --strict` drops warnings
+        raise PluginError("\n".join(problems.values()))
+    for why in problems.values():
         log.warning(why)
+    if EXTENSION not in config.markdown_extensions:
+        raise PluginError(f"mkdocs.yml lists the hook but not the extension: add {EXTENSION} to markdown_extensions")
+    config.mdx_configs.setdefault(EXTENSION, {})["build"] = Build(store.CAPTURES, problems)
     return config
 
 
 @event_priority(100)  # before mkdocs-jupyter looks at the files
 def on_files(files, config):
-    for record in store.site_records():
-        if record not in _problems and not pieces.is_unavailable(record):
-            files.append(File.generated(config, f"figures/{record}-trace.svg", content=pieces.trace_svg(record)))
-    from attnprof.site import findings
-    for name, draw in findings.FIGURES.items():  # charts of the measurement runs
-        try:
-            files.append(File.generated(config, f"figures/{name}.svg", content=draw()))
-        except (FileNotFoundError, ValueError) as e:
-            log.warning("figure %s not drawn: %s", name, e)
     for src_uri in notebooks.write_all():  # real files under .cache/, so mkdocs-jupyter can read them
         files.append(File(src_uri, src_dir=str(notebooks.OUT.parent), dest_dir=config.site_dir,
                           use_directory_urls=config.use_directory_urls))
     return files
-
-
-def on_page_markdown(markdown, page, config, files):
-    def expand(name, args):
-        try:
-            return pieces.expand(name, args.split(), problems=_problems)
-        except (KeyError, TypeError, ValueError, OSError) as e:
-            raise PluginError(f"{page.file.src_uri}: cannot render <!-- attnprof: {name}{args} -->: {e}")
-
-    def block(match):  # a directive that starts a line: indent every line like it (inside tabs, admonitions)
-        indent = match.group(1) or ""
-        return "\n".join(indent + line if line else line for line in expand(match.group(2), match.group(3)).split("\n"))
-
-    markdown = DIRECTIVE.sub(block, markdown)
-    return INLINE.sub(lambda m: expand(m.group(1), m.group(2)), markdown)
 
 
 _notebook_classes: set[str] = set()

@@ -1,92 +1,46 @@
-"""One notebook per stage chapter, generated from the same snippets the pages include.
+"""One notebook per stage chapter, made from the literate template notebook.py.tmpl at build time.
 
-Nothing here is a hand-kept copy: the attention code and the profiling loop are read from
-snippets/ and attnprof/measure/capture.py at build time. The notebooks run on any CUDA GPU at the post's
-shape and on a CPU at a small shape.
+Nothing here is a hand-kept copy: the template's include lines are filled with the snippets and the
+profiling loop of attnprof/measure/capture.py, as the chapters' are. The notebooks run on any CUDA
+GPU at the post's shape and on a CPU at a small shape.
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from string import Template
 
 import nbformat
 
 from .. import store
-from ..stages import LADDER, ROOT, SNIPPETS, STAGES, snippet_section
+from ..stages import LADDER, ROOT, STAGES, Stage, fill_includes
 
 OUT = ROOT / ".cache" / "notebooks"
-
-SETUP = """import torch
-
-device = "cuda" if torch.cuda.is_available() else "cpu"
-# the post's shape on a GPU; a small one on a CPU so the notebook runs anywhere
-B, H, S, D = (8, 16, 1024, 64) if device == "cuda" else (1, 2, 128, 32)
-dtype = torch.bfloat16 if device == "cuda" else torch.float32
-q, k, v = (torch.randn(B, H, S, D, device=device, dtype=dtype) for _ in range(3))"""
-
-CHECK = """import math
-
-def reference(q, k, v):
-    q, k, v = (t.double() for t in (q, k, v))
-    s = q.shape[-2]
-    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
-    scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
-    return torch.softmax(scores, dim=-1) @ v
-
-with pinned():
-    out = forward()
-ref = reference(q, k, v)
-rel_err = ((out.double() - ref).norm() / ref.norm()).item()
-print(f"relative error vs float64: {rel_err:.2e}")
-assert rel_err < 2e-2, "this forward does not compute causal attention"
-"""
-
-PROFILE_PREAMBLE = f"""from torch.profiler import ProfilerActivity, profile, record_function, schedule
-
-LABEL = {store.LABEL!r}
-WARMUP_CALLS = {store.WARMUP_CALLS}
-SCHEDULE = {store.SCHEDULE!r}"""
-
-RUN_PROFILE = """with pinned():
-    averages = profile_forward(forward, "trace.json")
-sort_by = "self_cuda_time_total" if device == "cuda" else "self_cpu_time_total"
-print(averages.table(sort_by=sort_by, row_limit=12))
-print("trace written to trace.json: open it at https://ui.perfetto.dev")"""
+TEMPLATE = Path(__file__).with_name("notebook.py.tmpl")
+CELL = re.compile(r"^# %%(?: \[(\w+)\])?\n", re.M)
 
 
-def forward_cell(stage) -> str:
-    if stage.snippet == "sdpa":
-        return (f'backend = {stage.backend!r}\n'
-                f'if device == "cpu" and backend not in ("math", "flash"):\n'
-                f'    backend = None  # a CPU has only the math and flash backends\n'
-                f'pinned = lambda: only(backend)  # entered around the check and the profile, not each call\n'
-                f'forward = lambda: attention(q, k, v)')
-    return ("import contextlib\n\n"
-            "mask = causal_mask(S, device)  # built once, outside the forward\n"
-            "pinned = contextlib.nullcontext  # nothing to pin: this stage is plain PyTorch\n"
-            "forward = lambda: attention(q, k, v, mask)")
+def cells(stage: Stage) -> list[tuple[str, str]]:
+    """(kind, source) of each cell, kind "markdown" or "code", for this stage."""
+    text = Template(TEMPLATE.read_text()).substitute(
+        title=stage.title, name=stage.name, snippet=stage.snippet, backend=repr(stage.backend),
+        label=repr(store.LABEL), warmup_calls=store.WARMUP_CALLS, schedule=repr(store.SCHEDULE))
+    parts = CELL.split(fill_includes(text))[1:]  # the header before the first cell is not a cell
+    out = []
+    for tag, body in zip(parts[::2], parts[1::2]):
+        body = body.strip("\n")
+        if tag == "markdown":
+            out.append(("markdown", "\n".join(line[2:] for line in body.splitlines())))
+        elif tag is None or tag == ("sdpa" if stage.snippet == "sdpa" else "plain"):
+            out.append(("code", body))
+    return out
 
 
-def notebook(stage) -> nbformat.NotebookNode:
-    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
-    cells = [
-        md(f"# {stage.title}\n\nGenerated from `snippets/{stage.snippet}.py` and attnprof's profiling loop: "
-           f"the code below is the code that was profiled for the site. Runs on a CUDA GPU "
-           f"(the post's shape, bf16) or on a CPU (small shape, float32).\n\n"
-           f"[Download this notebook]({stage.name}.ipynb) · [the chapter](../../{stage.name}/)"),
-        code(SETUP),
-        md("## The attention code"),
-        code(snippet_section(SNIPPETS / f"{stage.snippet}.py", "attention")),
-        code(forward_cell(stage)),
-        md("## Check it against a float64 reference"),
-        code(CHECK),
-        md("## Profile it"),
-        code(PROFILE_PREAMBLE + "\n\n" + snippet_section(ROOT / "attnprof" / "measure" / "capture.py", "profile")),
-        code(RUN_PROFILE),
-    ]
-    for i, cell in enumerate(cells):  # stable ids: the same snippets give the same file, byte for byte
+def notebook(stage: Stage) -> nbformat.NotebookNode:
+    new = {"markdown": nbformat.v4.new_markdown_cell, "code": nbformat.v4.new_code_cell}
+    nb = nbformat.v4.new_notebook(cells=[new[kind](source) for kind, source in cells(stage)])
+    for i, cell in enumerate(nb.cells):  # stable ids: the same snippets give the same file, byte for byte
         cell.id = f"{stage.name}-{i}"
-    nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return nb
 

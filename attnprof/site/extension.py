@@ -1,0 +1,71 @@
+"""The pieces as a Python-Markdown extension, so any site that runs Python-Markdown (MkDocs, Zensical)
+renders the same chapters.
+
+A chapter asks for a piece with an HTML comment, `<!-- attnprof: PIECE ARG... -->`; the extension
+replaces it with Markdown made from the committed captures. A comment that starts a line may be
+indented (inside tabs and admonitions): every line of the piece is indented like it. Figures are
+inline SVG, passed through as raw HTML. List it under `markdown_extensions` as `attnprof.site.extension`.
+"""
+from __future__ import annotations
+
+import re
+
+from markdown import Markdown
+from markdown.extensions import Extension
+from markdown.preprocessors import Preprocessor
+
+from . import claims, findings, pieces  # noqa: F401  (importing them registers their pieces)
+from .build import Build
+from .registry import expand
+
+DIRECTIVE = re.compile(r"^([ \t]*)?<!--\s*attnprof:\s*([\w-]+)((?:\s+[^\s>]+)*)\s*-->", re.M)
+INLINE = re.compile(r"<!--\s*attnprof:\s*([\w-]+)((?:\s+[^\s>]+)*)\s*-->")
+SVG = re.compile(r"<svg\b.*?</svg>", re.S)
+
+try:  # under MkDocs, a piece that cannot render aborts the build with one line rather than a traceback
+    from mkdocs.exceptions import PluginError as _Error
+except ImportError:
+    _Error = RuntimeError
+
+
+class PieceError(_Error):
+    pass
+
+
+class PiecesPreprocessor(Preprocessor):
+    def __init__(self, md: Markdown, build: Build):
+        super().__init__(md)
+        self.build = build
+
+    def expand(self, name: str, args: str) -> str:
+        try:
+            text = expand(self.build, name, args.split())
+        except (KeyError, TypeError, ValueError, OSError) as e:
+            raise PieceError(f"cannot render <!-- attnprof: {name}{args} -->: {e}") from None
+        return SVG.sub(lambda m: self.md.htmlStash.store(m.group(0)), text)  # SVG is HTML, not Markdown
+
+    def run(self, lines: list[str]) -> list[str]:
+        def block(match):  # a directive that starts a line: indent every line like it
+            indent = match.group(1) or ""
+            return "\n".join(indent + line if line else line
+                             for line in self.expand(match.group(2), match.group(3)).split("\n"))
+        text = DIRECTIVE.sub(block, "\n".join(lines))
+        return INLINE.sub(lambda m: self.expand(m.group(1), m.group(2)), text).split("\n")
+
+
+class PiecesExtension(Extension):
+    def __init__(self, **kwargs):
+        # build: the Build of this site build, passed in by the MkDocs hook; without it, each Markdown
+        # instance reads the captures afresh (a default that is a Build, not None, is kept as given)
+        self.config = {"build": [{}, "the Build whose captures to read (made here when not given)"]}
+        super().__init__(**kwargs)
+
+    def extendMarkdown(self, md: Markdown):
+        build = self.getConfig("build") or Build()
+        # after normalize_whitespace (30), which would strip the stash's placeholders, and before
+        # fenced code (25) and raw HTML blocks (20)
+        md.preprocessors.register(PiecesPreprocessor(md, build), "attnprof", 26)
+
+
+def makeExtension(**kwargs):
+    return PiecesExtension(**kwargs)

@@ -1,0 +1,34 @@
+"""SVG as text, shared by the trace timeline and the charts: one palette, one header, one element helper.
+
+Plain SVG (no plotting library), inlined in the page, so a <title> inside a mark is its hover text.
+"""
+from __future__ import annotations
+
+import html
+
+# one palette: the series colours, and the trace's roles taken from them
+SERIES = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f"]
+ROLE = {"kernel": SERIES[0], "memset": SERIES[1], "memcpy": SERIES[2], "launch": SERIES[4], "cpu": SERIES[7],
+        "span": "#bab0ac"}
+GRID, FRAME, MUTED, CONNECTOR, INK = "#eee", "#ccc", "#888", "#999", "#333"
+
+
+def esc(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def header(width, height, label: str) -> str:
+    """The opening tag of every figure: scales to the page's width, named for screen readers."""
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
+            f'font-family="sans-serif" font-size="11" role="img" aria-label="{esc(label)}">')
+
+
+def el(tag: str, body: str = "", **attrs) -> str:
+    """One element; `body` is markup (escape text with esc), attribute names take - for _ (text_anchor)."""
+    attributes = "".join(f' {k.replace("_", "-")}="{esc(v)}"' for k, v in attrs.items())
+    return f"<{tag}{attributes}>{body}</{tag}>" if body else f"<{tag}{attributes}/>"
+
+
+def hover(text) -> str:
+    """A <title> child: the browser shows it when the pointer rests on its parent."""
+    return el("title", esc(text))

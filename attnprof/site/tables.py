@@ -1,0 +1,159 @@
+"""Markdown made from captures: one table helper, cells escaped for kernel names, and the tables of a
+capture (key_averages, the op list and its diff, footprint, CPU side) with the boxes around them."""
+from __future__ import annotations
+
+import html
+
+from .. import names, oplist
+from ..oplist import KIND_LABEL
+from ..text import shape, short, us
+
+KEY_AVERAGES_HEADERS = ["Name", "Calls", "Self CPU", "CPU total", "Self CUDA", "CUDA total"]
+UNIT_LABEL = {"cuda cores": "CUDA cores", "tensor cores": "Tensor Cores", "none": "none", "unknown": "unknown"}
+LAUNCH_API = {"cu": "CUDA driver API", "cuda": "CUDA runtime API"}
+
+
+def table(headers, rows, align: str = "") -> str:
+    """A Markdown table; `align` has one letter per column, l (the default) or r, e.g. "lrr"."""
+    align = align.ljust(len(headers), "l")
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---:" if a == "r" else "---" for a in align) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def cell(text) -> str:
+    """Escape a value for a Markdown table cell that also survives as HTML (kernel names hold < > | &)."""
+    return html.escape(str(text), quote=False).replace("|", "&#124;").replace("\n", " ")
+
+
+def code(text) -> str:
+    """Text as inline code inside a table cell, escaped for HTML."""
+    return f"<code>{cell(text)}</code>"
+
+
+def attr(text) -> str:
+    """A value for an HTML attribute."""
+    return html.escape(str(text), quote=True)
+
+
+def launch(api: str) -> str:
+    """A launch call as code, with the API it belongs to as its tooltip."""
+    return f'<code title="{LAUNCH_API["cuda" if api.startswith("cuda") else "cu"]}">{cell(api)}</code>'
+
+
+def kernel(name: str) -> str:
+    """A kernel's short label as code, its full name in the tooltip (both escaped)."""
+    return f'<code title="{html.escape(name, quote=True)}">{cell(names.label(name))}</code>'
+
+
+def environment(record: dict, verb: str, detail: str) -> str:
+    """The stamp of a capture or run: which GPU and software made it, and when."""
+    r = record
+    return (f'!!! info "{verb} on {cell(r["device"])} ({r["capability"]})"\n'
+            f'    {r["date"]} · driver {r["driver"]} · torch {r["torch"]} · CUDA {r["cuda"]} · cuDNN {r["cudnn"]} · '
+            f'Triton {r["triton"]} · {detail}')
+
+
+def stamp(summary) -> str:
+    s = summary
+    missing = f"\n\n{unavailable(s)}" if "unavailable" in s else ""
+    detail = f'shape {tuple(s["shape"])} {s["dtype"]}, causal · snippet hash `{s["source_hash"]}`'
+    return environment(s, "Captured", detail) + missing
+
+
+def unavailable(summary) -> str:
+    return f'!!! warning "Not available on this machine"\n    {cell(summary["unavailable"])}'
+
+
+def key_averages(summary) -> str:
+    rows = [(code(short(r["name"], 70)), r["calls"], us(r["self_cpu_us"]), us(r["cpu_total_us"]),
+             us(r["self_device_us"]), us(r["device_total_us"])) for r in summary["key_averages"]]
+    return table(KEY_AVERAGES_HEADERS, rows, "lrrrrr")
+
+
+def common_prefix(paths: list[list[str]]) -> list[str]:
+    """The enclosing ops every path shares (e.g. scaled_dot_product_attention › _scaled_dot_product_attention_math),
+    leaving each path at least one op of its own."""
+    prefix = []
+    for at in zip(*paths):
+        if len(set(at)) != 1:
+            break
+        prefix.append(at[0])
+    return prefix if all(len(p) > len(prefix) for p in paths) else prefix[:-1]
+
+
+def ops(summary, mark: str | None = None) -> str:
+    """The per-forward device ops in launch order; rows whose kind or name contains `mark` are flagged."""
+    paths = [[n.removeprefix("aten::") for n in oplist.launching_path(summary, op)] for op in summary["ops"]]
+    shared = common_prefix(paths)
+    rows = []
+    for i, (op, path) in enumerate(zip(summary["ops"], paths), 1):
+        flagged = mark and (mark.lower() in op["kind"].lower() or mark.lower() in op["name"].lower())
+        kind = KIND_LABEL[op["kind"]]
+        info = names.explain(op["name"])
+        rows.append((i, f"**{kind}** ⟵" if flagged else kind, us(op["duration_us"]), kernel(op["name"]),
+                     info["library"], UNIT_LABEL[info["math_unit"]],
+                     cell(" › ".join(path[len(shared):])).replace("_", "&#95;") or "—",  # _to_copy: no emphasis
+                     launch(op["launch"])))
+    where = (f" Every op is launched inside <code>{cell(' › '.join(shared))}</code>; *launched from* shows the "
+             f"ops below that." if shared else "")
+    total = (f"\n\n{summary['ops_per_forward']} device ops in one forward, {us(summary['forward_device_us'])} of device "
+             f"time (sum of their durations, profiler); CUDA-event median of the whole forward "
+             f"{us(summary['event_median_us'])} over {summary['settings']['event_reps']} runs. Hover a kernel for its "
+             f"full name, a launch call for its API.{where}")
+    return table(["#", "kind", "time", "kernel", "library", "math unit", "launched from", "launch API"],
+                 rows, "rlr") + total
+
+
+def ops_diff(a, b) -> str:
+    removed, added = oplist.ops_diff(a, b)
+    rows = [("−", f"#{i} in {a['stage']}", KIND_LABEL[op["kind"]], us(op["duration_us"]), kernel(op["name"]))
+            for i, op in removed]
+    rows += [("+", f"#{i} in {b['stage']}", KIND_LABEL[op["kind"]], us(op["duration_us"]), kernel(op["name"]))
+             for i, op in added]
+    if not rows:
+        return f"The two op lists are the same: {a['ops_per_forward']} ops each."
+    saved = a["forward_device_us"] - b["forward_device_us"]
+    return (table(["", "where", "kind", "time", "name"], rows) +
+            f"\n\n{a['stage']}: {a['ops_per_forward']} ops, {us(a['forward_device_us'])}; "
+            f"{b['stage']}: {b['ops_per_forward']} ops, {us(b['forward_device_us'])} "
+            f"(device time {'saved' if saved >= 0 else 'added'}: {us(abs(saved))}).")
+
+
+def footprint(summary, props: dict) -> str:
+    """One column per kernel, occupancy first: what each kernel asks of an SM, and how many blocks fit."""
+    kernels = oplist.footprint_rows(summary, props)
+    fields = [
+        ("**theoretical occupancy**", lambda r: f"**{r['occupancy_pct']:.1f} %**"),
+        ("warps per SM", lambda r: f"{r['warps_per_sm']} of {r['max_warps']}"),
+        ("blocks per SM (limited by)", lambda r: f"{r['blocks_per_sm']} ({r['limiter']})"),
+        ("registers per thread", lambda r: r["registers"]),
+        ("threads per block", lambda r: r["threads"]),
+        ("shared memory per block", lambda r: f"{r['shared_memory'] / 1024:.1f} KiB"),
+        ("grid (blocks)", lambda r: shape(r["grid"])),
+        ("trace's est. achieved", lambda r: "—" if r["achieved_occupancy"] is None else f"{r['achieved_occupancy']} %"),
+    ]
+    headers = ["op # in the list"] + [f"#{r['index']} {kernel(r['name'])}" for r in kernels]
+    rows = [(name, *(get(r) for r in kernels)) for name, get in fields]
+    return table(headers, rows, "l" + "r" * len(kernels)) + (
+        f"\n\n*Theoretical occupancy* is computed by attnprof from each kernel's registers, shared memory and "
+        f"block size against this GPU's per-SM limits ({props['regsPerMultiprocessor']} registers, "
+        f"{props['sharedMemPerMultiprocessor'] // 1024} KiB shared memory, "
+        f"{props['maxThreadsPerMultiprocessor'] // 32} warps, from the trace's deviceProperties). "
+        f"*Est. achieved* is the profiler's own field, copied as recorded; it is an estimate, "
+        f"and it reads 0 for many kernels on this machine.")
+
+
+def cpu(summary, max_depth: int = 2) -> str:
+    """The aten ops of one forward with their CPU time, and the launch API each device op used."""
+    rows = []
+    for c in summary["cpu_ops"]:
+        if c["depth"] > max_depth:
+            continue
+        launched = [o for o in summary["ops"] if c["start_us"] <= o["launch_start_us"] <= c["start_us"] + c["duration_us"]]
+        apis = sorted({o["launch"] for o in launched})
+        rows.append(("&nbsp;" * 4 * (c["depth"] - 1) + f"<code>{cell(c['name'])}</code>", us(c["duration_us"]),
+                     len(launched), ", ".join(apis) or "—"))
+    return table(["aten op (nested)", "CPU time", "device ops launched", "launch API"], rows, "lrr") + (
+        f"\n\nThe whole annotated forward took {us(summary['cpu_forward_us'])} of CPU time (median of "
+        f"{len(summary['ops_per_forward_each'])} profiled forwards); ops nested deeper than {max_depth} are in the trace.")

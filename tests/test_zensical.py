@@ -1,0 +1,30 @@
+"""The same chapters under Zensical, which reads mkdocs.yml and runs its Markdown extensions but
+neither MkDocs hooks nor plugins: the pieces must render from the extension alone."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from attnprof.stages import ROOT
+
+pytest.importorskip("zensical")  # the test extra installs it
+
+
+def test_zensical_renders_a_chapter_with_its_tables_and_trace(tmp_path):
+    # Zensical builds the project around its config file, into site/ beside it: build a copy of the
+    # parts the pages include (chapters, snippets, the profiling loop), never the checkout itself
+    for part in ("docs", "snippets", "attnprof"):
+        shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "mkdocs.yml", tmp_path)
+    env = dict(os.environ, ATTNPROF_RECAPTURE="never")
+    r = subprocess.run([sys.executable, "-m", "zensical", "build", "--clean"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=300)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "Error" not in out, out
+    page = (tmp_path / "site" / "flash" / "index.html").read_text()
+    assert "launched from" in page and page.count("<table>") >= 3  # the op list among the tables
+    assert 'aria-label="flash forward trace"' in page and "<title>1. " in page  # the trace, inline, with hovers
+    assert "attnprof:" not in page
+    assert not (tmp_path / "site" / "notebooks").exists()  # notebooks come from the MkDocs hook only
