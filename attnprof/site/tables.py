@@ -89,19 +89,19 @@ def ops(summary, mark: str | None = None) -> str:
     rows = []
     for i, (op, path) in enumerate(zip(summary["ops"], paths), 1):
         flagged = mark and (mark.lower() in op["kind"].lower() or mark.lower() in op["name"].lower())
-        kind = KIND_LABEL[op["kind"]]
         info = names.explain(op["name"])
-        rows.append((i, f"**{kind}** ⟵" if flagged else kind, us(op["duration_us"]), kernel(op["name"]),
-                     info["library"], UNIT_LABEL[info["math_unit"]],
+        name = f"<strong>{kernel(op['name'])}</strong> ⟵" if flagged else kernel(op["name"])
+        rows.append((i, us(op["duration_us"]), name, info["library"], UNIT_LABEL[info["math_unit"]],
                      cell(" › ".join(path[len(shared):])).replace("_", "&#95;") or "—",  # _to_copy: no emphasis
                      launch(op["launch"])))
     where = (f" Every op is launched inside <code>{cell(' › '.join(shared))}</code>; *launched from* shows the "
              f"ops below that." if shared else "")
-    total = (f"\n\n{summary['ops_per_forward']} device ops in one forward, {us(summary['forward_device_us'])} of device "
+    n = summary["ops_per_forward"]
+    total = (f"\n\n{n} device op{'s' if n != 1 else ''} in one forward, {us(summary['forward_device_us'])} of device "
              f"time (sum of their durations, profiler); CUDA-event median of the whole forward "
              f"{us(summary['event_median_us'])} over {summary['settings']['event_reps']} runs. Hover a kernel for its "
              f"full name, a launch call for its API.{where}")
-    return table(["#", "kind", "time", "kernel", "library", "math unit", "launched from", "launch API"],
+    return table(["#", "time", "kernel, copy or fill", "library", "math unit", "launched from", "launch API"],
                  rows, "rlr") + total
 
 
