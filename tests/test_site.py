@@ -48,6 +48,9 @@ def test_a_corrupt_capture_fails_the_strict_build_in_one_line(tmp_path):
 def test_fused_chapter_shows_what_ran_and_what_could_not(site):
     page = (site / "fused" / "index.html").read_text()
     assert page.count("not available on this machine") >= 2  # the hub, at both shapes
+    body = page.split("<article", 1)[1].split("</article>", 1)[0]
+    raw = "could not verify publisher trust status"  # the provider's own words: only inside a collapsed block
+    assert raw in body and all("<details" in part.rsplit("</details>", 1)[-1] for part in body.split(raw)[:-1])
     assert "triton_tem_fused_flex_attention" in page and "quant_per_block_int8_kernel" in page
     assert 'aria-label="flex forward trace"' in page and 'aria-label="sage forward trace"' in page
     assert 'aria-label="hub forward trace"' not in page

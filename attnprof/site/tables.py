@@ -61,8 +61,31 @@ def stamp(summary) -> str:
     return environment(s, "Captured", detail) + missing
 
 
+def why_unavailable(raw: str) -> str:
+    """One sentence on why a stage could not run, read off the reason it recorded."""
+    if "trust" in raw and "kernels hub" in raw:
+        return ("the Hugging Face kernel hub would not load this unverified kernel repository without an "
+                "explicit opt-in to trust its code, so no kernel ran")
+    if "No module named" in raw or "ModuleNotFoundError" in raw:
+        return "its package is not installed here"
+    if "out of memory" in raw.lower():
+        return "it ran out of GPU memory"
+    return "it could not be loaded or run here"
+
+
+def raw_reasons(items) -> str:
+    """The reasons as recorded, (title, raw) pairs, in a collapsed block under what explains them."""
+    items = list(dict.fromkeys(items))
+    if not items:
+        return ""
+    return ('\n\n??? note "The reason as recorded"\n'
+            + "\n".join(f"    - **{cell(t)}**: {cell(r)}" for t, r in items))
+
+
 def unavailable(summary) -> str:
-    return f'!!! warning "Not available on this machine"\n    {cell(summary["unavailable"])}'
+    raw = summary["unavailable"]
+    return (f'!!! warning "Not available on this machine"\n    {summary.get("title", summary["stage"])} did not run: '
+            f'{why_unavailable(raw)}.\n\n    ??? note "The reason as recorded"\n        {cell(raw)}')
 
 
 def key_averages(summary) -> str:
