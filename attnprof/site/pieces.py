@@ -123,8 +123,9 @@ def a100_ratio(build: Build, a, b):
 
 
 @piece("footprint", captures=1)
-def footprint(build: Build, record):
-    return tables.footprint(build.summary(record), build.device_properties(record))
+def footprint(build: Build, record, only=None):
+    """Each kernel's footprint and occupancy; `only=TEXT` keeps the kernels whose name contains TEXT."""
+    return tables.footprint(build.summary(record), build.device_properties(record), only)
 
 
 @piece("cpu", captures=1)

@@ -143,9 +143,9 @@ def ops_diff(a, b) -> str:
             f"(device time {'saved' if saved >= 0 else 'added'}: {us(abs(saved))}).")
 
 
-def footprint(summary, props: dict) -> str:
+def footprint(summary, props: dict, only: str | None = None) -> str:
     """One column per kernel, occupancy first: what each kernel asks of an SM, and how many blocks fit."""
-    kernels = oplist.footprint_rows(summary, props)
+    kernels = [r for r in oplist.footprint_rows(summary, props) if not only or only in r["name"]]
     fields = [
         ("**theoretical occupancy**", lambda r: f"**{r['occupancy_pct']:.1f} %**"),
         ("warps per SM", lambda r: f"{r['warps_per_sm']} of {r['max_warps']}"),
