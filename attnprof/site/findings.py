@@ -186,8 +186,9 @@ def fastest(build: Build):
     table = tables.table(["path", "back-to-back time / forward", "TFLOP/s", "of measured matmul peak"], [
         (title(r["path"]), us(r.get("back_to_back_us")), f"{r['tflops_back_to_back']:.0f}",
          f"{100 * r['tflops_back_to_back'] / peak:.0f} %") if "tflops_back_to_back" in r else
-        (title(r["path"]), "not available", "—", tables.cell(r.get("unavailable", "OOM")))
-        for r in rows], "lrrr")
+        (title(r["path"]), "not available", "—",
+         tables.cell(tables.why_unavailable(r["unavailable"]) if "unavailable" in r else "OOM"))
+        for r in rows], "lrrr") + tables.raw_reasons((title(r["path"]), r["unavailable"]) for r in rows if "unavailable" in r)
     best = rows[0]
     return table + (f"\n\nThe fastest forward we ran at this shape is **{title(best['path'])}**, "
                     f"**{best['tflops_back_to_back']:.0f} TFLOP/s**, {100 * best['tflops_back_to_back'] / peak:.0f} % "
@@ -216,7 +217,8 @@ def varlen(build: Build):
     lengths = rows[0]["lengths"]
     table = tables.table(["how", "causal", "median time", "FLOPs spent on padding", "note"], [
         (r["way"], "yes" if r["causal"] else "no", us(r.get("median_us")), f"{r['wasted_flops_pct']:.0f} %",
-         tables.cell(r.get("unavailable", ""))) for r in rows], "llrr")
+         tables.cell(tables.why_unavailable(r["unavailable"]) if "unavailable" in r else "")) for r in rows], "llrr")
+    table += tables.raw_reasons((r["way"], r["unavailable"]) for r in rows if "unavailable" in r)
     return table + (f"\n\n{len(lengths)} sequences, {min(lengths)} to {max(lengths)} tokens "
                     f"({sum(lengths):,} in all), 16 heads, head dim 128, bf16.")
 

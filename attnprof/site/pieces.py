@@ -181,6 +181,24 @@ def compare(build: Build, *records):
             + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal." + tables.raw_reasons(reasons))
 
 
+@piece("side-by-side", captures=ALL)
+def side_by_side(build: Build, *records):
+    """Several stages in one compact table: what ran, its longest op, time on each side, how it launched."""
+    rows = []
+    for record in records:
+        s = build.summary(record)
+        longest = max(s["ops"], key=lambda op: op["duration_us"])
+        rows.append((f"[{title(s)}]({s['stage']}.md)", s["ops_per_forward"],
+                     names.fingerprint(op["name"] for op in s["ops"]), tables.kernel(longest["name"]),
+                     f"{100 * longest['duration_us'] / s['forward_device_us']:.0f} %",
+                     us(s["forward_device_us"]), us(s["cpu_forward_us"]),
+                     ", ".join(tables.launch(a) for a in sorted({op["launch"] for op in s["ops"]}))))
+    return (tables.table(["stage", "ops / forward", "backend that ran (from its kernels)", "longest op",
+                          "its share of device time", "device time / forward", "CPU time / forward", "launch APIs"],
+                         rows, "lrllrrr")
+            + "\n\nEach stage's full op list is on its chapter; the row links to it.")
+
+
 @piece("providers")
 def providers(build: Build):
     """Every third-party provider: where it comes from, its layout, and whether it ran here."""
