@@ -63,9 +63,9 @@ def expand(build: Build, name: str, args: list[str]) -> str:
         return "**(capture not usable: see the box above)**" if p.inline else problem_box(build.problems[bad[0]])
     if records and not p.unavailable and build.is_unavailable(records[0]):
         return tables.unavailable(build.summary(records[0]))
-    if p.captures:
-        return p.render(build, *positional, **keywords)
     try:
         return p.render(build, *positional, **keywords)
-    except (FileNotFoundError, ValueError) as e:  # a run record missing or corrupt
-        return problem_box(str(e))
+    except (FileNotFoundError, ValueError) as e:
+        if p.captures:  # the captures were checked above: this is a fault in the piece or its arguments
+            raise
+        return problem_box(str(e))  # a run record missing or corrupt
