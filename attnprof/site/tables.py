@@ -6,7 +6,7 @@ import html
 
 from .. import names, oplist
 from ..oplist import KIND_LABEL
-from ..text import shape, short, us
+from ..text import shape, us
 
 KEY_AVERAGES_HEADERS = ["Name", "Calls", "Self CPU", "CPU total", "Self CUDA", "CUDA total"]
 UNIT_LABEL = {"cuda cores": "CUDA cores", "tensor cores": "Tensor Cores", "none": "none", "unknown": "unknown"}
@@ -89,7 +89,7 @@ def unavailable(summary) -> str:
 
 
 def key_averages(summary) -> str:
-    rows = [(code(short(r["name"], 70)), r["calls"], us(r["self_cpu_us"]), us(r["cpu_total_us"]),
+    rows = [(kernel(r["name"]), r["calls"], us(r["self_cpu_us"]), us(r["cpu_total_us"]),
              us(r["self_device_us"]), us(r["device_total_us"])) for r in summary["key_averages"]]
     return table(KEY_AVERAGES_HEADERS, rows, "lrrrrr")
 
