@@ -110,3 +110,14 @@ def test_each_build_hands_the_extension_a_fresh_build(monkeypatch):
     builds = [hook.on_config(load_config(str(ROOT / "mkdocs.yml"))).mdx_configs[hook.EXTENSION]["build"]
               for _ in range(2)]
     assert builds[0] is not builds[1] and builds[0].problems == {}
+
+
+def test_notebook_pages_weigh_under_250_kib_with_their_stylesheet(site):
+    """mkdocs-jupyter inlines JupyterLab's 560 KiB stylesheet into every notebook page; the hook links
+    one slimmed copy instead, and the page still carries the classes that copy styles."""
+    css = site / "stylesheets" / "jupyter.css"
+    for page in (site / "notebooks").glob("*/index.html"):
+        html = page.read_text()
+        assert 'href="../../stylesheets/jupyter.css"' in html and "@charset" not in html, page
+        assert page.stat().st_size + css.stat().st_size < 250 * 1024, page
+        assert "jp-Cell" in html and ".jp-Cell" in css.read_text()
