@@ -125,7 +125,7 @@ def ops(summary, mark: str | None = None) -> str:
              f"{us(summary['event_median_us'])} over {summary['settings']['event_reps']} runs. Hover a kernel for its "
              f"full name, a launch call for its API.{where}")
     return table(["#", "time", "kernel, copy or fill", "library", "math unit", "launched from", "launch API"],
-                 rows, "rlr") + total
+                 rows, "rr") + total
 
 
 def ops_diff(a, b) -> str:
