@@ -187,6 +187,8 @@ def test_open_in_perfetto_posts_the_committed_trace(site, server, stub, browser)
     from selenium.webdriver.support.ui import WebDriverWait
     browser.get(f"{server}/naive/")
     home = browser.current_window_handle
+    fetched = "return performance.getEntriesByType('resource').map(e => e.name).filter(n => n.endsWith('.gz'))"
+    assert browser.execute_script(fetched) == [], "the trace was fetched before anyone clicked"
     browser.execute_script("window.attnprofPerfettoUrl = arguments[0]", stub)
     browser.find_element(By.CSS_SELECTOR, "a.attnprof-perfetto").click()
     WebDriverWait(browser, 10).until(lambda b: len(b.window_handles) == 2)
