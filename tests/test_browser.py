@@ -99,11 +99,15 @@ def page_paths(site):
     return sorted(str(p.parent.relative_to(site)).replace(".", "") for p in site.rglob("index.html"))
 
 
+def metrics(browser, width):
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600})
+
+
 def view(browser, width, dark):
     """Lay the open page out at `width` CSS px (a phone's viewport below 600 px), in the dark or light
     scheme, switched as a reader does: with the header's toggle."""
-    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-        "width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600})
+    metrics(browser, width)
     scheme = "return document.body.getAttribute('data-md-color-scheme')"
     if (browser.execute_script(scheme) == "slate") != dark:
         browser.execute_script("document.querySelector('label[for^=\"__palette\"]:not([hidden])').click()")
@@ -128,6 +132,7 @@ def test_every_page_in_a_real_browser(site, server, browser):
     for path in page_paths(site):
         url = f"{server}/{path}/" if path else f"{server}/"
         name = path.replace("/", "_") or "home"
+        metrics(browser, WIDE)  # before loading: a page resized after its load can be laid out stale
         browser.get(url)
         view(browser, WIDE, dark=False)
         errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
@@ -151,7 +156,9 @@ def test_every_page_in_a_real_browser(site, server, browser):
         if not view(browser, WIDE, dark=True):
             problems.append(f"{path}: the light/dark toggle did not switch to the dark scheme")
         shoot(browser, f"{name}-{WIDE}-dark")
-        for dark in (False, True):
+        view(browser, PHONE, dark=True)
+        browser.refresh()  # laid out afresh at a phone's width, as a phone would load it (the scheme is kept)
+        for dark in (True, False):
             view(browser, PHONE, dark)
             overflow = browser.execute_script("return document.documentElement.scrollWidth")
             if overflow > PHONE + 1:

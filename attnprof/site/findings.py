@@ -85,7 +85,7 @@ def figure(build: Build, name):
     """A chart of the measurement runs, as inline SVG."""
     if name not in FIGURES:
         raise KeyError(f"unknown figure {name!r} (known: {', '.join(FIGURES)})")
-    return FIGURES[name](build)
+    return f'<div class="attnprof-figure">{FIGURES[name](build)}</div>'  # scrolls sideways on a phone
 
 
 @piece("runstamp")

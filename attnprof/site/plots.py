@@ -10,6 +10,7 @@ from ..text import us
 from .svg import CONNECTOR, FRAME, GRID, INK, MUTED, ROLE, SERIES, el, esc, header, hover
 
 W, H, LEFT, RIGHT, TOP, BOTTOM = 880, 400, 70, 290, 30, 50
+HALO = "paint-order: stroke; stroke: var(--md-default-bg-color, white); stroke-width: 4px; stroke-linejoin: round"
 
 
 # ---- one forward's trace -------------------------------------------------------------------------
@@ -178,7 +179,7 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
                + el("text", esc(y_label), x=14, y=mid_y, transform=f"rotate(-90 14 {mid_y})", text_anchor="middle"))
     for name, y in (hlines or {}).items():
         out.append(el("line", x1=LEFT, y1=f"{fy(y):.1f}", x2=W - RIGHT, y2=f"{fy(y):.1f}", stroke=INK,
-                      stroke_dasharray="6,3") + el("text", esc(name), x=LEFT + 4, y=f"{fy(y) - 4:.1f}"))
+                      stroke_dasharray="6,3"))
     for i, (name, points) in enumerate(series.items()):
         color = SERIES[i % len(SERIES)]
         good = [(x, y) for x, y in points if y is not None]
@@ -191,6 +192,8 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
         out.append(el("rect", x=W - RIGHT + 12, y=TOP + 16 * i, width=10, height=10, fill=color)
                    + el("text", esc(name) + ("" if len(good) == len(points) else " (OOM past the last point)"),
                         x=W - RIGHT + 26, y=TOP + 16 * i + 9))
+    for name, y in (hlines or {}).items():  # labels last, on a halo of the page's colour, so no curve hides them
+        out.append(el("text", esc(name), x=LEFT + 4, y=f"{fy(y) - 4:.1f}", style=HALO))
     out.append("</svg>")
     return "\n".join(out)
 
