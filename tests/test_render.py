@@ -113,3 +113,13 @@ def test_label_groups_merge_only_what_would_collide():
     assert plots.label_groups([10, 100, 200]) == [[0], [1], [2]]
     groups = plots.label_groups([10, 12, 14, 16, 200])
     assert groups[-1] == [4] and sum(len(g) for g in groups) == 5
+
+
+def test_timeline_launch_lines_stay_clear_of_the_time_axis(h200, build):
+    svg = plots.timeline(build.summary("math"), h200("math"))
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    connectors = [l for l in root.iter(ns + "line") if l.get("stroke-dasharray") == "2,2"]
+    axis = [t for t in root.iter(ns + "text") if (t.text or "").endswith(("µs", "ms"))]
+    assert connectors and axis
+    assert max(float(l.get("y2")) for l in connectors) < min(float(t.get("y")) for t in axis) - 20
