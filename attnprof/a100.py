@@ -25,3 +25,18 @@ KERNELS = {
     "flash": "pytorch_flash::flash_fwd_kernel",
     "cudnn": "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_6_128x64x64_4x1x1_cga1x1x1_kernel0_0",
 }
+
+# The A100-SXM4-80GB's published peaks, for explaining how each rung scales from the A100 to the H200.
+# These are NVIDIA's datasheet and whitepaper figures (peaks), not measurements; the H200's figures
+# beside them are measured (run-hardware).
+SPEC_SOURCE = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"
+SPEC_TITLE = "NVIDIA A100 Tensor Core GPU datasheet"
+WHITEPAPER = "https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf"
+WHITEPAPER_TITLE = "NVIDIA A100 Tensor Core GPU Architecture whitepaper"
+HARDWARE = {
+    "fp32_tflops": 19.5,  # FP32 on CUDA cores (datasheet)
+    "hbm_gbs": 2039.0,  # HBM2e bandwidth of the 80GB SXM part (datasheet)
+    "l2_mb": 40,  # L2 cache, MB (whitepaper)
+    "sms": 108,  # streaming multiprocessors (whitepaper)
+    "boost_mhz": 1410,  # GPU boost clock (whitepaper)
+}

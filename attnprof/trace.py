@@ -308,6 +308,18 @@ class Gaps:
         return self.idle_us > self.busy_us
 
 
+def idle_intervals(ops: list[DeviceOp]) -> list[tuple[float, float]]:
+    """The stretches between a forward's first launch and its last op's end in which none of its ops ran."""
+    if not ops:
+        return []
+    t, idle = min(op.launch_start_us for op in ops), []
+    for a, b in _union((op.start_us, op.start_us + op.duration_us) for op in ops):
+        if a > t:
+            idle.append((t, a))
+        t = max(t, b)
+    return idle
+
+
 def gaps(ops: list[DeviceOp]) -> Gaps:
     """The gaps of one forward's device ops (a Forward's `ops`, or a summary's rebuilt as DeviceOps)."""
     if not ops:

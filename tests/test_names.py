@@ -44,7 +44,9 @@ def test_hopper_names(h200):
     flash = names.explain(by_label["pytorch_flash::flash_fwd_kernel"])
     assert flash["dtype"] == "bf16" and flash["math_unit"] == "tensor cores" and flash["arch"] is None
     elementwise = [names.explain(n) for l, n in by_label.items() if "[masked_fill]" in l]
-    assert elementwise and elementwise[0]["math_unit"] == "none"
+    assert elementwise and elementwise[0]["math_unit"] == "cuda cores"  # arithmetic elementwise work: CUDA cores
+    copies = [names.explain(n) for n in by_label.values() if n.startswith(("Memcpy", "Memset"))]
+    assert copies and all(c["math_unit"] == "none" for c in copies)  # the copy engine / a fill: no math unit
 
 
 def test_unknown_names_are_not_guessed():

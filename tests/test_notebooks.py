@@ -36,3 +36,14 @@ def test_template_cells_fit_the_stage():
     assert "backend = 'flash'" in sdpa and "causal_mask(S, device)" not in sdpa
     assert "causal_mask(S, device)" in plain and "backend =" not in plain
     assert "--8<--" not in sdpa + plain and "$" not in sdpa + plain  # every include and placeholder filled
+
+
+def test_slim_css_keeps_what_can_match_and_drops_the_rest():
+    css = ('@charset "UTF-8";.jp-Cell{color:red}.bp3-button{color:blue}.jp-Cell .bp3-x,.jp-Cell p{margin:0}'
+           '@media (max-width:600px){.jp-Cell{padding:0}.bp3-y{padding:1px}}@keyframes spin{from{a:b}to{a:c}}'
+           'pre{white-space:pre}.a[data-x="}"]{color:green}')
+    slim = notebooks.slim_css(css, {"jp-Cell", "a"})
+    assert slim.startswith('@charset "UTF-8";') and ".jp-Cell{color:red}" in slim and "bp3-button" not in slim
+    assert ".jp-Cell .bp3-x,.jp-Cell p{margin:0}" in slim  # one selector of the list can match: kept whole
+    assert "@media (max-width:600px){.jp-Cell{padding:0}}" in slim and "@keyframes spin{from{a:b}to{a:c}}" in slim
+    assert "pre{white-space:pre}" in slim and '.a[data-x="}"]{color:green}' in slim  # a brace inside quotes

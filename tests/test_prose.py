@@ -80,3 +80,105 @@ def test_fa4_beats_cudnn_as_the_roofline_chapter_says():  # roofline.md, fused.m
     assert all(r["path"] == "fa4" for r in best.values())  # "In both, FlashAttention-4 is the fastest forward"
     small = summary("fa4")
     assert small["cpu_forward_us"] > small["forward_device_us"]  # scaling.md: launch-bound at the post's shape
+
+
+# ---- statements of the new explanations, held to the captures and the hardware run ----------------
+
+def test_math_gap_is_smaller_here_than_on_the_a100_and_math_leans_on_fp32_matmuls():  # math.md, at-a-glance.md
+    from attnprof import a100
+    from attnprof.site.pieces import gemm_us
+    ours = summary("math")["forward_device_us"] / summary("inplace")["forward_device_us"]
+    theirs = a100.FIGURES["math"]["forward_us"] / a100.FIGURES["inplace"]["forward_us"]
+    assert ours < theirs
+    assert gemm_us(summary("math")) / summary("math")["forward_device_us"] > \
+        2 * gemm_us(summary("inplace")) / summary("inplace")["forward_device_us"]
+    assert gemm_us(summary("math")) < summary("math")["forward_device_us"] - gemm_us(summary("math"))  # "more still"
+    gemms = [op for op in summary("math")["ops"] if names.explain(op["name"])["library"].startswith("cuBLAS")]
+    assert len(gemms) == 2 and all(names.explain(op["name"])["math_unit"] == "cuda cores" for op in gemms)
+    longest = sorted(summary("math")["ops"], key=lambda op: -op["duration_us"])[:2]
+    assert {op["name"] for op in longest} == {op["name"] for op in gemms}  # "the two longest ops"
+
+
+def test_ratios_follow_what_bounds_each_rung():  # at-a-glance.md
+    import json
+    from attnprof import a100
+    hw = json.loads((store.CAPTURES / "run-hardware.json").read_text())["result"]
+    ratio = lambda s: a100.FIGURES[s]["forward_us"] / summary(s)["forward_device_us"]
+    bandwidth = hw["copy_gbs"] / a100.HARDWARE["hbm_gbs"]
+    sm_clock = hw["query"]["multi_processor_count"] * hw["query"]["smi_clocks_max_sm_mhz"] / (
+        a100.HARDWARE["sms"] * a100.HARDWARE["boost_mhz"])
+    assert abs(ratio("inplace") / bandwidth - 1) < 0.1  # in place follows bandwidth
+    assert ratio("math") > bandwidth  # math gains more than bandwidth alone
+    assert max(ratio("efficient"), ratio("flash")) < min(sm_clock, ratio("math"))  # Ampere kernels: less than either
+    assert ratio("cudnn") == max(ratio(s) for s in ("inplace", "math", "efficient", "flash", "cudnn"))
+    assert a100.FIGURES["cudnn"]["forward_us"] > a100.FIGURES["flash"]["forward_us"]  # slower than flash on the A100
+
+
+def test_cudnn_is_no_longer_the_most_expensive_on_the_cpu():  # cudnn.md, at-a-glance.md
+    from attnprof import a100
+    fused = ("efficient", "flash", "cudnn")
+    assert max(fused, key=lambda s: a100.FIGURES[s]["cpu_us"]) == "cudnn"
+    assert max(fused, key=lambda s: summary(s)["cpu_forward_us"]) != "cudnn"
+    assert summary("cudnn")["cpu_forward_us"] < summary("flash")["cpu_forward_us"]
+
+
+def test_inplace_saves_cpu_time_and_the_nvjet_kernels_are_persistent():  # inplace.md, naive.md
+    assert summary("inplace")["cpu_forward_us"] < summary("naive")["cpu_forward_us"]
+    sms = summary("naive")["sm_count"]
+    for op in summary("naive")["ops"]:
+        if op["name"].startswith("nvjet"):
+            blocks = op["grid"][0] * op["grid"][1] * op["grid"][2]
+            assert blocks == sms and op["block"] == [384, 1, 1] and op["launch"] == "cuLaunchKernelEx"
+    assert [op["name"].rsplit("_", 1)[-1] for op in summary("naive")["ops"] if op["name"].startswith("nvjet")] == \
+        ["TNT", "NNT"]
+
+
+# ---- words: titles, boxes and promises ---------------------------------------------------------------
+
+def nav():
+    import yaml
+    config = yaml.load((store.ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)  # tags left as text
+    sections = {}
+    for entry in config["nav"]:
+        (label, target), = entry.items()
+        sections[label] = target if isinstance(target, list) else [{label: target}]
+    return sections
+
+
+def test_nav_labels_are_the_chapter_titles():
+    from attnprof.stages import STAGES
+    for section, entries in nav().items():
+        for entry in entries:
+            (label, path), = entry.items()
+            if path == "index.md":
+                continue
+            if path.endswith(".ipynb"):
+                title = STAGES[path.split("/")[-1].removesuffix(".ipynb")].title
+            else:
+                title = next(l[2:] for l in (store.ROOT / "docs" / path).read_text().splitlines() if l.startswith("# "))
+            assert label == title, (label, title)
+
+
+def test_every_ladder_chapter_asks_a_titled_guess_first():
+    import re
+    chapters = [next(iter(e.values())) for e in nav()["The ladder"]]
+    for path in chapters:
+        if path == "at-a-glance.md":  # the summary of the ladder, not a rung
+            continue
+        text = (store.ROOT / "docs" / path).read_text()
+        boxes = re.findall(r'^\?\?\? question "(.*)"', text, re.M)
+        assert boxes and all(b.startswith("Guess first: ") and b.endswith("?") for b in boxes), (path, boxes)
+
+
+def test_every_profiled_stage_chapter_links_its_notebook():  # the home page's promise
+    from attnprof.stages import LADDER
+    for stage in LADDER:
+        assert f"(notebooks/{stage}.ipynb)" in (store.ROOT / "docs" / f"{stage}.md").read_text(), stage
+
+
+def test_no_process_talk_in_the_chapters():
+    import re
+    for page in (store.ROOT / "docs").glob("*.md"):
+        text = page.read_text()
+        for pattern in (r"\b64 MiB\b", r"target was", r"\btook 0 s\b", r"transfer", r"\bissue\b"):
+            assert not re.search(pattern, text), (page.name, pattern)

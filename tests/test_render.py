@@ -78,10 +78,48 @@ def md(build, text):
 def test_extension_inlines_the_trace_svg_and_indents_inside_an_admonition(build):
     html = md(build, '!!! note "n"\n    <!-- attnprof: trace naive -->\n\nS: <!-- attnprof: value naive ops -->.')
     assert '<div class="admonition note">' in html and html.count("<svg") == 1 and "<title>" in html
-    assert "<p><svg" in html and "&lt;svg" not in html  # raw HTML, not escaped into text
+    assert "<svg" in html and "&lt;svg" not in html  # raw HTML, not escaped into text
     assert f"S: {build.summary('naive')['ops_per_forward']}." in html and "attnprof:" not in html
 
 
 def test_extension_names_an_unknown_piece(build):
     with pytest.raises(extension.PieceError, match="unknown piece 'nope'"):
         md(build, "<!-- attnprof: nope naive -->")
+
+
+def test_timeline_numbers_every_op_once_and_no_labels_overlap(h200, build):
+    """Each GPU op's number is in its bar or in exactly one label under the lane (a range for neighbours
+    too close to label apart), and the labels under the lane never overlap."""
+    import re
+    svg = plots.timeline(build.summary("math"), h200("math"))
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = [(float(t.get("x")), float(t.get("y")), "".join(t.itertext()), t.get("fill")) for t in root.iter(ns + "text")]
+    n = len(trace.median_forward(trace.forwards(h200("math"), LABEL)).ops)
+    inside = {int(m.group(1)) for x, y, s, fill in texts if fill == "white" and (m := re.match(r"^(\d+)\b", s))}
+    below = [(x, s) for x, y, s, fill in texts if re.fullmatch(r"\d+(–\d+)?", s)]
+    covered = set()
+    for _, s in below:
+        a, _, b = s.partition("–")
+        covered |= set(range(int(a), int(b or a) + 1))
+    assert covered | inside == set(range(1, n + 1)) and not covered & inside
+    boxes = sorted((x - len(s) * plots.CHAR_W / 2, x + len(s) * plots.CHAR_W / 2) for x, s in below)
+    assert all(b[0] >= a[1] for a, b in zip(boxes, boxes[1:])), boxes
+    figure = root.find(ns + "svg")
+    assert figure.get("font-size") == "12" and figure.get("fill") == "currentColor"  # legible, in the page's colour
+
+
+def test_label_groups_merge_only_what_would_collide():
+    assert plots.label_groups([10, 100, 200]) == [[0], [1], [2]]
+    groups = plots.label_groups([10, 12, 14, 16, 200])
+    assert groups[-1] == [4] and sum(len(g) for g in groups) == 5
+
+
+def test_timeline_launch_lines_stay_clear_of_the_time_axis(h200, build):
+    svg = plots.timeline(build.summary("math"), h200("math"))
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    connectors = [l for l in root.iter(ns + "line") if l.get("stroke-dasharray") == "2,2"]
+    axis = [t for t in root.iter(ns + "text") if (t.text or "").endswith(("µs", "ms"))]
+    assert connectors and axis
+    assert max(float(l.get("y2")) for l in connectors) < min(float(t.get("y")) for t in axis) - 20

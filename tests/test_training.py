@@ -35,10 +35,10 @@ def test_backward_launches_are_on_autograd_thread_not_the_calling_one(fixture):
     assert len(own) == len(followed) == 3
     assert [len(b.ops) for b in own] == [0, 0, 0]  # the calling thread only waits
     assert [len(b.ops) for b in followed] == [5, 5, 5]
-    kernels = [names.label(op.name) for op in followed[0].ops]
-    assert kernels[2:] == ["pytorch_flash::flash_bwd_dot_do_o_kernel",
-                           "pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel",
-                           "pytorch_flash::flash_bwd_convert_dq_kernel"]
+    kernels = [op.name for op in followed[0].ops]
+    for op, kernel in zip(kernels[2:], ["flash_bwd_dot_do_o_kernel", "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel",
+                                        "flash_bwd_convert_dq_kernel"]):
+        assert f"pytorch_flash::{kernel}<" in op
     assert [op.launch_start_us for op in followed[0].ops] == sorted(op.launch_start_us for op in followed[0].ops)
     ann = next(e for e in t["traceEvents"] if e.get("cat") == "user_annotation" and e["name"] == BWD)
     engine_tids = {e["tid"] for e in t["traceEvents"] if e.get("cat") == "cpu_op"
@@ -278,7 +278,7 @@ def test_rank_timeline_is_well_formed_and_lines_the_ranks_up():
 def test_backward_timeline_follows_autograd():
     build = Build(problems={})
     s = build.summary("flash-bwd")
-    root = ET.fromstring(plots.timeline(s, build.trace("flash-bwd")))
+    root = ET.fromstring(plots.timeline(s, build.trace("flash-bwd"))).find("{http://www.w3.org/2000/svg}svg")
     titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
     assert root.get("aria-label") == "flash backward trace"
     assert sum(t.startswith(f"{i}. ") for t in titles for i in range(1, len(s["ops"]) + 1)) == len(s["ops"]) == 5
@@ -287,7 +287,7 @@ def test_backward_timeline_follows_autograd():
 def test_chapters_render_from_the_committed_captures(site):
     bwd = (site / "backward" / "index.html").read_text()
     assert "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" in bwd and "ScaledDotProductFlashAttentionBackward0" in bwd
-    assert 'aria-label="flash backward trace"' in bwd and "one backward of flash" in bwd  # the trace, inline
+    assert 'aria-label="flash backward trace"' in bwd and "One backward of flash" in bwd  # the trace, inline
     assert "Captured on NVIDIA H200" in bwd and "attnprof:" not in bwd
     two = (site / "two-gpus" / "index.html").read_text()
     assert "ncclDevKernel_AllGather_RING_LL" in two and "<code>SendRecv</code>" in two

@@ -13,6 +13,7 @@ from ..text import first_line
 
 RUNS = {
     "ceilings": lambda: sweep.ceilings(),
+    "hardware": lambda: sweep.hardware(),
     "sweep": lambda: sweep.sweep(),
     "fastest": lambda: sweep.fastest(),
     "recompile": lambda: sweep.recompile_limit(),

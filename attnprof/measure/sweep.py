@@ -53,6 +53,55 @@ def ceilings(device="cuda") -> dict:
             "copy_gbs": 2 * src.numel() * src.element_size() / copy_us / 1e3, "copy_bytes": src.numel() * 2}
 
 
+def hardware(device="cuda") -> dict:
+    """What this GPU is (a device query) and the rates that explain the math backend against the naive
+    forward: FP32 GEMM on CUDA cores (TF32 off), the same at the math backend's batched shape, the bf16
+    GEMM at the naive forward's shape, and copy bandwidth (read + write)."""
+    import subprocess
+    props = torch.cuda.get_device_properties(device)
+    query = {k: getattr(props, k) for k in ("name", "major", "minor", "multi_processor_count", "total_memory",
+                                             "L2_cache_size", "max_threads_per_multi_processor",
+                                             "regs_per_multiprocessor", "clock_rate", "memory_clock_rate",
+                                             "memory_bus_width") if hasattr(props, k)}
+    try:  # clocks as the driver reports them (MHz)
+        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm,clocks.max.memory,clocks.sm",
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20).stdout
+        query["smi_clocks_max_sm_mhz"], query["smi_clocks_max_mem_mhz"], query["smi_clocks_sm_mhz"] = (
+            int(x) for x in out.splitlines()[0].split(","))
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        pass
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False  # FP32 on CUDA cores, as the math backend's GEMMs run
+    try:
+        n = 8192
+        a, b = (torch.randn(n, n, device=device) for _ in range(2))
+        fp32_us = bench.time_back_to_back(lambda: a @ b, calls=5, reps=5)
+        a = b = None
+        bh, s, d = 8 * 16, 1024, 64  # the math backend's Q·Kᵀ at the post's shape, batched over B×H
+        q, k = torch.randn(bh, s, d, device=device), torch.randn(bh, d, s, device=device)
+        bmm32_us = bench.time_back_to_back(lambda: torch.bmm(q, k), calls=20, reps=5)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            torch.bmm(q, k)
+            torch.cuda.synchronize()
+        longest = max((e for e in prof.key_averages() if e.device_time_total > 0),
+                      key=lambda e: e.device_time_total, default=None)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+    qh, kh = q.bfloat16(), k.bfloat16()
+    bmm16_us = bench.time_back_to_back(lambda: torch.bmm(qh, kh), calls=20, reps=5)
+    q = k = qh = kh = None
+    src = torch.randn(2**30 // 2, device=device, dtype=torch.bfloat16)  # 1 GiB
+    dst = torch.empty_like(src)
+    copy_us = bench.time_back_to_back(lambda: dst.copy_(src), calls=10, reps=5)
+    bmm_flops = 2 * bh * s * s * d
+    return {"query": query,
+            "fp32_matmul_tflops": 2 * n**3 / fp32_us / 1e6, "fp32_matmul_shape": [n, n, n],
+            "fp32_bmm_tflops": bmm_flops / bmm32_us / 1e6, "fp32_bmm_us": bmm32_us, "bmm_shape": [bh, s, d, s],
+            "fp32_bmm_kernel": longest.key if longest else None,
+            "bf16_bmm_tflops": bmm_flops / bmm16_us / 1e6, "bf16_bmm_us": bmm16_us,
+            "copy_gbs": 2 * src.numel() * src.element_size() / copy_us / 1e3, "copy_bytes": src.numel() * 2}
+
+
 def inputs(shape, dtype, layout="BHSD"):
     """Fresh random q, k, v of shape [B, H, S, D], laid out in memory as `layout` says."""
     device = default_device()

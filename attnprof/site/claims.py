@@ -30,7 +30,11 @@ def end_to_end(build: Build):
     g = [r["throughput_gain_pct"] for r in e]
     return ("1. naive → fused attention: 20–40 % end-to-end throughput", ARTICLES,
             f"+{min(g):.0f} % to +{max(g):.0f} % for one random-weight decoder layer "
-            "(" + ", ".join(f"B={r['batch']}, S={r['seq']}" for r in e) + ")", verdict(min(g), max(g), 20, 40))
+            "(" + ", ".join(f"B={r['batch']}, S={r['seq']}" for r in e) + "); not a whole model, and no "
+            "serving stack around it",
+            f"{verdict(min(g), max(g), 20, 40)}, for one layer; a production system's end-to-end throughput "
+            "(a full model, batching, the rest of the stack) is not measured here; attention's share of a whole "
+            "model's time, and so the gain, differs from one layer's")
 
 
 def softmax_time(build: Build):
@@ -86,8 +90,10 @@ def numerical_risk(build: Build):
 
 def unanswered(build: Build):
     return ("7. unanswered: cost per token, gains under continuous batching", ARTICLES,
-            "cost per token: see the table below; continuous batching itself is not measured here: "
-            "the variable-length batch on the serving page is the nearest proxy", "partly answered")
+            "cost per token: measured for one H200 at a price you set, on "
+            "[End to end, and cost per token](end-to-end.md#cost-per-token); continuous batching itself is not "
+            "measured here: the [variable-length batch](serving.md#variable-length-batches) is the nearest proxy",
+            "partly answered")
 
 
 CLAIMS = [end_to_end, softmax_time, flash_speed, flash_long, silent_fallback, numerical_risk, unanswered]

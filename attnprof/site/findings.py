@@ -3,7 +3,7 @@ chapters beyond the post: tables, and charts as inline SVG. Each reads committed
 records; nothing is typed in by hand."""
 from __future__ import annotations
 
-from .. import reasons
+from .. import a100, reasons
 from ..counters import verdict as counter_verdict
 from ..flops import causal_flops, min_bytes, naive_bytes
 from ..text import shape, size, us
@@ -87,13 +87,14 @@ def figure(build: Build, name):
     """A chart of the measurement runs, as inline SVG."""
     if name not in FIGURES:
         raise KeyError(f"unknown figure {name!r} (known: {', '.join(FIGURES)})")
-    return FIGURES[name](build)
+    return f'<div class="attnprof-figure">{FIGURES[name](build)}</div>'  # scrolls sideways on a phone
 
 
 @piece("runstamp")
 def stamp(build: Build, name):
     r = build.run_record(name)
-    return tables.environment(r, "Measured", f"run `{name}` took {r['wall_s']:.0f} s")
+    took = "< 1 s" if r["wall_s"] < 1 else f"{r['wall_s']:.0f} s"
+    return tables.environment(r, "Measured", f"run `{name}`: {took}")
 
 
 @piece("ceilings")
@@ -218,8 +219,10 @@ def fastest(build: Build):
                           "of measured matmul peak", "TFLOP/s, one call at a time"], [
         (title(r["path"]), layout(r), us(r.get("back_to_back_us")), f"**{r['tflops_back_to_back']:.0f}**",
          f"{100 * r['tflops_back_to_back'] / peak:.0f} %", f"{r['tflops']:.0f}") if "tflops_back_to_back" in r else
-        (title(r["path"]), layout(r), "not available", "—", "—", tables.cell(r.get("unavailable", "OOM")))
-        for r in rows], "llrrrr")
+        (title(r["path"]), layout(r), "not available", "—", "—",
+         tables.cell(tables.why_unavailable(r["unavailable"]) if "unavailable" in r else "OOM"))
+        for r in rows], "llrrrr") + tables.raw_reasons((title(r["path"]), r["unavailable"]) for r in rows
+                                                        if "unavailable" in r)
     best = rows[0]
     return table + (f"\n\nThe fastest forward we ran at this shape is **{title(best['path'])}** on "
                     f"{layout(best)} inputs, **{best['tflops_back_to_back']:.0f} TFLOP/s**, "
@@ -264,7 +267,8 @@ def varlen(build: Build):
     lengths = rows[0]["lengths"]
     table = tables.table(["how", "causal", "median time", "FLOPs spent on padding", "note"], [
         (r["way"], "yes" if r["causal"] else "no", us(r.get("median_us")), f"{r['wasted_flops_pct']:.0f} %",
-         tables.cell(r.get("unavailable", ""))) for r in rows], "llrr")
+         tables.cell(tables.why_unavailable(r["unavailable"]) if "unavailable" in r else "")) for r in rows], "llrr")
+    table += tables.raw_reasons((r["way"], r["unavailable"]) for r in rows if "unavailable" in r)
     return table + (f"\n\n{len(lengths)} sequences, {min(lengths)} to {max(lengths)} tokens "
                     f"({sum(lengths):,} in all), 16 heads, head dim 128, bf16.")
 
@@ -345,3 +349,54 @@ def verify_table(build: Build):
                      f"{r['tolerance']:.0e}" if "tolerance" in r else "—", tables.cell(note)[:120]))
     return tables.table(["path", "dtype", "shape", "fully masked row", "status", "rel. Frobenius", "max abs",
                             "worst row (rel. error)", "tolerance", "note"], rows)
+
+
+HARDWARE = {  # what the H200 is and does, from the device query and measurements of one run (run-hardware)
+    "l2": lambda r: f"{r['query']['L2_cache_size'] / 2**20:.0f} MiB",
+    "l2_mb": lambda r: f"{r['query']['L2_cache_size'] / 1e6:.1f} MB",
+    "sms": lambda r: str(r["query"]["multi_processor_count"]),
+    "clock": lambda r: f"{r['query']['smi_clocks_max_sm_mhz']} MHz",
+    "fp32": lambda r: f"{r['fp32_matmul_tflops']:.0f} TFLOP/s",
+    "fp32_bmm": lambda r: f"{r['fp32_bmm_tflops']:.0f} TFLOP/s",
+    "bf16_bmm": lambda r: f"{r['bf16_bmm_tflops']:.0f} TFLOP/s",
+    "fp32_bmm_time": lambda r: us(r["fp32_bmm_us"]),
+    "bf16_bmm_time": lambda r: us(r["bf16_bmm_us"]),
+    "fp32_over_bf16": lambda r: f"{r['fp32_bmm_us'] / r['bf16_bmm_us']:.1f}×",
+    "copy": lambda r: f"{r['copy_gbs'] / 1000:.2f} TB/s",
+    "fp32_vs_a100": lambda r: f"{r['fp32_matmul_tflops'] / a100.HARDWARE['fp32_tflops']:.1f}×",
+    "copy_vs_a100": lambda r: f"{r['copy_gbs'] / a100.HARDWARE['hbm_gbs']:.1f}×",
+    "sm_clock_vs_a100": lambda r: f"{r['query']['multi_processor_count'] * r['query']['smi_clocks_max_sm_mhz'] / (a100.HARDWARE['sms'] * a100.HARDWARE['boost_mhz']):.1f}×",
+    "l2_vs_a100": lambda r: f"{r['query']['L2_cache_size'] / 1e6 / a100.HARDWARE['l2_mb']:.1f}×",
+}
+
+
+@piece("hw", inline=True)
+def hardware(build: Build, field):
+    """One hardware figure of this H200 inline in prose, from the device query or a measurement."""
+    if field not in HARDWARE:
+        raise KeyError(f"unknown hardware figure {field!r} (known: {', '.join(HARDWARE)})")
+    return HARDWARE[field](build.run("hardware"))
+
+
+@piece("hardware")
+def hardware_table(build: Build):
+    """The H200's figures that explain the rungs, beside the A100's published peaks."""
+    r, a = build.run("hardware"), a100.HARDWARE
+    rows = [
+        ("FP32 matmul on CUDA cores (TF32 off)", f"{r['fp32_matmul_tflops']:.0f} TFLOP/s (measured, 8192³)",
+         f"{a['fp32_tflops']:g} TFLOP/s (peak)", HARDWARE["fp32_vs_a100"](r)),
+        ("device memory bandwidth", f"{r['copy_gbs'] / 1000:.2f} TB/s (measured copy, read + write)",
+         f"{a['hbm_gbs'] / 1000:.2f} TB/s (peak)", HARDWARE["copy_vs_a100"](r)),
+        ("L2 cache", f"{HARDWARE['l2'](r)} = {HARDWARE['l2_mb'](r)} (device query)", f"{a['l2_mb']} MB",
+         HARDWARE["l2_vs_a100"](r)),
+        ("SMs", f"{r['query']['multi_processor_count']} (device query)", str(a["sms"]),
+         f"{r['query']['multi_processor_count'] / a['sms']:.1f}×"),
+        ("SM clock, highest", f"{HARDWARE['clock'](r)} (driver)", f"{a['boost_mhz']} MHz (boost)",
+         f"{r['query']['smi_clocks_max_sm_mhz'] / a['boost_mhz']:.1f}×"),
+        ("SMs × clock", f"{r['query']['multi_processor_count']} × {HARDWARE['clock'](r)}",
+         f"{a['sms']} × {a['boost_mhz']} MHz", HARDWARE["sm_clock_vs_a100"](r)),
+    ]
+    return (tables.table(["", "H200 (this machine)", "A100-SXM4-80GB (NVIDIA)", "H200 ÷ A100"], rows, "lrrr")
+            + f"\n\nA100 figures are NVIDIA's published peaks ([datasheet]({a100.SPEC_SOURCE}); L2 and SM count "
+              f"from the [architecture whitepaper]({a100.WHITEPAPER})); a measured rate sits below its peak, so "
+              f"the first two ratios are lower bounds on the ratio of the two GPUs' peaks.")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
@@ -68,3 +69,24 @@ def on_files(files, config):
         files.append(File(src_uri, src_dir=str(notebooks.OUT.parent), dest_dir=config.site_dir,
                           use_directory_urls=config.use_directory_urls))
     return files
+
+
+_notebook_classes: set[str] = set()
+
+
+def on_post_page(output, page, config):
+    """Notebook pages link one slimmed JupyterLab stylesheet instead of inlining all 560 KiB of it."""
+    if not page.file.src_uri.endswith(".ipynb"):
+        return output
+    output = notebooks.link_css(output, page.url)
+    _notebook_classes.update(notebooks.classes_in(output))
+    return output
+
+
+def on_post_build(config):
+    if _notebook_classes:
+        css = notebooks.slim_css(notebooks.css_path().read_text(encoding="utf-8"), _notebook_classes)
+        path = Path(config.site_dir) / notebooks.CSS_URI
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(css, encoding="utf-8")
+    _notebook_classes.clear()

@@ -56,3 +56,75 @@ def write_all(out: Path = OUT) -> dict[str, Path]:
             path.write_text(text)
         written[f"notebooks/{stage.name}.ipynb"] = path
     return written
+
+
+
+def css_path() -> Path:
+    """mkdocs-jupyter's JupyterLab stylesheet, which it inlines into every notebook page (~560 KiB)."""
+    import mkdocs_jupyter
+    return Path(mkdocs_jupyter.__file__).parent / "templates" / "mkdocs_html" / "assets" / "index.css"
+
+
+CSS_URI = "stylesheets/jupyter.css"
+_CLASS = re.compile(r"\.(-?[_a-zA-Z][\w-]*)")
+
+
+def _blocks(css: str):
+    """Top-level (prelude, body) pairs of a stylesheet; a statement such as @charset has body None."""
+    i, n = 0, len(css)
+    while i < n:
+        j, depth, quote = i, 0, None
+        while j < n:
+            c = css[j]
+            if quote:
+                quote = None if c == quote else quote
+            elif c in "'\"":
+                quote = c
+            elif c == ";" and depth == 0:
+                yield css[i:j].strip(), None
+                break
+            elif c == "{":
+                if depth == 0:
+                    head = j
+                depth += 1
+            elif c == "}":
+                depth -= 1
+                if depth == 0:
+                    yield css[i:head].strip(), css[head + 1:j]
+                    break
+            j += 1
+        i = j + 1
+
+
+def slim_css(css: str, used: set[str]) -> str:
+    """Keep only the rules that can match: a selector whose classes all appear in `used`."""
+    out = []
+    for prelude, body in _blocks(css):
+        if body is None:
+            out.append(prelude + ";")
+        elif prelude.startswith(("@media", "@supports")):
+            inner = slim_css(body, used)
+            if inner:
+                out.append(f"{prelude}{{{inner}}}")
+        elif prelude.startswith("@"):
+            out.append(f"{prelude}{{{body}}}")
+        elif any(set(_CLASS.findall(sel)) <= used for sel in prelude.split(",")):
+            out.append(f"{prelude}{{{body}}}")
+    return "".join(out)
+
+
+def classes_in(html: str) -> set[str]:
+    return {c for attr in re.findall(r'class="([^"]*)"', html) for c in attr.split()}
+
+
+def link_css(html: str, page_url: str) -> str:
+    """Replace the inlined JupyterLab stylesheet of a notebook page by a link to one shared copy."""
+    head = css_path().read_text(encoding="utf-8")[:200]
+    start = html.find(head)
+    if start < 0:
+        return html
+    open_tag, close = html.rfind("<style", 0, start), html.find("</style>", start)
+    if open_tag < 0 or close < 0:
+        return html
+    href = "../" * page_url.count("/") + CSS_URI
+    return html[:open_tag] + f'<link rel="stylesheet" href="{href}">' + html[close + len("</style>"):]

@@ -47,25 +47,48 @@ def diff(build: Build, a, b):
 
 @piece("trace", captures=1)
 def trace(build: Build, record):
-    svg = plots.timeline(build.summary(record), build.trace(record))
-    return (f"{svg}\n\n"
-            f"*One forward of `{record}` from the committed trace "
+    s = build.summary(record)
+    what = s.get("pass", "forward")
+    return (f"{plots.timeline(s, build.trace(record))}\n\n"
+            f"*One {what} of `{record}` from the committed trace "
             f"([{record}.trace.json.gz](captures/{record}.trace.json.gz)). Numbers match the op list; "
-            f"hover a bar for its full name and duration.*")
+            f"hover a bar for its full name and duration. Grey stretches in the GPU lane are the GPU idle, "
+            f"waiting for the {what}'s next launch ([gaps](launch-bound.md#reading-the-gaps)).*")
 
 
 @piece("download", captures=1)
 def download(build: Build, record):
-    return (f"[:material-download: {record}.trace.json.gz](captures/{record}.trace.json.gz) "
-            f"(the whole profile: {len(build.summary(record)['ops_per_forward_each'])} annotated forwards) · "
+    s = build.summary(record)
+    label = f"{title(s)}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
+    return (f"[:material-chart-timeline: Open in Perfetto](captures/{record}.trace.json.gz)"
+            f"{{ .md-button .attnprof-perfetto data-title=\"{tables.attr(label)}\" }} "
+            f"[:material-download: {record}.trace.json.gz](captures/{record}.trace.json.gz){{ .md-button }} "
             f"[summary JSON](captures/{record}.json)\n\n"
-            f"Open the trace at [ui.perfetto.dev](https://ui.perfetto.dev) (*Open trace file*; it reads the "
-            f"gzipped file as it is) or in `chrome://tracing`. Search for `attention_forward` to find the "
-            f"annotated forwards; press `f` to zoom to a selection.")
+            f"The whole profile: {len(s['ops_per_forward_each'])} annotated forwards. *Open in Perfetto* hands "
+            f"this file to [ui.perfetto.dev](https://ui.perfetto.dev) in a new tab; it can also be opened there by "
+            f"hand (*Open trace file*; it reads the gzipped file as it is) or in `chrome://tracing`. Search for "
+            f"`attention_forward` to find the annotated forwards; press `f` to zoom to a selection.")
+
+
+def gemm_us(s: dict) -> float:
+    """Device time of one forward's matmuls (the cuBLAS kernels)."""
+    return sum(op["duration_us"] for op in s["ops"] if names.explain(op["name"])["library"].startswith("cuBLAS"))
+
+
+def _a100_ratio(s: dict) -> str:
+    ref = a100.FIGURES[s["stage"]]["forward_us"]
+    return f"{ref / s['forward_device_us']:.1f}×" if ref else "—"
 
 
 VALUES = {
     "ops": lambda b, s: str(s["ops_per_forward"]),
+    "gemm_time": lambda b, s: us(gemm_us(s)),
+    "gemm_share": lambda b, s: f"{100 * gemm_us(s) / s['forward_device_us']:.0f} %",
+    "other_time": lambda b, s: us(s["forward_device_us"] - gemm_us(s)),
+    "a100_time": lambda b, s: us(a100.FIGURES[s["stage"]]["forward_us"]),
+    "a100_cpu": lambda b, s: us(a100.FIGURES[s["stage"]]["cpu_us"]),
+    "a100_ratio": lambda b, s: _a100_ratio(s),
+    "sms": lambda b, s: str(b.device_properties(s["record"])["numSms"]),
     "device_time": lambda b, s: us(s["forward_device_us"]),
     "event_median": lambda b, s: us(s["event_median_us"]),
     "cpu_time": lambda b, s: us(s["cpu_forward_us"]),
@@ -119,11 +142,27 @@ def value(build: Build, record, field):
     return VALUES[field](build, build.summary(record))
 
 
+@piece("ratio", captures=2, inline=True)
+def ratio(build: Build, a, b, field="device"):
+    """How many times longer capture `a` took than `b`: device time per forward, or CPU time (field=cpu)."""
+    key = {"device": "forward_device_us", "cpu": "cpu_forward_us"}[field]
+    return f"{build.summary(a)[key] / build.summary(b)[key]:.1f}×"
+
+
+@piece("a100-ratio", inline=True)
+def a100_ratio(build: Build, a, b):
+    """The same ratio from the post's A100 forward times."""
+    ta, tb = a100.FIGURES[a]["forward_us"], a100.FIGURES[b]["forward_us"]
+    return f"{ta / tb:.1f}×"
+
+
 @piece("footprint", captures=1)
-def footprint(build: Build, record):
+def footprint(build: Build, record, only=None):
+    """Each kernel's footprint and occupancy (measured beside theoretical where counters exist);
+    `only=TEXT` keeps the kernels whose name contains TEXT."""
     measured = build.counters(record)
     return tables.footprint(build.summary(record), build.device_properties(record),
-                            measured["kernels"] if measured else None)
+                            measured["kernels"] if measured else None, only)
 
 
 @piece("counter", captures=1, inline=True)
@@ -163,7 +202,7 @@ def kernels(build: Build, record):
             continue
         seen.add(op["name"])
         e = names.explain(op["name"])
-        rows.append((tables.kernel(op["name"]), e["library"], e["math_unit"], e["dtype"] or "—", e["arch"] or "—",
+        rows.append((tables.kernel(op["name"]), e["library"], tables.unit(e["math_unit"]), e["dtype"] or "—", e["arch"] or "—",
                      e["tile"] or "—", tables.cell(e["summary"])))
     return tables.table(["kernel", "library", "math unit", "dtype", "arch", "tile", "what it is"], rows)
 
@@ -183,11 +222,13 @@ def dispatch(build: Build, record):
 @piece("compare", captures=ALL, unavailable=True)
 def compare(build: Build, *records):
     """Several captures side by side: what ran, how long, how fast, how accurate."""
-    rows = []
+    rows, reasons = [], []
     for record in records:
         s = build.summary(record)
         if "unavailable" in s:
-            rows.append((title(s), "not available on this machine", "—", "—", "—", "—", "—", tables.cell(s["unavailable"])))
+            rows.append((title(s), "not available on this machine", "—", "—", "—", "—", "—",
+                         tables.cell(tables.why_unavailable(s["unavailable"]))))
+            reasons.append((title(s), s["unavailable"]))
             continue
         kernels = [op for op in s["ops"] if op["kind"] == "kernel"]
         main = max(kernels, key=lambda op: op["duration_us"])
@@ -197,7 +238,25 @@ def compare(build: Build, *records):
     b, h, n, d = build.summary(records[0])["shape"]
     return (tables.table(["stage", "longest kernel", "ops / forward", "device time / forward", "CUDA-event median",
                           "TFLOP/s (causal, event median)", "rel. error vs fp64", "notes"], rows, "llrrrrr")
-            + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal.")
+            + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal." + tables.raw_reasons(reasons))
+
+
+@piece("side-by-side", captures=ALL)
+def side_by_side(build: Build, *records):
+    """Several stages in one compact table: what ran, its longest op, time on each side, how it launched."""
+    rows = []
+    for record in records:
+        s = build.summary(record)
+        longest = max(s["ops"], key=lambda op: op["duration_us"])
+        rows.append((f"[{title(s)}]({s['stage']}.md)", s["ops_per_forward"],
+                     names.fingerprint(op["name"] for op in s["ops"]), tables.kernel(longest["name"]),
+                     f"{100 * longest['duration_us'] / s['forward_device_us']:.0f} %",
+                     us(s["forward_device_us"]), us(s["cpu_forward_us"]),
+                     ", ".join(tables.launch(a) for a in sorted({op["launch"] for op in s["ops"]}))))
+    return (tables.table(["stage", "ops / forward", "backend that ran (from its kernels)", "longest op",
+                          "its share of device time", "device time / forward", "CPU time / forward", "launch APIs"],
+                         rows, "lrllrrr")
+            + "\n\nEach stage's full op list is on its chapter; the row links to it.")
 
 
 @piece("kernel-compare", captures=ALL)
@@ -227,17 +286,19 @@ def kernel_compare(build: Build, *records):
 @piece("providers")
 def providers(build: Build):
     """Every third-party provider: where it comes from, its layout, and whether it ran here."""
-    rows = []
+    rows, reasons = [], []
     for name in PROVIDERS:
         st = STAGES[name]
         if name in build.problems:
             status = f"capture not usable: {tables.cell(build.problems[name])}"
         elif build.is_unavailable(name):
-            status = f"not available on this machine: {tables.cell(build.summary(name)['unavailable'])}"
+            raw = build.summary(name)["unavailable"]
+            status = f"not available on this machine: {tables.cell(tables.why_unavailable(raw))}"
+            reasons.append((st.title, raw))
         else:
             status = "ran on this machine"
         rows.append((st.title, st.provider, f"`snippets/{st.snippet}.py`", st.layout, status))
-    return tables.table(["provider", "from", "code", "layout it takes", "status"], rows)
+    return tables.table(["provider", "from", "code", "layout it takes", "status"], rows) + tables.raw_reasons(reasons)
 
 
 @piece("compile", captures=1)
@@ -265,20 +326,35 @@ def glance(build: Build):
     for name in LADDER:
         link = f"[{STAGES[name].title}]({name}.md)"
         if name in build.problems:
-            rows.append((link, "capture not usable", *["—"] * 9, tables.cell(build.problems[name])))
+            rows.append((link, "capture not usable", *["—"] * 6, tables.cell(build.problems[name])))
             continue
-        s, ref = build.summary(name), a100.FIGURES[name]
+        s = build.summary(name)
         if "unavailable" in s:
-            rows.append((link, "not available here", *["—"] * 9, tables.cell(s["unavailable"])))
+            rows.append((link, "not available here", *["—"] * 6, tables.cell(tables.why_unavailable(s["unavailable"]))))
             continue
-        ratio = f"{ref['forward_us'] / s['forward_device_us']:.1f}×" if ref["forward_us"] else "—"
         rows.append((link, s["ops_per_forward"], us(s["forward_device_us"]), us(s["event_median_us"]),
-                     us(s["cpu_forward_us"]), f"{100 * oplist.gaps(s).idle_share:.0f} %",
-                     f"{causal_tflops(s):.0f}", f"{s['rel_err']:.1e}", ref["ops"] if ref["ops"] is not None else "—", us(ref["forward_us"]), ratio, LESSONS[name]))
+                     us(s["cpu_forward_us"]), f"{100 * oplist.gaps(s).idle_share:.0f} %", f"{causal_tflops(s):.0f}",
+                     f"{s['rel_err']:.1e}", LESSONS[name]))
     return tables.table(
         ["stage", "ops / forward", "device time / forward", "CUDA-event median", "CPU time / forward",
-         "GPU idle (of span)", "TFLOP/s (causal, event median)", "rel. error vs fp64", "A100 ops (post)", "A100 forward (post)",
-         "A100 ÷ H200 time", "lesson"], rows, "lrrrrrrrrrr")
+         "GPU idle (of span)", "TFLOP/s (causal, event median)", "rel. error vs fp64", "lesson"], rows, "lrrrrrrr")
+
+
+@piece("glance-a100")
+def glance_a100(build: Build):
+    """Each rung here beside the post's A100 figures: ops, device time, their ratio, CPU time."""
+    rows = []
+    for name in LADDER:
+        if name in build.problems or build.is_unavailable(name):
+            continue
+        s, ref = build.summary(name), a100.FIGURES[name]
+        rows.append((f"[{STAGES[name].title}]({name}.md)", s["ops_per_forward"], "—" if ref["ops"] is None else ref["ops"],
+                     us(s["forward_device_us"]), us(ref["forward_us"]), _a100_ratio(s),
+                     us(s["cpu_forward_us"]), us(ref["cpu_us"])))
+    return (tables.table(["stage", "ops (H200)", "ops (A100)", "device time (H200)", "forward (A100)",
+                          "A100 ÷ H200", "CPU time (H200)", "CPU time (A100)"], rows, "lrrrrrrr")
+            + f"\n\nA100 columns: the figures published in [*{a100.SOURCE_TITLE}*]({a100.SOURCE}) "
+              f"(NVIDIA A100-SXM4-80GB), quoted, not measured by us; — where the post gives none.")
 
 
 @piece("a100-kernels")
@@ -291,7 +367,8 @@ def a100_kernels(build: Build):
         compute = [op for op in build.summary(name)["ops"] if op["kind"] == "kernel"  # the matmul or attention kernel
                    and not names.explain(op["name"])["library"].startswith(("ATen", "CUDA runtime"))]
         ours = max(compute, key=lambda op: op["duration_us"])["name"]
-        rows.append((f"[{STAGES[name].title}]({name}.md)", tables.cell(theirs), tables.kernel(ours),
+        rows.append((f"[{STAGES[name].title}]({name}.md)", tables.kernel(theirs) if " " not in theirs
+                     else tables.cell(theirs), tables.kernel(ours),
                      names.explain(ours)["arch"] or "—"))
     return (tables.table(["stage", "A100 kernel (the post)", "H200 kernel (ours: its longest matmul or attention kernel)",
                           "arch in our kernel's name"], rows)

@@ -10,6 +10,7 @@ from ..text import us
 from .svg import CONNECTOR, FRAME, GRID, INK, MUTED, ROLE, SERIES, el, esc, header, hover
 
 W, H, LEFT, RIGHT, TOP, BOTTOM = 880, 400, 70, 290, 30, 50
+HALO = "paint-order: stroke; stroke: var(--md-default-bg-color, white); stroke-width: 4px; stroke-linejoin: round"
 
 
 # ---- one forward's trace -------------------------------------------------------------------------
@@ -22,60 +23,123 @@ def nice_step(span_us: float) -> float:
     return span_us / 10
 
 
-def timeline(summary, trace: dict, width: int = 960) -> str:
-    """One forward (or backward) as a timeline: CPU ops (nested) above their launches, GPU ops below.
+TRACE_FONT, CHAR_W = 12, 6.8  # px; a generous average glyph width of the sans-serif at that size
 
-    Ops are numbered as in the op list; the legend under the lanes names them. A backward capture's
-    launches are followed onto autograd's thread, as its op list was counted.
+
+def _fit(text: str, room: float) -> str | None:
+    """`text`, cut with an ellipsis to fit `room` px, or None when not even three letters fit."""
+    n = int(room // CHAR_W)
+    if n >= len(text):
+        return text
+    return text[: n - 1] + "…" if n >= 4 else None
+
+
+def label_groups(centres: list[float]) -> list[list[int]]:
+    """Indices of neighbouring labels grouped so that no two labels overlap: each group is labelled
+    once, as a range ("5–10"), centred on its members."""
+    groups = [[i] for i in range(len(centres))]
+    def box(g):
+        text = str(g[0] + 1) if len(g) == 1 else f"{g[0] + 1}–{g[-1] + 1}"
+        mid = (centres[g[0]] + centres[g[-1]]) / 2
+        half = (len(text) * CHAR_W + 8) / 2
+        return mid - half, mid + half
+    merged = True
+    while merged:
+        merged = False
+        for j in range(1, len(groups)):
+            if box(groups[j])[0] < box(groups[j - 1])[1]:
+                groups[j - 1:j + 1] = [groups[j - 1] + groups[j]]
+                merged = True
+                break
+    return groups
+
+
+def timeline(summary, trace: dict, width: int = 1040) -> str:
+    """One forward (or backward) as a timeline: CPU ops (nested) above their launches, GPU ops below,
+    and the GPU's idle gaps between the first launch and the last op's end shaded in the GPU lane.
+    A backward capture's launches are followed onto autograd's thread, as its op list was counted.
+
+    Drawn at `width` px with 12 px text, to be shown at its own size or larger (it scrolls sideways on
+    a narrow screen rather than shrinking). GPU ops are numbered as in the op list; a number sits in
+    its bar when the bar has room, under it otherwise, and neighbours too close for separate numbers
+    share one range label. The legend names every op. Text takes the page's colour (dark or light).
     """
     what = summary.get("pass", "forward")
     fwd = traces.median_forward(traces.forwards(trace, summary["label"], summary.get("follow_autograd", False)))
     cpu = [op for op in fwd.cpu_ops if op.depth <= 3]
     end = max([fwd.cpu_us] + [o.start_us + o.duration_us for o in fwd.ops])
-    left, right, row_h = 70, 10, 18
+    left, right, row_h, lane = 64, 12, 20, 22
     scale = (width - left - right) / end if end else 1
     x = lambda t: left + t * scale
     depth_rows = max([o.depth for o in cpu], default=0)
-    y_cpu, y_launch = 30, 30 + (depth_rows + 1) * row_h + 6
-    y_gpu = y_launch + row_h + 40
-    legend_y = y_gpu + row_h + 40
-    height = legend_y + 16 * len(fwd.ops) + 10
-    parts = [header(width, height, f'{summary["stage"]} {what} trace'),
-             el("text", f'one {what} of {esc(summary["stage"])}: {us(end)} from the start of the '
-                        f'annotation to the end of its last GPU op', x=left, y=14)]
+    y_cpu = 34
+    y_launch = y_cpu + (depth_rows + 1) * row_h + 8
+    y_gpu = y_launch + 14 + 44
+    y_numbers = y_gpu + lane + 16
+    y_axis = y_numbers + 26
+    columns = 2 if len(fwd.ops) > 8 else 1
+    per_column = -(-len(fwd.ops) // columns)
+    legend_y = y_axis + 34
+    height = legend_y + 18 * per_column
+    parts = [header(width, height, f'{summary["stage"]} {what} trace', font_size=TRACE_FONT),
+             el("text", f'One {what} of {esc(summary["stage"])}: {us(end)} from the start of the annotation to '
+                        f'the end of its last GPU op', x=left, y=16, font_weight="bold")]
     step = nice_step(end)
-    for i in range(int(end // step) + 1):  # time axis under the GPU lane
+    for i in range(int(end // step) + 1):  # time axis at the bottom, clear of the launch connectors
         tx = f"{x(i * step):.1f}"
-        parts.append(el("line", x1=tx, y1=y_cpu - 4, x2=tx, y2=y_gpu + row_h + 2, stroke=GRID)
-                     + el("text", us(i * step), x=tx, y=y_gpu - 6, fill=MUTED, font_size=9))
-    for label, y in (("CPU", y_cpu), ("launch", y_launch), ("GPU", y_gpu)):
-        parts.append(el("text", label, x=4, y=y + 13, font_weight="bold"))
+        parts.append(el("line", x1=tx, y1=y_cpu - 4, x2=tx, y2=y_axis - 14, stroke=GRID)
+                     + el("text", us(i * step), x=tx, y=y_axis, fill=MUTED, text_anchor="middle" if i else "start"))
+    parts.append(el("text", f"time since the {what} began (CPU clock)", x=f"{x(end):.1f}", y=y_axis + 16,
+                    fill=MUTED, text_anchor="end"))
+    for name, y, h in (("CPU", y_cpu, row_h), ("launch", y_launch, 12), ("GPU", y_gpu, lane)):
+        parts.append(el("text", name, x=4, y=f"{y + h / 2 + 4:.0f}", font_weight="bold"))
     parts.append(el("rect", hover(f'{summary["label"]} {us(fwd.cpu_us)}'), x=f"{x(0):.1f}", y=y_cpu,
                     width=f"{fwd.cpu_us * scale:.1f}", height=row_h - 2, fill=ROLE["span"])
-                 + el("text", esc(summary["label"]), x=f"{x(0) + 3:.1f}", y=y_cpu + 12))
+                 + el("text", esc(summary["label"]), x=f"{x(0) + 4:.1f}", y=y_cpu + 14, fill="#222"))
     for op in cpu:
         y = y_cpu + op.depth * row_h
         w = max(op.duration_us * scale, 1)
         parts.append(el("rect", hover(f"{op.name} {us(op.duration_us)}"), x=f"{x(op.start_us):.1f}", y=y,
-                        width=f"{w:.1f}", height=row_h - 2, fill=ROLE["cpu"], fill_opacity=f"{1 - 0.2 * op.depth:.1f}"))
-        short = op.name.split("::")[-1]
-        if w > 7 * len(short):
-            parts.append(el("text", esc(short), x=f"{x(op.start_us) + 2:.1f}", y=y + 12, fill="white"))
+                        width=f"{w:.1f}", height=row_h - 2, fill=ROLE["cpu"], fill_opacity=f"{1 - 0.15 * op.depth:.2f}"))
+        text = _fit(op.name.removeprefix("aten::"), w - 6)
+        if text:
+            parts.append(el("text", esc(text), x=f"{x(op.start_us) + 3:.1f}", y=y + 14, fill="white"))
+    for start, stop in traces.idle_intervals(fwd.ops):  # the GPU waiting for this forward's next launch
+        parts.append(el("rect", hover(f"GPU idle {us(stop - start)}"), x=f"{x(start):.1f}", y=y_gpu,
+                        width=f"{max((stop - start) * scale, 1):.1f}", height=lane, fill=ROLE["idle"]))
+    small, centres = [], []
     for i, op in enumerate(fwd.ops, 1):
         lx, gx = x(op.launch_start_us), x(op.start_us)
-        gw = max(op.duration_us * scale, 1.5)
-        parts.append(el("line", x1=f"{lx:.1f}", y1=y_launch + row_h - 2, x2=f"{gx:.1f}", y2=y_gpu, stroke=CONNECTOR,
+        gw = max(op.duration_us * scale, 2)
+        parts.append(el("line", x1=f"{lx:.1f}", y1=y_launch + 12, x2=f"{gx:.1f}", y2=y_gpu, stroke=CONNECTOR,
                         stroke_dasharray="2,2")
-                     + el("rect", hover(op.launch), x=f"{lx:.1f}", y=y_launch, width=2, height=row_h - 2,
-                          fill=ROLE["launch"])
+                     + el("rect", hover(f"{op.launch}: launches op {i}"), x=f"{lx:.1f}", y=y_launch, width=2,
+                          height=12, fill=ROLE["launch"])
                      + el("rect", hover(f"{i}. {op.name} {us(op.duration_us)}"), x=f"{gx:.1f}", y=y_gpu,
-                          width=f"{gw:.1f}", height=row_h - 2, fill=ROLE[op.kind])
-                     + el("text", str(i), x=f"{gx + gw / 2:.1f}", y=y_gpu + row_h + 12, text_anchor="middle"))
-        parts.append(el("text", f'{el("tspan", str(i), font_weight="bold")} '
-                                f'{KIND_LABEL[op.kind]} · {us(op.duration_us)} · {esc(names.label(op.name))}',
-                        x=left, y=legend_y + 16 * (i - 1)))
+                          width=f"{gw - 1 if gw > 4 else gw:.1f}", height=lane, fill=ROLE[op.kind]))  # a hairline between neighbours
+        inside = _fit(f"{i} {names.label(op.name)}", gw - 6) or (str(i) if gw >= len(str(i)) * CHAR_W + 6 else None)
+        if inside:
+            parts.append(el("text", esc(inside), x=f"{gx + 3:.1f}", y=y_gpu + 15, fill="white"))
+        else:
+            small.append((i, gx, gw))
+            centres.append(gx + gw / 2)
+    for group in label_groups(centres):
+        first, last = small[group[0]], small[group[-1]]
+        text = str(first[0]) if len(group) == 1 else f"{first[0]}–{last[0]}"
+        x0, x1 = first[1], last[1] + last[2]
+        if len(group) > 1:  # a bracket under the ops the range names
+            parts.append(el("path", d=f"M{x0:.1f},{y_gpu + lane + 3} v3 H{x1:.1f} v-3", fill="none", stroke=MUTED))
+        parts.append(el("text", text, x=f"{(x0 + x1) / 2:.1f}", y=y_numbers, text_anchor="middle"))
+    column_w = (width - left - right) / columns
+    for i, op in enumerate(fwd.ops, 1):
+        col, row = divmod(i - 1, per_column)
+        text = f"{KIND_LABEL[op.kind]} · {us(op.duration_us)} · {names.label(op.name)}"
+        lx, ly = left + col * column_w, legend_y + 18 * row
+        parts.append(el("rect", x=f"{lx:.1f}", y=ly - 10, width=10, height=10, fill=ROLE[op.kind])
+                     + el("text", f'{el("tspan", str(i), font_weight="bold")} {esc(_fit(text, column_w - 40) or "")}',
+                          x=f"{lx + 16:.1f}", y=ly))
     parts.append("</svg>")
-    return "\n".join(parts)
+    return '<div class="attnprof-trace">' + "\n".join(parts) + "</div>"
 
 
 RANK_LANES = {"attention": (SERIES[0], "attention kernel"), "other": (SERIES[1], "other compute (merge, copies)"),
@@ -123,7 +187,7 @@ def ranks_timeline(summary, trace: dict, width: int = 960) -> str:
         parts.append(el("rect", x=left + i * 220, y=lanes_bottom + 20, width=12, height=12, fill=color)
                      + el("text", label, x=left + i * 220 + 16, y=lanes_bottom + 30))
     parts.append("</svg>")
-    return "\n".join(parts)
+    return '<div class="attnprof-figure">' + "\n".join(parts) + "</div>"  # scrolls sideways on a phone
 
 
 # ---- charts of the measurement runs --------------------------------------------------------------
@@ -169,7 +233,7 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
                + el("text", esc(y_label), x=14, y=mid_y, transform=f"rotate(-90 14 {mid_y})", text_anchor="middle"))
     for name, y in (hlines or {}).items():
         out.append(el("line", x1=LEFT, y1=f"{fy(y):.1f}", x2=W - RIGHT, y2=f"{fy(y):.1f}", stroke=INK,
-                      stroke_dasharray="6,3") + el("text", esc(name), x=LEFT + 4, y=f"{fy(y) - 4:.1f}"))
+                      stroke_dasharray="6,3"))
     for i, (name, points) in enumerate(series.items()):
         color = SERIES[i % len(SERIES)]
         good = [(x, y) for x, y in points if y is not None]
@@ -182,6 +246,8 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
         out.append(el("rect", x=W - RIGHT + 12, y=TOP + 16 * i, width=10, height=10, fill=color)
                    + el("text", esc(name) + ("" if len(good) == len(points) else " (OOM past the last point)"),
                         x=W - RIGHT + 26, y=TOP + 16 * i + 9))
+    for name, y in (hlines or {}).items():  # labels last, on a halo of the page's colour, so no curve hides them
+        out.append(el("text", esc(name), x=LEFT + 4, y=f"{fy(y) - 4:.1f}", style=HALO))
     out.append("</svg>")
     return "\n".join(out)
 

@@ -9,18 +9,19 @@ import html
 # one palette: the series colours, and the trace's roles taken from them
 SERIES = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f"]
 ROLE = {"kernel": SERIES[0], "memset": SERIES[1], "memcpy": SERIES[2], "launch": SERIES[4], "cpu": SERIES[7],
-        "span": "#bab0ac"}
-GRID, FRAME, MUTED, CONNECTOR, INK = "#eee", "#ccc", "#888", "#999", "#333"
+        "span": "#bab0ac", "idle": "rgba(128,128,128,.18)"}
+# greys that read on a light and on a dark page; text takes the page's own colour (currentColor)
+GRID, FRAME, MUTED, CONNECTOR, INK = "rgba(128,128,128,.25)", "rgba(128,128,128,.6)", "#8a8a8a", "#999", "currentColor"
 
 
 def esc(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-def header(width, height, label: str) -> str:
+def header(width, height, label: str, font_size: int = 11) -> str:
     """The opening tag of every figure: scales to the page's width, named for screen readers."""
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
-            f'font-family="sans-serif" font-size="11" role="img" aria-label="{esc(label)}">')
+            f'font-family="sans-serif" font-size="{font_size}" fill="currentColor" role="img" aria-label="{esc(label)}">')
 
 
 def el(tag: str, body: str = "", **attrs) -> str:

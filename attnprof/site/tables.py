@@ -9,6 +9,10 @@ from ..oplist import KIND_LABEL
 from ..text import shape, short, size, us
 
 KEY_AVERAGES_HEADERS = ["Name", "Calls", "Self CPU", "CPU total", "Self CUDA", "CUDA total"]
+def unit(math_unit: str) -> str:
+    """A decoded math unit as the pages write it: "CUDA cores", "Tensor Cores (wgmma)", "none"."""
+    return math_unit.replace("cuda cores", "CUDA cores").replace("tensor cores", "Tensor Cores")
+LAUNCH_API = {"cu": "CUDA driver API", "cuda": "CUDA runtime API"}
 
 
 def table(headers, rows, align: str = "") -> str:
@@ -27,6 +31,16 @@ def cell(text) -> str:
 def code(text) -> str:
     """Text as inline code inside a table cell, escaped for HTML."""
     return f"<code>{cell(text)}</code>"
+
+
+def attr(text) -> str:
+    """A value for an HTML attribute."""
+    return html.escape(str(text), quote=True)
+
+
+def launch(api: str) -> str:
+    """A launch call as code, with the API it belongs to as its tooltip."""
+    return f'<code title="{LAUNCH_API["cuda" if api.startswith("cuda") else "cu"]}">{cell(api)}</code>'
 
 
 def kernel(name: str) -> str:
@@ -49,31 +63,71 @@ def stamp(summary) -> str:
     return environment(s, "Captured", detail) + missing
 
 
+def why_unavailable(raw: str) -> str:
+    """One sentence on why a stage could not run, read off the reason it recorded."""
+    if "trust" in raw and "kernels hub" in raw:
+        return ("the Hugging Face kernel hub would not load this unverified kernel repository without an "
+                "explicit opt-in to trust its code, so no kernel ran")
+    if "No module named" in raw or "ModuleNotFoundError" in raw:
+        return "its package is not installed here"
+    if "out of memory" in raw.lower():
+        return "it ran out of GPU memory"
+    return "it could not be loaded or run here"
+
+
+def raw_reasons(items) -> str:
+    """The reasons as recorded, (title, raw) pairs, in a collapsed block under what explains them."""
+    items = list(dict.fromkeys(items))
+    if not items:
+        return ""
+    return ('\n\n??? note "The reason as recorded"\n'
+            + "\n".join(f"    - **{cell(t)}**: {cell(r)}" for t, r in items))
+
+
 def unavailable(summary) -> str:
-    return f'!!! warning "Not available on this machine"\n    {cell(summary["unavailable"])}'
+    raw = summary["unavailable"]
+    return (f'!!! warning "Not available on this machine"\n    {summary.get("title", summary["stage"])} did not run: '
+            f'{why_unavailable(raw)}.\n\n    ??? note "The reason as recorded"\n        {cell(raw)}')
 
 
 def key_averages(summary) -> str:
-    rows = [(code(short(r["name"], 70)), r["calls"], us(r["self_cpu_us"]), us(r["cpu_total_us"]),
+    rows = [(kernel(r["name"]), r["calls"], us(r["self_cpu_us"]), us(r["cpu_total_us"]),
              us(r["self_device_us"]), us(r["device_total_us"])) for r in summary["key_averages"]]
     return table(KEY_AVERAGES_HEADERS, rows, "lrrrrr")
 
 
+def common_prefix(paths: list[list[str]]) -> list[str]:
+    """The enclosing ops every path shares (e.g. scaled_dot_product_attention › _scaled_dot_product_attention_math),
+    leaving each path at least one op of its own."""
+    prefix = []
+    for at in zip(*paths):
+        if len(set(at)) != 1:
+            break
+        prefix.append(at[0])
+    return prefix if all(len(p) > len(prefix) for p in paths) else prefix[:-1]
+
+
 def ops(summary, mark: str | None = None) -> str:
     """The per-forward device ops in launch order; rows whose kind or name contains `mark` are flagged."""
+    paths = [[n.removeprefix("aten::") for n in oplist.launching_path(summary, op)] for op in summary["ops"]]
+    shared = common_prefix(paths)
     rows = []
-    for i, op in enumerate(summary["ops"], 1):
+    for i, (op, path) in enumerate(zip(summary["ops"], paths), 1):
         flagged = mark and (mark.lower() in op["kind"].lower() or mark.lower() in op["name"].lower())
-        kind = KIND_LABEL[op["kind"]]
-        path = " › ".join(n.removeprefix("aten::") for n in oplist.launching_path(summary, op))
         info = names.explain(op["name"])
-        rows.append((i, f"**{kind}** ⟵" if flagged else kind, us(op["duration_us"]), kernel(op["name"]),
-                     info["library"], info["math_unit"], f"{cell(path)} › {op['launch']}"))
-    total = (f"\n\n{summary['ops_per_forward']} device ops in one forward, {us(summary['forward_device_us'])} of device "
+        name = f"<strong>{kernel(op['name'])}</strong> ⟵" if flagged else kernel(op["name"])
+        rows.append((i, us(op["duration_us"]), name, info["library"], unit(info["math_unit"]),
+                     cell(" › ".join(path[len(shared):])).replace("_", "&#95;") or "—",  # _to_copy: no emphasis
+                     launch(op["launch"])))
+    where = (f" Every op is launched inside <code>{cell(' › '.join(shared))}</code>; *launched from* shows the "
+             f"ops below that." if shared else "")
+    n = summary["ops_per_forward"]
+    total = (f"\n\n{n} device op{'s' if n != 1 else ''} in one forward, {us(summary['forward_device_us'])} of device "
              f"time (sum of their durations, profiler); CUDA-event median of the whole forward "
-             f"{us(summary['event_median_us'])} over {summary['settings']['event_reps']} runs.")
-    return table(["#", "kind", "time", "kernel (hover for the full name)", "library", "math unit", "launched from"],
-                 rows, "rlr") + total
+             f"{us(summary['event_median_us'])} over {summary['settings']['event_reps']} runs. Hover a kernel for its "
+             f"full name, a launch call for its API.{where}")
+    return table(["#", "time", "kernel, copy or fill", "library", "math unit", "launched from", "launch API"],
+                 rows, "rr") + total
 
 
 def ops_diff(a, b) -> str:
@@ -91,26 +145,33 @@ def ops_diff(a, b) -> str:
             f"(device time {'saved' if saved >= 0 else 'added'}: {us(abs(saved))}).")
 
 
-def footprint(summary, props: dict, measured: list[dict] | None = None) -> str:
-    """Footprint and theoretical occupancy per kernel; beside it the achieved occupancy that Nsight
-    Compute measured (`measured`: a counters record's kernels, in launch order), else the trace's estimate."""
+def footprint(summary, props: dict, measured: list[dict] | None = None, only: str | None = None) -> str:
+    """One column per kernel, occupancy first: what each kernel asks of an SM, how many blocks fit, and
+    the achieved occupancy Nsight Compute measured (`measured`: a counters record's kernels, in launch
+    order), else the trace's own estimate."""
     from ..counters import paired
     rows = oplist.footprint_rows(summary, props)
-    if measured is not None and not paired(summary["ops"], measured):
-        measured = None  # not the same kernels: pair nothing rather than the wrong rows
-    achieved = (["—" if k.get("warps_active_pct") is None else f"**{k['warps_active_pct']:.1f} %**" for k in measured]
-                if measured else ["—" if r["achieved_occupancy"] is None else f"{r['achieved_occupancy']} %" for r in rows])
-    body = [(r["index"], kernel(r["name"]), shape(r["grid"]), shape(r["block"]),
-             r["registers"], f"{r['shared_memory'] / 1024:.1f} KiB", f"{r['blocks_per_sm']} ({r['limiter']})",
-             f"{r['warps_per_sm']} / {r['max_warps']}", f"**{r['occupancy_pct']:.1f} %**", a)
-            for r, a in zip(rows, achieved)]
+    pairs = paired(summary["ops"], measured) if measured is not None else None
+    achieved = ([k.get("warps_active_pct") for _, k in pairs] if pairs else [r["achieved_occupancy"] for r in rows])
+    kernels = [(r, a) for r, a in zip(rows, achieved) if not only or only in r["name"]]
+    fields = [
+        ("**theoretical occupancy**", lambda r, a: f"**{r['occupancy_pct']:.1f} %**"),
+        ("achieved (Nsight Compute)" if pairs else "trace's est. achieved",
+         lambda r, a: "—" if a is None else (f"{a:.1f} %" if pairs else f"{a} %")),
+        ("warps per SM", lambda r, a: f"{r['warps_per_sm']} of {r['max_warps']}"),
+        ("blocks per SM (limited by)", lambda r, a: f"{r['blocks_per_sm']} ({r['limiter']})"),
+        ("registers per thread", lambda r, a: r["registers"]),
+        ("threads per block", lambda r, a: r["threads"]),
+        ("shared memory per block", lambda r, a: f"{r['shared_memory'] / 1024:.1f} KiB"),
+        ("grid (blocks)", lambda r, a: shape(r["grid"])),
+    ]
     note = ("*Achieved* is the share of warp slots that held a warp while the SM was active, measured by Nsight "
-            "Compute over one forward (the counters below)." if measured else
+            "Compute over one forward." if pairs else
             "*Est. achieved* is the profiler's own field, copied as recorded; it is an estimate, "
             "and it reads 0 for many kernels on this machine.")
-    return table(["#", "kernel", "grid", "block", "regs/thread", "smem/block", "blocks/SM (limit)", "warps/SM",
-                  "theoretical occupancy", "achieved (Nsight Compute)" if measured else "trace's est. achieved"],
-                 body, "rlllrrlrrr") + (
+    headers = ["op # in the list"] + [f"#{r['index']} {kernel(r['name'])}" for r, _ in kernels]
+    body = [(name, *(get(r, a) for r, a in kernels)) for name, get in fields]
+    return table(headers, body, "l" + "r" * len(kernels)) + (
         f"\n\n*Theoretical occupancy* is computed by attnprof from each kernel's registers, shared memory and "
         f"block size against this GPU's per-SM limits ({props['regsPerMultiprocessor']} registers, "
         f"{props['sharedMemPerMultiprocessor'] // 1024} KiB shared memory, "
