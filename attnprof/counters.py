@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 # what we ask ncu for: our name → ncu metric
 METRICS = {
@@ -29,6 +30,12 @@ METRICS = {
     "limit_blocks": "launch__occupancy_limit_blocks",
 }
 BOUND_AT = 60.0  # % of peak: a unit this busy is what limits the kernel (Nsight Compute's own rule of thumb)
+
+
+def version(ncu: str) -> str:
+    """Nsight Compute's version number out of its `--version` line ("Version 2025.3.1.0 (build …)")."""
+    found = re.search(r"\d+(?:\.\d+)+", ncu)
+    return found.group(0) if found else ncu
 
 
 def _number(text: str):

@@ -193,7 +193,7 @@ def counters(record: dict, capture: dict) -> str:
                      f"**{c.verdict(k)}**"))
     return (table(["kernel", "warps active of theoretical (limit)", "tensor pipe", "FP32 FMA pipe",
                    "SM / memory throughput", "DRAM (of peak, bytes)", "L2 hit", "verdict"], rows, "llrrllrl")
-            + f"\n\nMeasured by Nsight Compute ({cell(record['ncu'])}) on {cell(record['device'])}, {record['date']}, "
+            + f"\n\nMeasured by Nsight Compute {cell(c.version(record['ncu']))} on {cell(record['device'])}, {record['date']}, "
               f"over one forward with the clocks unlocked; each percentage is of that unit's peak. *Warps active* is "
               f"the achieved occupancy, beside the theoretical one and the resource that limits it. The *verdict* "
               f"names the busier of SM and memory once it reaches {c.BOUND_AT:.0f} % of its peak, and says "
