@@ -139,8 +139,8 @@ RULES = [
     (r"triu_tril_kernel", "ATen elementwise", CUDA_CORES,
      "Keeps the upper or lower triangle of a matrix (builds a mask), on the CUDA cores."),
     (r"at::native::.*(elementwise|copy|Fill|CatArrayBatchedCopy)", "ATen elementwise", CUDA_CORES,
-     "A PyTorch elementwise kernel (copy, fill, cast or pointwise math) on the CUDA cores: bound by memory "
-     "traffic, not by arithmetic."),
+     "A PyTorch elementwise kernel (copy, fill, cast or pointwise math) on the CUDA cores: little arithmetic "
+     "per byte it moves (what bounds it, the hardware counters tell)."),
 ]
 
 

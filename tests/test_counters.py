@@ -78,3 +78,16 @@ def test_counters_without_a_gpu_say_so_in_one_line(capsys):
     assert main(["counters", "flash"]) == 2
     err = capsys.readouterr().err
     assert "needs a CUDA GPU" in err and "committed counters records are kept" in err and err.count("\n") == 1
+
+
+def test_the_claims_page_holds_occupancy_and_boundness_to_the_counters():
+    from attnprof.site import claims
+    from attnprof.site.build import Build
+    build = Build()
+    rows = {claim.__name__: claim(build) for claim in claims.MEASURED}
+    assert rows["flash_occupancy"][3].startswith("confirmed")
+    assert rows["math_on_cuda_cores"][3] == "confirmed"
+    assert rows["elementwise_memory_bound"][3] == "partly"  # the usual reading holds for a few kernels only
+    fused = rows["fused_compute_bound"][2]
+    assert "compute-bound: SDPA, cuDNN backend · FlashAttention-4" in fused and "memory-bound: none" in fused
+    assert "measured-claims" in (store.ROOT / "docs" / "claims.md").read_text()

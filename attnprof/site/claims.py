@@ -5,9 +5,13 @@ softmax share) rather than computing them again.
 """
 from __future__ import annotations
 
+from collections import Counter
+
+from .. import counters, names
 from . import tables
 from .build import Build
 from .findings import softmax_share, speedups
+from .pieces import title
 from .registry import piece
 
 ARTICLES = "articles about the post"
@@ -102,3 +106,92 @@ CLAIMS = [end_to_end, softmax_time, flash_speed, flash_long, silent_fallback, nu
 @piece("claims")
 def claims(build: Build):
     return tables.table(["claim", "made by", "our H200 measurement", "verdict"], [claim(build) for claim in CLAIMS])
+
+
+# ---- statements about occupancy and boundness, each held to Nsight Compute's counters --------------
+
+def _kernel(build: Build, record: str, part: str) -> dict:
+    """The counters of the kernel of `record` whose name holds `part` (its capture names the kernel)."""
+    measured = build.counters(record)
+    if measured is None:
+        raise ValueError(f"the counters of {record!r} are not usable: run `python -m attnprof check`")
+    return next(k for k in measured["kernels"] if part in k["name"])
+
+
+def _pct(k: dict, field: str) -> str:
+    return f"{k[field]:.1f} %"
+
+
+def flash_occupancy(build: Build):
+    k = _kernel(build, "flash", "flash_fwd")
+    near = k["warps_active_pct"] >= 0.9 * k["theoretical_occupancy_pct"]
+    return ("FlashAttention-2's kernel runs at ≈ 13 % occupancy (255 registers × 128 threads → 8 of 64 warps)",
+            "the post (A100), from the footprint",
+            f"achieved {_pct(k, 'warps_active_pct')} of a theoretical {_pct(k, 'theoretical_occupancy_pct')}, "
+            f"limited by {counters.limiter(k)}",
+            "confirmed, and it fills nearly every slot it can" if near else "measured lower than the footprint allows")
+
+
+def cudnn_occupancy(build: Build):
+    k = _kernel(build, "cudnn", "sdpa")
+    return ("cuDNN's kernel: the trace's occupancy field reads 0; 12.5 % by its footprint (one block per SM)",
+            "the post (A100)",
+            f"our H200 kernel (a Hopper build, 384 threads): achieved {_pct(k, 'warps_active_pct')} of a theoretical "
+            f"{_pct(k, 'theoretical_occupancy_pct')}",
+            "the 0 is the trace's estimate, not the kernel: the counters measure a real occupancy")
+
+
+def math_on_cuda_cores(build: Build):
+    gemms = [k for k in build.counters("math")["kernels"] if "xmma_gemm_f32f32" in k["name"]]
+    fma, tensor = [k["fma_pipe_pct"] for k in gemms], [k["tensor_pipe_pct"] for k in gemms]
+    return ("the math backend's FP32 matmuls run on the CUDA cores, not the Tensor Cores",
+            "the post (from the kernel names)",
+            f"FP32 FMA pipe {min(fma):.0f}–{max(fma):.0f} % active, tensor pipe {max(tensor):.2f} %",
+            "confirmed" if min(fma) > 10 * max(max(tensor), 0.1) else "not confirmed")
+
+
+def share_verdict(hits: int, total: int) -> str:
+    return "confirmed" if hits == total else "partly" if hits else "not confirmed"
+
+
+def elementwise_memory_bound(build: Build):
+    kernels = [(op, k) for record in ("naive", "inplace", "math")
+               for op, k in counters.paired(build.summary(record)["ops"], build.counters(record)["kernels"]) or []
+               if names.explain(op["name"])["library"] == "ATen elementwise"]
+    memory = [op for op, k in kernels if counters.verdict(k) == "memory-bound"]
+    rest = Counter(f"{names.label(op['name'])} ({counters.verdict(k)})" for op, k in kernels
+                   if counters.verdict(k) != "memory-bound")
+    return ("PyTorch's elementwise kernels are memory-bound (they do little arithmetic per byte)",
+            "the usual reading of a profile (this site's kernel decoder said so too, before these counters)",
+            f"{len(memory)} of the {len(kernels)} elementwise kernels of the naive, in-place and math forwards are "
+            f"memory-bound" + ("; the others: " + ", ".join(f"{n}× {what}" for what, n in sorted(rest.items()))
+                               if rest else ""),
+            share_verdict(len(memory), len(kernels)))
+
+
+def fused_compute_bound(build: Build):
+    rows = []
+    for stage in ("efficient", "flash", "cudnn", "flex", "sage", "fa4"):
+        measured = build.counters(f"{stage}-1x16x8192x128")
+        if measured:
+            main = max(measured["kernels"], key=lambda k: k["duration_ns"] or 0)
+            rows.append((title(stage), counters.verdict(main)))
+    named = lambda verdict: " · ".join(t for t, v in rows if v == verdict) or "none"
+    bound = sum(v == "compute-bound" for _, v in rows)
+    return ("fused attention at a long sequence is compute-bound (far right of the roofline's ridge)",
+            "this site's roofline model",
+            f"at B=1, H=16, S=8192, D=128, the longest kernel of each path: compute-bound: {named('compute-bound')}; "
+            f"latency-bound: {named('latency-bound')}; memory-bound: {named('memory-bound')}",
+            share_verdict(bound, len(rows)))
+
+
+MEASURED = [flash_occupancy, cudnn_occupancy, math_on_cuda_cores, elementwise_memory_bound, fused_compute_bound]
+
+
+@piece("measured-claims")
+def measured_claims(build: Build):
+    return (tables.table(["statement", "made by", "Nsight Compute on the H200", "verdict"],
+                         [claim(build) for claim in MEASURED])
+            + f"\n\nEach verdict follows from the counters shown in the chapters ([naive](naive.md), "
+              f"[math](math.md), [flash](flash.md), [cuDNN](cudnn.md), [roofline](roofline.md#measured-by-the-counters)); "
+              f"compute-, memory- and latency-bound as defined there ({counters.BOUND_AT:.0f} % of peak).")
