@@ -67,14 +67,15 @@ def cmd_capture(args) -> int:
     needs_torch("capture")
     if args.stages == ["cp"]:
         return cmd_capture_cp(args)
+    shape = parse_shape(args.shape)
     if args.backward:
         from .measure.backward import BACKWARD_STAGES, capture
         names = BACKWARD_STAGES if args.stages == ["all"] else args.stages
+        results = capture(names, shape, args.dtype, args.out)
     else:
         from .measure.capture import capture
         names = list(STAGES) if args.stages == ["all"] else args.stages
-    shape = parse_shape(args.shape)
-    results = capture(names, shape, args.dtype, args.out, args.record_unavailable)
+        results = capture(names, shape, args.dtype, args.out, args.record_unavailable)
     for r in results:
         if "error" in r:
             print(f"{r['stage']:>10}: FAILED {r['error']}")
@@ -150,7 +151,7 @@ def cmd_check(args) -> int:
 
 def cmd_rekey(args) -> int:
     changed = store.rekey(args.captures)
-    print(f"re-keyed {len(changed)} capture(s) made under the old byte hash of an unchanged snippet"
+    print(f"re-keyed {len(changed)} capture(s) made under an older hash of an unchanged snippet"
           + (f": {', '.join(changed)}" if changed else ""))
     return 0
 

@@ -107,6 +107,14 @@ RULES = [
      TENSOR + " (wgmma)",
      "FlashAttention-4's fused forward for Hopper (sm_90), written in NVIDIA's CuTe DSL and compiled at the first "
      "call: QKᵀ, online softmax and PV in one kernel, its matmuls as warpgroup MMAs (wgmma) on the Tensor Cores."),
+    (r"FlashAttentionBackwardPreprocess", "FlashAttention-4 (CuTe DSL)", CUDA_CORES,
+     "FlashAttention-4's backward preprocessing: the row sums D = rowsum(dO ∘ O) that the softmax gradient "
+     "needs in place of the N×N probabilities."),
+    (r"FlashAttentionBackwardSm90", "FlashAttention-4 (CuTe DSL)", TENSOR + " (wgmma)",
+     "FlashAttention-4's fused backward for Hopper (sm_90): recomputes the probabilities tile by tile from the "
+     "saved logsumexp and forms dV, dK and dQ with warpgroup MMAs, dQ accumulated in fp32."),
+    (r"FlashAttentionBackwardPostprocess", "FlashAttention-4 (CuTe DSL)", CUDA_CORES,
+     "FlashAttention-4's backward postprocessing: the fp32 dQ accumulator scaled and cast to the inputs' dtype."),
     (r"flash_attncute|FlashAttention(Forward|Backward)\w*Sm\d+", "FlashAttention-4 (CuTe DSL)", None,
      "A FlashAttention-4 kernel, written in NVIDIA's CuTe DSL and compiled at the first call."),
     (r"^cudnn_generated_.*sdpa.*flash_fprop", "cuDNN (fused flash attention)", TENSOR,

@@ -14,7 +14,7 @@ from . import store
 from .stages import DEFAULT_SHAPE, ROOT, get_stage
 
 BWD_LABEL = "attention_backward"
-BACKWARD_STAGES = ["naive", "inplace", "math", "efficient", "flash", "cudnn", "flex"]
+BACKWARD_STAGES = ["naive", "inplace", "math", "efficient", "flash", "cudnn", "flex", "fa4"]
 BWD_FLOP_FACTOR = 2.5  # backward FLOPs counted as 2.5x the forward's (five matmuls against two)
 
 CP_SOURCE = ROOT / "attnprof" / "measure" / "context_parallel.py"

@@ -38,15 +38,34 @@ def load_snippet(name: str):
     return module
 
 
+def _tokens(source: bytes) -> list[tuple[str, str]]:
+    """A file's tokens by name and text, the same under every Python version: no comments, blank
+    lines or indentation text, and an f-string as one STRING (Python 3.12 splits it into parts)."""
+    lines = source.decode().splitlines(keepends=True)
+    out, fstring = [], []
+    for t in tokenize.tokenize(iter(source.splitlines(keepends=True)).__next__):
+        name = tokenize.tok_name[t.type]
+        if name in ("COMMENT", "NL", "ENCODING"):
+            continue
+        if name == "FSTRING_START":
+            fstring.append(t.start)
+        if fstring:
+            if name == "FSTRING_END":
+                start = fstring.pop()
+                if not fstring:  # the outermost f-string: its text, as older versions give it
+                    (r0, c0), (r1, c1) = start, t.end
+                    text = "".join(lines[r0 - 1:r1])[c0:len("".join(lines[r0 - 1:r1 - 1])) + c1]
+                    out.append(("STRING", text))
+            continue
+        out.append((name, "" if name in ("INDENT", "NEWLINE") else t.string))
+    return out
+
+
 def code_hash(*paths: str | Path) -> str:
     """A hash of Python files' tokens, without comments and blank lines: an edit of comments or
-    spacing alone keeps it (the code that runs is the same); any change to the code changes it."""
-    tokens = []
-    for path in paths:
-        with open(path, "rb") as f:
-            tokens += [(t.type, "" if t.type in (tokenize.INDENT, tokenize.NEWLINE) else t.string)  # whitespace
-                       for t in tokenize.tokenize(f.readline)
-                       if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.ENCODING)]
+    spacing alone keeps it (the code that runs is the same); any change to the code changes it. It is
+    the same under every Python version, so a capture keyed on the GPU machine is current here."""
+    tokens = [tok for path in paths for tok in _tokens(Path(path).read_bytes())]
     return hashlib.sha256(json.dumps(tokens).encode()).hexdigest()[:16]
 
 

@@ -255,13 +255,26 @@ def disagreement(record, summary, folder=CAPTURES) -> str | None:
             f"{'; '.join(found[:3])}{more}: {fix}")
 
 
+def _old_hashes(files) -> list[str]:
+    """The older hashes of these snippet files that `rekey` migrates from (see there)."""
+    import tokenize
+    tokens = []
+    for path in files:
+        with open(path, "rb") as f:
+            tokens += [(t.type, "" if t.type in (tokenize.INDENT, tokenize.NEWLINE) else t.string)
+                       for t in tokenize.tokenize(f.readline)
+                       if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.ENCODING)]
+    return [hashlib.sha256(b"".join(Path(p).read_bytes() for p in files)).hexdigest()[:16],
+            hashlib.sha256(json.dumps(tokens).encode()).hexdigest()[:16]]
+
+
 def rekey(folder=CAPTURES) -> list[str]:
-    """One-off migration, for captures made before 2026-11-30, when a capture's key hashed its
-    snippet's bytes (so a comment edit made it stale); it now hashes the snippet's tokens. A capture
-    is re-keyed only where its key equals the old byte-hash key of the snippet as it is now, which
-    proves that the code is the code that was profiled. Only `key` and `source_hash` change; no
-    measured number does. Counters records, keyed like their capture, are re-keyed the same way.
-    Returns the re-keyed records."""
+    """One-off migration of keys made under an older hash of the same snippet: the snippet's bytes
+    (before 2026-11-30, so a comment edit made a capture stale), or a first token hash that named
+    tokens by this interpreter's numbers (so it differed between Python versions). A capture is
+    re-keyed only where its key equals an old key of the snippet as it is now, which proves that the
+    code is the code that was profiled. Only `key` and `source_hash` change; no measured number does.
+    Counters records, keyed like their capture, are re-keyed the same way. Returns the re-keyed records."""
     from .records import backward_settings
     changed = []
     for path in sorted(Path(folder).glob("*.json")):
@@ -274,10 +287,10 @@ def rekey(folder=CAPTURES) -> list[str]:
             continue  # a run record, or not a capture (a counters record carries its capture's key)
         stage = get_stage(stage_name)
         stage_settings = (backward_settings if backward else settings)(shape, dtype_name)
-        byte_hash = hashlib.sha256(b"".join((SNIPPETS / f"{name}.py").read_bytes()
-                                            for name in stage.snippets)).hexdigest()[:16]
+        files = [SNIPPETS / f"{name}.py" for name in stage.snippets]
+        old = {capture_key(stage, stage_settings, h) for h in _old_hashes(files)}
         new = capture_key(stage, stage_settings)
-        if summary.get("key") == capture_key(stage, stage_settings, byte_hash) != new:
+        if summary.get("key") in old and summary["key"] != new:
             summary.update(key=new, source_hash=stage.source_hash())
             write_json(folder, summary["record"], summary)
             changed.append(summary["record"])

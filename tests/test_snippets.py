@@ -76,3 +76,23 @@ def test_a_provider_that_cannot_load_says_why(stage, module):
             assert "\n" not in str(e)
         else:
             assert relative_error(out, reference(q, k, v)) < 5e-2
+
+
+def test_the_code_hash_is_the_same_under_every_python_at_hand():
+    """Captures are keyed on the GPU machine (another Python) and checked here: the hash of a snippet
+    must not depend on the interpreter (token numbers, f-string tokens)."""
+    import shutil
+    import subprocess
+    import sys
+    from attnprof.stages import ROOT, SNIPPETS, code_hash
+    here = [code_hash(p) for p in sorted(SNIPPETS.glob("*.py"))]
+    others = [p for p in (shutil.which(f"python3.{minor}") for minor in (10, 11, 12, 13)) if p]
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); from attnprof.stages import SNIPPETS, code_hash; "
+              "print(' '.join(code_hash(p) for p in sorted(SNIPPETS.glob('*.py'))))")
+    compared = 0
+    for python in others:
+        r = subprocess.run([python, "-c", script, str(ROOT)], capture_output=True, text=True, timeout=60)
+        if r.returncode == 0:  # an interpreter too old for the package's syntax says so and is passed over
+            assert r.stdout.split() == here, python
+            compared += 1
+    assert compared or sys.version_info[:2] == (3, 11), "no other Python to compare with"
