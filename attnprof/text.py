@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 
+NBSP = "\u00a0"  # between a number and its unit, so a table cell never wraps between them
+
+
 def us(x: float | None) -> str:
     """A duration in microseconds, with a unit a reader can compare across rows."""
     if x is None:
         return "—"
-    return f"{x / 1000:.3f} ms" if x >= 1000 else f"{x:.1f} µs"
+    return f"{x / 1000:.3f}{NBSP}ms" if x >= 1000 else f"{x:.1f}{NBSP}µs"
 
 
 def shape(dims, sep: str = "×") -> str:
@@ -15,10 +18,12 @@ def shape(dims, sep: str = "×") -> str:
 
 
 def size(nbytes: float | None) -> str:
-    """Bytes in MiB, or GiB from one GiB up."""
+    """Bytes in KiB below one MiB, in MiB, or in GiB from one GiB up."""
     if nbytes is None:
         return "—"
-    return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.0f} MiB"
+    if nbytes >= 2**30:
+        return f"{nbytes / 2**30:.2f}{NBSP}GiB"
+    return f"{nbytes / 2**20:.0f}{NBSP}MiB" if nbytes >= 2**20 else f"{nbytes / 2**10:.0f}{NBSP}KiB"
 
 
 def short(name: str, limit: int = 60) -> str:

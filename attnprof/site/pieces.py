@@ -116,7 +116,8 @@ def gaps(build: Build, record):
     return (f"**Gaps** (from the trace, [defined here](launch-bound.md#reading-the-gaps)): the GPU ran this "
             f"forward's ops for {us(g.busy_us)} of a {us(g.span_us)} span from first launch to last op end, idle "
             f"**{100 * g.idle_share:.0f} %** of it: **{'launch-bound' if g.launch_bound else 'GPU-bound'}**. "
-            f"Median launch latency {us(median_latency(g))} per op (launch call → op start, under the profiler).")
+            f"Median launch latency {us(median_latency(g))} per op (launch call → op start under the profiler, "
+            f"time queued behind earlier ops included).")
 
 
 @piece("launch", captures=ALL)

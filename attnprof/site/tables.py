@@ -96,7 +96,12 @@ def unavailable(summary) -> str:
 def key_averages(summary) -> str:
     rows = [(kernel(r["name"]), r["calls"], us(r["self_cpu_us"]), us(r["cpu_total_us"]),
              us(r["self_device_us"]), us(r["device_total_us"])) for r in summary["key_averages"]]
-    return table(KEY_AVERAGES_HEADERS, rows, "lrrrrr")
+    names = [r["name"] for r in summary["key_averages"]]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    note = (f"\n\n{', '.join(f'`{cell(n)}`' for n in twice)} appears twice: PyTorch lists a "
+            f"`record_function` range once for the CPU and once for the GPU work inside it."
+            if twice else "")
+    return table(KEY_AVERAGES_HEADERS, rows, "lrrrrr") + note
 
 
 def common_prefix(paths: list[list[str]]) -> list[str]:
@@ -188,7 +193,7 @@ def counters(record: dict, capture: dict) -> str:
     pairs = c.paired(capture["ops"], record["kernels"]) or [({"name": k["name"]}, k) for k in record["kernels"]]
     rows = []
     for op, k in pairs:
-        pct = lambda key: "—" if k.get(key) is None else f"{k[key]:.1f} %"
+        pct = lambda key: "—" if k.get(key) is None else f"{k[key]:.1f}\u00a0%"
         dram = "—" if k.get("dram_bytes") is None else f"{pct('dram_throughput_pct')} ({size(k['dram_bytes'])})"
         rows.append((kernel(op["name"]), f"{pct('warps_active_pct')} of {pct('theoretical_occupancy_pct')} "
                      f"({c.limiter(k) or '—'})", pct("tensor_pipe_pct"), pct("fma_pipe_pct"),
