@@ -19,7 +19,7 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 from .. import store, trace
 from ..stages import ProviderUnavailable, get_stage
 from ..store import EVENT_REPS, LABEL, SCHEDULE, WARMUP_CALLS
-from .capture import environment, key_average_rows, require_cuda
+from .capture import environment, key_average_rows, quietly, require_cuda
 from .numerics import make_inputs, reference, relative_error, torch_dtype
 
 from ..records import BACKWARD_STAGES, BWD_FLOP_FACTOR, BWD_LABEL, backward_record, backward_settings  # noqa: F401
@@ -162,7 +162,7 @@ def capture_backward(name, shape, dtype_name, out_dir, device="cuda") -> dict:
         _clear_grads(inputs)
         with tempfile.TemporaryDirectory() as tmp:
             raw = Path(tmp) / "trace.json"
-            averages = profile_backward(forward, grad, inputs, raw)
+            averages = quietly(profile_backward, forward, grad, inputs, raw)
             events = json.loads(raw.read_text())
         times = time_backward(forward, grad, inputs, EVENT_REPS)
         summary["memory"] = memory(forward, grad, inputs)

@@ -65,17 +65,21 @@ def profile_forward(forward, trace_path):
 PROFILER_CHATTER = re.compile(r"^(USDT|STAGE):|profiler_(start|stop)\b|Profiler clears events|Completed Stage")
 
 
-def profile_quietly(forward, trace_path):
-    """profile_forward with the profiler's chatter kept off the terminal; anything else it says
+def quietly(profiling, *args):
+    """profiling(*args) with the profiler's chatter kept off the terminal; anything else it says
     (a warning from the code being profiled) is passed on to stderr."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Profiler clears events")
         with dispatch.captured_stderr() as printed:
-            averages = profile_forward(forward, trace_path)
+            result = profiling(*args)
     for line in printed:
         if not PROFILER_CHATTER.search(line):
             print(line, file=sys.stderr)
-    return averages
+    return result
+
+
+def profile_quietly(forward, trace_path):
+    return quietly(profile_forward, forward, trace_path)
 
 
 def key_average_rows(averages, limit=25):
