@@ -78,7 +78,8 @@ def silent_fallback(build: Build):
 
 def _fail_note(r):
     if r["fully_masked_row"]:
-        return f"{r['path']} ({r.get('masked_row') or 'error'} on a fully masked row)"
+        held = tables.MASKED_ROW.get(r.get("masked_row"), r.get("masked_row")) or "an error"
+        return f"{r['path']} ({held} on a fully masked row)"
     return f"{r['path']} {r['dtype']}"
 
 

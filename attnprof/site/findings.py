@@ -204,7 +204,7 @@ def counters_roofline(build: Build):
                      f"{flops / (sum(k['duration_ns'] or 0 for k in kernels) * 1e-9) / 1e12:.0f}",
                      f"{main['tensor_pipe_pct']:.0f} %", f"{main['dram_throughput_pct']:.0f} %",
                      f"**{counter_verdict(main)}**"))
-    return (tables.table(["path", "DRAM bytes (measured)", "FLOP / DRAM byte", "TFLOP/s (ncu kernel time)",
+    return (tables.table(["path", "DRAM bytes (measured)", "FLOP / DRAM byte", "TFLOP/s (kernel time, Nsight Compute)",
                           "tensor pipe (longest kernel)", "DRAM throughput", "verdict (longest kernel)"], rows, "lrrrrrl")
             + f"\n\nShape B=1, H=16, S=8192, D=128, bf16, causal; FLOPs by the causal model (4·B·H·S²·D/2), "
               f"bytes and kernel time measured by Nsight Compute over one forward. The ridge point of the "
@@ -338,7 +338,7 @@ def fallback_reasons(build: Build):
 def verify_table(build: Build):
     rows = []
     for r in build.run("verify"):
-        note = r.get("masked_row") or r.get("reason", "")
+        note = tables.MASKED_ROW.get(r.get("masked_row"), r.get("masked_row")) or r.get("reason", "")
         note += f" ({r['note']})" if r.get("note") else ""
         rows.append((r["path"], r["dtype"], shape(r["shape"]), "yes" if r["fully_masked_row"] else "",
                      f"**{r['status']}**" if r["status"] == "fail" else r["status"],

@@ -6,6 +6,7 @@ What a piece reads is declared where it is registered (see registry.py).
 from __future__ import annotations
 
 from .. import a100, names, oplist, store
+from .. import trace as traces
 from ..flops import causal_flops
 from ..stages import LADDER, PROVIDERS, STAGES
 from ..text import shape, us
@@ -50,7 +51,7 @@ def trace(build: Build, record):
     s = build.summary(record)
     what = s.get("pass", "forward")
     return (f"{plots.timeline(s, build.trace(record))}\n\n"
-            f"*One {what} of `{record}` from the committed trace "
+            f"*One {what} of `{record}`, the profiled {what} with the median device time, from the committed trace "
             f"([{record}.trace.json.gz](captures/{record}.trace.json.gz)). Numbers match the op list; "
             f"hover a bar for its full name and duration. Grey stretches in the GPU lane are the GPU idle, "
             f"waiting for the {what}'s next launch ([gaps](launch-bound.md#reading-the-gaps)).*")
@@ -190,7 +191,9 @@ def counters(build: Build, record):
 
 @piece("cpu", captures=1)
 def cpu(build: Build, record, depth="2"):
-    return tables.cpu(build.summary(record), int(depth))
+    s = build.summary(record)
+    shown = traces.median_forward(traces.forwards(build.trace(record), s["label"]))
+    return tables.cpu(s, int(depth), shown.cpu_us)
 
 
 @piece("kernels", captures=1)

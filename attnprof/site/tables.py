@@ -66,13 +66,16 @@ def stamp(summary) -> str:
 def why_unavailable(raw: str) -> str:
     """One sentence on why a stage could not run, read off the reason it recorded."""
     if "trust" in raw and "kernels hub" in raw:
-        return ("the Hugging Face kernel hub would not load this unverified kernel repository without an "
-                "explicit opt-in to trust its code, so no kernel ran")
+        return ("the Hugging Face Hub cannot be reached from this machine, so `kernels` could not check who "
+                "publishes the repository (its message reads like a refusal to trust it), and no kernel ran")
     if "No module named" in raw or "ModuleNotFoundError" in raw:
         return "its package is not installed here"
     if "out of memory" in raw.lower():
         return "it ran out of GPU memory"
     return "it could not be loaded or run here"
+
+
+MASKED_ROW = {"NaN": "NaN", "zeros": "zeros", "other": "finite, non-zero values"}  # what a fully masked row held
 
 
 def raw_reasons(items) -> str:
@@ -200,8 +203,9 @@ def counters(record: dict, capture: dict) -> str:
               f"*latency-bound* when neither does.")
 
 
-def cpu(summary, max_depth: int = 2) -> str:
-    """The aten ops of one forward with their CPU time, and the launch API each device op used."""
+def cpu(summary, max_depth: int = 2, shown_cpu_us: float | None = None) -> str:
+    """The aten ops of one forward with their CPU time, and the launch API each device op used.
+    `shown_cpu_us` is the CPU time of that forward (the one the op list and the trace picture show)."""
     rows = []
     for c in summary["cpu_ops"]:
         if c["depth"] > max_depth:
@@ -211,5 +215,7 @@ def cpu(summary, max_depth: int = 2) -> str:
         rows.append(("&nbsp;" * 4 * (c["depth"] - 1) + f"<code>{cell(c['name'])}</code>", us(c["duration_us"]),
                      len(launched), ", ".join(apis) or "—"))
     return table(["aten op (nested)", "CPU time", "device ops launched", "launch API"], rows, "lrr") + (
-        f"\n\nThe whole annotated forward took {us(summary['cpu_forward_us'])} of CPU time (median of "
-        f"{len(summary['ops_per_forward_each'])} profiled forwards); ops nested deeper than {max_depth} are in the trace.")
+        f"\n\nThese rows come from the forward the op list and the trace picture show (the one whose device time "
+        f"is the median){f', whose annotation took {us(shown_cpu_us)} of CPU time' if shown_cpu_us else ''}; the "
+        f"median CPU time over the {len(summary['ops_per_forward_each'])} profiled forwards is "
+        f"{us(summary['cpu_forward_us'])}, the figure the text quotes. Ops nested deeper than {max_depth} are in the trace.")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .. import names, oplist, trace
 from ..oplist import KIND_LABEL
+from ..stages import PROVIDERS
 from ..text import shape, size, us
 from . import plots, tables
 from .build import Build
@@ -34,7 +35,7 @@ def bwd_compare(build: Build, *records):
     rows = []
     for record in records:
         s = build.summary(record)
-        link = f"[{title(s)}]({'fused' if s['stage'] == 'flex' else s['stage']}.md)"
+        link = f"[{title(s)}]({'fused' if s['stage'] in PROVIDERS else s['stage']}.md)"
         if "unavailable" in s:
             rows.append((link, f"not available here: {tables.cell(s['unavailable'])}", *["—"] * 6))
             continue
@@ -85,7 +86,7 @@ def bwd_ops(build: Build, record):
                  if n.startswith(trace.AUTOGRAD_ENGINE)]
         info = names.explain(op["name"])
         rows.append((i, KIND_LABEL[op["kind"]], us(op["duration_us"]), tables.kernel(op["name"]), info["library"],
-                     info["math_unit"], f"{tables.code(' › '.join(nodes)) if nodes else '—'} › {op['launch']}"))
+                     tables.unit(info["math_unit"]), f"{tables.code(' › '.join(nodes)) if nodes else '—'} › {op['launch']}"))
     each = ", ".join(map(str, s["ops_per_backward_each"]))
     return tables.table(["#", "kind", "time", "kernel (hover for the full name)", "library", "math unit",
                          "autograd node › launch"], rows, "rlr") + (
