@@ -36,10 +36,10 @@ def fig_sweep_tflops(build, d):
 
 
 def fig_sweep_memory(build, d):
-    series = {title(p): [(r["shape"][2], (_value(r, "peak_extra_bytes") or None) and r["peak_extra_bytes"] / 2**20)
-                               for r in _sweep_points(build, d, p)] for p in PATHS if _sweep_points(build, d, p)}
-    return plots.line_chart(series, "sequence length S (batch × S = 16,384 tokens)", "MiB allocated by one forward",
-                            f"Peak memory of one forward, head dim {d}", log_y=True)
+    series = {title(p): [(r["shape"][2], _value(r, "peak_extra_bytes") or None) for r in _sweep_points(build, d, p)]
+              for p in PATHS if _sweep_points(build, d, p)}
+    return plots.line_chart(series, "sequence length S (batch × S = 16,384 tokens)", "memory allocated by one forward",
+                            f"Peak memory of one forward, head dim {d}", log_y=True, y_unit="bytes")
 
 
 def _roofline_points(build, dims=(2, 16, 8192, 128)):
@@ -70,9 +70,10 @@ def fig_decode(build):
 
 def fig_recompile(build):
     r = build.run("recompile")
-    series = {"FlexAttention, one new shape after another": [(p["shape"][2], p.get("tflops")) for p in r["points"]]}
+    name = "FlexAttention, one new shape after another"
+    series = {name: [(p["shape"][2], p.get("tflops")) for p in r["points"]]}
     return plots.line_chart(series, "sequence length of each successive call", "TFLOP/s", "torch.compile's recompile limit",
-                            log_x=False)
+                            log_x=False, colors={name: plots.path_color("flex")})
 
 
 FIGURES = {"sweep-tflops-d64": lambda b: fig_sweep_tflops(b, 64), "sweep-tflops-d128": lambda b: fig_sweep_tflops(b, 128),

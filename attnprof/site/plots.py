@@ -7,9 +7,10 @@ import math
 from .. import names, trace as traces
 from ..oplist import KIND_LABEL
 from ..text import us
-from .svg import CONNECTOR, FRAME, GRID, INK, MUTED, ROLE, SERIES, el, esc, header, hover
+from ..stages import STAGES
+from .svg import BACKGROUND, CONNECTOR, FRAME, GRID, INK, MUTED, PATH_COLOR, ROLE, SERIES, el, esc, header, hover
 
-W, H, LEFT, RIGHT, TOP, BOTTOM = 880, 400, 70, 290, 30, 50
+W, H, LEFT, RIGHT, TOP, BOTTOM = 880, 400, 70, 24, 30, 50
 HALO = "paint-order: stroke; stroke: var(--md-default-bg-color, white); stroke-width: 4px; stroke-linejoin: round"
 
 
@@ -21,6 +22,22 @@ def nice_step(span_us: float) -> float:
         if span_us / step <= 10:
             return step
     return span_us / 10
+
+
+def time_ticks(end_us: float) -> list[tuple[float, str]]:
+    """The ticks of a time axis from 0 to end_us: (µs, label), labelled with as few digits as they need
+    in one unit for the axis ("0 ms", "20 ms", "40 ms"; "0 µs", "2.5 µs")."""
+    step = nice_step(end_us)
+    ticks = [i * step for i in range(int(end_us // step) + 1)]
+    ms = ticks[-1] >= 1000
+    return [(t, f"{round(t / 1000, 6):g} ms" if ms else f"{round(t, 6):g} µs") for t in ticks]
+
+
+def _tick_anchor(i: int, x: float, label: str, right_edge: float, char_w: float) -> str:
+    """The first tick's label starts at its tick; one that would run past the right edge ends at it."""
+    if i == 0:
+        return "start"
+    return "end" if x + len(label) * char_w / 2 > right_edge else "middle"
 
 
 TRACE_FONT, CHAR_W = 12, 6.8  # px; a generous average glyph width of the sans-serif at that size
@@ -84,11 +101,11 @@ def timeline(summary, trace: dict, width: int = 1040) -> str:
     parts = [header(width, height, f'{summary["stage"]} {what} trace', font_size=TRACE_FONT),
              el("text", f'One {what} of {esc(summary["stage"])}: {us(end)} from the start of the annotation to '
                         f'the end of its last GPU op', x=left, y=16, font_weight="bold")]
-    step = nice_step(end)
-    for i in range(int(end // step) + 1):  # time axis at the bottom, clear of the launch connectors
-        tx = f"{x(i * step):.1f}"
+    for i, (t, label) in enumerate(time_ticks(end)):  # time axis at the bottom, clear of the launch connectors
+        tx = f"{x(t):.1f}"
         parts.append(el("line", x1=tx, y1=y_cpu - 4, x2=tx, y2=y_axis - 14, stroke=GRID)
-                     + el("text", us(i * step), x=tx, y=y_axis, fill=MUTED, text_anchor="middle" if i else "start"))
+                     + el("text", label, x=tx, y=y_axis, fill=MUTED,
+                          text_anchor=_tick_anchor(i, x(t), label, width - 2, CHAR_W)))
     parts.append(el("text", f"time since the {what} began (CPU clock)", x=f"{x(end):.1f}", y=y_axis + 16,
                     fill=MUTED, text_anchor="end"))
     for name, y, h in (("CPU", y_cpu, row_h), ("launch", y_launch, 12), ("GPU", y_gpu, lane)):
@@ -146,31 +163,37 @@ RANK_LANES = {"attention": (SERIES[0], "attention kernel"), "other": (SERIES[1],
               "nccl": (SERIES[2], "NCCL kernel")}
 
 
-def ranks_timeline(summary, trace: dict, width: int = 960) -> str:
+def ranks_timeline(summary, trace: dict, width: int = 880) -> str:
     """One forward on every rank of a capture on several GPUs, on the trace's one clock: per rank a
     compute lane and a communication (NCCL) lane. The forward shown is the same step on every rank,
-    the one whose device time is rank 0's median."""
+    the one whose device time is rank 0's median.
+
+    Drawn at `width` px (the narrowest a chart is shown, so it never shrinks) with 12 px text; the
+    legend is stacked under the lanes at the left, where a phone shows it without scrolling."""
     per_rank = [traces.forwards(traces.rank_trace(trace, r["rank"]), summary["label"]) for r in summary["ranks"]]
     pick = per_rank[0].index(traces.median_forward(per_rank[0]))
     fwds = [f[pick] for f in per_rank]
     t0 = min(f.start_ts for f in fwds)
     end = max(f.start_ts - t0 + max(o.start_us + o.duration_us for o in f.ops) for f in fwds)
-    left, right, row_h = 110, 40, 20  # room on the right for the last tick's label
+    left, right, row_h = 122, 12, 20
     scale = (width - left - right) / end
     x = lambda t: left + t * scale
-    lanes_bottom = 30 + len(fwds) * 2 * (row_h + 6)
-    height = lanes_bottom + 50
-    parts = [header(width, height, f'{summary["record"]}: ranks on one timeline'),
-             el("text", f'one forward on each of {len(fwds)} ranks, S={summary["shape"][2]:,}, rotation '
-                        f'{esc(summary["rotate"])}: {us(end)} from the first rank\'s annotation to the last GPU op',
-                x=left, y=14)]
-    step = nice_step(end)
-    for i in range(int(end // step) + 1):
-        tx = f"{x(i * step):.1f}"
-        parts.append(el("line", x1=tx, y1=26, x2=tx, y2=lanes_bottom, stroke=GRID)
-                     + el("text", us(i * step), x=tx, y=lanes_bottom + 12, fill=MUTED, font_size=9))
+    top = 48
+    lanes_bottom = top + len(fwds) * 2 * (row_h + 6)
+    legend_y = lanes_bottom + 54
+    height = legend_y + 18 * len(RANK_LANES)
+    parts = [header(width, height, f'{summary["record"]}: ranks on one timeline', font_size=TRACE_FONT),
+             el("text", f'One forward on each of {len(fwds)} ranks, S={summary["shape"][2]:,}, rotation '
+                        f'{esc(summary["rotate"])}:', x=4, y=16, font_weight="bold")
+             + el("text", f"{us(end)} from the first rank's annotation to the last GPU op", x=4, y=32)]
+    for i, (t, label) in enumerate(time_ticks(end)):
+        parts.append(el("line", x1=f"{x(t):.1f}", y1=top - 4, x2=f"{x(t):.1f}", y2=lanes_bottom, stroke=GRID)
+                     + el("text", label, x=f"{x(t):.1f}", y=lanes_bottom + 16, fill=MUTED,
+                          text_anchor=_tick_anchor(i, x(t), label, width - 2, CHAR_W)))
+    parts.append(el("text", "time since the first rank's forward began", x=width - right, y=lanes_bottom + 32,
+                    fill=MUTED, text_anchor="end"))
     for k, (r, f) in enumerate(zip(summary["ranks"], fwds)):
-        y_comp = 30 + k * 2 * (row_h + 6)
+        y_comp = top + k * 2 * (row_h + 6)
         y_comm = y_comp + row_h + 4
         parts.append(el("text", f'rank {r["rank"]} compute', x=4, y=y_comp + 14, font_weight="bold")
                      + el("text", f'rank {r["rank"]} NCCL', x=4, y=y_comm + 14))
@@ -184,13 +207,30 @@ def ranks_timeline(summary, trace: dict, width: int = 960) -> str:
                             x=f"{x(offset + op.start_us):.1f}", y=y_comm if comm else y_comp,
                             width=f"{max(op.duration_us * scale, 1.0):.1f}", height=row_h - 2, fill=RANK_LANES[lane][0]))
     for i, (color, label) in enumerate(RANK_LANES.values()):
-        parts.append(el("rect", x=left + i * 220, y=lanes_bottom + 20, width=12, height=12, fill=color)
-                     + el("text", label, x=left + i * 220 + 16, y=lanes_bottom + 30))
+        parts.append(el("rect", x=4, y=legend_y + 18 * i - 10, width=12, height=12, fill=color)
+                     + el("text", label, x=22, y=legend_y + 18 * i))
     parts.append("</svg>")
     return '<div class="attnprof-figure">' + "\n".join(parts) + "</div>"  # scrolls sideways on a phone
 
 
 # ---- charts of the measurement runs --------------------------------------------------------------
+
+CHART_CHAR_W = 6.2  # px; a generous average glyph width at the charts' 11 px
+LEGEND_X, LEGEND_ROW = 34, 18  # the legend sits under the plot, from the left: on a phone it is on screen
+PATH_BY_TITLE = {stage.title: key for key, stage in STAGES.items()}
+NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
+
+
+def path_color(key: str) -> str:
+    """The one colour of an attention path (a stage's key) on every chart."""
+    return PATH_COLOR[key]
+
+
+def series_color(name: str, i: int) -> str:
+    """A series named by a stage's title takes that path's colour; any other takes the i-th of the palette."""
+    key = PATH_BY_TITLE.get(name)
+    return PATH_COLOR[key] if key in PATH_COLOR else SERIES[i % len(SERIES)]
+
 
 def _scale(lo, hi, log, a, b):
     if log:
@@ -209,51 +249,180 @@ def _ticks(lo, hi, log):
     return [i * step for i in range(math.ceil(lo / step), math.floor(hi / step) + 1)]
 
 
+def byte_ticks(lo: float, hi: float) -> list[int]:
+    """Powers of two between lo and hi bytes, every second or fourth one when there would be more than 8."""
+    ks = [k for k in range(math.ceil(math.log2(lo)), math.floor(math.log2(hi)) + 1)]
+    stride = 1
+    while len([k for k in ks if k % stride == 0]) > 8:
+        stride *= 2
+    return [2 ** k for k in ks if k % stride == 0]
+
+
+def size_tick(nbytes: float) -> str:
+    """A tick on a memory axis: 64 MiB, 1 GiB, 16 GiB."""
+    for unit, scale in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:g} {unit}"
+    return f"{nbytes:g} B"
+
+
 def _fmt(v):
-    return f"{v:g}" if v < 1e4 else f"{v / 1024:g}k" if v % 1024 == 0 else f"{v:.0e}"
+    return f"{v:g}" if v < 1e4 else f"{v / 1024:g}k" if v % 1024 == 0 else f"{v:,.0f}"
+
+
+def overlapping(drawn: dict[str, list[tuple[float, float]]], tolerance: float = 2.0) -> list[list[str]]:
+    """Groups of series that draw one line: the same number of points, each within `tolerance` px of
+    the other's. Only groups of two or more."""
+    groups: list[list[str]] = []
+    for name, pts in drawn.items():
+        if len(pts) < 2:
+            continue
+        for g in groups:
+            first = drawn[g[0]]
+            if len(first) == len(pts) and all(math.dist(a, b) <= tolerance for a, b in zip(first, pts)):
+                g.append(name)
+                break
+        else:
+            groups.append([name])
+    return [g for g in groups if len(g) > 1]
+
+
+def _crosses(box, drawn, margin: float = 3) -> bool:
+    """Whether any drawn series (its segments, and its markers' radius) passes within `margin` px of
+    box (x0, y0, x1, y1)."""
+    x0, y0, x1, y1 = box[0] - margin, box[1] - margin, box[2] + margin, box[3] + margin
+    inside = lambda x, y: x0 <= x <= x1 and y0 <= y <= y1
+    for pts in drawn.values():
+        if any(inside(*p) for p in pts):
+            return True
+        for (ax, ay), (bx, by) in zip(pts, pts[1:]):
+            n = int(max(abs(bx - ax), abs(by - ay)) / 2) + 1
+            if any(inside(ax + (bx - ax) * j / n, ay + (by - ay) * j / n) for j in range(n + 1)):
+                return True
+    return False
+
+
+def _reference_label(name: str, y: float, drawn) -> str:
+    """The label of a reference line at pixel height y: above or below it, at the left or the right,
+    the first place no series crosses, on a backing of the page's colour."""
+    w = len(name) * CHART_CHAR_W + 6
+    places = [(x, top) for x in range(LEFT + 4, int(W - RIGHT - 4 - w) + 1, 2) for top in (y - 16, y + 3)
+              if TOP <= top and top + 13 <= H - BOTTOM] or [(LEFT + 4, y - 16)]  # from the left, above then below
+    clear = lambda margin: next((p for p in places if not _crosses((p[0], p[1], p[0] + w, p[1] + 13), drawn, margin)), None)
+    x, top = next(filter(None, map(clear, (8, 6, 4, 3.5))), places[0])  # the clearest place there is
+    return (el("rect", x=f"{x:.1f}", y=f"{top:.1f}", width=f"{w:.1f}", height=14, rx=2,
+               style=f"fill: {BACKGROUND}; fill-opacity: .85")
+            + el("text", esc(name), x=f"{x + 3:.1f}", y=f"{top + 11:.1f}", style=HALO))
+
+
+def _point_labels(points: list[tuple[str, float, float, str]]) -> list[str]:
+    """Names written beside single points (name, x, y, colour): to the left of a point in the right half
+    of the plot and to the right otherwise, spread apart vertically where points sit close, with a
+    leader line from the point to its moved label."""
+    out, gap = [], 14
+    mid = (LEFT + W - RIGHT) / 2
+    clusters: dict[tuple[bool, int], list] = {}
+    for p in points:
+        clusters.setdefault((p[1] > mid, round(p[1] / 40)), []).append(p)
+    for (left_side, _), members in clusters.items():
+        members.sort(key=lambda p: p[2])
+        ys = []
+        for _, _, y, _ in members:  # push each label down clear of the one above it
+            ys.append(max(y, ys[-1] + gap) if ys else y)
+        overflow = ys[-1] - (H - BOTTOM - 4)
+        if overflow > 0:
+            ys = [y - overflow for y in ys]
+        for i in range(len(ys) - 2, -1, -1):  # and back up clear of the one below, if that moved up
+            ys[i] = min(ys[i], ys[i + 1] - gap)
+        for (name, x, y, color), ly in zip(members, ys):
+            lx = x - 28 if left_side else x + 28
+            out.append(el("path", d=f"M{x + (-4 if left_side else 4):.1f},{y:.1f} L{lx + (2 if left_side else -2):.1f},{ly:.1f}",
+                          fill="none", stroke=color)
+                       + el("text", esc(name), x=f"{lx:.1f}", y=f"{ly + 4:.1f}", text_anchor="end" if left_side else "start",
+                            style=HALO))
+    return out
 
 
 def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True, log_y=False,
-               hlines: dict | None = None, x_ticks=None) -> str:
-    """series: {name: [(x, y), ...]}; points with y None are skipped (e.g. out of memory)."""
+               hlines: dict | None = None, x_ticks=None, y_unit: str = "", colors: dict | None = None,
+               label_points: bool = False) -> str:
+    """series: {name: [(x, y), ...]}; points with y None are skipped (e.g. out of memory).
+
+    A series named by a stage's title takes that path's colour (`colors` names others); y_unit "bytes"
+    ticks the y axis in MiB and GiB. The legend sits under the plot, one entry a row from the left, so a
+    phone shows it without scrolling; series that draw one line are striped in their colours, listed
+    together and said to overlap. Reference lines (`hlines`) are labelled where no series crosses the
+    label; `label_points` writes each single-point series' name beside its point."""
+    fmt_y = size_tick if y_unit == "bytes" else _fmt
     pts = [(x, y) for s in series.values() for x, y in s if y is not None]
     xs, ys = [p[0] for p in pts], [p[1] for p in pts] + list((hlines or {}).values())
     x0, x1 = min(xs), max(xs)
     y0, y1 = (min(ys) / 1.5, max(ys) * 1.5) if log_y else (0, max(ys) * 1.1)
     fx, fy = _scale(x0, x1, log_x, LEFT, W - RIGHT), _scale(y0, y1, log_y, H - BOTTOM, TOP)
-    out = [header(W, H, title), el("text", esc(title), x=LEFT, y=16, font_weight="bold"),
+    color = {name: (colors or {}).get(name) or series_color(name, i) for i, name in enumerate(series)}
+    good = {name: [(x, y) for x, y in points if y is not None] for name, points in series.items()}
+    drawn = {name: [(fx(x), fy(y)) for x, y in g] for name, g in good.items()}
+    groups = overlapping(drawn)
+    group_of = {name: g for g in groups for name in g}
+    order = []  # the legend's order: the series', each overlapping group together at its first member
+    for name in series:
+        if name not in order:
+            order += group_of.get(name, [name])
+    height = H + 8 + LEGEND_ROW * (len(hlines or {}) + len(order) + len(groups))
+    out = [header(W, height, title), el("text", esc(title), x=LEFT, y=16, font_weight="bold"),
            el("rect", x=LEFT, y=TOP, width=W - LEFT - RIGHT, height=H - TOP - BOTTOM, fill="none", stroke=FRAME)]
     for t in x_ticks or (sorted(set(xs)) if log_x else _ticks(x0, x1, log_x)):
         out.append(el("text", _fmt(t), x=f"{fx(t):.1f}", y=H - BOTTOM + 14, text_anchor="middle"))
-    for t in _ticks(y0, y1, log_y):
+    for t in byte_ticks(y0, y1) if y_unit == "bytes" else _ticks(y0, y1, log_y):
         out.append(el("line", x1=LEFT, y1=f"{fy(t):.1f}", x2=W - RIGHT, y2=f"{fy(t):.1f}", stroke=GRID)
-                   + el("text", _fmt(t), x=LEFT - 4, y=f"{fy(t) + 4:.1f}", text_anchor="end"))
+                   + el("text", fmt_y(t), x=LEFT - 4, y=f"{fy(t) + 4:.1f}", text_anchor="end"))
     mid_y = (TOP + H - BOTTOM) / 2
     out.append(el("text", esc(x_label), x=(LEFT + W - RIGHT) / 2, y=H - 12, text_anchor="middle")
                + el("text", esc(y_label), x=14, y=mid_y, transform=f"rotate(-90 14 {mid_y})", text_anchor="middle"))
     for name, y in (hlines or {}).items():
         out.append(el("line", x1=LEFT, y1=f"{fy(y):.1f}", x2=W - RIGHT, y2=f"{fy(y):.1f}", stroke=INK,
                       stroke_dasharray="6,3"))
-    for i, (name, points) in enumerate(series.items()):
-        color = SERIES[i % len(SERIES)]
-        good = [(x, y) for x, y in points if y is not None]
-        if good:
-            path = " ".join(f"{'M' if j == 0 else 'L'}{fx(x):.1f},{fy(y):.1f}" for j, (x, y) in enumerate(good))
-            out.append(el("path", d=path, fill="none", stroke=color, stroke_width=2))
-        for x, y in good if len(good) <= 20 else []:  # a dense curve (the roof) needs no markers
-            out.append(el("circle", hover(f"{name}: {_fmt(x)} → {y:.3g}"), cx=f"{fx(x):.1f}", cy=f"{fy(y):.1f}",
-                          r=3, fill=color))
-        out.append(el("rect", x=W - RIGHT + 12, y=TOP + 16 * i, width=10, height=10, fill=color)
-                   + el("text", esc(name) + ("" if len(good) == len(points) else " (OOM past the last point)"),
-                        x=W - RIGHT + 26, y=TOP + 16 * i + 9))
-    for name, y in (hlines or {}).items():  # labels last, on a halo of the page's colour, so no curve hides them
-        out.append(el("text", esc(name), x=LEFT + 4, y=f"{fy(y) - 4:.1f}", style=HALO))
+    dash = 10
+    for name, points in series.items():
+        if len(drawn[name]) > 1:
+            path = " ".join(f"{'M' if j == 0 else 'L'}{x:.1f},{y:.1f}" for j, (x, y) in enumerate(drawn[name]))
+            stripes = {}
+            if name in group_of:  # one stripe of each colour in turn along the shared line
+                g = group_of[name]
+                stripes = {"stroke_dasharray": f"{dash},{dash * (len(g) - 1)}", "stroke_dashoffset": dash * g.index(name)}
+            out.append(el("path", d=path, fill="none", stroke=color[name], stroke_width=2.5 if stripes else 2, **stripes))
+        for (x, y), (px, py) in zip(good[name], drawn[name]) if len(good[name]) <= 20 else []:  # a dense curve (the roof) needs no markers
+            out.append(el("circle", hover(f"{name}: {_fmt(x)} → {fmt_y(y) if y_unit else f'{y:.3g}'}"),
+                          cx=f"{px:.1f}", cy=f"{py:.1f}", r=3.5 if len(good[name]) == 1 else 3, fill=color[name]))
+    for name, y in (hlines or {}).items():  # labels last, on the page's colour, where no series crosses them
+        out.append(_reference_label(name, fy(y), drawn))
+    if label_points:
+        out += _point_labels([(name, *drawn[name][0], color[name]) for name in series if len(drawn[name]) == 1])
+    row = H + 10
+    for name in hlines or {}:
+        out.append(el("line", x1=LEGEND_X, y1=row, x2=LEGEND_X + 18, y2=row, stroke=INK, stroke_dasharray="6,3")
+                   + el("text", esc(name), x=LEGEND_X + 26, y=row + 4))
+        row += LEGEND_ROW
+    for name in order:
+        oom = "" if len(good[name]) == len(series[name]) else " (OOM past the last point)"
+        n = len(good[name])
+        out.append(("" if n == 1 else el("line", x1=LEGEND_X, y1=row, x2=LEGEND_X + 18, y2=row, stroke=color[name],
+                                          stroke_width=2.5))
+                   + ("" if n > 20 else el("circle", cx=LEGEND_X + 9, cy=row, r=3.5, fill=color[name]))
+                   + el("text", esc(name) + oom, x=LEGEND_X + 26, y=row + 4))
+        row += LEGEND_ROW
+        g = group_of.get(name)
+        if g and name == g[-1]:
+            out.append(el("text", f"↑ these {NUMBER_WORDS.get(len(g), len(g))} overlap: one striped line",
+                          x=LEGEND_X + 26, y=row + 4, fill=MUTED, font_style="italic"))
+            row += LEGEND_ROW
     out.append("</svg>")
     return "\n".join(out)
 
 
 def roofline(peak_tflops: float, bandwidth_gbs: float, points: list[tuple[str, float, float]], title: str) -> str:
-    """Log-log roofline: attainable TFLOP/s = min(peak, bandwidth × intensity); points (name, FLOP/byte, TFLOP/s)."""
+    """Log-log roofline: attainable TFLOP/s = min(peak, bandwidth × intensity); points (name, FLOP/byte, TFLOP/s).
+    The roof is drawn in the page's colour, which no path has; each point is named beside it."""
     ridge = peak_tflops * 1e12 / (bandwidth_gbs * 1e9)
     xs = [p[1] for p in points] + [ridge]
     x0, x1 = min(xs) / 3, max(xs) * 3
@@ -261,4 +430,5 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: list[tuple[str, f
     series = {"roof (measured ceilings)": roof}
     series.update({name: [(x, y)] for name, x, y in points})
     return line_chart(series, "arithmetic intensity (FLOP per byte of device memory traffic)", "TFLOP/s", title,
-                      log_x=True, log_y=True, x_ticks=[10 ** e for e in range(-1, 6) if x0 <= 10 ** e <= x1])
+                      log_x=True, log_y=True, x_ticks=[10 ** e for e in range(-1, 6) if x0 <= 10 ** e <= x1],
+                      colors={"roof (measured ceilings)": INK}, label_points=True)

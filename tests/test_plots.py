@@ -1,0 +1,147 @@
+"""The charts as a reader sees them: one colour per path on every chart, legends a phone shows, tick
+labels in plain units, labels no series crosses, overlapping series said to overlap, timelines that
+keep their size."""
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from attnprof.site import findings, plots
+from attnprof.site.build import Build
+from attnprof.site.svg import PATH_COLOR, INK
+from attnprof.stages import ROOT, STAGES
+
+BUILD = Build(problems={})
+NS = "{http://www.w3.org/2000/svg}"
+PHONE_VIEW = 390 - 2 * 16  # what a 390 px phone shows of a figure before scrolling (the column's padding aside)
+
+
+def svg_of(name):
+    return ET.fromstring(findings.FIGURES[name](BUILD))
+
+
+def markers(root):
+    """{series name: fill} of the data points (the circles that carry a hover title)."""
+    out = {}
+    for c in root.iter(f"{NS}circle"):
+        title = c.find(f"{NS}title")
+        if title is not None:
+            out.setdefault(title.text.rsplit(": ", 1)[0], set()).add(c.get("fill"))
+    return out
+
+
+def test_a_path_has_one_colour_on_every_chart_and_no_two_paths_share_one():
+    seen = {}
+    for name in findings.FIGURES:
+        for series, fills in markers(svg_of(name)).items():
+            assert len(fills) == 1, (name, series, fills)
+            seen.setdefault(series, set()).update(fills)
+    titled = {STAGES[k].title: k for k in PATH_COLOR if k in STAGES}
+    paths = [s for s in seen if s in titled]
+    assert len(paths) >= 8  # the sweep's paths, on the scaling charts and the roofline
+    for series in paths:
+        assert seen[series] == {PATH_COLOR[titled[series]]}, series
+    assert len(set(PATH_COLOR.values())) == len(PATH_COLOR)
+    flex = markers(svg_of("recompile"))
+    assert set().union(*flex.values()) == {PATH_COLOR["flex"]}  # FlexAttention's colour, under another name
+
+
+def test_the_roof_is_in_the_pages_colour_and_every_point_is_named_beside_it():
+    root = svg_of("roofline")
+    roof = [p for p in root.iter(f"{NS}path") if p.get("stroke") == INK]
+    assert len(roof) == 1 and INK not in PATH_COLOR.values()
+    points = findings._roofline_points(BUILD)
+    labels = {t.text: float(t.get("y")) for t in root.iter(f"{NS}text") if t.get("y") and float(t.get("y")) < plots.H}
+    assert {name for name, _, _ in points} <= set(labels)
+    fused = sorted(labels[name] for name, intensity, _ in points if intensity == points[-1][1])
+    assert len(fused) >= 6 and all(b - a >= 13 for a, b in zip(fused, fused[1:]))  # stacked points, labels apart
+
+
+@pytest.mark.parametrize("name", list(findings.FIGURES))
+def test_the_legend_sits_under_the_plot_where_a_phone_shows_it(name):
+    root = svg_of(name)
+    legend = [t for t in root.iter(f"{NS}text") if float(t.get("y") or 0) > plots.H]
+    assert len(legend) >= len(markers(root))
+    for t in legend:
+        text = "".join(t.itertext())
+        assert float(t.get("x")) + len(text) * plots.CHART_CHAR_W <= PHONE_VIEW, text
+
+
+def test_time_ticks_read_in_one_unit_with_no_trailing_zeros():
+    assert plots.time_ticks(20_000) == [(0, "0 ms"), (2000, "2 ms"), (4000, "4 ms"), (6000, "6 ms"), (8000, "8 ms"),
+                                        (10000, "10 ms"), (12000, "12 ms"), (14000, "14 ms"), (16000, "16 ms"),
+                                        (18000, "18 ms"), (20000, "20 ms")]
+    assert [label for _, label in plots.time_ticks(30.1)] == ["0 µs", "5 µs", "10 µs", "15 µs", "20 µs", "25 µs", "30 µs"]
+    assert [label for _, label in plots.time_ticks(3100)][:3] == ["0 ms", "0.5 ms", "1 ms"]
+
+
+def test_memory_ticks_read_in_mib_and_gib():
+    root = svg_of("sweep-memory-d128")
+    ticks = [t.text for t in root.iter(f"{NS}text") if t.get("text-anchor") == "end" and t.get("x") == str(plots.LEFT - 4)]
+    assert ticks and all(re.fullmatch(r"\d+ (MiB|GiB)", t) for t in ticks), ticks
+    assert "64 MiB" in ticks and "1 GiB" in ticks
+    assert plots.size_tick(2 ** 36) == "64 GiB" and plots.byte_ticks(2 ** 20, 2 ** 40)[:2] == [2 ** 20, 2 ** 24]
+
+
+def test_the_timelines_last_tick_label_ends_inside_the_figure():
+    for record in ("cudnn_graph", "flash-1x16x256x64", "naive"):
+        svg = plots.timeline(BUILD.summary(record), BUILD.trace(record))
+        root = ET.fromstring(svg).find(f"{NS}svg")
+        width = float(root.get("viewBox").split()[2])
+        ticks = [t for t in root.iter(f"{NS}text") if re.fullmatch(r"[\d.]+ (µs|ms)", t.text or "")]
+        assert ticks and not any(".000" in t.text for t in ticks)
+        for t in ticks:
+            x, w = float(t.get("x")), len(t.text) * plots.CHAR_W
+            right = {"start": x + w, "middle": x + w / 2, "end": x}[t.get("text-anchor")]
+            assert right <= width, (record, t.text, right, width)
+
+
+def series_points(root):
+    """The drawn series (paths in a colour, not the reference lines), as lists of (x, y) in px."""
+    out = []
+    for p in root.iter(f"{NS}path"):
+        if p.get("stroke") in (None, INK, "none") or not p.get("d", "").startswith("M"):
+            continue
+        out.append([tuple(map(float, xy.split(","))) for xy in re.findall(r"[ML]([\d.]+,[\d.]+)", p.get("d"))])
+    return out
+
+
+@pytest.mark.parametrize("name", ["decode", "sweep-tflops-d64", "sweep-tflops-d128"])
+def test_reference_line_labels_sit_where_no_series_crosses_them(name):
+    root = svg_of(name)
+    backs = [r for r in root.iter(f"{NS}rect") if "md-default-bg-color" in (r.get("style") or "")]
+    assert backs
+    drawn = dict(enumerate(series_points(root)))
+    assert drawn
+    for r in backs:
+        x, y, w, h = (float(r.get(k)) for k in ("x", "y", "width", "height"))
+        assert not plots._crosses((x, y, x + w, y + h - 1), drawn), name
+
+
+def test_crossing_is_detected():
+    assert plots._crosses((10, 10, 50, 20), {"a": [(0, 0), (60, 30)]})
+    assert not plots._crosses((10, 10, 50, 20), {"a": [(0, 40), (60, 40)]})
+
+
+def test_series_that_draw_one_line_are_striped_and_said_to_overlap():
+    root = svg_of("sweep-memory-d128")
+    striped = [p for p in root.iter(f"{NS}path") if p.get("stroke-dasharray")]
+    assert len(striped) == 5 and len({p.get("stroke-dashoffset") for p in striped}) == 5
+    assert len({p.get("stroke") for p in striped}) == 5
+    assert any("these five overlap" in (t.text or "") for t in root.iter(f"{NS}text"))
+    assert plots.overlapping({"a": [(0, 0), (10, 0)], "b": [(0, 1), (10, 1.5)], "c": [(0, 9), (10, 9)]}) == [["a", "b"]]
+    assert not any("overlap" in (t.text or "") for t in svg_of("sweep-tflops-d128").iter(f"{NS}text"))
+
+
+def test_the_rank_timeline_never_shrinks_below_its_drawn_size():
+    record = "cp-allgather-w2-1x16x32768x128"
+    html = plots.ranks_timeline(BUILD.summary(record), BUILD.trace(record))
+    root = ET.fromstring(html).find(f"{NS}svg")
+    css = (ROOT / "docs" / "stylesheets" / "extra.css").read_text()
+    min_width = float(re.search(r"\.attnprof-figure svg \{ min-width: (\d+)px", css).group(1))
+    assert html.startswith('<div class="attnprof-figure">')
+    assert float(root.get("viewBox").split()[2]) <= min_width and root.get("font-size") == "12"
+    sizes = {t.get("font-size") for t in root.iter(f"{NS}text")}
+    assert sizes == {None}  # every label at the figure's 12 px
+    legend = [t for t in root.iter(f"{NS}text") if t.text in {label for _, label in plots.RANK_LANES.values()}]
+    assert len(legend) == 3 and all(float(t.get("x")) + len(t.text) * plots.CHAR_W <= PHONE_VIEW for t in legend)
