@@ -18,12 +18,13 @@ def shape(dims, sep: str = "×") -> str:
 
 
 def size(nbytes: float | None) -> str:
-    """Bytes in KiB below one MiB, in MiB, or in GiB from one GiB up."""
+    """Bytes as bytes, KiB, MiB, or GiB from one GiB up."""
     if nbytes is None:
         return "—"
-    if nbytes >= 2**30:
-        return f"{nbytes / 2**30:.2f}{NBSP}GiB"
-    return f"{nbytes / 2**20:.0f}{NBSP}MiB" if nbytes >= 2**20 else f"{nbytes / 2**10:.0f}{NBSP}KiB"
+    for unit, scale, digits in (("GiB", 2**30, 2), ("MiB", 2**20, 0), ("KiB", 2**10, 0)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.{digits}f}{NBSP}{unit}"
+    return f"{nbytes:.0f}{NBSP}B"
 
 
 def short(name: str, limit: int = 60) -> str:
