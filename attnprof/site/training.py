@@ -125,14 +125,6 @@ def bwd_table(build: Build, record):
                                      f"backwards, autograd's thread included.")
 
 
-@piece("bwd-trace", captures=1)
-def bwd_trace(build: Build, record):
-    s = build.summary(record)
-    return (f"{plots.timeline(s, build.trace(record))}\n\n"
-            f"*One backward of `{s['stage']}` from the committed trace, launches followed onto autograd's thread. "
-            f"Numbers match the op list; hover a bar for its full name and duration.*")
-
-
 @piece("bwd-download", captures=1, inline=True)
 def bwd_download(build: Build, record):
     return (f"[:material-download: {record}.trace.json.gz](captures/{record}.trace.json.gz) · "
