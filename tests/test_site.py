@@ -63,7 +63,7 @@ def test_pages_beyond_the_post_are_built_from_the_runs(site):
         assert "<table>" in html and "attnprof:" not in html and "Capture not usable" not in html, page
     for page, title in (("scaling", "Forward throughput, head dim 128"), ("roofline", "Roofline at"),
                         ("serving", "Decode: one query token"), ("fallback", "recompile limit")):
-        assert f'<svg xmlns="http://www.w3.org/2000/svg"' in (site / page / "index.html").read_text(), page
+        assert '<svg xmlns="http://www.w3.org/2000/svg"' in (site / page / "index.html").read_text(), page
         assert title in (site / page / "index.html").read_text(), page
     assert not (site / "figures").exists()  # figures are inline, no generated files
     cost = (site / "end-to-end" / "index.html").read_text()

@@ -22,7 +22,6 @@ def _times(forward) -> dict:
 
 def _paths(q, k, v, causal):
     """Eager forwards over these inputs: SDPA pinned to flash and to cuDNN, and the compiled naive."""
-    sdpa = load_snippet("sdpa")
     naive = load_snippet("naive")
     compiled = load_snippet("compiled").compiled(naive.attention)
     mask = (naive.causal_mask(q.shape[-2], q.device) if causal

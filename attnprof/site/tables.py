@@ -6,7 +6,7 @@ import html
 
 from .. import names, oplist
 from ..oplist import KIND_LABEL
-from ..text import shape, short, size, us
+from ..text import shape, size, us
 
 KEY_AVERAGES_HEADERS = ["Name", "Calls", "Self CPU", "CPU total", "Self CUDA", "CUDA total"]
 def unit(math_unit: str) -> str:
