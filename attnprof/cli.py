@@ -8,10 +8,10 @@ import math
 import sys
 import textwrap
 
-from . import store
+from . import records, store
 from .oplist import KIND_LABEL
-from .stages import DEFAULT_SHAPE, DTYPES, STAGES, get_stage, parse_shape
-from .store import CaptureError
+from .procedure import CaptureError
+from .stages import DEFAULT_SHAPE, DTYPES, STAGES, get_stage, parse_shape, select
 from .text import shape, short, us
 
 
@@ -69,8 +69,8 @@ def cmd_capture(args) -> int:
         return cmd_capture_cp(args)
     shape = parse_shape(args.shape)
     if args.backward:
-        from .measure.backward import BACKWARD_STAGES, capture
-        names = BACKWARD_STAGES if args.stages == ["all"] else args.stages
+        from .measure.backward import capture
+        names = select(backward=True) if args.stages == ["all"] else args.stages
         results = capture(names, shape, args.dtype, args.out)
     else:
         from .measure.capture import capture
@@ -125,13 +125,12 @@ def cmd_capture_cp(args) -> int:
 def cmd_show(args) -> int:
     record = args.record
     if args.shape:  # `show flash --shape 1,16,8192,128` is `show flash-1x16x8192x128`
-        record = store.record_name(get_stage(args.record).name, parse_shape(args.shape))
-    from .records import all_records
-    training = record in all_records()  # a backward or two-GPU capture: its summary is printed as JSON
-    if not training:
-        store.parse_record(record)
-    summary = store.load_summary(record, args.captures)
-    if args.json or training:
+        record = records.record_name(get_stage(args.record).name, parse_shape(args.shape))
+    kind = records.kind_of(record)
+    if kind is records.STAGE:
+        records.parse_record(record)  # a bad name is one line naming the forms a name takes
+    summary = records.load_summary(record, args.captures)
+    if args.json or kind is not records.STAGE:  # a backward or two-GPU record is printed as JSON
         print(json.dumps(summary, indent=1))
     else:
         print(show_text(summary))
@@ -139,31 +138,23 @@ def cmd_show(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from .records import all_records
-    problems = store.problems(args.captures)
+    problems = records.problems(args.captures)
     for why in problems.values():
         print(why)
     if not problems:
-        print(f"all {len(store.site_records()) + len(all_records())} captures and {len(store.counter_records())} "
-              f"counters records the site uses are present and current")
+        counts = ", ".join(f"{n} {kind}" for kind, n in records.site_record_count().items())
+        print(f"all records the site uses are present and current ({counts})")
     return 1 if problems else 0
-
-
-def cmd_rekey(args) -> int:
-    changed = store.rekey(args.captures)
-    print(f"re-keyed {len(changed)} capture(s) made under an older hash of an unchanged snippet"
-          + (f": {', '.join(changed)}" if changed else ""))
-    return 0
 
 
 def cmd_counters(args) -> int:
     needs_torch("counters")
     from .measure.counters import collect
     shape = parse_shape(args.shape)
-    records = (store.counter_records() if args.stages == ["all"]
-               else [store.record_name(get_stage(n).name, shape) for n in args.stages])
+    names = ([r.removesuffix(".counters") for r in records.COUNTERS.records()] if args.stages == ["all"]
+             else [records.record_name(get_stage(n).name, shape) for n in args.stages])
     failed = False
-    for r in collect(records, args.out):
+    for r in collect(names, args.out):
         if "error" in r:
             failed = True
             print(f"{r['record']:>10}: FAILED {r['error']}")
@@ -251,14 +242,16 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("stages", nargs="+", metavar="STAGE",
                    help=f"one or more of: {', '.join(STAGES)}, or all; or cp (context parallelism)")
     c.add_argument("--shape", default=shape(DEFAULT_SHAPE, ","), help="B,H,S,D (default: %(default)s)")
-    c.add_argument("--dtype", default=store.DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)} (default: %(default)s)")
+    c.add_argument("--dtype", default=records.DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)} (default: %(default)s)")
     c.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
     c.add_argument("--record-unavailable", action="store_true",
                    help="where a stage cannot run here, replace its capture with a record of why "
                         "(by default an existing capture is kept)")
     c.add_argument("--backward", action="store_true", help="capture forward + backward (records STAGE-bwd)")
-    c.add_argument("--world-size", type=int, default=2, help="`capture cp`: GPUs, one process each (default: 2)")
-    c.add_argument("--lengths", default="32768,65536,131072", help="`capture cp`: sequence lengths (default: %(default)s)")
+    c.add_argument("--world-size", type=int, default=records.CP_WORLD,
+                   help="`capture cp`: GPUs, one process each (default: %(default)s)")
+    c.add_argument("--lengths", default=",".join(map(str, records.CP_LENGTHS)),
+                   help="`capture cp`: sequence lengths (default: %(default)s)")
     c.add_argument("--rotate", default="allgather,alltoall",
                    help="`capture cp`: how keys and values travel; the first at every length, others at the longest")
     c.add_argument("--unbalanced", action="store_true", help="`capture cp`: also one run without the causal shard")
@@ -275,11 +268,6 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
     k.set_defaults(run=cmd_check)
 
-    m = sub.add_parser("rekey", help="one-off: re-key captures made before snippets were hashed by their "
-                                     "tokens, where the snippet is unchanged (no number changes)")
-    m.add_argument("--captures", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
-    m.set_defaults(run=cmd_rekey)
-
     n = sub.add_parser("counters", help="on a CUDA GPU with Nsight Compute: hardware counters of one forward")
     n.add_argument("stages", nargs="+", metavar="STAGE", help="stages, or all (every counters record the site uses)")
     n.add_argument("--shape", default=",".join(map(str, DEFAULT_SHAPE)), help="B,H,S,D (default: %(default)s)")
@@ -292,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(run=cmd_explain)
     w = sub.add_parser("which", help="which SDPA backend really runs for these inputs, and why not the others")
     w.add_argument("--shape", default=shape(DEFAULT_SHAPE, ","), help="B,H,S,D (default: %(default)s)")
-    w.add_argument("--dtype", default=store.DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)}")
+    w.add_argument("--dtype", default=records.DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)}")
     w.add_argument("--mask", default="causal", help="none, causal, bool or float (default: causal)")
     w.add_argument("--dropout", default="0", help="dropout probability, 0 to 1 (default: 0)")
     w.add_argument("--layout", default="contiguous", help="contiguous, transposed or strided")

@@ -1,21 +1,72 @@
-"""The captures of the backward pass and of context parallelism: their names, keys and staleness.
+"""Record kinds: every kind of committed record the site reads, in one table.
 
-Pure (no torch): the site and `check` read these; attnprof/measure/backward.py and
-context_parallel.py write them. A backward record is `<stage>-bwd` (one annotated forward and one
-annotated backward per profiled step); a context-parallel record is one run on several GPUs with
-every rank in it, named `cp-<rotation>[-unbalanced]-w<world>-1xHxSxD`.
+A kind says which records of it the site renders, what each is called, the key it was made under
+(the token hash of the code it ran and its settings: a comment-only edit stales nothing), whether the
+committed one is usable (present, current, consistent with the data it was derived from) and the command
+that retakes it. `check`, the strict build and `show` walk KINDS; a new kind is one entry.
+
+    stage     `<stage>[-BxHxSxD][-dtype]`: one forward, profiled (measure/capture.py)
+    backward  `<stage>-bwd`: forward + backward, profiled (measure/backward.py)
+    cp        `cp-<rotation>[-unbalanced]-w<world>-1xHxSxD`: context parallelism, every rank (measure/context_parallel.py)
+    counters  `<record>.counters`: Nsight Compute over one forward of a stage record (measure/counters.py)
+    run       `run-<name>`: a measurement run (measure/runs.py)
 """
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
 
-from . import store
-from .stages import DEFAULT_SHAPE, ROOT, get_stage
+from . import store, text, trace
+from .procedure import BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, FORMAT, SCHEDULE, WARMUP_CALLS
+from .stages import DEFAULT_SHAPE, ROOT, Stage, code_hash, counter_records, get_stage, select, site_records
 
-BWD_LABEL = "attention_backward"
-BACKWARD_STAGES = ["naive", "inplace", "math", "efficient", "flash", "cudnn", "flex", "fa4"]
-BWD_FLOP_FACTOR = 2.5  # backward FLOPs counted as 2.5x the forward's (five matmuls against two)
+# ---- names, settings and keys -------------------------------------------------------------------
+
+
+def record_name(stage: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE) -> str:
+    """`flash` at the default shape and dtype, `flash-1x16x8192x128` (and `-fp16`) otherwise."""
+    name = stage if tuple(shape) == tuple(DEFAULT_SHAPE) else f"{stage}-{text.shape(shape, 'x')}"
+    return name if dtype_name == DEFAULT_DTYPE else f"{name}-{dtype_name}"
+
+
+def parse_record(record: str):
+    """The inverse of record_name: (stage, shape, dtype); raises ValueError naming a bad record."""
+    parts = record.split("-")
+    stage, shape, dtype_name = parts[0], tuple(DEFAULT_SHAPE), DEFAULT_DTYPE
+    get_stage(stage)
+    for part in parts[1:]:
+        if part.count("x") == 3 and all(p.isdigit() for p in part.split("x")):
+            shape = tuple(int(p) for p in part.split("x"))
+        else:
+            dtype_name = part
+    if record_name(stage, shape, dtype_name) != record:
+        raise ValueError(f"{record!r} is not a capture name: use STAGE or STAGE-BxHxSxD, e.g. flash-1x16x8192x128")
+    return stage, shape, dtype_name
+
+
+def settings(shape, dtype_name) -> dict:
+    return {"shape": list(shape), "dtype": dtype_name, "causal": True, "schedule": SCHEDULE,
+            "warmup_calls": WARMUP_CALLS, "event_reps": EVENT_REPS, "format": FORMAT}
+
+
+def _key(source_hash: str, record_settings: dict) -> str:
+    return hashlib.sha256((source_hash + json.dumps(record_settings, sort_keys=True)).encode()).hexdigest()[:16]
+
+
+def capture_key(stage: Stage, stage_settings: dict) -> str:
+    return _key(stage.source_hash(), stage_settings)
+
+
+def backward_record(stage: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE) -> str:
+    return f"{record_name(stage, shape, dtype_name)}-bwd"
+
+
+def backward_settings(shape, dtype_name) -> dict:
+    return {**settings(shape, dtype_name), "pass": "backward", "label": BWD_LABEL}
+
 
 CP_SOURCE = ROOT / "attnprof" / "measure" / "context_parallel.py"
 CP_HEADS, CP_HEAD_DIM, CP_BACKEND = 16, 128, "flash"
@@ -26,69 +77,207 @@ CP_CONFIGS = [(n, "allgather", True) for n in CP_LENGTHS] + [
     (CP_LENGTHS[-1], "alltoall", True), (CP_LENGTHS[-1], "allgather", False)]
 
 
-def backward_record(stage: str, shape=DEFAULT_SHAPE, dtype_name=store.DEFAULT_DTYPE) -> str:
-    return f"{store.record_name(stage, shape, dtype_name)}-bwd"
-
-
-def backward_settings(shape, dtype_name) -> dict:
-    return {**store.settings(shape, dtype_name), "pass": "backward", "label": BWD_LABEL}
-
-
-def backward_key(stage: str, shape, dtype_name) -> str:
-    return store.capture_key(get_stage(stage), backward_settings(shape, dtype_name))
-
-
 def cp_record(seq_len: int, world: int = CP_WORLD, rotate: str = "allgather", balanced: bool = True) -> str:
     return f"cp-{rotate}{'' if balanced else '-unbalanced'}-w{world}-1x{CP_HEADS}x{seq_len}x{CP_HEAD_DIM}"
 
 
 def cp_settings(seq_len, world, rotate, balanced) -> dict:
-    return {**store.settings((1, CP_HEADS, seq_len, CP_HEAD_DIM), "bf16"), "world_size": world, "rotate": rotate,
+    return {**settings((1, CP_HEADS, seq_len, CP_HEAD_DIM), "bf16"), "world_size": world, "rotate": rotate,
             "load_balance": balanced, "backend": CP_BACKEND}
 
 
 def cp_source_hash() -> str:
-    return hashlib.sha256(CP_SOURCE.read_bytes()).hexdigest()[:16]
+    """The token hash of the context-parallel capture code, as every other key uses."""
+    return code_hash(CP_SOURCE)
 
 
-def cp_key(settings: dict) -> str:
-    return hashlib.sha256((cp_source_hash() + json.dumps(settings, sort_keys=True)).encode()).hexdigest()[:16]
+def cp_key(cp_settings_: dict) -> str:
+    return _key(cp_source_hash(), cp_settings_)
 
 
-def backward_records() -> list[str]:
-    return [backward_record(s) for s in BACKWARD_STAGES]
+def counted_at(shape) -> list[tuple[str, str]]:
+    """(stage, capture record) of every stage whose forward at `shape` also ran under Nsight Compute."""
+    return [(s, record_name(s, shape)) for s, at in counter_records() if tuple(at) == tuple(shape)]
 
 
-def cp_records() -> list[str]:
-    return [cp_record(n, CP_WORLD, r, b) for n, r, b in CP_CONFIGS]
+RUNS = ("ceilings", "hardware", "sweep", "fastest", "recompile", "fallback", "verify", "gqa", "decode", "varlen",
+        "e2e", "decode_step", "graphs")  # every measurement run the site renders (measure/runs.py makes them)
+
+# ---- loading ------------------------------------------------------------------------------------
 
 
-def all_records() -> list[str]:
-    """Every backward and context-parallel capture the site renders."""
-    return backward_records() + cp_records()
-
-
-def recapture_fix(record: str) -> str:
-    """What to run to retake one of these captures, and on what machine."""
-    if record in cp_records():
-        return (f"run `python -m attnprof capture cp --world-size {CP_WORLD} --unbalanced` on a machine with "
-                f"{CP_WORLD} CUDA GPUs")
-    return f"run `python -m attnprof capture --backward {record.removesuffix('-bwd')}` on a CUDA GPU"
-
-
-def stale_records(folder=None) -> dict[str, str]:
-    """Backward and context-parallel captures the site renders that are missing, corrupt or stale."""
+def load_summary(record, folder=None) -> dict:
+    """A committed record's summary; missing or corrupt raises one line naming the file and the fix."""
     folder = folder or store.CAPTURES
-    expected = {}  # record -> (its current key, the code whose change makes it stale)
-    for stage in BACKWARD_STAGES:
-        key = backward_key(stage, DEFAULT_SHAPE, store.DEFAULT_DTYPE)
-        expected[backward_record(stage)] = key, f"snippets/{get_stage(stage).snippet}.py"
-    for n, rotate, balanced in CP_CONFIGS:
-        key = cp_key(cp_settings(n, CP_WORLD, rotate, balanced))
-        expected[cp_record(n, CP_WORLD, rotate, balanced)] = key, CP_SOURCE.relative_to(ROOT).as_posix()
-    problems = {record: why for record, (key, code) in expected.items() if (why := store.check(record, key, code, folder))}
-    for record in backward_records():  # a backward summary must also be what its trace says
-        if record not in problems and "unavailable" not in (summary := store.load_summary(record, folder)):
-            if why := store.disagreement(record, summary, folder):
-                problems[record] = why
-    return problems
+    path = store.summary_path(folder, record)
+    fix = kind_of(record).fix(record)
+    summary = store.read_json(path, f"capture {record!r}", fix)
+    if not isinstance(summary, dict) or summary.get("record") != record:
+        raise ValueError(f"capture {path.name} is not a summary of {record!r}: {fix}")
+    return summary
+
+
+def existing_capture(record, folder) -> dict | None:
+    """The capture of `record` already in `folder`, if one is there and readable."""
+    try:
+        return load_summary(record, folder)
+    except (store.CaptureMissing, ValueError):
+        return None
+
+
+def load_counters(record, folder=None) -> dict:
+    """The counters record of the stage capture `record`."""
+    name = f"{record}.counters"
+    return store.read_json(store.summary_path(folder or store.CAPTURES, name), f"counters record of {record!r}",
+                           COUNTERS.fix(name))
+
+
+def load_run(name, folder=None) -> dict:
+    """A committed measurement run (`run-<name>.json`); a missing or corrupt one raises one line naming the fix."""
+    record = f"run-{name}"
+    return store.read_json(store.summary_path(folder or store.CAPTURES, record), f"record of run {name!r}",
+                           RUN.fix(record))
+
+# ---- status: present, current and consistent ----------------------------------------------------
+
+
+def _check(record, key: str, source: str, folder) -> str | None:
+    """None when `record` is present, was made under `key` and has its trace; otherwise one line saying
+    why not. `source` names the code whose change makes it stale."""
+    try:
+        summary = load_summary(record, folder)
+    except (store.CaptureMissing, ValueError) as e:
+        return str(e)
+    fix = kind_of(record).fix(record)
+    if summary.get("key") != key:
+        return f"capture {record!r} is stale ({source} or the capture settings changed since it was made): {fix}"
+    if "unavailable" not in summary and not store.trace_path(folder, record).exists():
+        return f"trace of {record!r} is missing ({store.trace_path(folder, record).name}): {fix}"
+    return None
+
+
+def disagreement(record, summary, folder) -> str | None:
+    """None when the summary is what its committed trace says (ops, their order, kinds and durations,
+    device and CPU time, per forward); otherwise one line naming both files, what differs and the fix.
+    Numbers in a summary are never edited by hand: the fix is to capture again."""
+    fix = kind_of(record).fix(record)
+    path = store.trace_path(folder, record)
+    try:
+        found = trace.disagreements(summary, trace.load(path))
+    except trace.TraceError as e:
+        return f"{str(e).replace(str(path), path.name).split(': recapture')[0]} ({record!r}): {fix}"
+    if not found:
+        return None
+    more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+    return (f"capture {store.summary_path(folder, record).name} disagrees with its trace {path.name}: "
+            f"{'; '.join(found[:3])}{more}: {fix}")
+
+
+def _snippet_of(stage: str) -> str:
+    return f"snippets/{get_stage(stage).snippet}.py"
+
+
+def _profiled_status(record, folder) -> str | None:
+    """A stage or backward record: present, current, and what its trace says."""
+    backward = record.endswith("-bwd")
+    stage_name, shape, dtype_name = parse_record(record.removesuffix("-bwd"))
+    key = capture_key(get_stage(stage_name), (backward_settings if backward else settings)(shape, dtype_name))
+    why = _check(record, key, _snippet_of(stage_name), folder)
+    if why:
+        return why
+    summary = load_summary(record, folder)
+    return None if "unavailable" in summary else disagreement(record, summary, folder)
+
+
+def _cp_status(record, folder) -> str | None:
+    n, rotate, balanced = next(c for c in CP_CONFIGS if cp_record(c[0], CP_WORLD, c[1], c[2]) == record)
+    return _check(record, cp_key(cp_settings(n, CP_WORLD, rotate, balanced)), CP_SOURCE.relative_to(ROOT).as_posix(),
+                  folder)
+
+
+def _counters_status(name, folder) -> str | None:
+    """None when the counters of a stage capture are present, current, and agree with the ncu report
+    they were parsed from and with the capture's kernels; otherwise one line saying why not."""
+    from . import counters
+    record = name.removesuffix(".counters")
+    fix = COUNTERS.fix(name)
+    stage_name, shape, dtype_name = parse_record(record)
+    try:
+        counted = load_counters(record, folder)
+    except (store.CaptureMissing, ValueError) as e:
+        return str(e)
+    if counted.get("key") != capture_key(get_stage(stage_name), settings(shape, dtype_name)):
+        return f"counters of {record!r} are stale (the snippet or the capture settings changed): {fix}"
+    report = Path(folder) / f"{record}.ncu.csv"
+    try:
+        parsed = counters.parse_csv(report.read_text())
+    except (OSError, ValueError) as e:
+        return f"ncu report {report.name} is missing or unreadable ({e}): {fix}"
+    if parsed != counted.get("kernels"):
+        return f"counters {record}.counters.json disagree with their ncu report {report.name}: {fix}"
+    capture = existing_capture(record, folder)
+    if capture and "ops" in capture and not counters.paired(capture["ops"], parsed):
+        return f"counters of {record!r} name other kernels than its capture: {fix}"
+    return None
+
+
+def _run_status(record, folder) -> str | None:
+    try:
+        load_run(record.removeprefix("run-"), folder)
+    except (store.CaptureMissing, ValueError) as e:
+        return str(e)
+    return None
+
+# ---- the table ----------------------------------------------------------------------------------
+
+
+def _capture_command(record: str, verb="capture") -> str:
+    stage, shape, dtype_name = parse_record(record)
+    extra = "" if tuple(shape) == tuple(DEFAULT_SHAPE) else f" --shape {text.shape(shape, ',')}"
+    extra += "" if dtype_name == DEFAULT_DTYPE else f" --dtype {dtype_name}"
+    return f"`python -m attnprof {verb} {stage}{extra}`"
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    records: Callable[[], list[str]]  # every record of this kind the site renders
+    owns: Callable[[str], bool]  # whether a record name is of this kind
+    status: Callable[[str, Path], str | None]  # None when usable, else one line: why, and the fix
+    fix: Callable[[str], str]  # what to run to retake it, and on what machine
+
+
+STAGE = Kind("stage", lambda: [record_name(s, shape) for s, shape in site_records()],
+             lambda r: not r.startswith(("cp-", "run-")) and not r.endswith(("-bwd", ".counters")),
+             _profiled_status, lambda r: f"run {_capture_command(r)} on a CUDA GPU")
+BACKWARD = Kind("backward", lambda: [backward_record(s) for s in select(backward=True)],
+                lambda r: r.endswith("-bwd"), _profiled_status,
+                lambda r: f"run `python -m attnprof capture --backward {r.removesuffix('-bwd')}` on a CUDA GPU")
+CP = Kind("cp", lambda: [cp_record(n, CP_WORLD, r, b) for n, r, b in CP_CONFIGS], lambda r: r.startswith("cp-"),
+          _cp_status, lambda r: (f"run `python -m attnprof capture cp --world-size {CP_WORLD} --unbalanced` on a "
+                                 f"machine with {CP_WORLD} CUDA GPUs"))
+COUNTERS = Kind("counters", lambda: [f"{record_name(s, shape)}.counters" for s, shape in counter_records()],
+                lambda r: r.endswith(".counters"), _counters_status,
+                lambda r: f"run {_capture_command(r.removesuffix('.counters'), 'counters')} on a CUDA GPU with "
+                          f"Nsight Compute")
+RUN = Kind("run", lambda: [f"run-{n}" for n in RUNS], lambda r: r.startswith("run-"), _run_status,
+           lambda r: f"run `python -m attnprof sweep --only {r.removeprefix('run-')}` on a CUDA GPU")
+KINDS = [STAGE, BACKWARD, CP, COUNTERS, RUN]
+
+
+def kind_of(record: str) -> Kind:
+    return next(k for k in KINDS if k.owns(record))
+
+
+def status(record: str, folder=None) -> str | None:
+    """None when `record` is usable; otherwise one line saying why not and what to run."""
+    return kind_of(record).status(record, folder or store.CAPTURES)
+
+
+def problems(folder=None, kinds=KINDS) -> dict[str, str]:
+    """Every record the site reads that is missing, stale or inconsistent, with why and the fix."""
+    return {record: why for kind in kinds for record in kind.records() if (why := status(record, folder))}
+
+
+def site_record_count() -> dict[str, int]:
+    return {kind.name: len(kind.records()) for kind in KINDS}

@@ -1,8 +1,9 @@
-"""The stages of the ladder: which snippet each one runs and how its inputs are made.
+"""The stage table: every attention variant the site profiles, what it runs and what the site does with it.
 
-A stage is everything `capture` needs to run one attention variant: the snippet file (whose source
-hash marks a capture stale when it changes) and a `prepare` that turns inputs into a zero-argument
-forward. Nothing here needs a GPU.
+A stage is everything `capture` needs to run one attention variant (the snippet file, whose token hash
+keys its records, and a `prepare` that turns inputs into a zero-argument forward) and every fact that
+other code would otherwise list: its group, shapes, colour, sweep, backward and counters membership,
+how it takes a mask. Named shapes live here too. Nothing here needs a GPU.
 """
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SNIPPETS = ROOT / "snippets"
 FA4_REPO = ROOT / "kernel-repos" / "attnprof-flash-attn4"  # this project's kernel repository (Hub layout)
 
-DEFAULT_SHAPE = (8, 16, 1024, 64)  # the post's [batch, heads, seq, head_dim]
 DTYPES = ("bf16", "fp16", "fp32")  # names; measure.numerics.torch_dtype maps them to torch dtypes
 
 
@@ -75,6 +75,8 @@ class ProviderUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class Stage:
+    """Every fact about one stage that code elsewhere needs; lists of stages are derived from these
+    (`select`), so a new stage is its snippet, one entry in STAGES and its chapter text."""
     name: str
     title: str
     snippet: str  # file name under snippets/, without .py
@@ -83,11 +85,29 @@ class Stage:
     provider: str = "PyTorch"  # where the kernel comes from
     layout: str = "BHSD"  # the layout the kernel takes ([batch, heads, seq, dim] or [batch, seq, heads, dim])
     wrap: str | None = None  # "compile", "reduce-overhead" (snippets/compiled.py) or "graph" (snippets/graphed.py)
+    group: str = "ladder"  # where the site tells its story: "ladder", "provider" (the fused chapter) or "launch"
+    shapes: tuple[str, ...] = ("post",)  # named SHAPES the site renders a capture of
+    counters: tuple[str, ...] = ()  # named SHAPES whose capture also ran under Nsight Compute
+    fused: bool = False  # one fused attention kernel: the fastest-forward run and the fused-path claims
+    sweep: bool = False  # measured in the sweep over sequence length and head dim
+    backward: bool = False  # the site renders a backward capture of it
+    verify: bool = False  # checked against float64 by `verify`
+    takes_mask: bool = True  # takes a boolean mask; False: only the causal flag
+    causal_corner: str = "top-left"  # where its causal mask is aligned when queries outnumber keys
+    tolerance: str | None = None  # "int8" for a quantized kernel; None: the dtype's tolerance
+    bshd_too: bool = False  # the fastest-forward run also feeds it inputs stored [B, S, H, D]
+    fresh_compile: bool = False  # compiled per shape: the sweep resets torch.compile before each point
+    color: str | None = None  # its colour in every chart
 
     @property
     def snippets(self) -> list[str]:
         """Every snippet file the profiled code comes from."""
         return [self.snippet] + ([WRAPPERS[self.wrap]] if self.wrap else [])
+
+    @property
+    def mask_is_argument(self) -> bool:
+        """Its forward takes the causal mask as an argument (naive attention and in-place masking)."""
+        return self.setup is _mask
 
     def source_hash(self) -> str:
         return code_hash(*(SNIPPETS / f"{name}.py" for name in self.snippets))
@@ -135,47 +155,77 @@ def _load_fa4(module, q):
     return [module.load_flash_attn4(FA4_REPO)]
 
 
+SHAPES = {  # every named shape, in one place: [batch, heads, seq, head_dim]
+    "post": (8, 16, 1024, 64),  # the post's
+    "long": (1, 16, 8192, 128),  # a long sequence: the fused kernels' own ground
+    "short": (1, 16, 256, 64),  # a forward so small that launching it costs more than running it
+}
+DEFAULT_SHAPE, LONG_SHAPE, SHORT_SHAPE = SHAPES["post"], SHAPES["long"], SHAPES["short"]
+
+_FUSED = dict(fused=True, sweep=True, backward=True, verify=True, shapes=("post", "long"), counters=("post", "long"))
 STAGES = {
     s.name: s
     for s in [
-        Stage("naive", "Naive attention", "naive", setup=_mask),
-        Stage("inplace", "In-place masking", "inplace", setup=_mask),
-        Stage("math", "SDPA, math backend", "sdpa", "math"),
-        Stage("efficient", "SDPA, memory-efficient backend", "sdpa", "efficient"),
-        Stage("flash", "SDPA, flash backend", "sdpa", "flash"),
-        Stage("cudnn", "SDPA, cuDNN backend", "sdpa", "cudnn"),
-        Stage("auto", "SDPA, auto-dispatch", "sdpa", None),
+        Stage("naive", "Naive attention", "naive", setup=_mask, backward=True, verify=True, counters=("post",),
+              color="#9d7660"),
+        Stage("inplace", "In-place masking", "inplace", setup=_mask, sweep=True, backward=True, counters=("post",),
+              color="#e15759"),
+        Stage("math", "SDPA, math backend", "sdpa", "math", sweep=True, backward=True, verify=True,
+              counters=("post",), color="#f28e2b"),
+        Stage("efficient", "SDPA, memory-efficient backend", "sdpa", "efficient", **_FUSED, color="#499894"),
+        Stage("flash", "SDPA, flash backend", "sdpa", "flash", **{**_FUSED, "shapes": ("post", "long", "short")},
+              takes_mask=False, bshd_too=True, color="#4e79a7"),
+        Stage("cudnn", "SDPA, cuDNN backend", "sdpa", "cudnn", **{**_FUSED, "shapes": ("post", "long", "short")},
+              bshd_too=True, color="#59a14f"),
+        Stage("auto", "SDPA, auto-dispatch", "sdpa", None, counters=("post",), color="#79706e"),
         Stage("flex", "FlexAttention (torch.compile)", "flex", provider="PyTorch FlexAttention",
-              setup=lambda m, q: [m.causal_block_mask(q.shape[-2], q.device)]),
+              setup=lambda m, q: [m.causal_block_mask(q.shape[-2], q.device)], group="provider", **_FUSED,
+              takes_mask=False, fresh_compile=True, color="#8c6bb1"),
         Stage("sage", "SageAttention 1.0.6", "sage", provider="SageAttention 1.0.6",
-              setup=lambda m, q: [m.load_sageattn()]),
+              setup=lambda m, q: [m.load_sageattn()], group="provider", **{**_FUSED, "backward": False},
+              takes_mask=False, tolerance="int8", color="#e377c2"),
         Stage("hub", "FlashAttention-2 from the kernel hub", "hub", provider="Hugging Face kernels hub",
-              setup=lambda m, q: [m.load_flash_attn()], layout="BSHD"),
+              setup=lambda m, q: [m.load_flash_attn()], layout="BSHD", group="provider", fused=True,
+              shapes=("post", "long"), color="#8cd17d"),
         Stage("fa4", "FlashAttention-4 through kernels", "fa4",
-              provider="FlashAttention-4 (flash-attn-4 4.0.0b36) via kernels", setup=_load_fa4, layout="BSHD"),
+              provider="FlashAttention-4 (flash-attn-4 4.0.0b36) via kernels", setup=_load_fa4, layout="BSHD",
+              group="provider", **_FUSED, causal_corner="bottom-right", bshd_too=True, color="#b6992d"),
         # the CPU side: the same forwards compiled, or replayed as one CUDA graph
-        Stage("naive_compiled", "Naive attention, torch.compile", "naive", setup=_mask, wrap="compile"),
-        Stage("inplace_compiled", "In-place masking, torch.compile", "inplace", setup=_mask, wrap="compile"),
+        Stage("naive_compiled", "Naive attention, torch.compile", "naive", setup=_mask, wrap="compile", group="launch"),
+        Stage("inplace_compiled", "In-place masking, torch.compile", "inplace", setup=_mask, wrap="compile",
+              group="launch"),
         Stage("naive_reduce", "Naive attention, torch.compile reduce-overhead", "naive", setup=_mask,
-              wrap="reduce-overhead"),
-        Stage("flash_graph", "SDPA flash, replayed as a CUDA graph", "sdpa", "flash", wrap="graph"),
-        Stage("cudnn_graph", "SDPA cuDNN, replayed as a CUDA graph", "sdpa", "cudnn", wrap="graph"),
+              wrap="reduce-overhead", group="launch"),
+        Stage("flash_graph", "SDPA flash, replayed as a CUDA graph", "sdpa", "flash", wrap="graph", group="launch",
+              shapes=("post", "short")),
+        Stage("cudnn_graph", "SDPA cuDNN, replayed as a CUDA graph", "sdpa", "cudnn", wrap="graph", group="launch",
+              shapes=("post", "short")),
     ]
 }
-LADDER = ["naive", "inplace", "math", "efficient", "flash", "cudnn", "auto"]
-PROVIDERS = ["flex", "sage", "hub", "fa4"]
-LAUNCH = ["naive_compiled", "inplace_compiled", "naive_reduce", "flash_graph", "cudnn_graph"]
-LONG_SHAPE = (1, 16, 8192, 128)
-SHORT_SHAPE = (1, 16, 256, 64)  # a forward so small that launching it costs more than running it
-# every capture the site renders: (stage, shape); `check` and the build look for exactly these
-SITE_RECORDS = [(name, DEFAULT_SHAPE) for name in STAGES] + [
-    (name, LONG_SHAPE) for name in ("efficient", "flash", "cudnn", *PROVIDERS)] + [
-    (name, SHORT_SHAPE) for name in ("flash", "cudnn", "flash_graph", "cudnn_graph")]
 
 
-# every counters record the site renders: captures whose forward also ran under Nsight Compute
-COUNTER_RECORDS = [(name, DEFAULT_SHAPE) for name in (*LADDER, "flex", "sage", "fa4")] + [
-    (name, LONG_SHAPE) for name in ("efficient", "flash", "cudnn", "flex", "sage", "fa4")]
+def select(**facts) -> list[str]:
+    """Names of the stages whose facts match, in table order: `select(sweep=True)`, `select(group="ladder")`."""
+    return [s.name for s in STAGES.values() if all(getattr(s, k) == v for k, v in facts.items())]
+
+
+def ladder() -> list[str]:
+    return select(group="ladder")
+
+
+def providers() -> list[str]:
+    return select(group="provider")
+
+
+def site_records() -> list[tuple[str, tuple]]:
+    """Every forward capture the site renders, as (stage, shape), shape by shape; `check` and the build
+    look for exactly these."""
+    return [(s.name, shape) for key, shape in SHAPES.items() for s in STAGES.values() if key in s.shapes]
+
+
+def counter_records() -> list[tuple[str, tuple]]:
+    """Every capture whose forward also ran under Nsight Compute, as (stage, shape)."""
+    return [(s.name, shape) for key, shape in SHAPES.items() for s in STAGES.values() if key in s.counters]
 
 
 def get_stage(name: str) -> Stage:

@@ -17,6 +17,11 @@ def shape(dims, sep: str = "×") -> str:
     return sep.join(map(str, dims))
 
 
+def dims(shape) -> str:
+    """(1, 16, 8192, 128) as B=1, H=16, S=8192, D=128, the way captions name a shape."""
+    return ", ".join(f"{k}={v}" for k, v in zip("BHSD", shape))
+
+
 def size(nbytes: float | None) -> str:
     """Bytes as bytes, KiB, MiB, or GiB from one GiB up."""
     if nbytes is None:

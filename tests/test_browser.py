@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 
 from attnprof import store
-from attnprof.stages import LADDER, ROOT
+from attnprof.stages import ladder, ROOT
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
 NO_TABLE = {"", "reading-a-profile"}  # pages of prose; every other page shows measurements as tables
@@ -169,7 +169,7 @@ def test_every_page_in_a_real_browser(site, server, browser):
     assert len(list(ARTIFACTS.glob("*.png"))) == 4 * len(page_paths(site))
 
 
-@pytest.mark.parametrize("stage", LADDER)
+@pytest.mark.parametrize("stage", ladder())
 def test_trace_figures_are_inline_and_answer_hover(site, server, browser, stage):
     """The trace is part of the page, so each bar's <title> shows on hover; its text is not shrunk below
     the page's small print."""
@@ -184,7 +184,7 @@ def test_trace_figures_are_inline_and_answer_hover(site, server, browser, stage)
                 smallest: Math.min(...sizes), small: small};
     """)
     assert figure, f"{stage}: no inline trace figure"
-    ops = store.load_summary(stage)["ops_per_forward"]
+    ops = records.load_summary(stage)["ops_per_forward"]
     assert sum(t.split(".")[0].isdigit() for t in figure["titles"]) >= ops, figure["titles"][:5]
     assert figure["smallest"] >= figure["small"] * 0.9, figure
 

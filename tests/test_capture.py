@@ -82,7 +82,7 @@ def test_a_cpu_capture_is_a_pair_whose_summary_is_derivable_from_its_trace(on_cp
     out = tmp_path / "cpu"
     [summary] = capture.capture(["naive"], SMALL, "bf16", out)
     assert sorted(p.name for p in out.iterdir()) == ["naive-1x2x64x32.json", "naive-1x2x64x32.trace.json.gz"]
-    written = store.load_summary("naive-1x2x64x32", out)
+    written = records.load_summary("naive-1x2x64x32", out)
     assert written["ops_per_forward_each"] == [0, 0, 0] and written["cpu_ops"]  # no device here, CPU ops only
     assert trace.disagreements(written, trace.load(store.trace_path(out, "naive-1x2x64x32"))) == []
     err = capfd.readouterr().err

@@ -8,7 +8,7 @@ import pytest
 
 from attnprof import store
 from attnprof.cli import main
-from attnprof.stages import LADDER, ROOT
+from attnprof.stages import ladder, ROOT
 
 REQUIRED = {"stage", "device", "shape", "dtype", "ops_per_forward", "ops", "forward_device_us",
             "event_median_us", "rel_err"}
@@ -19,7 +19,7 @@ def cli(*args, env=None):
                           env=env, timeout=120)
 
 
-@pytest.mark.parametrize("stage", LADDER)
+@pytest.mark.parametrize("stage", ladder())
 def test_show_json_has_the_documented_keys(stage, capsys):
     assert main(["show", stage, "--json"]) == 0
     s = json.loads(capsys.readouterr().out)
@@ -141,7 +141,7 @@ def test_every_committed_summary_is_derivable_from_its_trace():
     records = committed_captures()
     assert len(records) >= 14  # the ladder, the providers that ran, the long shapes
     for record in records:
-        assert store.disagreement(record, store.load_summary(record)) is None, record
+        assert records.disagreement(record, records.load_summary(record)) is None, record
 
 
 def _tamper_device_time(s):
@@ -296,14 +296,14 @@ def test_comments_and_blank_lines_do_not_change_a_snippets_hash(tmp_path, monkey
     snippets = tmp_path / "snippets"
     shutil.copytree(stages.SNIPPETS, snippets)
     monkeypatch.setattr(stages, "SNIPPETS", snippets)
-    assert store.status("naive") is None
+    assert records.status("naive") is None
     source = (snippets / "naive.py").read_text()
     edited = source.replace("def attention(", "# a note for the reader\n\n\ndef attention(", 1)
     edited = edited.replace("\n", "  \n").replace("(-2, -1)", "( -2,-1 )")  # trailing blanks, other spacing
     (snippets / "naive.py").write_text(edited)
-    assert store.status("naive") is None
+    assert records.status("naive") is None
     (snippets / "naive.py").write_text(source.replace("def attention(", "SCALE = 1.0\n\n\ndef attention(", 1))
-    assert "stale" in store.status("naive")
+    assert "stale" in records.status("naive")
 
 
 def test_rekey_changes_only_keys_and_only_where_the_snippet_is_unchanged(tmp_path):
@@ -316,7 +316,7 @@ def test_rekey_changes_only_keys_and_only_where_the_snippet_is_unchanged(tmp_pat
         s = json.loads((folder / f"{record}.json").read_text())
         stage = get_stage(record)
         source_hash = byte_hash(stage) if not snippet_changed else "0" * 16
-        s["key"] = store.capture_key(stage, store.settings(s["shape"], s["dtype"]), source_hash)
+        s["key"] = records.capture_key(stage, records.settings(s["shape"], s["dtype"]), source_hash)
         (folder / f"{record}.json").write_text(json.dumps(s, indent=1) + "\n")
         counters = json.loads((folder / f"{record}.counters.json").read_text())  # keyed like its capture
         (folder / f"{record}.counters.json").write_text(json.dumps({**counters, "key": s["key"]}, indent=1) + "\n")
@@ -324,7 +324,7 @@ def test_rekey_changes_only_keys_and_only_where_the_snippet_is_unchanged(tmp_pat
     assert store.rekey(folder) == ["naive.counters", "naive"]
     after = json.loads((folder / "naive.json").read_text())
     assert {k for k in before if before[k] != after[k]} == {"key"}  # source_hash was already the new one
-    assert store.status("naive", folder) is None and "stale" in store.status("flash", folder)
+    assert records.status("naive", folder) is None and "stale" in records.status("flash", folder)
     assert store.counters_status("naive", folder) is None and "stale" in store.counters_status("flash", folder)
     assert store.rekey(folder) == []
 

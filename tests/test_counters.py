@@ -12,12 +12,12 @@ from attnprof.cli import main
 def test_every_committed_record_is_its_report_parsed():
     for record in store.counter_records():
         report = (store.CAPTURES / f"{record}.ncu.csv").read_text()
-        assert counters.parse_csv(report) == store.load_counters(record)["kernels"], record
+        assert counters.parse_csv(report) == records.load_counters(record)["kernels"], record
         assert store.counters_status(record) is None, record
 
 
 def test_math_runs_its_fp32_gemms_on_the_fma_pipe():
-    kernels = store.load_counters("math")["kernels"]
+    kernels = records.load_counters("math")["kernels"]
     gemms = [k for k in kernels if "xmma_gemm_f32f32" in k["name"]]
     assert len(gemms) == 2
     for k in gemms:
@@ -25,26 +25,26 @@ def test_math_runs_its_fp32_gemms_on_the_fma_pipe():
 
 
 def test_flash_fills_the_slots_its_registers_allow():
-    (k,) = store.load_counters("flash")["kernels"]
+    (k,) = records.load_counters("flash")["kernels"]
     assert counters.limiter(k) == "registers"
     assert k["theoretical_occupancy_pct"] == pytest.approx(12.5)
     assert 0.9 * k["theoretical_occupancy_pct"] < k["warps_active_pct"] <= k["theoretical_occupancy_pct"]
 
 
 def test_cudnn_uses_wgmma_and_turns_compute_bound_at_the_long_shape():
-    (short,) = store.load_counters("cudnn")["kernels"]
-    (long,) = store.load_counters("cudnn-1x16x8192x128")["kernels"]
+    (short,) = records.load_counters("cudnn")["kernels"]
+    (long,) = records.load_counters("cudnn-1x16x8192x128")["kernels"]
     assert short["wgmma_instructions"] > 0 and long["wgmma_instructions"] > short["wgmma_instructions"]
     assert counters.verdict(long) == "compute-bound" and counters.verdict(short) == "latency-bound"
 
 
 def test_kernels_pair_with_the_capture_despite_ncus_spelling():
-    capture = store.load_summary("naive")
-    pairs = counters.paired(capture["ops"], store.load_counters("naive")["kernels"])
+    capture = records.load_summary("naive")
+    pairs = counters.paired(capture["ops"], records.load_counters("naive")["kernels"])
     assert pairs and len(pairs) == 5
     assert counters.base_name("void at::native::vectorized_elementwise_kernel<4, F>(int, F)") == \
         counters.base_name("void at::vectorized_elementwise_kernel<4, G>(int)") == "vectorized_elementwise_kernel"
-    assert counters.paired(capture["ops"], store.load_counters("flash")["kernels"]) is None
+    assert counters.paired(capture["ops"], records.load_counters("flash")["kernels"]) is None
 
 
 @pytest.mark.parametrize("verdict, sm, mem", [("compute-bound", 70, 30), ("memory-bound", 30, 80),

@@ -72,7 +72,7 @@ def test_explain_json(capsys):
 
 def test_cute_dsl_names_from_our_fa4_capture():
     """FlashAttention-4's kernel, as the H200 capture recorded it."""
-    (op,) = [op for op in store.load_summary("fa4-1x16x8192x128")["ops"] if op["kind"] == "kernel"]
+    (op,) = [op for op in records.load_summary("fa4-1x16x8192x128")["ops"] if op["kind"] == "kernel"]
     assert op["name"].startswith("kernel_cutlass_kernel_flash_attncuteflash_fwd_sm90FlashAttentionForwardSm90_")
     info = names.explain(op["name"])
     assert (info["library"], info["math_unit"], info["arch"]) == ("FlashAttention-4 (CuTe DSL)", "tensor cores (wgmma)",

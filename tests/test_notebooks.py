@@ -2,10 +2,10 @@
 import pytest
 
 from attnprof.site import notebooks
-from attnprof.stages import LADDER, STAGES, SNIPPETS, snippet_section
+from attnprof.stages import ladder, STAGES, SNIPPETS, snippet_section
 
 
-@pytest.mark.parametrize("stage", LADDER)
+@pytest.mark.parametrize("stage", ladder())
 def test_notebook_runs_on_cpu(stage, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     nb = notebooks.notebook(STAGES[stage])
@@ -18,7 +18,7 @@ def test_notebook_runs_on_cpu(stage, tmp_path, monkeypatch):
 
 
 def test_notebooks_hold_the_snippet_not_a_copy():
-    for stage in (STAGES[n] for n in LADDER):
+    for stage in (STAGES[n] for n in ladder()):
         code = "\n".join(c.source for c in notebooks.notebook(stage).cells)
         assert snippet_section(SNIPPETS / f"{stage.snippet}.py", "attention") in code
 
@@ -26,7 +26,7 @@ def test_notebooks_hold_the_snippet_not_a_copy():
 def test_notebooks_are_byte_stable():
     """Generating twice gives the same bytes, so builds reuse mkdocs-jupyter's conversion cache."""
     import nbformat
-    for name in LADDER:
+    for name in ladder():
         assert nbformat.writes(notebooks.notebook(STAGES[name])) == nbformat.writes(notebooks.notebook(STAGES[name]))
 
 

@@ -3,7 +3,7 @@ captures, so a recapture that changes the picture fails the tests instead of lea
 from attnprof import names
 from attnprof import store
 
-summary = store.load_summary
+summary = records.load_summary
 
 
 def kernels(stage):
@@ -74,7 +74,7 @@ def test_fa4_beats_cudnn_as_the_roofline_chapter_says():  # roofline.md, fused.m
     assert ck["grid"] == [cudnn["sm_count"], 1, 1] and k["grid"] == [16 * 8192 // 128, 1, 1]  # persistent vs per tile
     assert k["shared_memory"] < ck["shared_memory"]
     assert names.explain(k["name"])["library"] == "FlashAttention-4 (CuTe DSL)"
-    fastest = store.load_run("fastest")["result"]
+    fastest = records.load_run("fastest")["result"]
     best = {layout: max((r for r in fastest if r["layout"] == layout), key=lambda r: r.get("tflops_back_to_back", 0))
             for layout in ("BHSD", "BSHD")}
     assert all(r["path"] == "fa4" for r in best.values())  # "In both, FlashAttention-4 is the fastest forward"
@@ -171,8 +171,8 @@ def test_every_ladder_chapter_asks_a_titled_guess_first():
 
 
 def test_every_profiled_stage_chapter_links_its_notebook():  # the home page's promise
-    from attnprof.stages import LADDER
-    for stage in LADDER:
+    from attnprof.stages import ladder
+    for stage in ladder():
         assert f"(notebooks/{stage}.ipynb)" in (store.ROOT / "docs" / f"{stage}.md").read_text(), stage
 
 

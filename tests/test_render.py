@@ -11,7 +11,7 @@ from attnprof.site.build import Build
 from attnprof.site.registry import PIECES, expand
 from tests.conftest import LABEL
 
-MASKED_FILL = next(op["name"] for op in store.load_summary("naive")["ops"] if "masked_fill" in op["name"])
+MASKED_FILL = next(op["name"] for op in records.load_summary("naive")["ops"] if "masked_fill" in op["name"])
 
 
 @pytest.fixture(scope="module")

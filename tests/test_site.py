@@ -5,12 +5,12 @@ import shutil
 import pytest
 
 from attnprof import store
-from attnprof.stages import LADDER
+from attnprof.stages import ladder
 from tests.conftest import build
 
 
 def test_every_stage_chapter_has_table_op_list_trace_and_stamp(site):
-    for stage in LADDER:
+    for stage in ladder():
         page = (site / stage / "index.html").read_text()
         assert "<table>" in page, stage
         assert "<svg" in page and "<img" not in page.split("md-content")[1], stage  # the trace, inline
@@ -26,7 +26,7 @@ def test_naive_marks_the_memcpy_and_inplace_shows_the_computed_diff(site):
 
 
 def test_notebooks_are_built_and_downloadable(site):
-    for stage in LADDER:
+    for stage in ladder():
         assert (site / "notebooks" / stage / "index.html").exists()
         nb = json.loads((site / "notebooks" / stage / f"{stage}.ipynb").read_text())
         assert any("profile_forward" in "".join(c["source"]) for c in nb["cells"])
@@ -93,12 +93,12 @@ def test_template_heavy_kernel_names_survive_into_html(site):
     import html as html_lib
     import re as re_lib
     page = (site / "naive" / "index.html").read_text()
-    name = next(op["name"] for op in store.load_summary("naive")["ops"] if "masked_fill" in op["name"])
+    name = next(op["name"] for op in records.load_summary("naive")["ops"] if "masked_fill" in op["name"])
     titles = [html_lib.unescape(t) for t in re_lib.findall(r'<code title="([^"]*)"', page)]
     assert name in titles  # the full name, with its < > & ::, round-trips through the tooltip
     ops_table = next(t for t in page.split("<table>")[1:] if "launched from" in t)
     rows = ops_table.split("</table>")[0].count("<tr>") - 1
-    assert rows == store.load_summary("naive")["ops_per_forward"]
+    assert rows == records.load_summary("naive")["ops_per_forward"]
 
 
 def test_each_build_hands_the_extension_a_fresh_build(monkeypatch):

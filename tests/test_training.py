@@ -238,13 +238,13 @@ def test_capture_cp_without_gpus_says_so_and_keeps_the_captures(tmp_path, capsys
 
 
 def test_check_covers_backward_and_two_gpu_captures(tmp_path, capsys):
-    assert store.problems() == {}
+    assert records.problems() == {}
     folder = tmp_path / "captures"
     folder.mkdir()
     record = records.cp_records()[0]
     s = json.loads(store.summary_path(store.CAPTURES, record).read_text())
     (folder / f"{record}.json").write_text(json.dumps(dict(s, key="0" * 16)))
-    problems = store.problems(folder)  # the one list that check and the site build refuse
+    problems = records.problems(folder)  # the one list that check and the site build refuse
     assert set(records.all_records()) <= set(problems)
     assert "stale" in problems[record] and "capture cp" in problems[record]
     assert "missing" in problems["flash-bwd"] and "--backward flash" in problems["flash-bwd"]

@@ -8,26 +8,18 @@ Writes `<record>.json` and `<record>.trace.json.gz` (record = `<stage>-bwd` at t
 """
 from __future__ import annotations
 
-import json
-import statistics
-import tempfile
 from pathlib import Path
 
 import torch
-from torch.profiler import ProfilerActivity, profile, record_function, schedule
+from torch.profiler import record_function
 
-from .. import store, trace
+from .. import records, store, trace
+from ..procedure import BWD_FLOP_FACTOR, BWD_LABEL, EVENT_REPS, LABEL
 from ..stages import ProviderUnavailable, get_stage
-from ..store import EVENT_REPS, LABEL, SCHEDULE, WARMUP_CALLS
-from .capture import environment, key_average_rows, quietly, require_cuda
+from ..stats import event_stats
+from .bench import sync
+from .capture import cannot_run, each, head, key_average_rows, profiled
 from .numerics import make_inputs, reference, relative_error, torch_dtype
-
-from ..records import BACKWARD_STAGES, BWD_FLOP_FACTOR, BWD_LABEL, backward_record, backward_settings  # noqa: F401
-
-
-def sync():
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
 
 
 def _clear_grads(tensors):
@@ -36,25 +28,18 @@ def _clear_grads(tensors):
 
 
 # --8<-- [start:profile]
-def profile_backward(forward, grad, inputs, trace_path):
-    """Warm up, then profile five steps, each one annotated forward and one annotated backward."""
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
-    for _ in range(WARMUP_CALLS):
-        forward().backward(grad)
-        _clear_grads(inputs)
-    sync()
-    with profile(activities=activities, schedule=schedule(**SCHEDULE), record_shapes=True) as prof:
-        for _ in range(sum(SCHEDULE[k] for k in ("wait", "warmup", "active"))):
-            with record_function(LABEL):
-                out = forward()
-            sync()
-            with record_function(BWD_LABEL):  # autograd launches the kernels from its own thread
-                out.backward(grad)
-            sync()
-            _clear_grads(inputs)  # outside both ranges: each backward writes fresh gradients
-            prof.step()
-    prof.export_chrome_trace(str(trace_path))
-    return prof.key_averages()
+def backward_step(forward, grad, inputs):
+    """One step of the profiling loop (profile_steps, as for the forward): one annotated forward and
+    one annotated backward, each waited for."""
+    def step():
+        with record_function(LABEL):
+            out = forward()
+        sync()
+        with record_function(BWD_LABEL):  # autograd launches the kernels from its own thread
+            out.backward(grad)
+        sync()
+        _clear_grads(inputs)  # outside both ranges: each backward writes fresh gradients
+    return step
 # --8<-- [end:profile]
 
 
@@ -134,19 +119,16 @@ def capture_backward(name, shape, dtype_name, out_dir, device="cuda") -> dict:
     """Capture forward + backward of one stage; returns the summary (also written)."""
     stage = get_stage(name)
     out_dir = Path(out_dir)
-    settings = backward_settings(shape, dtype_name)
-    record = backward_record(name, shape, dtype_name)
-    summary = {"record": record, "stage": name, "pass": "backward", "title": stage.title, "shape": list(shape),
-               "dtype": dtype_name, "provider": stage.provider, "layout": stage.layout, "label": BWD_LABEL,
-               "forward_label": LABEL, "follow_autograd": True, "settings": settings,
-               "key": store.capture_key(stage, settings), "bwd_flop_factor": BWD_FLOP_FACTOR,
-               **(environment(stage) if device == "cuda" else {"source_hash": stage.source_hash()})}
+    summary = head(stage, records.backward_record(name, shape, dtype_name), shape, dtype_name,
+                   records.backward_settings(shape, dtype_name), BWD_LABEL)
+    summary.update({"pass": "backward", "forward_label": LABEL, "follow_autograd": True,
+                    "bwd_flop_factor": BWD_FLOP_FACTOR})
     q, k, v = (t.requires_grad_() for t in make_inputs(shape, torch_dtype(dtype_name), device))
     inputs = (q, k, v)
     try:
         forward = stage.prepare(q, k, v)
     except ProviderUnavailable as e:
-        return _unavailable(out_dir, summary, str(e))
+        return cannot_run(out_dir, summary, str(e))
     gen = torch.Generator(device="cpu").manual_seed(1)
     grad = torch.randn(q.shape, generator=gen).to(device=device, dtype=q.dtype)  # the upstream gradient dL/dout
     with stage.context():
@@ -155,15 +137,12 @@ def capture_backward(name, shape, dtype_name, out_dir, device="cuda") -> dict:
             out.backward(grad)
             sync()
         except RuntimeError as e:
-            return _unavailable(out_dir, summary, str(e).strip().splitlines()[0])
+            return cannot_run(out_dir, summary, str(e).strip().splitlines()[0])
         summary["rel_err"] = relative_error(out, reference(q, k, v))
         summary["grad_rel_err"] = grad_errors(q, k, v, out.detach(), grad)
         del out
         _clear_grads(inputs)
-        with tempfile.TemporaryDirectory() as tmp:
-            raw = Path(tmp) / "trace.json"
-            averages = quietly(profile_backward, forward, grad, inputs, raw)
-            events = json.loads(raw.read_text())
+        events, averages = profiled(backward_step(forward, grad, inputs))
         times = time_backward(forward, grad, inputs, EVENT_REPS)
         summary["memory"] = memory(forward, grad, inputs)
         try:
@@ -172,36 +151,11 @@ def capture_backward(name, shape, dtype_name, out_dir, device="cuda") -> dict:
             summary["saved_unavailable"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"
 
     summary.update(trace.summarize_backward(events, BWD_LABEL, LABEL))  # what `check` recomputes from the trace
-    summary.update({
-        "event_median_us": statistics.median(times),
-        "event_p10_us": sorted(times)[len(times) // 10],
-        "event_p90_us": sorted(times)[len(times) * 9 // 10],
-        "key_averages": key_average_rows(averages),
-    })
-    store.write_trace(out_dir, record, events)
-    store.write_summary(out_dir, summary)
-    return summary
-
-
-def _unavailable(out_dir, summary, reason) -> dict:
-    summary["unavailable"] = reason
-    store.write_summary(out_dir, summary)
-    store.trace_path(out_dir, summary["record"]).unlink(missing_ok=True)
+    summary.update({**event_stats(times), "key_averages": key_average_rows(averages)})
+    store.write_capture(out_dir, summary, events)  # last, and as a pair: a failure above leaves the old one
     return summary
 
 
 def capture(names, shape, dtype_name, out_dir) -> list[dict]:
-    for name in names:
-        get_stage(name)
-    require_cuda()
-    results = []
-    for name in names:
-        try:
-            results.append(capture_backward(name, shape, dtype_name, out_dir))
-        except Exception as e:  # one broken stage must not cost the others their captures
-            if isinstance(e, torch.OutOfMemoryError):
-                torch.cuda.empty_cache()
-            why = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
-            print(f"backward capture of {name} failed, its old capture is untouched: {why}", flush=True)
-            results.append({"stage": name, "record": backward_record(name, shape, dtype_name), "error": why})
-    return results
+    return each(names, lambda name: capture_backward(name, shape, dtype_name, out_dir),
+                lambda name: records.backward_record(name, shape, dtype_name), "backward capture")

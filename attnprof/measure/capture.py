@@ -1,7 +1,9 @@
 """Capture: run one stage on a CUDA GPU under torch.profiler and write its record.
 
-Per stage this writes two files into the captures folder, as a pair (both or neither, each through a
-temp file + rename): `<stage>.json` (summary) and `<stage>.trace.json.gz` (the Chrome trace). A stage
+The one capture path: the profiling loop, the environment stamp, the keep-the-good-capture rule and
+the loop over stages here are what forward captures and backward captures (backward.py) share.
+Per record this writes two files into the captures folder, as a pair (both or neither, each through a
+temp file + rename): `<record>.json` (summary) and `<record>.trace.json.gz` (the Chrome trace). A stage
 that cannot run here keeps its existing capture (it is recorded as unavailable, with the reason, only
 where it has none, or when asked); a stage that fails never touches any stage's files.
 """
@@ -10,7 +12,6 @@ from __future__ import annotations
 import datetime
 import json
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -22,13 +23,13 @@ import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 from . import bench, dispatch
-from .. import store, trace
-from ..store import EVENT_REPS, LABEL, SCHEDULE, WARMUP_CALLS, CaptureError
+from .. import records, store, trace
+from ..procedure import EVENT_REPS, LABEL, SCHEDULE, WARMUP_CALLS, CaptureError
 from ..stages import ProviderUnavailable, get_stage
-from .. import text
+from ..stats import event_stats
 from ..text import first_line
+from .bench import sync
 from .numerics import make_inputs, reference, relative_error, torch_dtype
-
 
 
 def require_cuda(command="capture"):
@@ -38,25 +39,32 @@ def require_cuda(command="capture"):
 
 
 # --8<-- [start:profile]
-def sync():
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-
-
-def profile_forward(forward, trace_path):
-    """Warm up, then profile five steps (wait 1, warm-up 1, active 3) of one annotated forward."""
+def profile_steps(step, trace_path):
+    """Warm up, then profile five steps (wait 1, warm-up 1, active 3). Each step() runs the annotated
+    work once (a forward; or a forward and a backward) and waits for the GPU, so that each step's
+    GPU work stays apart from the next one's in the trace."""
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
     for _ in range(WARMUP_CALLS):
-        forward()
-    sync()
+        step()
     with profile(activities=activities, schedule=schedule(**SCHEDULE), record_shapes=True) as prof:
         for _ in range(sum(SCHEDULE[k] for k in ("wait", "warmup", "active"))):
-            with torch.no_grad(), record_function(LABEL):
-                forward()
-            sync()  # keep each forward's GPU work apart in the trace
+            step()
             prof.step()
     prof.export_chrome_trace(str(trace_path))
     return prof.key_averages()
+
+
+def forward_step(forward):
+    """One step: one annotated forward, then wait for the GPU."""
+    def step():
+        with torch.no_grad(), record_function(LABEL):
+            forward()
+        sync()
+    return step
+
+
+def profile_forward(forward, trace_path):
+    return profile_steps(forward_step(forward), trace_path)
 # --8<-- [end:profile]
 
 
@@ -78,8 +86,13 @@ def quietly(profiling, *args):
     return result
 
 
-def profile_quietly(forward, trace_path):
-    return quietly(profile_forward, forward, trace_path)
+def profiled(step) -> tuple[dict, object]:
+    """Profile `step` (see profile_steps) quietly; returns the trace as committed (scrubbed) and the
+    profiler's key_averages."""
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = Path(tmp) / "trace.json"
+        averages = quietly(profile_steps, step, raw)
+        return store.scrub(json.loads(raw.read_text())), averages
 
 
 def key_average_rows(averages, limit=25):
@@ -112,17 +125,21 @@ def environment(stage=None) -> dict:
             **({"source_hash": stage.source_hash()} if stage else {})}
 
 
+def head(stage, record, shape, dtype_name, settings, label) -> dict:
+    """What every profiled record starts with: what ran, how it was keyed, and the environment."""
+    return {"record": record, "stage": stage.name, "title": stage.title, "shape": list(shape), "dtype": dtype_name,
+            "provider": stage.provider, "layout": stage.layout, "label": label, "settings": settings,
+            "key": records.capture_key(stage, settings),
+            **(environment(stage) if torch.cuda.is_available() else {"source_hash": stage.source_hash()})}
+
+
 def capture_stage(name, shape, dtype_name, out_dir, record_unavailable=False) -> dict:
     """Capture one stage; returns its summary (also written). Raises nothing for a backend that cannot
     run: that returns what `cannot_run` did."""
     stage = get_stage(name)
     out_dir = Path(out_dir)
-    settings = store.settings(shape, dtype_name)
-    record = store.record_name(name, shape, dtype_name)
-    summary = {"record": record, "stage": name, "title": stage.title, "shape": list(shape), "dtype": dtype_name,
-               "provider": stage.provider, "layout": stage.layout,
-               "label": LABEL, "settings": settings, "key": store.capture_key(stage, settings),
-               **environment(stage)}
+    summary = head(stage, records.record_name(name, shape, dtype_name), shape, dtype_name,
+                   records.settings(shape, dtype_name), LABEL)
     q, k, v = make_inputs(shape, torch_dtype(dtype_name), "cuda")
     try:
         forward = stage.prepare(q, k, v)
@@ -147,21 +164,12 @@ def capture_stage(name, shape, dtype_name, out_dir, record_unavailable=False) ->
         summary["first_call_ms"] = first_ms  # includes any compilation
         summary["rel_err"] = relative_error(out, reference(q, k, v))
         del out
-        with tempfile.TemporaryDirectory() as tmp:
-            raw = Path(tmp) / "trace.json"
-            averages = profile_quietly(forward, raw)
-            events = json.loads(raw.read_text())
+        events, averages = profiled(forward_step(forward))
         times = bench.time_forward(forward, reps=EVENT_REPS, warmup=0)
         summary["peak_extra_bytes"] = bench.peak_extra_bytes(forward)
 
-    events = store.scrub(events)  # the summary is computed from exactly what is committed
-    summary.update(trace.summarize(events, LABEL))
-    summary.update({
-        "event_median_us": statistics.median(times),
-        "event_p10_us": sorted(times)[len(times) // 10],
-        "event_p90_us": sorted(times)[len(times) * 9 // 10],
-        "key_averages": key_average_rows(averages),
-    })
+    summary.update(trace.summarize(events, LABEL))  # from exactly the trace that is committed
+    summary.update({**event_stats(times), "key_averages": key_average_rows(averages)})
     store.write_capture(out_dir, summary, events)  # last, so a failure above leaves the old pair intact
     return summary
 
@@ -174,7 +182,7 @@ def plain_reason(provider: str, reason: str) -> str:
 def cannot_run(out_dir, summary, reason, record_unavailable=False) -> dict:
     """A stage that cannot run here. An existing capture of it is kept as it is, and the result says
     so; "unavailable" with the reason is recorded only where none exists, or when asked."""
-    existing = store.existing_capture(summary["record"], out_dir)
+    existing = records.existing_capture(summary["record"], out_dir)
     if existing is not None and not record_unavailable:
         return {"stage": summary["stage"], "record": summary["record"], "reason": reason,
                 "kept": f"kept the capture of {str(existing.get('date', 'unknown date')).split()[0]}: "
@@ -184,20 +192,27 @@ def cannot_run(out_dir, summary, reason, record_unavailable=False) -> dict:
     return summary
 
 
-def capture(names, shape, dtype_name, out_dir, record_unavailable=False) -> list[dict]:
+def each(names, take, record_of, what="capture") -> list[dict]:
+    """take(name) for every stage name, after checking them all; one that fails is reported in one
+    line and costs no other stage its record, nor itself its old one."""
     for name in names:
         get_stage(name)  # a bad name is reported before anything else
     require_cuda()
     results = []
     for name in names:
         try:
-            results.append(capture_stage(name, shape, dtype_name, out_dir, record_unavailable=record_unavailable))
+            results.append(take(name))
         except Exception as e:  # one broken stage must not cost the others their captures
             if isinstance(e, torch.OutOfMemoryError):
                 torch.cuda.empty_cache()
-                why = f"out of GPU memory at shape {text.shape(shape, ',')}: try a smaller --shape"
+                why = f"out of GPU memory ({record_of(name)}): try a smaller --shape"
             else:
                 why = f"{type(e).__name__}: {first_line(e)}"
-            print(f"capture of {name} failed, its old capture is untouched: {why}", flush=True)
-            results.append({"stage": name, "record": store.record_name(name, shape, dtype_name), "error": why})
+            print(f"{what} of {name} failed, its old capture is untouched: {why}", flush=True)
+            results.append({"stage": name, "record": record_of(name), "error": why})
     return results
+
+
+def capture(names, shape, dtype_name, out_dir, record_unavailable=False) -> list[dict]:
+    return each(names, lambda name: capture_stage(name, shape, dtype_name, out_dir, record_unavailable),
+                lambda name: records.record_name(name, shape, dtype_name))

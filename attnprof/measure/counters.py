@@ -15,13 +15,13 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .. import counters, store
+from .. import counters, records, store
 from ..stages import get_stage, parse_shape
-from ..store import WARMUP_CALLS, CaptureError
+from ..procedure import WARMUP_CALLS, CaptureError
 
 
 def ncu_command(ncu: str, record: str, metrics: list[str], report: Path) -> list[str]:
-    stage, shape, dtype_name = store.parse_record(record)
+    stage, shape, dtype_name = records.parse_record(record)
     return [ncu, "--profile-from-start", "off", "--clock-control", "none", "--metrics", ",".join(metrics),
             "--export", str(report), "--force-overwrite",
             sys.executable, "-m", "attnprof.measure.counters", stage, ",".join(map(str, shape)), dtype_name]
@@ -56,13 +56,13 @@ def _profile(ncu: str, record: str, metrics: list[str], gpu: int) -> tuple[str, 
     return raw, cmd, None
 
 
-def collect(records, out_dir=store.CAPTURES) -> list[dict]:
+def collect(names, out_dir=store.CAPTURES) -> list[dict]:
     """Counters of each capture record's forward, spread over the GPUs present (one ncu per GPU);
     writes `<record>.ncu.csv` (ncu's raw report) and `<record>.counters.json` (parsed from it)."""
     import torch
     from .capture import environment
-    for record in records:
-        store.parse_record(record)  # a bad name is reported before anything runs
+    for record in names:
+        records.parse_record(record)  # a bad name is reported before anything runs
     ncu = shutil.which("ncu")
     if not torch.cuda.is_available() or ncu is None:
         missing = "a CUDA GPU" if not torch.cuda.is_available() else "Nsight Compute (`ncu` on PATH)"
@@ -71,15 +71,15 @@ def collect(records, out_dir=store.CAPTURES) -> list[dict]:
     metrics = available(ncu, list(counters.METRICS.values()))
     gpus = torch.cuda.device_count()
     with ThreadPoolExecutor(max_workers=gpus) as pool:
-        reports = list(pool.map(lambda ir: _profile(ncu, ir[1], metrics, ir[0] % gpus), enumerate(records)))
+        reports = list(pool.map(lambda ir: _profile(ncu, ir[1], metrics, ir[0] % gpus), enumerate(names)))
     results = []
-    for record, (raw, cmd, error) in zip(records, reports):
+    for record, (raw, cmd, error) in zip(names, reports):
         if error:
             results.append({"record": record, "error": error})
             continue
-        stage, shape, dtype_name = store.parse_record(record)
+        stage, shape, dtype_name = records.parse_record(record)
         summary = {"record": f"{record}.counters", "capture": record, "stage": stage, "shape": list(shape),
-                   "dtype": dtype_name, "key": store.capture_key(get_stage(stage), store.settings(shape, dtype_name)),
+                   "dtype": dtype_name, "key": records.capture_key(get_stage(stage), records.settings(shape, dtype_name)),
                    "ncu": version, "command": shown_command(cmd),
                    "metrics": metrics, **environment(get_stage(stage)), "kernels": counters.parse_csv(raw)}
         store.write_text(out_dir, f"{record}.ncu.csv", raw)  # the report first: the record is derived from it

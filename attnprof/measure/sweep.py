@@ -12,7 +12,7 @@ import torch
 
 from . import bench
 from ..flops import causal_flops
-from ..stages import STAGES, ProviderUnavailable
+from ..stages import LONG_SHAPE, STAGES, ProviderUnavailable, select
 from ..text import first_line
 from .numerics import default_device, make_inputs
 
@@ -20,8 +20,6 @@ SEQ_LENS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 HEAD_DIMS = (64, 128)
 HEADS = 16
 TOKENS = 16384  # batch × seq kept constant, so every point does comparable work per token
-PATHS = ("inplace", "math", "efficient", "flash", "cudnn", "flex", "sage", "fa4")
-FASTEST_SHAPE = (1, 16, 8192, 128)
 # How q, k, v sit in memory; every path is handed [B, H, S, D]-shaped tensors (views for "BSHD").
 LAYOUTS = {"BHSD": "contiguous [batch, heads, seq, dim]", "BSHD": "stored [batch, seq, heads, dim], viewed as [B, H, S, D]"}
 
@@ -117,7 +115,7 @@ def point(path: str, shape, dtype=torch.bfloat16, layout="BHSD", calls=5) -> dic
     """One path at one shape: time, TFLOP/s, peak memory; OOM or unavailability as results."""
     stage = STAGES[path]
     row = {"path": path, "shape": list(shape), "layout": layout}
-    if path == "flex":  # a fresh compile per shape: past torch.compile's recompile limit it would run eagerly
+    if stage.fresh_compile:  # a fresh compile per shape: past torch.compile's recompile limit it would run eagerly
         torch._dynamo.reset()
     try:
         q, k, v = inputs(shape, dtype, layout)
@@ -144,7 +142,8 @@ def point(path: str, shape, dtype=torch.bfloat16, layout="BHSD", calls=5) -> dic
     return row
 
 
-def sweep(paths=PATHS, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, heads=HEADS) -> list[dict]:
+def sweep(paths=None, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, heads=HEADS) -> list[dict]:
+    paths = paths or select(sweep=True)
     shapes = [(max(1, tokens // s), heads, s, d) for d in head_dims for s in seq_lens]
     progress = Progress(len(shapes) * len(paths))
     rows = []
@@ -155,12 +154,13 @@ def sweep(paths=PATHS, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, he
     return rows
 
 
-def fastest(shape=FASTEST_SHAPE, paths=("efficient", "flash", "cudnn", "flex", "sage", "fa4"),
-            bshd_paths=("flash", "cudnn", "fa4"), calls=50) -> list[dict]:
+def fastest(shape=LONG_SHAPE, paths=None, bshd_paths=None, calls=50) -> list[dict]:
     """Every fused path at the target shape, timed back to back (the stream's throughput: `calls`
     forwards queued, so the first launch's latency is spread thin), on contiguous [B, H, S, D]
     inputs; the fastest again on inputs stored [B, S, H, D], the layout FlashAttention-4 takes
     without a transpose (SDPA's backends then read transposed views)."""
+    paths = paths or select(fused=True, sweep=True)
+    bshd_paths = bshd_paths or select(fused=True, sweep=True, bshd_too=True)
     return ([point(path, shape, layout="BHSD", calls=calls) for path in paths]
             + [point(path, shape, layout="BSHD", calls=calls) for path in bshd_paths])
 
@@ -176,7 +176,7 @@ def recompile_limit(seq_lens=(256, 384, 512, 640, 768, 896, 1024, 1152, 1280, 14
     for s in seq_lens:
         shape = (TOKENS // s, heads, s, d)
         q, k, v = make_inputs(shape, torch.bfloat16, default_device())
-        forward = STAGES["flex"].prepare(q, k, v)
+        forward = STAGES[select(fresh_compile=True)[0]].prepare(q, k, v)  # FlexAttention
         with torch.no_grad():
             forward()
         m = bench.measure(forward)

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from . import bench, dispatch
 from .. import names, trace
-from ..stages import STAGES, ProviderUnavailable, load_snippet
+from ..stages import STAGES, ProviderUnavailable, load_snippet, select
 from ..text import first_line
 from .numerics import default_device, reference, torch_dtype
 from .sweep import Progress
@@ -115,17 +115,21 @@ def errors(out: torch.Tensor, ref: torch.Tensor) -> dict:
 def candidates(device) -> dict:
     """name -> (forward(q, k, v, allowed) or None, reason if unavailable); every path we know."""
     sdpa = load_snippet("sdpa")
-    naive = load_snippet("naive")
-    out = {"naive": (lambda q, k, v, allowed: naive.attention(q, k, v, ~allowed), None)}
-    for backend in ("math", "efficient", "flash", "cudnn"):
-        def run(q, k, v, allowed, backend=backend):
-            with sdpa.only(backend):
-                if backend == "flash":  # flash takes no mask: only the causal flag
-                    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-                return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
-        out[backend] = (run, None)
-    for name in ("flex", "sage", "fa4"):
+    out = {}
+    for name in select(verify=True):
         stage = STAGES[name]
+        if stage.mask_is_argument:  # pass the mask each case makes
+            snippet = load_snippet(stage.snippet)
+            out[name] = (lambda q, k, v, allowed, snippet=snippet: snippet.attention(q, k, v, ~allowed), None)
+            continue
+        if stage.backend:
+            def run(q, k, v, allowed, stage=stage):
+                with sdpa.only(stage.backend):
+                    if not stage.takes_mask:  # only the causal flag
+                        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+            out[name] = (run, None)
+            continue
         try:
             probe = torch.randn(1, 1, 128, 64, device=device, dtype=torch.float16)
             stage.prepare(probe, probe, probe)
@@ -169,13 +173,14 @@ def verify(dtypes=("bf16", "fp16", "fp32"), cases=CASES, seed=None, progress=Fal
                 if fn is None:
                     rows.append({**row, "status": "unavailable", "reason": reason})
                     continue
-                if fully_masked and name in ("flash", "flex", "sage"):
+                stage = STAGES[name]
+                if fully_masked and not stage.takes_mask and stage.causal_corner == "top-left":
                     rows.append({**row, "status": "not applicable", "reason": "takes only a causal flag, no mask"})
                     continue
                 q, k, v, _ = make_case(shape, dtype_name, "causal", device=device, seed=seed)
                 s = shape[2]
                 allowed = torch.ones(s, s, dtype=torch.bool, device=device).tril()
-                if fully_masked and name == "fa4":
+                if fully_masked and stage.causal_corner == "bottom-right":
                     # FlashAttention aligns the causal mask bottom-right: with one key fewer than
                     # queries, query i sees keys j <= i - 1, so the first query sees none.
                     k, v = k[..., :s - 1, :], v[..., :s - 1, :]
@@ -190,7 +195,7 @@ def verify(dtypes=("bf16", "fp16", "fp32"), cases=CASES, seed=None, progress=Fal
                     rows.append({**row, "status": "unavailable", "reason": first_line(e)[:300]})
                     continue
                 err = errors(out, reference(q, k, v, allowed))
-                limit = TOLERANCE_INT8 if name == "sage" else TOLERANCE[dtype_name]
+                limit = TOLERANCE_INT8 if stage.tolerance == "int8" else TOLERANCE[dtype_name]
                 if fully_masked:
                     first = out[..., 0, :].detach().double()
                     err["masked_row"] = "NaN" if torch.isnan(first).any() else (

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import store, trace
+from .. import records, store, trace
+
+
+class RecordUnusable(Exception):
+    """A record a piece reads is missing, stale or inconsistent (the message says why and the fix): the
+    one error a piece may render as a box; the strict build fails on it through `problems`."""
 
 
 class Build:
@@ -16,12 +21,15 @@ class Build:
     @property
     def problems(self) -> dict[str, str]:
         if self._problems is None:
-            self._problems = store.problems(self.folder)
+            self._problems = records.problems(self.folder)
         return self._problems
 
     def summary(self, record: str) -> dict:
         if record not in self._summaries:
-            self._summaries[record] = store.load_summary(record, self.folder)
+            try:
+                self._summaries[record] = records.load_summary(record, self.folder)
+            except (store.CaptureMissing, ValueError) as e:
+                raise RecordUnusable(str(e)) from None
         return self._summaries[record]
 
     def is_unavailable(self, record: str) -> bool:
@@ -37,14 +45,19 @@ class Build:
 
     def counters(self, record: str) -> dict | None:
         """The counters record of a capture, or None where there is none usable (missing, stale, inconsistent)."""
-        if f"{record}.counters" in self.problems or store.counters_status(record, self.folder):
+        if f"{record}.counters" in self.problems or records.status(f"{record}.counters", self.folder):
             return None
-        return store.load_counters(record, self.folder)
+        return records.load_counters(record, self.folder)
 
     def run(self, name: str) -> list | dict:
         """The result of a committed measurement run (`run-<name>.json`)."""
+        if f"run-{name}" in self.problems:
+            raise RecordUnusable(self.problems[f"run-{name}"])
         if name not in self._runs:
-            self._runs[name] = store.load_run(name, self.folder)
+            try:
+                self._runs[name] = records.load_run(name, self.folder)
+            except (store.CaptureMissing, ValueError) as e:
+                raise RecordUnusable(str(e)) from None
         return self._runs[name]["result"]
 
     def run_record(self, name: str) -> dict:

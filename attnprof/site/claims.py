@@ -8,6 +8,9 @@ from __future__ import annotations
 from collections import Counter
 
 from .. import counters, names
+from ..records import counted_at
+from ..stages import LONG_SHAPE
+from ..text import dims
 from . import tables
 from .build import Build
 from .findings import softmax_share, speedups
@@ -172,8 +175,8 @@ def elementwise_memory_bound(build: Build):
 
 def fused_compute_bound(build: Build):
     rows = []
-    for stage in ("efficient", "flash", "cudnn", "flex", "sage", "fa4"):
-        measured = build.counters(f"{stage}-1x16x8192x128")
+    for stage, record in counted_at(LONG_SHAPE):
+        measured = build.counters(record)
         if measured:
             main = max(measured["kernels"], key=lambda k: k["duration_ns"] or 0)
             rows.append((title(stage), counters.verdict(main)))
@@ -181,7 +184,7 @@ def fused_compute_bound(build: Build):
     bound = sum(v == "compute-bound" for _, v in rows)
     return ("fused attention at a long sequence is compute-bound (far right of the roofline's ridge)",
             "this site's roofline model",
-            f"at B=1, H=16, S=8192, D=128, the longest kernel of each path: compute-bound: {named('compute-bound')}; "
+            f"at {dims(LONG_SHAPE)}, the longest kernel of each path: compute-bound: {named('compute-bound')}; "
             f"latency-bound: {named('latency-bound')}; memory-bound: {named('memory-bound')}",
             share_verdict(bound, len(rows)))
 

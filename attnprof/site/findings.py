@@ -6,13 +6,14 @@ from __future__ import annotations
 from .. import a100, reasons
 from ..counters import verdict as counter_verdict
 from ..flops import causal_flops, min_bytes, naive_bytes
-from ..text import shape, size, us
+from ..records import counted_at
+from ..stages import LONG_SHAPE, select
+from ..text import dims, shape, size, us
 from . import plots, tables
 from .build import Build
 from .pieces import title
 from .registry import piece
 
-PATHS = ["inplace", "math", "efficient", "flash", "cudnn", "flex", "sage", "fa4"]  # the stages the sweep runs, in order
 LAYOUT_TITLES = {"BHSD": "[B, H, S, D]", "BSHD": "[B, S, H, D]"}  # how q, k, v sat in memory
 DEFAULT_PRICE = 3.50  # $ per GPU-hour: an assumption the reader changes on the page, not a quote
 
@@ -29,7 +30,7 @@ def _value(row, key):
 
 def fig_sweep_tflops(build, d):
     series = {title(p): [(r["shape"][2], _value(r, "tflops_back_to_back")) for r in _sweep_points(build, d, p)]
-              for p in PATHS if _sweep_points(build, d, p)}
+              for p in select(sweep=True) if _sweep_points(build, d, p)}
     peak = build.run("ceilings")["matmul_tflops"]
     return plots.line_chart(series, "sequence length S (batch × S = 16,384 tokens, 16 heads)", "TFLOP/s (causal FLOPs)",
                             f"Forward throughput, head dim {d}, bf16, causal", hlines={"bf16 matmul peak (measured)": peak})
@@ -37,7 +38,7 @@ def fig_sweep_tflops(build, d):
 
 def fig_sweep_memory(build, d):
     series = {title(p): [(r["shape"][2], _value(r, "peak_extra_bytes") or None) for r in _sweep_points(build, d, p)]
-              for p in PATHS if _sweep_points(build, d, p)}
+              for p in select(sweep=True) if _sweep_points(build, d, p)}
     return plots.line_chart(series, "sequence length S (batch × S = 16,384 tokens)", "memory allocated by one forward",
                             f"Peak memory of one forward, head dim {d}", log_y=True, y_unit="bytes")
 
@@ -91,8 +92,9 @@ def figure(build: Build, name):
     return f'<div class="attnprof-figure">{FIGURES[name](build)}</div>'  # scrolls sideways on a phone
 
 
-@piece("runstamp")
-def stamp(build: Build, name):
+@piece("stamp", captures=1, kind="run")
+def stamp_run(build: Build, record):
+    name = record.removeprefix("run-")
     r = build.run_record(name)
     took = "< 1 s" if r["wall_s"] < 1 else f"{r['wall_s']:.0f} s"
     return tables.environment(r, "Measured", f"run `{name}`: {took}")
@@ -109,7 +111,7 @@ def ceilings(build: Build):
 
 @piece("sweep-table")
 def sweep_table(build: Build, d):
-    paths = [p for p in PATHS if _sweep_points(build, d, p)]
+    paths = [p for p in select(sweep=True) if _sweep_points(build, d, p)]
     lens = sorted({r["shape"][2] for r in build.run("sweep")})
     rows = []
     for s in lens:
@@ -182,9 +184,6 @@ def roofline_table(build: Build):
                             "of the roof"], rows, "lrrrrr")
 
 
-COUNTED = ["efficient", "flash", "cudnn", "flex", "sage", "fa4"]  # fused paths with counters at the long shape
-
-
 @piece("counters-roofline")
 def counters_roofline(build: Build):
     """Each fused path at the long shape placed by what Nsight Compute measured: its DRAM bytes and the
@@ -192,8 +191,8 @@ def counters_roofline(build: Build):
     c = build.run("ceilings")
     ridge = c["matmul_tflops"] * 1e3 / c["copy_gbs"]  # FLOP per byte where the two roofs meet
     rows = []
-    for stage in COUNTED:
-        measured = build.counters(f"{stage}-1x16x8192x128")
+    for stage, record in counted_at(LONG_SHAPE):
+        measured = build.counters(record)
         if measured is None:
             continue
         kernels = measured["kernels"]
@@ -206,7 +205,7 @@ def counters_roofline(build: Build):
                      f"**{counter_verdict(main)}**"))
     return (tables.table(["path", "DRAM bytes (measured)", "FLOP / DRAM byte", "TFLOP/s (kernel time, Nsight Compute)",
                           "tensor pipe (longest kernel)", "DRAM throughput", "verdict (longest kernel)"], rows, "lrrrrrl")
-            + f"\n\nShape B=1, H=16, S=8192, D=128, bf16, causal; FLOPs by the causal model (4·B·H·S²·D/2), "
+            + f"\n\nShape {dims(LONG_SHAPE)}, bf16, causal; FLOPs by the causal model (4·B·H·S²·D/2), "
               f"bytes and kernel time measured by Nsight Compute over one forward. The ridge point of the "
               f"measured ceilings is {ridge:.0f} FLOP per byte.")
 
@@ -371,11 +370,11 @@ HARDWARE = {  # what the H200 is and does, from the device query and measurement
 }
 
 
-@piece("hw", inline=True)
-def hardware(build: Build, field):
+@piece("value", captures=1, inline=True, kind="run")
+def value_run(build: Build, record, field):
     """One hardware figure of this H200 inline in prose, from the device query or a measurement."""
-    if field not in HARDWARE:
-        raise KeyError(f"unknown hardware figure {field!r} (known: {', '.join(HARDWARE)})")
+    if record != "run-hardware" or field not in HARDWARE:
+        raise KeyError(f"unknown value {record} {field} (known: run-hardware {{{', '.join(HARDWARE)}}})")
     return HARDWARE[field](build.run("hardware"))
 
 

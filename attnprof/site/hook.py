@@ -18,7 +18,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from attnprof import store
+from attnprof import records, store
 from attnprof.site import notebooks
 from attnprof.site.build import Build
 
@@ -30,7 +30,7 @@ def _recapture(records):
     from attnprof.measure.capture import capture
     log.info("recapturing on this GPU: %s", ", ".join(records))
     for record in records:
-        stage, shape, dtype_name = store.parse_record(record)
+        stage, shape, dtype_name = records.parse_record(record)
         for result in capture([stage], shape, dtype_name, store.CAPTURES):
             if "error" in result:
                 log.warning("recapture of %s failed: %s", record, result["error"])
@@ -42,7 +42,7 @@ def on_config(config):
     mode = os.environ.get("ATTNPROF_RECAPTURE", "auto")
     if mode not in ("auto", "always", "never"):
         raise PluginError(f"ATTNPROF_RECAPTURE={mode!r} is not understood: use auto, always or never")
-    if mode == "always" or (mode == "auto" and shutil.which("nvidia-smi") and store.stale_records()):
+    if mode == "always" or (mode == "auto" and shutil.which("nvidia-smi") and records.problems(kinds=[records.STAGE])):
         try:
             import torch  # only where a GPU may be: importing torch is most of a CPU build's time
             gpu = torch.cuda.is_available()
@@ -51,8 +51,8 @@ def on_config(config):
         if mode == "always" and not gpu:
             raise PluginError("ATTNPROF_RECAPTURE=always needs a CUDA GPU and PyTorch, and this machine lacks one")
         if gpu:
-            _recapture(store.site_records() if mode == "always" else list(store.stale_records()))
-    problems = store.problems()
+            _recapture(records.STAGE.records() if mode == "always" else list(records.problems(kinds=[records.STAGE])))
+    problems = records.problems()
     if problems and config.strict:  # raised, not logged: `mkdocs build -q --strict` drops warnings
         raise PluginError("\n".join(problems.values()))
     for why in problems.values():

@@ -12,8 +12,8 @@ from string import Template
 
 import nbformat
 
-from .. import store
-from ..stages import LADDER, ROOT, STAGES, Stage, fill_includes
+from .. import procedure
+from ..stages import ROOT, STAGES, Stage, fill_includes, ladder
 
 OUT = ROOT / ".cache" / "notebooks"
 TEMPLATE = Path(__file__).with_name("notebook.py.tmpl")
@@ -24,7 +24,7 @@ def cells(stage: Stage) -> list[tuple[str, str]]:
     """(kind, source) of each cell, kind "markdown" or "code", for this stage."""
     text = Template(TEMPLATE.read_text()).substitute(
         title=stage.title, name=stage.name, snippet=stage.snippet, backend=repr(stage.backend),
-        label=repr(store.LABEL), warmup_calls=store.WARMUP_CALLS, schedule=repr(store.SCHEDULE))
+        label=repr(procedure.LABEL), warmup_calls=procedure.WARMUP_CALLS, schedule=repr(procedure.SCHEDULE))
     parts = CELL.split(fill_includes(text))[1:]  # the header before the first cell is not a cell
     out = []
     for tag, body in zip(parts[::2], parts[1::2]):
@@ -49,7 +49,7 @@ def write_all(out: Path = OUT) -> dict[str, Path]:
     """Write every stage's notebook (only when its text changed); returns {site path: file}."""
     out.mkdir(parents=True, exist_ok=True)
     written = {}
-    for stage in (STAGES[name] for name in LADDER):
+    for stage in (STAGES[name] for name in ladder()):
         path = out / f"{stage.name}.ipynb"
         text = nbformat.writes(notebook(stage))
         if not path.exists() or path.read_text() != text:

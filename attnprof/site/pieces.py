@@ -5,10 +5,10 @@ What a piece reads is declared where it is registered (see registry.py).
 """
 from __future__ import annotations
 
-from .. import a100, names, oplist, store
+from .. import a100, names, oplist, records
 from .. import trace as traces
 from ..flops import causal_flops
-from ..stages import LADDER, PROVIDERS, STAGES
+from ..stages import STAGES, ladder, select
 from ..text import shape, us
 from . import plots, tables
 from .build import Build
@@ -31,7 +31,7 @@ def stamp(build: Build, record):
     return tables.stamp(build.summary(record))
 
 
-@piece("table", captures=1)
+@piece("key-averages", captures=1)
 def key_averages(build: Build, record):
     return tables.key_averages(build.summary(record))
 
@@ -186,7 +186,7 @@ def counter(build: Build, record, kernel, field):
 def counters(build: Build, record):
     measured = build.counters(record)
     if measured is None:
-        return problem_box(build.problems.get(f"{record}.counters") or store.counters_status(record, build.folder))
+        return problem_box(build.problems.get(f"{record}.counters") or records.status(f"{record}.counters", build.folder))
     return tables.counters(measured, build.summary(record))
 
 
@@ -291,7 +291,7 @@ def kernel_compare(build: Build, *records):
 def providers(build: Build):
     """Every third-party provider: where it comes from, its layout, and whether it ran here."""
     rows, reasons = [], []
-    for name in PROVIDERS:
+    for name in select(group="provider"):
         st = STAGES[name]
         if name in build.problems:
             status = f"capture not usable: {tables.cell(build.problems[name])}"
@@ -327,7 +327,7 @@ LESSONS = {
 @piece("glance")
 def glance(build: Build):
     rows = []
-    for name in LADDER:
+    for name in ladder():
         link = f"[{STAGES[name].title}]({name}.md)"
         if name in build.problems:
             rows.append((link, "capture not usable", *["—"] * 6, tables.cell(build.problems[name])))
@@ -348,7 +348,7 @@ def glance(build: Build):
 def glance_a100(build: Build):
     """Each rung here beside the post's A100 figures: ops, device time, their ratio, CPU time."""
     rows = []
-    for name in LADDER:
+    for name in ladder():
         if name in build.problems or build.is_unavailable(name):
             continue
         s, ref = build.summary(name), a100.FIGURES[name]

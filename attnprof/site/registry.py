@@ -2,23 +2,32 @@
 
 A piece is a function `(build, *args, **keywords) -> Markdown`, registered with what it reads:
 
-    @piece("ops", captures=1)            # one capture: the first argument is its record
-    @piece("diff", captures=2)           # two captures
-    @piece("compare", captures=ALL)      # every argument is a record
-    @piece("glance")                     # no capture named: reads the run records or many captures itself
+    @piece("ops", captures=1)                  # one record: the first argument names it
+    @piece("ops", captures=1, kind="backward")  # the same piece for another kind of record
+    @piece("diff", captures=2)                 # two records
+    @piece("compare", captures=ALL)            # every argument is a record
+    @piece("glance")                           # no record named: reads runs or many captures itself
 
-A piece over captures renders as a box when one of them cannot be used (missing, corrupt, stale),
-and as "not available on this machine" when its capture says so, unless it is declared to render for
-an unavailable stage (`unavailable=True`). A piece that names no capture renders a box for a missing
-or corrupt run record.
+One name, one meaning: `ops`, `stamp`, `value`, `trace`... render any kind of record, and the
+dispatcher picks the function registered for the kind of the record named (records.kind_of), and
+for a backward record without one of its own, the stage record's (both are profiled captures). The
+function for kind K of piece P is named P (stage records) or P_K. MODULES lists every module that
+registers pieces; `load()` imports them, once, explicitly.
+
+A piece over records renders as a box when one of them cannot be used (missing, corrupt, stale),
+and as "not available" when its capture says so, unless it is declared to render for an unavailable
+stage (`unavailable=True`). Any other error is the piece's own fault and fails the build.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
+import importlib
+
+from .. import records
 from . import tables
-from .build import Build
+from .build import Build, RecordUnusable
 
 ALL = -1  # captures=ALL: every positional argument is a record
 
@@ -30,18 +39,47 @@ class Piece:
     captures: int = 0
     unavailable: bool = False  # renders for a stage that could not run here
     inline: bool = False  # renders inside a sentence, so a problem is a short note rather than a box
+    kind: str | None = None  # the kind of record it renders (records.KINDS); None: names no record
 
 
-PIECES: dict[str, Piece] = {}
+PIECES: dict[str, dict[str | None, Piece]] = {}  # name -> kind -> piece
+MODULES = ("pieces", "training", "findings", "claims")  # every module that registers pieces
 
 
-def piece(name: str, captures: int = 0, unavailable: bool = False, inline: bool = False):
+def piece(name: str, captures: int = 0, unavailable: bool = False, inline: bool = False, kind: str | None = None):
+    kind = kind or ("stage" if captures else None)
+
     def register(render):
-        if name in PIECES:
-            raise ValueError(f"piece {name!r} is registered twice")
-        PIECES[name] = Piece(name, render, captures, unavailable, inline)
+        if kind in PIECES.setdefault(name, {}):
+            raise ValueError(f"piece {name!r} is registered twice for {kind or 'no'} records")
+        PIECES[name][kind] = Piece(name, render, captures, unavailable, inline, kind)
         return render
     return register
+
+
+def load():
+    """Import every module that registers pieces (each registers on its first import only)."""
+    for module in MODULES:
+        importlib.import_module(f"{__package__}.{module}")
+
+
+def lookup(name: str, args: list[str]) -> Piece:
+    """The piece `name` for the kind of record its first argument names."""
+    load()
+    if name not in PIECES:
+        raise KeyError(f"unknown piece {name!r} (known: {', '.join(sorted(PIECES))})")
+    by_kind = PIECES[name]
+    if None in by_kind:
+        return by_kind[None]
+    first = next((a for a in args if "=" not in a), None)
+    if first is None:
+        raise TypeError(f"piece {name!r} needs a record name")
+    kind = records.kind_of(first).name
+    if kind == "backward" and kind not in by_kind:  # a backward capture is a profiled capture too: ops, a trace
+        kind = "stage"
+    if kind not in by_kind:
+        raise KeyError(f"piece {name!r} renders {', '.join(by_kind)} records, not {first!r} (a {kind} record)")
+    return by_kind[kind]
 
 
 def problem_box(why: str) -> str:
@@ -50,22 +88,18 @@ def problem_box(why: str) -> str:
 
 def expand(build: Build, name: str, args: list[str]) -> str:
     """Render the piece `name` with `args` (positional, and KEY=VALUE keywords) from `build`."""
-    if name not in PIECES:
-        raise KeyError(f"unknown piece {name!r} (known: {', '.join(sorted(PIECES))})")
-    p = PIECES[name]
+    p = lookup(name, args)
     positional = [a for a in args if "=" not in a]
     keywords = dict(a.split("=", 1) for a in args if "=" in a)
-    records = positional if p.captures == ALL else positional[:p.captures]
-    if p.captures and not records:
+    named = positional if p.captures == ALL else positional[:p.captures]
+    if p.captures and not named:
         raise TypeError(f"piece {name!r} needs a capture name")
-    bad = [r for r in records if r in build.problems]
+    bad = [r for r in named if r in build.problems]
     if bad:
         return "**(capture not usable: see the box above)**" if p.inline else problem_box(build.problems[bad[0]])
-    if records and not p.unavailable and build.is_unavailable(records[0]):
-        return tables.unavailable(build.summary(records[0]))
+    if named and not p.unavailable and build.is_unavailable(named[0]):
+        return tables.unavailable(build.summary(named[0]))
     try:
         return p.render(build, *positional, **keywords)
-    except (FileNotFoundError, ValueError) as e:
-        if p.captures:  # the captures were checked above: this is a fault in the piece or its arguments
-            raise
-        return problem_box(str(e))  # a run record missing or corrupt
+    except RecordUnusable as e:  # a record it reads itself (a run) is missing or unusable: `check` lists it too
+        return "**(record not usable: see `python -m attnprof check`)**" if p.inline else problem_box(str(e))

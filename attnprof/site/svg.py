@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import html
 
+from ..stages import STAGES
+
 # one palette: the series colours, and the trace's roles taken from them
 SERIES = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f"]
 ROLE = {"kernel": SERIES[0], "memset": SERIES[1], "memcpy": SERIES[2], "launch": SERIES[4], "cpu": SERIES[7],
         "span": "#bab0ac", "idle": "rgba(128,128,128,.18)"}
 # one colour per attention path (a stage's key), the same on every chart; mid tones that read on a
 # light and on a dark page. None is currentColor, which the charts keep for ceilings (the roof).
-PATH_COLOR = {"naive": "#9d7660", "inplace": "#e15759", "math": "#f28e2b", "efficient": "#499894",
-              "flash": "#4e79a7", "cudnn": "#59a14f", "auto": "#79706e", "flex": "#8c6bb1", "sage": "#e377c2",
-              "hub": "#8cd17d", "fa4": "#b6992d"}
+PATH_COLOR = {s.name: s.color for s in STAGES.values() if s.color}
 BACKGROUND = "var(--md-default-bg-color, white)"  # the page's own background, for a label's backing (in style=)
 # greys that read on a light and on a dark page; text takes the page's own colour (currentColor)
 GRID, FRAME, MUTED, CONNECTOR, INK = "rgba(128,128,128,.25)", "rgba(128,128,128,.6)", "#8a8a8a", "#999", "currentColor"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .. import names, oplist, trace
 from ..oplist import KIND_LABEL
-from ..stages import PROVIDERS
+from ..stages import STAGES
 from ..text import shape, size, us
 from . import plots, tables
 from .build import Build
@@ -29,13 +29,13 @@ def grad_error(s: dict) -> float:
 
 # ---- the backward pass ---------------------------------------------------------------------------
 
-@piece("bwd-compare", captures=ALL, unavailable=True)
-def bwd_compare(build: Build, *records):
+@piece("compare", captures=ALL, unavailable=True, kind="backward")
+def compare_backward(build: Build, *records):
     """Every backend's backward side by side: ops, threads, time, TFLOP/s, gradients' error."""
     rows = []
     for record in records:
         s = build.summary(record)
-        link = f"[{title(s)}]({'fused' if s['stage'] in PROVIDERS else s['stage']}.md)"
+        link = f"[{title(s)}]({'fused' if STAGES[s['stage']].group == 'provider' else s['stage']}.md)"
         if "unavailable" in s:
             rows.append((link, f"not available here: {tables.cell(s['unavailable'])}", *["—"] * 6))
             continue
@@ -51,8 +51,8 @@ def bwd_compare(build: Build, *records):
               f"count of what each kernel does.")
 
 
-@piece("bwd-saved", captures=ALL, unavailable=True)
-def bwd_saved(build: Build, *records):
+@piece("saved", captures=ALL, unavailable=True, kind="backward")
+def saved(build: Build, *records):
     """What each backend's forward hands to autograd for the backward (saved_tensors_hooks, in order), and
     the memory that holds it."""
     rows = []
@@ -76,8 +76,8 @@ def bwd_saved(build: Build, *records):
         "`backward()` beyond what was live before the forward, the three gradients included.")
 
 
-@piece("bwd-ops", captures=1)
-def bwd_ops(build: Build, record):
+@piece("ops", captures=1, kind="backward")
+def ops_backward(build: Build, record):
     """One backward's device ops in launch order, with the autograd node that launched each."""
     s = build.summary(record)
     rows = []
@@ -109,24 +109,24 @@ BWD_VALUES = {
 }
 
 
-@piece("bwd-value", captures=1, unavailable=True, inline=True)
-def bwd_value(build: Build, record, field):
+@piece("value", captures=1, unavailable=True, inline=True, kind="backward")
+def value_backward(build: Build, record, field):
     """One number of a backward capture, inline in prose."""
     if field not in BWD_VALUES:
         raise KeyError(f"unknown value {field!r} (known: {', '.join(BWD_VALUES)})")
     return BWD_VALUES[field](build.summary(record))
 
 
-@piece("bwd-table", captures=1)
-def bwd_table(build: Build, record):
+@piece("key-averages", captures=1, kind="backward")
+def key_averages_backward(build: Build, record):
     s = build.summary(record)
     steps = len(s["ops_per_backward_each"])
     return tables.key_averages(s) + (f"\n\n`key_averages()` over the whole profile: {steps} forwards and {steps} "
                                      f"backwards, autograd's thread included.")
 
 
-@piece("bwd-download", captures=1, inline=True)
-def bwd_download(build: Build, record):
+@piece("download", captures=1, inline=True, kind="backward")
+def download_backward(build: Build, record):
     return (f"[:material-download: {record}.trace.json.gz](captures/{record}.trace.json.gz) · "
             f"[summary JSON](captures/{record}.json)")
 
@@ -143,8 +143,8 @@ def per_rank(s: dict, value) -> str:
     return "<br>".join(f"{r['rank']}:&nbsp;{value(r)}" for r in s["ranks"])
 
 
-@piece("cp-compare", captures=ALL)
-def cp_compare(build: Build, *records):
+@piece("compare", captures=ALL, kind="cp")
+def compare_cp(build: Build, *records):
     """Context-parallel captures side by side: one GPU against the ring, communication hidden, correctness."""
     rows = []
     for record in records:
@@ -167,8 +167,8 @@ def cp_compare(build: Build, *records):
         f"float64 attention over all keys.")
 
 
-@piece("cp-ranks", captures=1)
-def cp_ranks(build: Build, record):
+@piece("ranks", captures=1, kind="cp")
+def ranks(build: Build, record):
     """Per rank: which positions it holds, its causal work, its forward, and its communication."""
     s = build.summary(record)
     total = sum(r["causal_pairs"] for r in s["ranks"])
@@ -189,8 +189,8 @@ def cp_ranks(build: Build, record):
         "correlation inside that rank's annotated forward.")
 
 
-@piece("cp-ops", captures=1)
-def cp_ops(build: Build, record, rank="0"):
+@piece("ops", captures=1, kind="cp")
+def ops_cp(build: Build, record, rank="0"):
     """One rank's forward, in launch order."""
     r = build.summary(record)["ranks"][int(rank)]
     rows = [(i, us(op["start_us"]), us(op["duration_us"]), tables.kernel(op["name"]), names.explain(op["name"])["library"],
@@ -202,8 +202,8 @@ def cp_ops(build: Build, record, rank="0"):
         f"of the annotated forward on the CPU.")
 
 
-@piece("cp-stamp", captures=1)
-def cp_stamp(build: Build, record):
+@piece("stamp", captures=1, kind="cp")
+def stamp_cp(build: Build, record):
     s = build.summary(record)
     detail = (f"{s['world_size']} ranks, shape {tuple(s['shape'])} bf16, causal, rotation {s['rotate']}, "
               f"{'head-and-tail' if s['load_balance'] else 'no'} load balance · code hash `{s['source_hash']}`")
@@ -225,8 +225,8 @@ CP_VALUES = {
 }
 
 
-@piece("cp-value", captures=1, inline=True)
-def cp_value(build: Build, record, field):
+@piece("value", captures=1, inline=True, kind="cp")
+def value_cp(build: Build, record, field):
     """One number of a context-parallel capture, inline in prose: a run's (speedup) or a rank's (rank0.exposed)."""
     s = build.summary(record)
     if field.startswith("rank") and "." in field:
@@ -238,8 +238,8 @@ def cp_value(build: Build, record, field):
     raise KeyError(f"unknown value {field!r} (known: {', '.join(CP_VALUES)}, rankN.{{{','.join(RANK_VALUES)}}})")
 
 
-@piece("cp-trace", captures=1)
-def cp_trace(build: Build, record):
+@piece("trace", captures=1, kind="cp")
+def trace_cp(build: Build, record):
     return (f"{plots.ranks_timeline(build.summary(record), build.trace(record))}\n\n"
             f"*One forward on each rank, lined up on the trace's clock: per rank, its compute kernels and its NCCL "
             f"kernels. Hover a bar for its name and duration.* "

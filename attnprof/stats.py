@@ -1,0 +1,11 @@
+"""Statistics of repeated timings, the same wherever a record is made or checked (no torch)."""
+from __future__ import annotations
+
+import statistics
+
+
+def event_stats(times: list[float]) -> dict:
+    """Median, 10th and 90th percentile (the sample at that rank) of CUDA-event times, in µs."""
+    ranked = sorted(times)
+    return {"event_median_us": statistics.median(times), "event_p10_us": ranked[len(times) // 10],
+            "event_p90_us": ranked[len(times) * 9 // 10]}
