@@ -13,12 +13,12 @@ def us(x: float | None) -> str:
 
 
 def shape(dims, sep: str = "×") -> str:
-    """(8, 16, 1024, 64) as 8×16×1024×64."""
+    """A shape as 8×16×1024×64 (with sep="x": 8x16x1024x64)."""
     return sep.join(map(str, dims))
 
 
 def dims(shape) -> str:
-    """(1, 16, 8192, 128) as B=1, H=16, S=8192, D=128, the way captions name a shape."""
+    """A shape as B=1, H=16, S=8192, D=128, the way captions name it."""
     return ", ".join(f"{k}={v}" for k, v in zip("BHSD", shape))
 
 

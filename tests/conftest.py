@@ -9,20 +9,36 @@ import pytest
 from attnprof import trace
 from attnprof.stages import ROOT
 
-FIXTURES = Path(__file__).parent / "fixtures"
-LABEL = "attention_forward"
+FIXTURES = Path(__file__).parent / "fixtures"  # real H200 traces: h200-<record>.trace.json.gz
+
+
+def pytest_collection_modifyitems(items):
+    """Mark the tests that read the fixture traces, so `-m gpu_fixture` picks the trace analysis alone."""
+    for item in items:
+        if "h200" in getattr(item, "fixturenames", ()) or "fixtures_dir" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.gpu_fixture)
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir():
+    return FIXTURES
 
 
 @pytest.fixture(scope="session")
 def h200():
-    """Load a committed H200 trace fixture by stage name."""
+    """Load a committed H200 trace fixture by record name (`flash`, `flash-bwd`, `cp-w2`...)."""
     cache = {}
 
-    def load(stage):
-        if stage not in cache:
-            cache[stage] = trace.load(FIXTURES / f"h200-{stage}.trace.json.gz")
-        return cache[stage]
+    def load(record):
+        if record not in cache:
+            cache[record] = trace.load(FIXTURES / f"h200-{record}.trace.json.gz")
+        return cache[record]
     return load
+
+
+@pytest.fixture(scope="session")
+def build_site():
+    return build
 
 
 def build(dest, strict=True, env_extra=None):

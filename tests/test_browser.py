@@ -14,7 +14,9 @@ import urllib.request
 
 import pytest
 
-from attnprof import store
+pytestmark = pytest.mark.browser
+
+from attnprof import records, store
 from attnprof.stages import ladder, ROOT
 
 ARTIFACTS = ROOT / "tests" / "artifacts"

@@ -7,7 +7,7 @@ import shutil
 import pytest
 import torch
 
-from attnprof import stages, store, trace
+from attnprof import records, stages, store, trace
 from attnprof.cli import main
 from attnprof.measure import capture
 from attnprof.stages import ProviderUnavailable
@@ -60,7 +60,7 @@ def test_a_backend_that_cannot_run_keeps_the_existing_capture(on_cpu, folder, mo
         return forward
     monkeypatch.setattr(stages.Stage, "prepare", prepare)
     before = files(folder)
-    [result] = capture.capture(["naive"], store.DEFAULT_SHAPE, "bf16", folder)
+    [result] = capture.capture(["naive"], stages.DEFAULT_SHAPE, "bf16", folder)
     assert result["kept"] == "kept the capture of 2026-11-30: No available kernel. Aborting execution."
     assert files(folder) == before
 
@@ -68,7 +68,7 @@ def test_a_backend_that_cannot_run_keeps_the_existing_capture(on_cpu, folder, mo
 def test_unavailable_is_recorded_where_no_capture_exists_or_when_asked(on_cpu, folder, tmp_path, monkeypatch, capsys):
     not_installed(monkeypatch)
     empty = tmp_path / "empty"
-    [result] = capture.capture(["sage"], store.DEFAULT_SHAPE, "bf16", empty)
+    [result] = capture.capture(["sage"], stages.DEFAULT_SHAPE, "bf16", empty)
     assert "No module named 'sageattention'" in json.loads((empty / "sage.json").read_text())["unavailable"]
     assert [p.name for p in empty.iterdir()] == ["sage.json"]
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from attnprof import store
+from attnprof import records, store
 from attnprof.cli import main
 from attnprof.stages import ladder, ROOT
 
@@ -49,7 +49,7 @@ def test_check_reports_missing_and_stale(tmp_path):
     stale = json.loads((folder / "naive.json").read_text())
     stale["key"] = "0" * 16  # as if snippets/naive.py had changed since the capture
     (folder / "naive.json").write_text(json.dumps(stale))
-    problems = store.stale_records(folder)
+    problems = records.problems(folder, kinds=[records.STAGE])
     assert set(problems) == {"flash", "naive"}
     assert "missing" in problems["flash"] and "stale" in problems["naive"]
     assert all("python -m attnprof capture" in why for why in problems.values())
@@ -138,10 +138,10 @@ def committed_captures():
 
 
 def test_every_committed_summary_is_derivable_from_its_trace():
-    records = committed_captures()
-    assert len(records) >= 14  # the ladder, the providers that ran, the long shapes
-    for record in records:
-        assert records.disagreement(record, records.load_summary(record)) is None, record
+    names = committed_captures()
+    assert len(names) >= 14  # the ladder, the providers that ran, the long shapes
+    for record in names:
+        assert records.disagreement(record, records.load_summary(record), store.CAPTURES) is None, record
 
 
 def _tamper_device_time(s):
@@ -304,29 +304,6 @@ def test_comments_and_blank_lines_do_not_change_a_snippets_hash(tmp_path, monkey
     assert records.status("naive") is None
     (snippets / "naive.py").write_text(source.replace("def attention(", "SCALE = 1.0\n\n\ndef attention(", 1))
     assert "stale" in records.status("naive")
-
-
-def test_rekey_changes_only_keys_and_only_where_the_snippet_is_unchanged(tmp_path):
-    import hashlib
-    from attnprof.stages import SNIPPETS, get_stage
-    folder = tmp_path / "captures"
-    shutil.copytree(store.CAPTURES, folder)
-    byte_hash = lambda stage: hashlib.sha256((SNIPPETS / f"{stage.snippet}.py").read_bytes()).hexdigest()[:16]
-    for record, snippet_changed in (("naive", False), ("flash", True)):  # as the captures were before the migration
-        s = json.loads((folder / f"{record}.json").read_text())
-        stage = get_stage(record)
-        source_hash = byte_hash(stage) if not snippet_changed else "0" * 16
-        s["key"] = records.capture_key(stage, records.settings(s["shape"], s["dtype"]), source_hash)
-        (folder / f"{record}.json").write_text(json.dumps(s, indent=1) + "\n")
-        counters = json.loads((folder / f"{record}.counters.json").read_text())  # keyed like its capture
-        (folder / f"{record}.counters.json").write_text(json.dumps({**counters, "key": s["key"]}, indent=1) + "\n")
-    before = json.loads((folder / "naive.json").read_text())
-    assert store.rekey(folder) == ["naive.counters", "naive"]
-    after = json.loads((folder / "naive.json").read_text())
-    assert {k for k in before if before[k] != after[k]} == {"key"}  # source_hash was already the new one
-    assert records.status("naive", folder) is None and "stale" in records.status("flash", folder)
-    assert store.counters_status("naive", folder) is None and "stale" in store.counters_status("flash", folder)
-    assert store.rekey(folder) == []
 
 
 def test_the_pages_code_prints_nothing_into_the_test_output():

@@ -5,15 +5,15 @@ import shutil
 
 import pytest
 
-from attnprof import counters, store
+from attnprof import counters, records, store
 from attnprof.cli import main
 
 
 def test_every_committed_record_is_its_report_parsed():
-    for record in store.counter_records():
+    for record in [r.removesuffix(".counters") for r in records.COUNTERS.records()]:
         report = (store.CAPTURES / f"{record}.ncu.csv").read_text()
         assert counters.parse_csv(report) == records.load_counters(record)["kernels"], record
-        assert store.counters_status(record) is None, record
+        assert records.status(f"{record}.counters") is None, record
 
 
 def test_math_runs_its_fp32_gemms_on_the_fma_pipe():
@@ -65,7 +65,7 @@ def test_a_tampered_record_is_caught(tmp_path, monkeypatch):
     record = json.loads(path.read_text())
     record["kernels"][0]["warps_active_pct"] = 50.0
     path.write_text(json.dumps(record))
-    why = store.counters_status("flash", tmp_path)
+    why = records.status("flash.counters", tmp_path)
     assert why and "disagree with their ncu report" in why and "attnprof counters flash" in why
     assert main(["check", "--captures", str(tmp_path)]) == 1
 

@@ -3,7 +3,7 @@ import pytest
 
 from attnprof import trace
 from attnprof.stages import STAGES
-from tests.conftest import LABEL
+from attnprof.procedure import LABEL
 
 
 def median_gaps(h200, stage):

@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from attnprof import names, store, trace
+from attnprof import names, records, store, trace
 from attnprof.cli import main
-from tests.conftest import LABEL
+from attnprof.procedure import LABEL
 
 # Names the post printed from its A100 traces (attnprof/a100.py cites the post).
 A100 = {

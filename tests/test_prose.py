@@ -1,7 +1,7 @@
 """Sentences in the chapters that state what the captures show are checked here against the committed
 captures, so a recapture that changes the picture fails the tests instead of leaving the prose wrong."""
 from attnprof import names
-from attnprof import store
+from attnprof import records, store
 
 summary = records.load_summary
 

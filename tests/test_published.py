@@ -6,9 +6,12 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-from attnprof import store
+import pytest
+
+from attnprof import records, store
 
 ABSOLUTE_PATH = re.compile(r"(?:^|[\s'\"(=])/(?:home|root|tmp|opt|usr|var|work|Users|mnt|srv)/")
+pytestmark = pytest.mark.site
 PAGE_LIMIT = 1_000_000  # bytes: HTML plus its own images, scripts and stylesheets (traces excluded)
 
 

@@ -5,11 +5,11 @@ import xml.etree.ElementTree as ET
 import markdown
 import pytest
 
-from attnprof import store, trace
+from attnprof import records, store, trace
 from attnprof.site import extension, plots, tables
 from attnprof.site.build import Build
 from attnprof.site.registry import PIECES, expand
-from tests.conftest import LABEL
+from attnprof.procedure import LABEL
 
 MASKED_FILL = next(op["name"] for op in records.load_summary("naive")["ops"] if "masked_fill" in op["name"])
 
@@ -62,8 +62,8 @@ def test_problem_captures_render_as_a_box():
 
 
 def test_registry_declares_what_each_piece_reads():
-    assert PIECES["ops"].captures == 1 and PIECES["diff"].captures == 2 and PIECES["glance"].captures == 0
-    assert PIECES["stamp"].unavailable and not PIECES["ops"].unavailable and PIECES["value"].inline
+    assert PIECES["ops"][None if "ops" == "glance" else "stage"].captures == 1 and PIECES["diff"][None if "diff" == "glance" else "stage"].captures == 2 and PIECES["glance"][None if "glance" == "glance" else "stage"].captures == 0
+    assert PIECES["stamp"][None if "stamp" == "glance" else "stage"].unavailable and not PIECES["ops"][None if "ops" == "glance" else "stage"].unavailable and PIECES["value"][None if "value" == "glance" else "stage"].inline
 
 
 def test_an_unavailable_stage_renders_a_note_not_a_table(build):

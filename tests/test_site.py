@@ -4,9 +4,11 @@ import shutil
 
 import pytest
 
-from attnprof import store
+pytestmark = pytest.mark.site  # builds the whole site
+
+from attnprof import records, store
 from attnprof.stages import ladder
-from tests.conftest import build
+
 
 
 def test_every_stage_chapter_has_table_op_list_trace_and_stamp(site):
@@ -32,14 +34,14 @@ def test_notebooks_are_built_and_downloadable(site):
         assert any("profile_forward" in "".join(c["source"]) for c in nb["cells"])
 
 
-def test_a_corrupt_capture_fails_the_strict_build_in_one_line(tmp_path):
+def test_a_corrupt_capture_fails_the_strict_build_in_one_line(tmp_path, build_site):
     folder = tmp_path / "captures"
     shutil.copytree(store.CAPTURES, folder)
     (folder / "inplace.json").write_text("{ truncated")
-    r = build(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    r = build_site(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
     assert r.returncode != 0
     assert "capture inplace.json is corrupt" in r.stderr and "python -m attnprof capture inplace" in r.stderr
-    r = build(tmp_path / "site2", strict=False, env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    r = build_site(tmp_path / "site2", strict=False, env_extra={"ATTNPROF_CAPTURES": str(folder)})
     assert r.returncode == 0, r.stderr
     page = (tmp_path / "site2" / "inplace" / "index.html").read_text()
     assert "Capture not usable" in page and "corrupt" in page
@@ -75,11 +77,11 @@ def test_pages_beyond_the_post_are_built_from_the_runs(site):
     (lambda folder: (folder / "cudnn.trace.json.gz").unlink(), "trace of 'cudnn' is missing"),
     (lambda folder: _stale(folder / "math.json"), "capture 'math' is stale"),
 ])
-def test_missing_or_stale_captures_fail_the_strict_build(tmp_path, damage, message):
+def test_missing_or_stale_captures_fail_the_strict_build(tmp_path, damage, message, build_site):
     folder = tmp_path / "captures"
     shutil.copytree(store.CAPTURES, folder)
     damage(folder)
-    r = build(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    r = build_site(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
     assert r.returncode != 0 and message in r.stderr and "python -m attnprof capture" in r.stderr
 
 
@@ -122,11 +124,11 @@ def _tamper(path, change):
     (lambda s: s.update(forward_device_us=194.847), "forward_device_us 194.847 (the trace: 94.847)"),
     (lambda s: s["ops"][0].update(duration_us=s["ops"][0]["duration_us"] + 10), "ops[0].duration_us"),
 ])
-def test_a_summary_that_disagrees_with_its_trace_fails_the_strict_build_in_one_line(tmp_path, change, message):
+def test_a_summary_that_disagrees_with_its_trace_fails_the_strict_build_in_one_line(tmp_path, change, message, build_site):
     folder = tmp_path / "captures"
     shutil.copytree(store.CAPTURES, folder)
     _tamper(folder / "flash.json", change)
-    r = build(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    r = build_site(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
     assert r.returncode != 0
     [line] = [l for l in r.stderr.splitlines() if "flash.json" in l]
     assert "disagrees with its trace flash.trace.json.gz" in line and message in line

@@ -5,7 +5,7 @@ import gzip
 import pytest
 
 from attnprof import names, oplist, trace
-from tests.conftest import FIXTURES, LABEL
+from attnprof.procedure import LABEL
 
 
 def kinds(fwd):
@@ -114,11 +114,11 @@ def test_a_summary_is_what_its_trace_says(h200):
     assert len(found) == 2 and found[0].startswith("cpu_forward_us") and found[1].startswith("ops[0].name")
 
 
-def test_bad_traces_raise_one_clear_error(tmp_path, h200):
+def test_bad_traces_raise_one_clear_error(tmp_path, fixtures_dir):
     with pytest.raises(trace.TraceError, match="missing"):
         trace.load(tmp_path / "nope.trace.json.gz")
     truncated = tmp_path / "cut.trace.json.gz"
-    truncated.write_bytes((FIXTURES / "h200-naive.trace.json.gz").read_bytes()[:500])
+    truncated.write_bytes((fixtures_dir / "h200-naive.trace.json.gz").read_bytes()[:500])
     with pytest.raises(trace.TraceError, match="unreadable"):
         trace.load(truncated)
     notrace = tmp_path / "x.trace.json.gz"

@@ -6,30 +6,20 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from attnprof import names, records, store, trace
+from attnprof.stages import select
 from attnprof.cli import main
-from attnprof.site import plots, training  # noqa: F401  (importing training registers its pieces)
+from attnprof.site import plots
 from attnprof.site.build import Build
 from attnprof.site.registry import expand
-from tests.conftest import FIXTURES, LABEL
+from attnprof.procedure import LABEL
 
 BWD = records.BWD_LABEL
 
 
-@pytest.fixture(scope="module")
-def fixture():
-    cache = {}
-
-    def load(name):
-        if name not in cache:
-            cache[name] = trace.load(FIXTURES / f"{name}.trace.json.gz")
-        return cache[name]
-    return load
-
-
 # ---- the backward, launched from autograd's thread -----------------------------------------------
 
-def test_backward_launches_are_on_autograd_thread_not_the_calling_one(fixture):
-    t = fixture("h200-flash-bwd")
+def test_backward_launches_are_on_autograd_thread_not_the_calling_one(h200):
+    t = h200("flash-bwd")
     own = trace.forwards(t, BWD)
     followed = trace.forwards(t, BWD, follow_autograd=True)
     assert len(own) == len(followed) == 3
@@ -46,13 +36,13 @@ def test_backward_launches_are_on_autograd_thread_not_the_calling_one(fixture):
     assert engine_tids and ann["tid"] not in engine_tids
 
 
-def test_forwards_in_the_same_trace_are_counted_as_before(fixture):
-    fwds = trace.forwards(fixture("h200-flash-bwd"), LABEL)
+def test_forwards_in_the_same_trace_are_counted_as_before(h200):
+    fwds = trace.forwards(h200("flash-bwd"), LABEL)
     assert [len(f.ops) for f in fwds] == [1, 1, 1] and "flash_fwd_kernel" in fwds[0].ops[0].name
 
 
-def test_naive_backward_op_by_op(fixture):
-    bwd = trace.forwards(fixture("h200-naive-bwd"), BWD, follow_autograd=True)[0]
+def test_naive_backward_op_by_op(h200):
+    bwd = trace.forwards(h200("naive-bwd"), BWD, follow_autograd=True)[0]
     kinds = [op.kind for op in bwd.ops]
     assert kinds == ["kernel", "memset", "kernel", "kernel", "kernel", "memcpy", "kernel", "kernel", "kernel",
                      "kernel", "kernel"]
@@ -64,8 +54,8 @@ def test_naive_backward_op_by_op(fixture):
     assert owner == [f"{trace.AUTOGRAD_ENGINE}: MaskedFillBackward0"]
 
 
-def test_following_autograd_ignores_launches_outside_the_range(fixture):
-    t = copy.deepcopy(fixture("h200-flash-bwd"))
+def test_following_autograd_ignores_launches_outside_the_range(h200):
+    t = copy.deepcopy(h200("flash-bwd"))
     ann = next(e for e in t["traceEvents"] if e.get("cat") == "user_annotation" and e["name"] == BWD)
     engine = next(e for e in t["traceEvents"] if e.get("cat") == "cpu_op" and e["name"].startswith(trace.AUTOGRAD_ENGINE))
     kernel = next(e for e in t["traceEvents"] if e.get("cat") == "kernel")
@@ -78,7 +68,7 @@ def test_following_autograd_ignores_launches_outside_the_range(fixture):
 
 
 def test_backward_summaries_match_their_traces():
-    for stage in records.BACKWARD_STAGES:
+    for stage in select(backward=True):
         record = records.backward_record(stage)
         s = json.loads(store.summary_path(store.CAPTURES, record).read_text())
         bwds = trace.forwards(trace.load(store.trace_path(store.CAPTURES, record)), BWD, follow_autograd=True)
@@ -112,8 +102,8 @@ def test_in_place_masking_is_allowed_by_autograd_and_saves_what_naive_saves():
     assert [op["name"] for op in inplace["ops"]] == [op["name"] for op in naive["ops"]]
 
 
-def test_fwdbwd_arrows_link_the_forward_op_to_its_backward(fixture):
-    t = fixture("h200-flash-bwd")
+def test_fwdbwd_arrows_link_the_forward_op_to_its_backward(h200):
+    t = h200("flash-bwd")
     starts = {e["id"]: e for e in t["traceEvents"] if e.get("cat") == "fwdbwd" and e.get("ph") == "s"}
     ends = [e for e in t["traceEvents"] if e.get("cat") == "fwdbwd" and e.get("ph") == "f"]
     assert ends and all(e["id"] in starts for e in ends)
@@ -148,7 +138,7 @@ def test_backward_kernel_names_decode():
 
 # ---- two ranks -----------------------------------------------------------------------------------
 
-def test_each_rank_of_a_two_gpu_capture_counts_its_own_forward(fixture):
+def test_each_rank_of_a_two_gpu_capture_counts_its_own_forward(h200):
     t = fixture("h200x2-cp-allgather-32768")
     counts, flash_grids = [], []
     for rank in (0, 1):
@@ -165,7 +155,7 @@ def test_each_rank_of_a_two_gpu_capture_counts_its_own_forward(fixture):
         trace.rank_trace(t, 2)
 
 
-def test_ranks_share_one_clock_and_start_together(fixture):
+def test_ranks_share_one_clock_and_start_together(h200):
     t = fixture("h200x2-cp-allgather-32768")
     starts = [[f.start_ts for f in trace.forwards(trace.rank_trace(t, r), LABEL)] for r in (0, 1)]
     durations = [f.device_us for f in trace.forwards(trace.rank_trace(t, 0), LABEL)]
@@ -173,7 +163,7 @@ def test_ranks_share_one_clock_and_start_together(fixture):
         assert abs(a - b) < min(durations)
 
 
-def test_alltoall_rotation_uses_send_recv(fixture):
+def test_alltoall_rotation_uses_send_recv(h200):
     t = fixture("h200x2-cp-alltoall-131072")
     for rank in (0, 1):
         ops = trace.forwards(trace.rank_trace(t, rank), LABEL)[0].ops
@@ -194,7 +184,7 @@ def test_overlap_is_interval_arithmetic():
 
 
 def test_cp_summaries_match_their_traces():
-    for record in records.cp_records():
+    for record in records.CP.records():
         s = json.loads(store.summary_path(store.CAPTURES, record).read_text())
         t = trace.load(store.trace_path(store.CAPTURES, record))
         assert len(s["ranks"]) == s["world_size"] == 2
@@ -211,7 +201,7 @@ def test_cp_summaries_match_their_traces():
         assert (pairs[0] == pairs[1]) == s["load_balance"], record
 
 
-def test_merged_trace_names_a_lane_per_rank(fixture):
+def test_merged_trace_names_a_lane_per_rank(h200):
     t = fixture("h200x2-cp-allgather-32768")
     lanes = {e["args"]["name"] for e in t["traceEvents"] if e.get("ph") == "M" and e.get("name") == "process_name"}
     assert {"rank 0 CPU", "rank 0 GPU 0", "rank 1 CPU", "rank 1 GPU 1"} <= lanes
@@ -241,11 +231,11 @@ def test_check_covers_backward_and_two_gpu_captures(tmp_path, capsys):
     assert records.problems() == {}
     folder = tmp_path / "captures"
     folder.mkdir()
-    record = records.cp_records()[0]
+    record = records.CP.records()[0]
     s = json.loads(store.summary_path(store.CAPTURES, record).read_text())
     (folder / f"{record}.json").write_text(json.dumps(dict(s, key="0" * 16)))
     problems = records.problems(folder)  # the one list that check and the site build refuse
-    assert set(records.all_records()) <= set(problems)
+    assert set(records.BACKWARD.records() + records.CP.records()) <= set(problems)
     assert "stale" in problems[record] and "capture cp" in problems[record]
     assert "missing" in problems["flash-bwd"] and "--backward flash" in problems["flash-bwd"]
     assert main(["check", "--captures", str(folder)]) == 1
@@ -254,12 +244,12 @@ def test_check_covers_backward_and_two_gpu_captures(tmp_path, capsys):
 
 def test_a_training_capture_that_cannot_be_used_renders_as_a_box():
     why = "capture 'flash-bwd' is stale: run it again"
-    build = Build(problems={"flash-bwd": why, records.cp_records()[0]: why})
-    assert "Capture not usable" in expand(build, "bwd-ops", ["flash-bwd"]) and why in expand(build, "bwd-ops", ["flash-bwd"])
-    assert "Capture not usable" in expand(build, "bwd-compare", records.backward_records())
-    assert expand(build, "bwd-value", ["flash-bwd", "ops"]).startswith("**(capture not usable")
-    assert "Capture not usable" in expand(build, "cp-trace", [records.cp_records()[0]])
-    assert expand(build, "bwd-value", ["naive-bwd", "ops"]) == "11"  # the others render
+    build = Build(problems={"flash-bwd": why, records.CP.records()[0]: why})
+    assert "Capture not usable" in expand(build, "ops", ["flash-bwd"]) and why in expand(build, "ops", ["flash-bwd"])
+    assert "Capture not usable" in expand(build, "compare", records.BACKWARD.records())
+    assert expand(build, "value", ["flash-bwd", "ops"]).startswith("**(capture not usable")
+    assert "Capture not usable" in expand(build, "trace", [records.CP.records()[0]])
+    assert expand(build, "value", ["naive-bwd", "ops"]) == "11"  # the others render
 
 
 def test_rank_timeline_is_well_formed_and_lines_the_ranks_up():

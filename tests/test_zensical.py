@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.site
+
 from attnprof.stages import ROOT
 
 pytest.importorskip("zensical")  # the test extra installs it

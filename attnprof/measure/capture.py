@@ -86,6 +86,10 @@ def quietly(profiling, *args):
     return result
 
 
+def profile_quietly(forward, trace_path):
+    return quietly(profile_forward, forward, trace_path)
+
+
 def profiled(step) -> tuple[dict, object]:
     """Profile `step` (see profile_steps) quietly; returns the trace as committed (scrubbed) and the
     profiler's key_averages."""
@@ -153,7 +157,7 @@ def capture_stage(name, shape, dtype_name, out_dir, record_unavailable=False) ->
             try:
                 start = time.perf_counter()
                 result = forward()
-                torch.cuda.synchronize()
+                sync()
                 return result, (time.perf_counter() - start) * 1000, None
             except RuntimeError as e:
                 return None, None, e
@@ -214,5 +218,5 @@ def each(names, take, record_of, what="capture") -> list[dict]:
 
 
 def capture(names, shape, dtype_name, out_dir, record_unavailable=False) -> list[dict]:
-    return each(names, lambda name: capture_stage(name, shape, dtype_name, out_dir, record_unavailable),
+    return each(names, lambda name: capture_stage(name, shape, dtype_name, out_dir, record_unavailable=record_unavailable),
                 lambda name: records.record_name(name, shape, dtype_name))

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from . import bench, dispatch
 from .. import names, trace
-from ..stages import STAGES, ProviderUnavailable, load_snippet, select
+from ..stages import DEFAULT_SHAPE, STAGES, ProviderUnavailable, load_snippet, select
 from ..text import first_line
 from .numerics import default_device, reference, torch_dtype
 from .sweep import Progress
@@ -210,7 +210,7 @@ def verify(dtypes=("bf16", "fp16", "fp32"), cases=CASES, seed=None, progress=Fal
 # Inputs that leave SDPA's fast path on a Hopper GPU, each beside the fast path itself.
 FALLBACK_CASES = [
     ("fast path (the post's inputs)", {}),
-    ("head_dim 512 (flash and cuDNN stop at 256)", {"shape": (8, 16, 1024, 512)}),
+    ("head_dim 512 (flash and cuDNN stop at 256)", {"shape": (*DEFAULT_SHAPE[:3], 512)}),
     ("fp32 inputs", {"dtype_name": "fp32"}),
     ("fp16 inputs", {"dtype_name": "fp16"}),
     ("boolean attn_mask instead of is_causal", {"mask": "bool"}),
@@ -226,7 +226,7 @@ def fallbacks(progress=print) -> list[dict]:
     rows = []
     for i, (title, change) in enumerate(FALLBACK_CASES, 1):
         progress(f"[{i}/{len(FALLBACK_CASES)}] {title}")
-        args = {"shape": (8, 16, 1024, 64), "dtype_name": "bf16", **change}
+        args = {"shape": DEFAULT_SHAPE, "dtype_name": "bf16", **change}
         try:
             rows.append({"case": title, **which(**args)})
         except Exception as e:  # a case that breaks is a result, not a crash

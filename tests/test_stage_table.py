@@ -1,0 +1,72 @@
+"""A new stage is its snippet and one entry in the stage table: everything else derives from the table."""
+import json
+import shutil
+
+import markdown
+
+from attnprof import records, stages, store
+from attnprof.cli import main
+from attnprof.site.build import Build
+from attnprof.stages import STAGES, Stage
+
+SNIPPET = '''import torch.nn.functional as F
+
+
+def attention(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+'''
+
+
+def test_a_new_stage_is_one_snippet_and_one_table_entry(tmp_path, monkeypatch, capsys):
+    snippets = tmp_path / "snippets"
+    shutil.copytree(stages.SNIPPETS, snippets)
+    (snippets / "mine.py").write_text(SNIPPET)
+    monkeypatch.setattr(stages, "SNIPPETS", snippets)
+    monkeypatch.setitem(STAGES, "mine", Stage("mine", "My attention", "mine", group="provider", fused=True,
+                                              sweep=True, shapes=("post",)))
+    folder = tmp_path / "captures"
+    shutil.copytree(store.CAPTURES, folder)
+
+    # check: the site now expects its capture, says so in one line with the command that takes it
+    assert main(["check", "--captures", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert "no capture 'mine'" in out and "python -m attnprof capture mine" in out
+    assert "mine" in stages.select(sweep=True) and "mine" in stages.providers()
+
+    # the sweep's path list is the table's
+    from attnprof.measure import sweep
+    measured = []
+    monkeypatch.setattr(sweep, "point", lambda path, shape, **kw: measured.append(path) or {"path": path})
+    sweep.sweep(seq_lens=(128,), head_dims=(32,), tokens=128, heads=2)
+    assert "mine" in measured and measured == stages.select(sweep=True)
+
+    # a capture of it (flash's files under its name, keyed for it): check is clean, show and a page render it
+    summary = json.loads((folder / "flash.json").read_text())
+    summary.update(record="mine", stage="mine", title="My attention",
+                   key=records.capture_key(STAGES["mine"], records.settings(summary["shape"], summary["dtype"])))
+    store.write_json(folder, "mine", summary)
+    shutil.copy(folder / "flash.trace.json.gz", folder / "mine.trace.json.gz")
+    assert main(["check", "--captures", str(folder)]) == 0
+    assert main(["show", "mine", "--captures", str(folder)]) == 0
+    assert "mine on NVIDIA H200" in capsys.readouterr().out
+    page = markdown.markdown("<!-- attnprof: ops mine -->\n\n<!-- attnprof: trace mine -->",
+                             extensions=["tables", "attr_list", "attnprof.site.extension"],
+                             extension_configs={"attnprof.site.extension": {"build": Build(folder)}})
+    assert "flash_fwd" in page and "<svg" in page and "capture not usable" not in page.lower()
+
+
+def test_no_provider_is_named_outside_the_stage_table_and_the_kernel_names():
+    from pathlib import Path
+    for provider in stages.providers():
+        quoted = {f'"{provider}"', f"'{provider}'"}
+        modules = {p.relative_to(stages.ROOT).as_posix() for p in Path(stages.ROOT, "attnprof").rglob("*.py")
+                   if any(q in p.read_text() for q in quoted)}
+        assert modules <= {"attnprof/stages.py", "attnprof/names.py", "attnprof/site/findings.py"}, (provider, modules)
+        assert len(modules) <= 2, (provider, modules)
+
+
+def test_each_named_shape_is_typed_once():
+    from pathlib import Path
+    for shape in stages.SHAPES.values():
+        typed = [p.name for p in Path(stages.ROOT, "attnprof").rglob("*.py") if str(shape) in p.read_text()]
+        assert typed == ["stages.py"], (shape, typed)
