@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import store, text, trace
+from . import derived, stats, store, text, trace
 from .procedure import BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, FORMAT, SCHEDULE, WARMUP_CALLS
 from .stages import DEFAULT_SHAPE, ROOT, Stage, code_hash, counter_records, get_stage, select, site_records
 
@@ -156,14 +156,14 @@ def _check(record, key: str, source: str, folder) -> str | None:
     return None
 
 
-def disagreement(record, summary, folder) -> str | None:
+def disagreement(record, summary, folder, differences=trace.disagreements) -> str | None:
     """None when the summary is what its committed trace says (ops, their order, kinds and durations,
     device and CPU time, per forward); otherwise one line naming both files, what differs and the fix.
     Numbers in a summary are never edited by hand: the fix is to capture again."""
     fix = kind_of(record).fix(record)
     path = store.trace_path(folder, record)
     try:
-        found = trace.disagreements(summary, trace.load(path))
+        found = differences(summary, trace.load(path))
     except trace.TraceError as e:
         return f"{str(e).replace(str(path), path.name).split(': recapture')[0]} ({record!r}): {fix}"
     if not found:
@@ -186,13 +186,19 @@ def _profiled_status(record, folder) -> str | None:
     if why:
         return why
     summary = load_summary(record, folder)
-    return None if "unavailable" in summary else disagreement(record, summary, folder)
+    if "unavailable" in summary:
+        return None
+    if found := stats.samples_disagreements(summary):
+        return (f"capture {record}.json disagrees with its own raw samples: {'; '.join(found[:3])}: "
+                f"{kind_of(record).fix(record)}")
+    return disagreement(record, summary, folder)
 
 
 def _cp_status(record, folder) -> str | None:
     n, rotate, balanced = next(c for c in CP_CONFIGS if cp_record(c[0], CP_WORLD, c[1], c[2]) == record)
-    return _check(record, cp_key(cp_settings(n, CP_WORLD, rotate, balanced)), CP_SOURCE.relative_to(ROOT).as_posix(),
-                  folder)
+    why = _check(record, cp_key(cp_settings(n, CP_WORLD, rotate, balanced)), CP_SOURCE.relative_to(ROOT).as_posix(),
+                 folder)
+    return why or disagreement(record, load_summary(record, folder), folder, trace.ranks_disagreements)
 
 
 def _counters_status(name, folder) -> str | None:
@@ -222,10 +228,15 @@ def _counters_status(name, folder) -> str | None:
 
 
 def _run_status(record, folder) -> str | None:
+    """None when the run's file is there and every figure in it follows from its samples and settings."""
+    name = record.removeprefix("run-")
     try:
-        load_run(record.removeprefix("run-"), folder)
+        run = load_run(name, folder)
     except (store.CaptureMissing, ValueError) as e:
         return str(e)
+    if found := derived.disagreements(name, run.get("result")):
+        more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+        return f"run {record}.json disagrees with its own samples: {'; '.join(found[:3])}{more}: {RUN.fix(record)}"
     return None
 
 # ---- the table ----------------------------------------------------------------------------------

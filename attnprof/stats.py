@@ -4,6 +4,14 @@ from __future__ import annotations
 import statistics
 
 
+def samples_disagreements(record: dict, samples="event_times_us") -> list[str]:
+    """Where a record's event statistics are not those of the raw samples it keeps."""
+    if samples not in record:
+        return [f"no raw samples ({samples}) to recompute its event statistics from"]
+    return [f"{k} {record.get(k)!r} (its samples: {v!r})" for k, v in event_stats(record[samples]).items()
+            if record.get(k) != v]
+
+
 def event_stats(times: list[float]) -> dict:
     """Median, 10th and 90th percentile (the sample at that rank) of CUDA-event times, in µs."""
     ranked = sorted(times)

@@ -160,6 +160,8 @@ def summarize(trace: dict, label: str) -> dict:
         "ops_per_forward": len(chosen.ops),
         "ops_per_forward_each": [len(f.ops) for f in fwds],  # one entry per profiled forward: they should agree
         "forward_device_us": chosen.device_us,
+        "forward_device_us_each": [f.device_us for f in fwds],  # every forward, not only the median one
+        "cpu_forward_us_each": [f.cpu_us for f in fwds],
         "cpu_forward_us": statistics.median(f.cpu_us for f in fwds),
         "ops": [dict(op.__dict__) for op in chosen.ops],
         "cpu_ops": [dict(op.__dict__) for op in chosen.cpu_ops],
@@ -177,7 +179,9 @@ def summarize_backward(trace: dict, label: str, forward_label: str) -> dict:
         "ops_per_backward_each": [len(b.ops) for b in bwds],
         "ops_on_calling_thread_each": [len(b.ops) for b in forwards(trace, label)],
         "backward_device_us": chosen.device_us,
+        "backward_device_us_each": [b.device_us for b in bwds],
         "cpu_backward_us": statistics.median(b.cpu_us for b in bwds),
+        "cpu_backward_us_each": [b.cpu_us for b in bwds],
         "forward_ops_each": [len(f.ops) for f in fwds],
         "forward_device_us": median_forward(fwds).device_us,
         "ops": [dict(op.__dict__) for op in chosen.ops],
@@ -186,34 +190,98 @@ def summarize_backward(trace: dict, label: str, forward_label: str) -> dict:
 
 
 def _same(a, b) -> bool:
-    """Equal, up to the last bits of a float (a sum taken in another order)."""
+    """Equal, up to the last bits of a float (a sum taken in another order); NaN is NaN."""
     if isinstance(a, float) or isinstance(b, float):
+        if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+            return True
         return (isinstance(a, (int, float)) and isinstance(b, (int, float))
                 and abs(a - b) <= 1e-9 * max(1.0, abs(b)))
     return a == b
 
 
-def _differences(mine, theirs, path):
+def differences(mine, theirs, path, source="the trace"):
+    """Every place where `mine` (a record) differs from `theirs` (what `source` gives), one line each."""
     if isinstance(mine, dict) and isinstance(theirs, dict):
         for key in sorted(set(mine) | set(theirs)):
-            yield from _differences(mine.get(key), theirs.get(key), f"{path}.{key}")
+            yield from differences(mine.get(key), theirs.get(key), f"{path}.{key}", source)
     elif isinstance(mine, list) and isinstance(theirs, list) and len(mine) == len(theirs):
         for i, (a, b) in enumerate(zip(mine, theirs)):
-            yield from _differences(a, b, f"{path}[{i}]")
+            yield from differences(a, b, f"{path}[{i}]", source)
     elif isinstance(mine, list) and isinstance(theirs, list) and path in ("ops", "cpu_ops"):
-        yield f"{path}: {len(mine)} entries (the trace: {len(theirs)})"
+        yield f"{path}: {len(mine)} entries ({source}: {len(theirs)})"
     elif not _same(mine, theirs):
-        yield f"{path} {mine!r} (the trace: {theirs!r})"
+        yield f"{path} {mine!r} ({source}: {theirs!r})"
 
 
 def disagreements(summary: dict, trace: dict) -> list[str]:
     """Where a summary differs from what its trace says (empty when it is derivable from it), e.g.
-    `forward_device_us 194.847 (the trace: 94.847)` or `ops[1].duration_us 20.0 (the trace: 2.1)`."""
+    `forward_device_us 194.847 (the trace: 94.847)` or `ops[1].duration_us 20.0 (the trace: 2.1)`;
+    every profiled forward is held, and so is every key_averages row the page shows."""
     if summary.get("pass") == "backward":
         derived = summarize_backward(trace, summary["label"], summary["forward_label"])
     else:
         derived = summarize(trace, summary.get("label", ""))
-    return [line for key, value in derived.items() for line in _differences(summary.get(key), value, key)]
+    found = [line for key, value in derived.items() for line in differences(summary.get(key), value, key)]
+    return found + key_averages_disagreements(summary.get("key_averages", []), trace)
+
+
+CPU_SIDE = ("cpu_op", "cuda_runtime", "cuda_driver", "user_annotation")
+DEVICE_SIDE = (*DEVICE_KINDS, "gpu_user_annotation")
+
+
+def key_averages(trace: dict) -> dict[tuple[str, str], dict]:
+    """torch.profiler's key_averages() rebuilt from a trace, one row per (side, name): on the CPU side
+    calls and self time (its time less its children's, per thread); on the device side calls and
+    time. (torch's own inclusive totals follow rules of its own where an op nests in itself.)"""
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    rows: dict[tuple[str, str], dict] = {}
+
+    def row(side, name):
+        name = "ProfilerStep*" if name.startswith("ProfilerStep#") else name
+        return rows.setdefault((side, name), {"calls": 0, "self_cpu_us": 0.0, "device_us": 0.0})
+    threads: dict[tuple, list] = {}
+    for e in events:
+        if e.get("cat") in CPU_SIDE:
+            threads.setdefault((e.get("pid"), e.get("tid")), []).append(e)
+        elif e.get("cat") in DEVICE_SIDE:
+            r = row("device", e["name"])
+            r["calls"] += 1
+            r["device_us"] += e["dur"]
+    for evs in threads.values():
+        stack: list[list] = []  # [event, end, children's time]
+
+        def close():
+            e, _, children = stack.pop()
+            r = row("cpu", e["name"])
+            r["calls"] += 1
+            r["self_cpu_us"] += e["dur"] - children
+            if stack:
+                stack[-1][2] += e["dur"]
+        for e in sorted(evs, key=lambda e: (e["ts"], -e["dur"])):
+            while stack and e["ts"] >= stack[-1][1]:
+                close()
+            stack.append([e, e["ts"] + e["dur"], 0.0])
+        while stack:
+            close()
+    return rows
+
+
+def key_averages_disagreements(shown: list[dict], trace: dict) -> list[str]:
+    """The key_averages rows a summary keeps that its trace does not give: a device row's calls and
+    time, a CPU row's calls and self time (within the trace's rounding to nanoseconds)."""
+    rows, found = key_averages(trace), []
+    for i, r in enumerate(shown):
+        def near(a, b, calls):
+            return abs(a - b) <= 0.003 * max(calls, 1) + 1e-9 * abs(b)
+        device = rows.get(("device", r["name"]))
+        cpu = rows.get(("cpu", r["name"]))
+        ok = (device and r["self_cpu_us"] == 0 and device["calls"] == r["calls"]
+              and near(device["device_us"], r["self_device_us"], r["calls"])) or (
+              cpu and cpu["calls"] >= r["calls"] and near(cpu["self_cpu_us"], r["self_cpu_us"], r["calls"]))
+        if not ok:
+            found.append(f"key_averages[{i}] {r['name'][:60]!r}: {r['calls']} calls, self CPU {r['self_cpu_us']:.3f} us, "
+                         f"self device {r['self_device_us']:.3f} us (not what the trace holds)")
+    return found
 
 
 def rank_trace(trace: dict, rank: int) -> dict:
@@ -245,6 +313,30 @@ def merge_ranks(traces: list[dict]) -> dict:
     first = traces[0]
     return {**{k: v for k, v in first.items() if k != "traceEvents"}, "traceEvents": events,
             "deviceProperties": [p for t in traces for p in t.get("deviceProperties", [])]}
+
+
+def summarize_rank(merged: dict, rank: int, label: str) -> dict:
+    """What a context-parallel record says of one rank, from the merged trace: its median forward's
+    ops, their count in every forward, device and CPU time, and how much communication the compute hid."""
+    fwds = forwards(rank_trace(merged, rank), label)
+    chosen = median_forward(fwds)
+    return {"ops_per_forward": len(chosen.ops), "ops_per_forward_each": [len(f.ops) for f in fwds],
+            "forward_device_us": chosen.device_us, "cpu_forward_us": statistics.median(f.cpu_us for f in fwds),
+            "overlap": overlap(chosen.ops), "ops": [dict(op.__dict__) for op in chosen.ops]}
+
+
+def ranks_disagreements(summary: dict, merged: dict) -> list[str]:
+    """Where a context-parallel record differs from its merged trace, rank by rank, or from itself (the
+    run is done when its slowest rank is; the speedup is the single GPU's time over that)."""
+    found = []
+    for r in summary["ranks"]:
+        derived = summarize_rank(merged, r["rank"], summary["label"])
+        found += [line for key, value in derived.items()
+                  for line in differences(r.get(key), value, f"ranks[{r['rank']}].{key}")]
+    slowest = max(r["event_median_us"] for r in summary["ranks"])
+    found += list(differences(summary.get("cp_event_median_us"), slowest, "cp_event_median_us"))
+    found += list(differences(summary.get("speedup"), summary["single_gpu"]["event_median_us"] / slowest, "speedup"))
+    return found
 
 
 def is_communication(name: str) -> bool:

@@ -48,8 +48,26 @@ def test_a_provider_that_cannot_load_keeps_the_existing_capture(on_cpu, folder, 
     not_installed(monkeypatch)
     before = files(folder)
     assert main(["capture", "sage", "--out", str(folder)]) == 0
-    assert capsys.readouterr().out.strip() == \
-        "sage: kept the capture of 2026-11-30: SageAttention 1.0.6 is not installed here"
+    date = records.load_summary("sage", folder)["date"].split()[0]
+    assert capsys.readouterr().out.strip() == f"sage: kept the capture of {date}: SageAttention 1.0.6 is not installed here"
+    assert files(folder) == before
+
+
+def test_a_backward_that_cannot_load_keeps_the_existing_capture(folder, monkeypatch):
+    """On a machine without its provider, `capture --backward` leaves the committed pair byte-identical."""
+    from attnprof.measure import backward
+    not_installed(monkeypatch)
+    before = files(folder)
+    result = backward.capture_backward("fa4", stages.DEFAULT_SHAPE, "bf16", folder, device="cpu")
+    assert result["kept"].startswith("kept the capture of ") and "unavailable" not in result
+    assert files(folder) == before
+
+
+def test_context_parallelism_without_a_second_gpu_keeps_the_committed_records(folder, capsys):
+    before = files(folder)
+    assert main(["capture", "cp", "--out", str(folder)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "needs 2 CUDA GPUs" in err and "kept" in err
     assert files(folder) == before
 
 
@@ -61,7 +79,8 @@ def test_a_backend_that_cannot_run_keeps_the_existing_capture(on_cpu, folder, mo
     monkeypatch.setattr(stages.Stage, "prepare", prepare)
     before = files(folder)
     [result] = capture.capture(["naive"], stages.DEFAULT_SHAPE, "bf16", folder)
-    assert result["kept"] == "kept the capture of 2026-11-30: No available kernel. Aborting execution."
+    date = records.load_summary("naive", folder)["date"].split()[0]
+    assert result["kept"] == f"kept the capture of {date}: No available kernel. Aborting execution."
     assert files(folder) == before
 
 

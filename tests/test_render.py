@@ -123,3 +123,18 @@ def test_timeline_launch_lines_stay_clear_of_the_time_axis(h200, build):
     axis = [t for t in root.iter(ns + "text") if (t.text or "").endswith(("µs", "ms"))]
     assert connectors and axis
     assert max(float(l.get("y2")) for l in connectors) < min(float(t.get("y")) for t in axis) - 20
+
+
+def test_a_piece_that_fails_fails_the_build_and_a_missing_run_is_a_box(tmp_path, monkeypatch):
+    """Only a record that is missing or unusable may render as a box; any other error is raised."""
+    import shutil
+    from attnprof.site import registry
+    monkeypatch.setitem(registry.PIECES, "broken", {})
+    registry.piece("broken")(lambda build: max([]))
+    with pytest.raises(ValueError):
+        expand(Build(), "broken", [])
+    folder = tmp_path / "captures"
+    shutil.copytree(store.CAPTURES, folder)
+    (folder / "run-fastest.json").unlink()
+    box = expand(Build(folder), "fastest", [])
+    assert box.startswith('!!! failure') and "run-fastest.json is missing" in box

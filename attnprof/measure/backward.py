@@ -151,7 +151,7 @@ def capture_backward(name, shape, dtype_name, out_dir, device="cuda") -> dict:
             summary["saved_unavailable"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"
 
     summary.update(trace.summarize_backward(events, BWD_LABEL, LABEL))  # what `check` recomputes from the trace
-    summary.update({**event_stats(times), "key_averages": key_average_rows(averages)})
+    summary.update({**event_stats(times), "event_times_us": times, "key_averages": key_average_rows(averages)})
     store.write_capture(out_dir, summary, events)  # last, and as a pair: a failure above leaves the old one
     return summary
 

@@ -173,7 +173,7 @@ def capture_stage(name, shape, dtype_name, out_dir, record_unavailable=False) ->
         summary["peak_extra_bytes"] = bench.peak_extra_bytes(forward)
 
     summary.update(trace.summarize(events, LABEL))  # from exactly the trace that is committed
-    summary.update({**event_stats(times), "key_averages": key_average_rows(averages)})
+    summary.update({**event_stats(times), "event_times_us": times, "key_averages": key_average_rows(averages)})
     store.write_capture(out_dir, summary, events)  # last, so a failure above leaves the old pair intact
     return summary
 

@@ -8,7 +8,7 @@ import traceback
 import torch
 
 from . import graphs, serving, sweep, verify
-from .. import store
+from .. import derived, store
 from ..text import first_line
 
 RUNS = {
@@ -48,7 +48,7 @@ def run(names, out_dir=store.CAPTURES) -> dict[str, str]:
             torch.cuda.empty_cache()
             continue
         record = {"record": f"run-{name}", "run": name, "wall_s": time.perf_counter() - start,
-                  **environment(), "result": result}
+                  **environment(), "result": derived.derive(name, result)}
         store.write_json(out_dir, f"run-{name}", record)
         status[name] = "ok"
         print(f"   {name}: {record['wall_s']:.0f} s", flush=True)

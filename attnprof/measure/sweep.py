@@ -11,7 +11,7 @@ import sys
 import torch
 
 from . import bench
-from ..flops import causal_flops
+from .. import derived
 from ..stages import LONG_SHAPE, STAGES, ProviderUnavailable, select
 from ..text import first_line
 from .numerics import default_device, make_inputs
@@ -43,12 +43,12 @@ def ceilings(device="cuda") -> dict:
     """bf16 matmul TFLOP/s on random 8192³ operands and device copy bandwidth (read + write) of 2 GiB."""
     n = 8192
     a, b = (torch.randn(n, n, device=device, dtype=torch.bfloat16) for _ in range(2))
-    mm_us = bench.time_back_to_back(lambda: a @ b, calls=10, reps=5)
+    mm = bench.back_to_back_each(lambda: a @ b, calls=10, reps=5)
     src = torch.randn(2**30 // 2, device=device, dtype=torch.bfloat16)  # 1 GiB (bf16 elements)
     dst = torch.empty_like(src)
-    copy_us = bench.time_back_to_back(lambda: dst.copy_(src), calls=10, reps=5)
-    return {"matmul_tflops": 2 * n**3 / mm_us / 1e6, "matmul_shape": [n, n, n],
-            "copy_gbs": 2 * src.numel() * src.element_size() / copy_us / 1e3, "copy_bytes": src.numel() * 2}
+    copy = bench.back_to_back_each(lambda: dst.copy_(src), calls=10, reps=5)
+    return {"matmul_shape": [n, n, n], "matmul_us_each": mm, "copy_bytes": src.numel() * src.element_size(),
+            "copy_us_each": copy}  # rates: derived.py
 
 
 def hardware(device="cuda") -> dict:
@@ -73,11 +73,11 @@ def hardware(device="cuda") -> dict:
     try:
         n = 8192
         a, b = (torch.randn(n, n, device=device) for _ in range(2))
-        fp32_us = bench.time_back_to_back(lambda: a @ b, calls=5, reps=5)
+        fp32 = bench.back_to_back_each(lambda: a @ b, calls=5, reps=5)
         a = b = None
         bh, s, d = 8 * 16, 1024, 64  # the math backend's Q·Kᵀ at the post's shape, batched over B×H
         q, k = torch.randn(bh, s, d, device=device), torch.randn(bh, d, s, device=device)
-        bmm32_us = bench.time_back_to_back(lambda: torch.bmm(q, k), calls=20, reps=5)
+        bmm32 = bench.back_to_back_each(lambda: torch.bmm(q, k), calls=20, reps=5)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             torch.bmm(q, k)
             torch.cuda.synchronize()
@@ -86,18 +86,14 @@ def hardware(device="cuda") -> dict:
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old
     qh, kh = q.bfloat16(), k.bfloat16()
-    bmm16_us = bench.time_back_to_back(lambda: torch.bmm(qh, kh), calls=20, reps=5)
+    bmm16 = bench.back_to_back_each(lambda: torch.bmm(qh, kh), calls=20, reps=5)
     q = k = qh = kh = None
     src = torch.randn(2**30 // 2, device=device, dtype=torch.bfloat16)  # 1 GiB
     dst = torch.empty_like(src)
-    copy_us = bench.time_back_to_back(lambda: dst.copy_(src), calls=10, reps=5)
-    bmm_flops = 2 * bh * s * s * d
-    return {"query": query,
-            "fp32_matmul_tflops": 2 * n**3 / fp32_us / 1e6, "fp32_matmul_shape": [n, n, n],
-            "fp32_bmm_tflops": bmm_flops / bmm32_us / 1e6, "fp32_bmm_us": bmm32_us, "bmm_shape": [bh, s, d, s],
-            "fp32_bmm_kernel": longest.key if longest else None,
-            "bf16_bmm_tflops": bmm_flops / bmm16_us / 1e6, "bf16_bmm_us": bmm16_us,
-            "copy_gbs": 2 * src.numel() * src.element_size() / copy_us / 1e3, "copy_bytes": src.numel() * 2}
+    copy = bench.back_to_back_each(lambda: dst.copy_(src), calls=10, reps=5)
+    return {"query": query, "fp32_matmul_shape": [n, n, n], "fp32_matmul_us_each": fp32,
+            "bmm_shape": [bh, s, d, s], "fp32_bmm_us_each": bmm32, "fp32_bmm_kernel": longest.key if longest else None,
+            "bf16_bmm_us_each": bmm16, "copy_bytes": src.numel() * src.element_size(), "copy_us_each": copy}
 
 
 def inputs(shape, dtype, layout="BHSD"):
@@ -135,11 +131,7 @@ def point(path: str, shape, dtype=torch.bfloat16, layout="BHSD", calls=5) -> dic
         q = k = v = forward = None
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-    row.update(result)
-    if "median_us" in result:
-        row["tflops"] = causal_flops(shape) / result["median_us"] / 1e6
-        row["tflops_back_to_back"] = causal_flops(shape) / result["back_to_back_us"] / 1e6
-    return row
+    return derived.DERIVE["sweep"]([{**row, **result}])[0]  # with its TFLOP/s
 
 
 def sweep(paths=None, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, heads=HEADS) -> list[dict]:
@@ -179,8 +171,6 @@ def recompile_limit(seq_lens=(256, 384, 512, 640, 768, 896, 1024, 1152, 1280, 14
         forward = STAGES[select(fresh_compile=True)[0]].prepare(q, k, v)  # FlexAttention
         with torch.no_grad():
             forward()
-        m = bench.measure(forward)
-        rows.append({"shape": list(shape), **m, **({"tflops": causal_flops(shape) / m["median_us"] / 1e6}
-                                                  if "median_us" in m else {})})
+        rows.append({"shape": list(shape), **bench.measure(forward)})
     torch._dynamo.reset()
     return {"recompile_limit": limit, "points": rows}

@@ -6,6 +6,7 @@ import html
 
 from .. import names, oplist
 from ..oplist import KIND_LABEL
+from ..procedure import MEASURED_ONCE
 from ..text import shape, size, us
 
 KEY_AVERAGES_HEADERS = ["Name", "Calls", "Self CPU", "CPU total", "Self CUDA", "CUDA total"]
@@ -60,6 +61,9 @@ def stamp(summary) -> str:
     s = summary
     missing = f"\n\n{unavailable(s)}" if "unavailable" in s else ""
     detail = f'shape {tuple(s["shape"])} {s["dtype"]}, causal · snippet hash `{s["source_hash"]}`'
+    once = [what for key, what in MEASURED_ONCE.items() if key in s]
+    if once:  # the rest is recomputed from the trace and the raw timings by every build
+        detail += f"  \n    Measured once, when captured: {', '.join(once)}; every other figure is recomputed from the trace and the raw timings."
     return environment(s, "Captured", detail) + missing
 
 

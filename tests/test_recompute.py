@@ -1,0 +1,142 @@
+"""Every committed number is recomputable: one number at a time, mutated in a copy of the records,
+is caught by `check` (and, for one number of each kind of file, by the strict build), naming the file
+and the command that retakes it. The numbers mutated are taken from the records themselves."""
+import gzip
+import json
+import shutil
+
+import pytest
+
+from attnprof import records, store, trace
+from attnprof.procedure import MEASURED_ONCE
+from attnprof.stages import DEFAULT_SHAPE
+
+PER_FILE = 6  # numbers mutated in each file, spread over all of its numbers
+
+
+def numbers(node, path=()):
+    """Every numeric leaf of a JSON value, as (path, value)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from numbers(v, path + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from numbers(v, path + (i,))
+    elif isinstance(node, (int, float)) and not isinstance(node, bool) and node == node and node != 0:
+        yield path, node
+
+
+def held(path) -> bool:
+    """A number the record holds to its data (not one measured once and stamped as such, nor the
+    environment stamp, nor an echo of the settings that its key covers)."""
+    return not (set(path) & (set(MEASURED_ONCE) | {"settings", "sm_count", "capability", "cudnn", "query", "wall_s",
+                                                 "seed", "reps", "back_to_back_calls", "shape", "local_shape",
+                                                 "positions", "world_size", "bwd_flop_factor", "shape_q", "shape_kv",
+                                                 "lengths", "rank", "device"}))
+
+
+def spread(items, n=PER_FILE):
+    items = list(items)
+    return items[:: max(1, len(items) // n)][:n]
+
+
+def mutated(value):
+    return value * 1.2 if isinstance(value, float) else value + 1
+
+
+def set_at(node, path, value):
+    for p in path[:-1]:
+        node = node[p]
+    node[path[-1]] = value
+
+
+def one_of_each_kind():
+    """A record of every kind the site reads: (record, file name)."""
+    picks = {}
+    for kind in records.KINDS:
+        for record in kind.records():
+            name = f"{record}.json"
+            if record.endswith(".counters"):
+                name = f"{record}.json"
+            data = json.loads((store.CAPTURES / name).read_text())
+            if "unavailable" in data:
+                continue
+            picks.setdefault(kind.name, []).append((record, name))
+    chosen = [(r, n) for kind, found in picks.items() for r, n in (found[:1] if kind != "run" else found)]
+    return chosen
+
+
+CASES = [(record, name, path) for record, name in one_of_each_kind()
+         for path, _ in spread(p for p in numbers(json.loads((store.CAPTURES / name).read_text())) if held(p[0]))]
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("captures")
+    shutil.copytree(store.CAPTURES, folder, dirs_exist_ok=True)
+    assert records.problems(folder) == {}, "the committed records must be clean before mutating them"
+    return folder
+
+
+@pytest.mark.parametrize("record, name, path", CASES, ids=[f"{n}:{'.'.join(map(str, p))}" for _, n, p in CASES])
+def test_a_number_changed_in_a_record_is_caught(clean, record, name, path, tmp_path):
+    folder = tmp_path / "captures"
+    shutil.copytree(clean, folder)
+    data = json.loads((folder / name).read_text())
+    node = data
+    for p in path:
+        node = node[p]
+    set_at(data, path, mutated(node))
+    (folder / name).write_text(json.dumps(data, indent=1))
+    why = records.status(record, folder)
+    assert why is not None, f"{name} {path}: not caught"
+    assert name.split(".json")[0].split(".counters")[0] in why and "python -m attnprof" in why
+
+
+def traces_to_mutate():
+    """A stage's trace (a kernel in a forward that is not the median one), a backward's, a cp record's."""
+    return ["naive", records.BACKWARD.records()[0], records.CP.records()[0]]
+
+
+@pytest.mark.parametrize("record", traces_to_mutate())
+def test_a_kernel_changed_in_a_trace_is_caught(clean, record, tmp_path):
+    folder = tmp_path / "captures"
+    shutil.copytree(clean, folder)
+    path = store.trace_path(folder, record)
+    t = json.loads(gzip.decompress(path.read_bytes()))
+    summary = records.load_summary(record, folder)
+    shown = {(op["name"], op["duration_us"]) for op in summary.get("ops", [])}
+    kernels = [e for e in t["traceEvents"] if e.get("cat") == "kernel"]
+    # a kernel of another forward than the one the summary lists, where the record has one
+    other = [e for e in kernels if (e["name"], float(e["dur"])) not in shown] or kernels
+    other[len(other) // 2]["dur"] *= 1.2
+    path.write_bytes(gzip.compress(json.dumps(t).encode()))
+    why = records.status(record, folder)
+    assert why is not None and record in why and "python -m attnprof" in why
+
+
+def test_every_kind_of_record_is_mutated():
+    kinds = {records.kind_of(record).name for record, _, _ in CASES}
+    assert kinds == {k.name for k in records.KINDS}
+    assert {records.kind_of(r).name for r, _, _ in CASES if r.startswith("run-")} == {"run"}
+    assert len({r for r, _, _ in CASES if r.startswith("run-")}) == len(records.RUNS)  # every run file
+
+
+@pytest.mark.site
+def test_the_strict_build_fails_on_a_changed_number_and_on_a_missing_run(clean, tmp_path, build_site):
+    for record, name, path in [CASES[0], next(c for c in CASES if c[0].startswith("run-"))]:
+        folder = tmp_path / record
+        shutil.copytree(clean, folder)
+        data = json.loads((folder / name).read_text())
+        node = data
+        for p in path:
+            node = node[p]
+        set_at(data, path, mutated(node))
+        (folder / name).write_text(json.dumps(data, indent=1))
+        r = build_site(tmp_path / f"site-{record}", env_extra={"ATTNPROF_CAPTURES": str(folder)})
+        assert r.returncode != 0 and name.removesuffix(".json") in r.stderr, r.stderr[-500:]
+    folder = tmp_path / "no-run"
+    shutil.copytree(clean, folder)
+    (folder / "run-fastest.json").unlink()
+    r = build_site(tmp_path / "site-no-run", env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    assert r.returncode != 0 and "run-fastest.json is missing" in r.stderr and "sweep --only fastest" in r.stderr
