@@ -31,7 +31,8 @@ def h200():
 
     def load(record):
         if record not in cache:
-            cache[record] = trace.load(FIXTURES / f"h200-{record}.trace.json.gz")
+            stem = record if record.startswith("h200") else f"h200-{record}"  # h200x2-...: two GPUs
+            cache[record] = trace.load(FIXTURES / f"{stem}.trace.json.gz")
         return cache[record]
     return load
 

@@ -114,7 +114,7 @@ def test_a_summary_is_what_its_trace_says(h200):
     assert len(found) == 2 and found[0].startswith("cpu_forward_us") and found[1].startswith("ops[0].name")
 
 
-def test_bad_traces_raise_one_clear_error(tmp_path, fixtures_dir):
+def test_bad_traces_raise_one_clear_error(tmp_path, fixtures_dir, h200):
     with pytest.raises(trace.TraceError, match="missing"):
         trace.load(tmp_path / "nope.trace.json.gz")
     truncated = tmp_path / "cut.trace.json.gz"

@@ -139,7 +139,7 @@ def test_backward_kernel_names_decode():
 # ---- two ranks -----------------------------------------------------------------------------------
 
 def test_each_rank_of_a_two_gpu_capture_counts_its_own_forward(h200):
-    t = fixture("h200x2-cp-allgather-32768")
+    t = h200("h200x2-cp-allgather-32768")
     counts, flash_grids = [], []
     for rank in (0, 1):
         fwds = trace.forwards(trace.rank_trace(t, rank), LABEL)
@@ -156,7 +156,7 @@ def test_each_rank_of_a_two_gpu_capture_counts_its_own_forward(h200):
 
 
 def test_ranks_share_one_clock_and_start_together(h200):
-    t = fixture("h200x2-cp-allgather-32768")
+    t = h200("h200x2-cp-allgather-32768")
     starts = [[f.start_ts for f in trace.forwards(trace.rank_trace(t, r), LABEL)] for r in (0, 1)]
     durations = [f.device_us for f in trace.forwards(trace.rank_trace(t, 0), LABEL)]
     for a, b in zip(*starts):  # a barrier releases both ranks; their forwards overlap in time
@@ -164,7 +164,7 @@ def test_ranks_share_one_clock_and_start_together(h200):
 
 
 def test_alltoall_rotation_uses_send_recv(h200):
-    t = fixture("h200x2-cp-alltoall-131072")
+    t = h200("h200x2-cp-alltoall-131072")
     for rank in (0, 1):
         ops = trace.forwards(trace.rank_trace(t, rank), LABEL)[0].ops
         comm = [op.name for op in ops if trace.is_communication(op.name)]
@@ -202,7 +202,7 @@ def test_cp_summaries_match_their_traces():
 
 
 def test_merged_trace_names_a_lane_per_rank(h200):
-    t = fixture("h200x2-cp-allgather-32768")
+    t = h200("h200x2-cp-allgather-32768")
     lanes = {e["args"]["name"] for e in t["traceEvents"] if e.get("ph") == "M" and e.get("name") == "process_name"}
     assert {"rank 0 CPU", "rank 0 GPU 0", "rank 1 CPU", "rank 1 GPU 1"} <= lanes
     parts = [trace.rank_trace(t, r) for r in (0, 1)]
