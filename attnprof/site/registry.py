@@ -8,7 +8,7 @@ A piece is a function `(build, *args, **keywords) -> Markdown`, registered with 
     @piece("glance")                     # no capture named: reads the run records or many captures itself
 
 A piece over captures renders as a box when one of them cannot be used (missing, corrupt, stale),
-and as "not available on this machine" when its capture says so, unless it is declared to render for
+and as a "Did not run" note, with the recorded reason, when its capture says so, unless it is declared to render for
 an unavailable stage (`unavailable=True`). A piece that names no capture renders a box for a missing
 or corrupt run record.
 """
