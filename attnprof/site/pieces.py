@@ -233,7 +233,7 @@ def kernels(build: Build, record):
         seen.add(op["name"])
         e = names.explain(op["name"])
         # a description is said once per table; a later kernel of the same kind points back to the first
-        what = f"as {said[e['summary']]}, above" if e["summary"] in said else tables.cell(e["summary"])
+        what = f"as for {said[e['summary']]}, above" if e["summary"] in said else tables.cell(e["summary"])
         said.setdefault(e["summary"], tables.kernel(op["name"]))
         rows.append((tables.kernel(op["name"]), e["library"], tables.unit(e["math_unit"]), e["dtype"] or "—", e["arch"] or "—",
                      e["tile"] or "—", what))
