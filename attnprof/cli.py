@@ -28,7 +28,7 @@ def show_text(summary) -> str:
     """A capture as `show` prints it: the per-forward op list and the key_averages table."""
     head = f"{summary['stage']} on {summary['device']} ({summary['capability']}), shape {summary['shape']}, {summary['dtype']}"
     if "unavailable" in summary:
-        return f"{head}\nnot available on this machine: {summary['unavailable']}"
+        return f"{head}\ndid not run when captured: {summary['unavailable']}"
     ops = [(i, KIND_LABEL[op["kind"]], us(op["duration_us"]), short(op["name"], 100))
            for i, op in enumerate(summary["ops"], 1)]
     averages = [(short(r["name"], 50), r["calls"], us(r["self_cpu_us"]), us(r["cpu_total_us"]),

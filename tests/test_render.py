@@ -67,7 +67,7 @@ def test_registry_declares_what_each_piece_reads():
 
 
 def test_an_unavailable_stage_renders_a_note_not_a_table(build):
-    assert expand(build, "ops", ["hub"]).startswith('!!! warning "Not available on this machine"')
+    assert expand(build, "ops", ["hub"]).startswith('!!! warning "Did not run"')
     assert "Captured on" in expand(build, "stamp", ["hub"])
 
 

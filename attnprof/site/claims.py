@@ -166,7 +166,7 @@ def elementwise_memory_bound(build: Build):
     rest = Counter(f"{names.label(op['name'])} ({counters.verdict(k)})" for op, k in kernels
                    if counters.verdict(k) != "memory-bound")
     return ("PyTorch's elementwise kernels are memory-bound (they do little arithmetic per byte)",
-            "the usual reading of a profile (this site's kernel decoder said so too, before these counters)",
+            "the usual reading of a profile",
             f"{len(memory)} of the {len(kernels)} elementwise kernels of the naive, in-place and math forwards are "
             f"memory-bound" + ("; the others: " + ", ".join(f"{n}× {what}" for what, n in sorted(rest.items()))
                                if rest else ""),
@@ -198,4 +198,5 @@ def measured_claims(build: Build):
                          [claim(build) for claim in MEASURED])
             + f"\n\nEach verdict follows from the counters shown in the chapters ([naive](naive.md), "
               f"[math](math.md), [flash](flash.md), [cuDNN](cudnn.md), [roofline](roofline.md#measured-by-the-counters)); "
-              f"compute-, memory- and latency-bound as defined there ({counters.BOUND_AT:.0f} % of peak).")
+              f"compute-, memory- and latency-bound as defined in [Reading a profile]({tables.COUNTERS_GUIDE}) "
+              f"({counters.BOUND_AT:.0f} % of peak).")

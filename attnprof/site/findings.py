@@ -396,7 +396,7 @@ def hardware_table(build: Build):
         ("SMs × clock", f"{r['query']['multi_processor_count']} × {HARDWARE['clock'](r)}",
          f"{a['sms']} × {a['boost_mhz']} MHz", HARDWARE["sm_clock_vs_a100"](r)),
     ]
-    return (tables.table(["", "H200 (this machine)", "A100-SXM4-80GB (NVIDIA)", "H200 ÷ A100"], rows, "lrrr")
+    return (tables.table(["", "H200 (ours)", "A100-SXM4-80GB (NVIDIA)", "H200 ÷ A100"], rows, "lrrr")
             + f"\n\nA100 figures are NVIDIA's published peaks ([datasheet]({a100.SPEC_SOURCE}); L2 and SM count "
               f"from the [architecture whitepaper]({a100.WHITEPAPER})); a measured rate sits below its peak, so "
               f"the first two ratios are lower bounds on the ratio of the two GPUs' peaks.")

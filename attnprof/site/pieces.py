@@ -46,29 +46,38 @@ def diff(build: Build, a, b):
     return tables.ops_diff(build.summary(a), build.summary(b))
 
 
+TRACE_GUIDE = "reading-a-profile.md#the-trace"  # where a trace figure and its controls are explained, once
+
+
+def trace_controls(record: str, label: str) -> str:
+    """The controls every trace figure carries: Open in Perfetto (docs/javascripts/perfetto.js hands the
+    committed trace to ui.perfetto.dev; without JavaScript it is a plain download), the file, its summary."""
+    return (f"[:material-chart-timeline: Open in Perfetto](captures/{record}.trace.json.gz)"
+            f"{{ .md-button .attnprof-perfetto data-title=\"{tables.attr(label)}\" }} "
+            f"[:material-download: {record}.trace.json.gz](captures/{record}.trace.json.gz){{ .md-button }} "
+            f"[summary JSON](captures/{record}.json)")
+
+
 @piece("trace", captures=1)
-def trace(build: Build, record):
+def trace(build: Build, record, explained=None):
+    """One forward (or backward) as a figure, its caption, and its controls. `explained=here` on the page
+    that explains trace figures leaves out the link to that explanation."""
     s = build.summary(record)
     what = s.get("pass", "forward")
+    profiled = len(s.get(f"ops_per_{what}_each") or s["ops_per_forward_each"])
+    guide = "" if explained == "here" else f" ([reading a trace]({TRACE_GUIDE}))"
+    label = f"{title(s)}, one {what}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
     return (f"{plots.timeline(s, build.trace(record))}\n\n"
-            f"*One {what} of `{record}`, the profiled {what} with the median device time, from the committed trace "
-            f"([{record}.trace.json.gz](captures/{record}.trace.json.gz)). Numbers match the op list; "
-            f"hover a bar for its full name and duration. Grey stretches in the GPU lane are the GPU idle, "
-            f"waiting for the {what}'s next launch ([gaps](launch-bound.md#reading-the-gaps)).*")
+            f"*One {what} of `{record}`: the profiled {what} with the median device time{guide}. The trace file "
+            f"below holds the whole profile: {profiled} annotated {what}s"
+            f"{', each after its forward' if what == 'backward' else ''}.*\n\n" + trace_controls(record, label))
 
 
 @piece("download", captures=1)
 def download(build: Build, record):
+    """A capture's trace controls on their own (every trace figure already carries them)."""
     s = build.summary(record)
-    label = f"{title(s)}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
-    return (f"[:material-chart-timeline: Open in Perfetto](captures/{record}.trace.json.gz)"
-            f"{{ .md-button .attnprof-perfetto data-title=\"{tables.attr(label)}\" }} "
-            f"[:material-download: {record}.trace.json.gz](captures/{record}.trace.json.gz){{ .md-button }} "
-            f"[summary JSON](captures/{record}.json)\n\n"
-            f"The whole profile: {len(s['ops_per_forward_each'])} annotated forwards. *Open in Perfetto* hands "
-            f"this file to [ui.perfetto.dev](https://ui.perfetto.dev) in a new tab; it can also be opened there by "
-            f"hand (*Open trace file*; it reads the gzipped file as it is) or in `chrome://tracing`. Search for "
-            f"`attention_forward` to find the annotated forwards; press `f` to zoom to a selection.")
+    return trace_controls(record, f"{title(s)}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}")
 
 
 def gemm_us(s: dict) -> float:
@@ -167,6 +176,23 @@ def footprint(build: Build, record, only=None):
                             measured["kernels"] if measured else None, only)
 
 
+@piece("footprint-compare", captures=ALL)
+def footprint_compare(build: Build, *records):
+    """The main kernel of several captures in one footprint table, each column headed by its stage (the op
+    numbers of another page's list would mean nothing here)."""
+    measured = [build.counters(record) for record in records]
+    if not all(measured):  # one row of achieved occupancy means one method: the trace's estimate for all
+        measured = [None] * len(records)
+    columns, flags = [], []
+    for record, m in zip(records, measured):
+        s = build.summary(record)
+        kernels, was_measured = tables.footprint_columns(s, build.device_properties(record), m and m["kernels"])
+        main = max(kernels, key=lambda ka: s["ops"][ka[0]["index"] - 1]["duration_us"])
+        columns.append((f"{title(s)}: {tables.kernel(main[0]['name'])}", main))
+        flags.append(was_measured)
+    return tables.footprint_table(["kernel"] + [h for h, _ in columns], [k for _, k in columns], all(flags))
+
+
 @piece("counter", captures=1, inline=True)
 def counter(build: Build, record, kernel, field):
     """One measured counter, inline in prose: `counter math xmma_gemm fma_pipe_pct` gives the field of
@@ -200,14 +226,17 @@ def cpu(build: Build, record, depth="2"):
 @piece("kernels", captures=1)
 def kernels(build: Build, record):
     """Each distinct kernel of one forward, decoded."""
-    seen, rows = set(), []
+    seen, said, rows = set(), {}, []
     for op in build.summary(record)["ops"]:
         if op["kind"] != "kernel" or op["name"] in seen:
             continue
         seen.add(op["name"])
         e = names.explain(op["name"])
+        # a description is said once per table; a later kernel of the same kind points back to the first
+        what = f"as for {said[e['summary']]}, above" if e["summary"] in said else tables.cell(e["summary"])
+        said.setdefault(e["summary"], tables.kernel(op["name"]))
         rows.append((tables.kernel(op["name"]), e["library"], tables.unit(e["math_unit"]), e["dtype"] or "—", e["arch"] or "—",
-                     e["tile"] or "—", tables.cell(e["summary"])))
+                     e["tile"] or "—", what))
     return tables.table(["kernel", "library", "math unit", "dtype", "arch", "tile", "what it is"], rows)
 
 
@@ -230,7 +259,7 @@ def compare(build: Build, *records):
     for record in records:
         s = build.summary(record)
         if "unavailable" in s:
-            rows.append((title(s), "not available on this machine", "—", "—", "—", "—", "—",
+            rows.append((title(s), tables.NOT_RUN, "—", "—", "—", "—", "—",
                          tables.cell(tables.why_unavailable(s["unavailable"]))))
             reasons.append((title(s), s["unavailable"]))
             continue
@@ -289,7 +318,7 @@ def kernel_compare(build: Build, *records):
 
 @piece("providers")
 def providers(build: Build):
-    """Every third-party provider: where it comes from, its layout, and whether it ran here."""
+    """Every third-party provider: where it comes from, its layout, and whether its capture ran it."""
     rows, reasons = [], []
     for name in select(group="provider"):
         st = STAGES[name]
@@ -297,10 +326,10 @@ def providers(build: Build):
             status = f"capture not usable: {tables.cell(build.problems[name])}"
         elif build.is_unavailable(name):
             raw = build.summary(name)["unavailable"]
-            status = f"not available on this machine: {tables.cell(tables.why_unavailable(raw))}"
+            status = f"{tables.NOT_RUN}: {tables.cell(tables.why_unavailable(raw))}"
             reasons.append((st.title, raw))
         else:
-            status = "ran on this machine"
+            status = f"ran (captured on {tables.cell(build.summary(name)['device'])})"
         rows.append((st.title, st.provider, f"`snippets/{st.snippet}.py`", st.layout, status))
     return tables.table(["provider", "from", "code", "layout it takes", "status"], rows) + tables.raw_reasons(reasons)
 
@@ -334,7 +363,7 @@ def glance(build: Build):
             continue
         s = build.summary(name)
         if "unavailable" in s:
-            rows.append((link, "not available here", *["—"] * 6, tables.cell(tables.why_unavailable(s["unavailable"]))))
+            rows.append((link, tables.NOT_RUN, *["—"] * 6, tables.cell(tables.why_unavailable(s["unavailable"]))))
             continue
         rows.append((link, s["ops_per_forward"], us(s["forward_device_us"]), us(s["event_median_us"]),
                      us(s["cpu_forward_us"]), f"{100 * oplist.gaps(s).idle_share:.0f} %", f"{causal_tflops(s):.0f}",

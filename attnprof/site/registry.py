@@ -15,7 +15,7 @@ function for kind K of piece P is named P (stage records) or P_K. MODULES lists 
 registers pieces; `load()` imports them, once, explicitly.
 
 A piece over records renders as a box when one of them cannot be used (missing, corrupt, stale),
-and as "not available" when its capture says so, unless it is declared to render for an unavailable
+and as a "Did not run" note, with the recorded reason, when its capture says so, unless it is declared to render for an unavailable
 stage (`unavailable=True`). Any other error is the piece's own fault and fails the build.
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ class Piece:
 
 
 PIECES: dict[str, dict[str | None, Piece]] = {}  # name -> kind -> piece
-MODULES = ("pieces", "training", "findings", "claims")  # every module that registers pieces
+MODULES = ("pieces", "training", "findings", "claims", "guides")  # every module that registers pieces
 
 
 def piece(name: str, captures: int = 0, unavailable: bool = False, inline: bool = False, kind: str | None = None):

@@ -68,15 +68,20 @@ def stamp(summary) -> str:
 
 
 def why_unavailable(raw: str) -> str:
-    """One sentence on why a stage could not run, read off the reason it recorded."""
-    if "trust" in raw and "kernels hub" in raw:
-        return ("the Hugging Face Hub cannot be reached from this machine, so `kernels` could not check who "
-                "publishes the repository (its message reads like a refusal to trust it), and no kernel ran")
+    """One clause on why a stage did not run, read off the reason its capture recorded, in terms of the
+    software and hardware (the recorded message itself is shown folded, by raw_reasons)."""
     if "No module named" in raw or "ModuleNotFoundError" in raw:
-        return "its package is not installed here"
+        return "its Python package was not installed where it was captured"
+    if "kernels hub" in raw and ("trust" in raw or "connect" in raw.lower()):
+        # kernels' first request asks the Hub about the publisher; when the Hub cannot be reached it reports
+        # that as a failure to verify the publisher's trust status
+        return "`get_kernel` needs the Hugging Face Hub, which the capture could not reach, so no kernel was loaded"
     if "out of memory" in raw.lower():
         return "it ran out of GPU memory"
-    return "it could not be loaded or run here"
+    return "it failed to load or to run (the recorded reason says how)"
+
+
+NOT_RUN = "did not run"  # what a table says of a stage whose capture recorded a reason instead of a profile
 
 
 MASKED_ROW = {"NaN": "NaN", "zeros": "zeros", "other": "finite, non-zero values"}  # what a fully masked row held
@@ -93,7 +98,7 @@ def raw_reasons(items) -> str:
 
 def unavailable(summary) -> str:
     raw = summary["unavailable"]
-    return (f'!!! warning "Not available on this machine"\n    {summary.get("title", summary["stage"])} did not run: '
+    return (f'!!! warning "Did not run"\n    {summary.get("title", summary["stage"])} did not run: '
             f'{why_unavailable(raw)}.\n\n    ??? note "The reason as recorded"\n        {cell(raw)}')
 
 
@@ -157,19 +162,28 @@ def ops_diff(a, b) -> str:
             f"(device time {'saved' if saved >= 0 else 'added'}: {us(abs(saved))}).")
 
 
-def footprint(summary, props: dict, measured: list[dict] | None = None, only: str | None = None) -> str:
-    """One column per kernel, occupancy first: what each kernel asks of an SM, how many blocks fit, and
-    the achieved occupancy Nsight Compute measured (`measured`: a counters record's kernels, in launch
-    order), else the trace's own estimate."""
+OCCUPANCY_GUIDE = "reading-a-profile.md#occupancy"  # where occupancy is explained, once
+COUNTERS_GUIDE = "reading-a-profile.md#hardware-counters"  # where the counters' columns and verdict are
+
+
+def footprint_columns(summary, props: dict, measured: list[dict] | None = None, only: str | None = None):
+    """Each kernel of one forward with what it asks of an SM: (footprint row, achieved occupancy) pairs, the
+    achieved value measured by Nsight Compute (`measured`: a counters record's kernels, in launch order)
+    where counters exist, else the trace's own estimate; and whether it was measured."""
     from ..counters import paired
     rows = oplist.footprint_rows(summary, props)
     pairs = paired(summary["ops"], measured) if measured is not None else None
     achieved = ([k.get("warps_active_pct") for _, k in pairs] if pairs else [r["achieved_occupancy"] for r in rows])
-    kernels = [(r, a) for r, a in zip(rows, achieved) if not only or only in r["name"]]
+    return [(r, a) for r, a in zip(rows, achieved) if not only or only in r["name"]], bool(pairs)
+
+
+def footprint_table(headers: list[str], kernels, measured: bool) -> str:
+    """One column per kernel, occupancy first, then a line that links to where occupancy is explained
+    (and, for the trace's estimate, says how far to trust it)."""
     fields = [
         ("**theoretical occupancy**", lambda r, a: f"**{r['occupancy_pct']:.1f} %**"),
-        ("achieved (Nsight Compute)" if pairs else "trace's est. achieved",
-         lambda r, a: "—" if a is None else (f"{a:.1f} %" if pairs else f"{a} %")),
+        ("achieved (Nsight Compute)" if measured else "trace's est. achieved",
+         lambda r, a: "—" if a is None else (f"{a:.1f} %" if measured else f"{a} %")),
         ("warps per SM", lambda r, a: f"{r['warps_per_sm']} of {r['max_warps']}"),
         ("blocks per SM (limited by)", lambda r, a: f"{r['blocks_per_sm']} ({r['limiter']})"),
         ("registers per thread", lambda r, a: r["registers"]),
@@ -177,17 +191,25 @@ def footprint(summary, props: dict, measured: list[dict] | None = None, only: st
         ("shared memory per block", lambda r, a: f"{r['shared_memory'] / 1024:.1f} KiB"),
         ("grid (blocks)", lambda r, a: shape(r["grid"])),
     ]
-    note = ("*Achieved* is the share of warp slots that held a warp while the SM was active, measured by Nsight "
-            "Compute over one forward." if pairs else
-            "*Est. achieved* is the profiler's own field, copied as recorded; it is an estimate, "
-            "and it reads 0 for many kernels on this machine.")
-    headers = ["op # in the list"] + [f"#{r['index']} {kernel(r['name'])}" for r, _ in kernels]
     body = [(name, *(get(r, a) for r, a in kernels)) for name, get in fields]
-    return table(headers, body, "l" + "r" * len(kernels)) + (
-        f"\n\n*Theoretical occupancy* is computed by attnprof from each kernel's registers, shared memory and "
-        f"block size against this GPU's per-SM limits ({props['regsPerMultiprocessor']} registers, "
-        f"{props['sharedMemPerMultiprocessor'] // 1024} KiB shared memory, "
-        f"{props['maxThreadsPerMultiprocessor'] // 32} warps, from the trace's deviceProperties). {note}")
+    if measured:
+        note = (f"*Theoretical* occupancy from the footprint, *achieved* measured by Nsight Compute over one forward "
+                f"([how each is obtained]({OCCUPANCY_GUIDE})).")
+    else:
+        zeros = sum(1 for _, a in kernels if a == 0)
+        note = (f"*Theoretical* occupancy from the footprint ([how it is computed]({OCCUPANCY_GUIDE})). *Est. "
+                f"achieved* is the profiler's own field, copied as recorded: an estimate, not a measurement"
+                + (f", and it reads 0 for {zeros} of the {len(kernels)} kernels in this table." if zeros else "."))
+    return table(headers, body, "l" + "r" * len(kernels)) + "\n\n" + note
+
+
+def footprint(summary, props: dict, measured: list[dict] | None = None, only: str | None = None) -> str:
+    """One column per kernel, occupancy first: what each kernel asks of an SM, how many blocks fit, and
+    the achieved occupancy Nsight Compute measured (`measured`: a counters record's kernels, in launch
+    order), else the trace's own estimate. Columns are headed by the kernel's number in the op list."""
+    kernels, was_measured = footprint_columns(summary, props, measured, only)
+    headers = ["op # in the list"] + [f"#{r['index']} {kernel(r['name'])}" for r, _ in kernels]
+    return footprint_table(headers, kernels, was_measured)
 
 
 def counters(record: dict, capture: dict) -> str:
@@ -206,10 +228,7 @@ def counters(record: dict, capture: dict) -> str:
     return (table(["kernel", "warps active of theoretical (limit)", "tensor pipe", "FP32 FMA pipe",
                    "SM / memory throughput", "DRAM (of peak, bytes)", "L2 hit", "verdict"], rows, "llrrllrl")
             + f"\n\nMeasured by Nsight Compute {cell(c.version(record['ncu']))} on {cell(record['device'])}, {record['date']}, "
-              f"over one forward with the clocks unlocked; each percentage is of that unit's peak. *Warps active* is "
-              f"the achieved occupancy, beside the theoretical one and the resource that limits it. The *verdict* "
-              f"names the busier of SM and memory once it reaches {c.BOUND_AT:.0f} % of its peak, and says "
-              f"*latency-bound* when neither does.")
+              f"over one forward with the clocks unlocked ([reading the columns and the verdict]({COUNTERS_GUIDE})).")
 
 
 def cpu(summary, max_depth: int = 2, shown_cpu_us: float | None = None) -> str:
@@ -225,6 +244,7 @@ def cpu(summary, max_depth: int = 2, shown_cpu_us: float | None = None) -> str:
                      len(launched), ", ".join(apis) or "—"))
     return table(["aten op (nested)", "CPU time", "device ops launched", "launch API"], rows, "lrr") + (
         f"\n\nThese rows come from the forward the op list and the trace picture show (the one whose device time "
-        f"is the median){f', whose annotation took {us(shown_cpu_us)} of CPU time' if shown_cpu_us else ''}; the "
-        f"median CPU time over the {len(summary['ops_per_forward_each'])} profiled forwards is "
-        f"{us(summary['cpu_forward_us'])}, the figure the text quotes. Ops nested deeper than {max_depth} are in the trace.")
+        f"is the median){f', whose annotation took {us(shown_cpu_us)} of CPU time' if shown_cpu_us else ''}. "
+        f"*CPU time / forward*, elsewhere on these pages, is the median over the "
+        f"{len(summary['ops_per_forward_each'])} profiled forwards: {us(summary['cpu_forward_us'])}. Ops nested "
+        f"deeper than {max_depth} are in the trace.")

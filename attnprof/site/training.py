@@ -12,7 +12,7 @@ from ..stages import STAGES
 from ..text import shape, size, us
 from . import plots, tables
 from .build import Build
-from .pieces import causal_tflops, title
+from .pieces import causal_tflops, title, trace_controls
 from .registry import ALL, piece
 
 GRADIENTS = ("dq", "dk", "dv")
@@ -37,7 +37,8 @@ def compare_backward(build: Build, *records):
         s = build.summary(record)
         link = f"[{title(s)}]({'fused' if STAGES[s['stage']].group == 'provider' else s['stage']}.md)"
         if "unavailable" in s:
-            rows.append((link, f"not available here: {tables.cell(s['unavailable'])}", *["—"] * 6))
+            rows.append((link, f"{tables.NOT_RUN}: {tables.cell(tables.why_unavailable(s['unavailable']))}",
+                         *["—"] * 6))
             continue
         rows.append((link, s["ops_per_backward"], s["ops_on_calling_thread_each"][0], us(s["backward_device_us"]),
                      us(s["event_median_us"]), f"{bwd_tflops(s):.0f}",
@@ -240,8 +241,9 @@ def value_cp(build: Build, record, field):
 
 @piece("trace", captures=1, kind="cp")
 def trace_cp(build: Build, record):
-    return (f"{plots.ranks_timeline(build.summary(record), build.trace(record))}\n\n"
+    s = build.summary(record)
+    label = f"{s['title']}: {s['world_size']} × {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
+    return (f"{plots.ranks_timeline(s, build.trace(record))}\n\n"
             f"*One forward on each rank, lined up on the trace's clock: per rank, its compute kernels and its NCCL "
-            f"kernels. Hover a bar for its name and duration.* "
-            f"[:material-download: {record}.trace.json.gz](captures/{record}.trace.json.gz) (both ranks in one file: "
-            f"Perfetto shows them as processes *rank 0* and *rank 1*) · [summary JSON](captures/{record}.json)")
+            f"kernels. Hover a bar for its name and duration. The file holds every rank (Perfetto shows them as "
+            f"processes *rank 0* and *rank 1*).*\n\n" + trace_controls(record, label))

@@ -1,0 +1,50 @@
+"""What a kind of table means, said once: on the page that explains it (Reading a profile), while each
+table elsewhere links there (tables.OCCUPANCY_GUIDE, tables.COUNTERS_GUIDE, pieces.TRACE_GUIDE).
+
+The parts that are numbers (the GPU's per-SM limits, the verdict's threshold) are read from a capture
+and from the code that applies them, so the explanation stays true when either changes."""
+from __future__ import annotations
+
+from .. import counters
+from ..occupancy import REG_ALLOC_UNIT, SMEM_RESERVED_PER_BLOCK
+from . import tables
+from .build import Build
+from .registry import piece
+
+
+@piece("occupancy-guide", captures=1)
+def occupancy_guide(build: Build, record):
+    """How the footprint tables get theoretical and achieved occupancy, with the per-SM limits of the
+    GPU that captured `record` (from its trace's deviceProperties)."""
+    props = build.device_properties(record)
+    warps = props["maxThreadsPerMultiprocessor"] // props.get("warpSize", 32)
+    return (
+        f"*Theoretical occupancy* is computed by attnprof from each kernel's footprint in the trace (registers "
+        f"per thread, shared memory per block, threads per block) against the GPU's per-SM limits, read from the "
+        f"trace's `deviceProperties`: on the {tables.cell(build.summary(record)['device'])}, "
+        f"{props['regsPerMultiprocessor']:,} registers, {props['sharedMemPerMultiprocessor'] // 1024} KiB of "
+        f"shared memory and {warps} warps per SM. Registers are granted per warp in units of {REG_ALLOC_UNIT} and "
+        f"each block costs {SMEM_RESERVED_PER_BLOCK // 1024} KiB of shared memory more than it asks for (CUDA C++ "
+        f"Programming Guide). Whichever resource runs out first caps the blocks per SM; the footprint table "
+        f"names it under *limited by*.\n\n"
+        f"*Achieved occupancy* is measured: the share of warp slots that held a warp while the SM was active, "
+        f"from Nsight Compute over one forward. Where a kernel has no counters, the table shows the profiler's "
+        f"own *est. achieved* field instead, copied as recorded: an estimate, not a measurement.")
+
+
+@piece("counters-guide")
+def counters_guide(build: Build):
+    """The columns of a hardware-counter table and the rule behind its verdict."""
+    return tables.table(["column", "meaning"], [
+        ("warps active of theoretical (limit)", "achieved occupancy beside the theoretical one, and the resource "
+                                                "that limits it"),
+        ("tensor pipe, FP32 FMA pipe", "the share of the time the Tensor Cores, or the CUDA cores' fused "
+                                       "multiply-add units, were busy"),
+        ("SM / memory throughput", "the busiest unit of the SMs, and of the memory system, as a share of its peak"),
+        ("DRAM (of peak, bytes)", "device-memory throughput as a share of its peak, and the bytes moved"),
+        ("L2 hit", "the share of lookups in the L2 cache that found their data there, without going to device memory"),
+        ("verdict", f"*compute-bound* or *memory-bound*: whichever of SM and memory throughput is higher, once it "
+                    f"reaches {counters.BOUND_AT:.0f} % of its peak; *latency-bound* when neither does (the kernel "
+                    f"waits on something other than a busy unit)"),
+    ]) + ("\n\nEach percentage is of that unit's peak, measured over one forward with the clocks unlocked (as the GPU "
+          "runs them in use, not fixed for repeatable numbers).")
