@@ -3,7 +3,7 @@ history, and an Open-in-Perfetto control beside every trace figure."""
 import html
 import re
 
-from attnprof.stages import LADDER
+from attnprof.stages import ladder
 
 # Phrases about where or how the site was built rather than about attention, GPUs and software.
 PROCESS_TALK = [
@@ -68,5 +68,5 @@ def test_every_trace_figure_has_an_open_in_perfetto_control(site):
             elif not (path.parent / href).resolve().exists():
                 problems.append(f"{where} opens {href}, which the site does not hold")
     assert not problems, "\n".join(problems)
-    assert {*LADDER, "fused", "reading-a-profile", "launch-bound", "backward", "two-gpus"} <= with_figures
+    assert {*ladder(), "fused", "reading-a-profile", "launch-bound", "backward", "two-gpus"} <= with_figures
 
