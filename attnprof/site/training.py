@@ -40,15 +40,20 @@ def bwd_compare(build: Build, *records):
             rows.append((link, f"not available here: {tables.cell(s['unavailable'])}", *["—"] * 6))
             continue
         rows.append((link, s["ops_per_backward"], s["ops_on_calling_thread_each"][0], us(s["backward_device_us"]),
-                     us(s["event_median_us"]), f"{bwd_tflops(s):.0f}",
+                     f"{whole(s['event_median_us'])}<br>({whole(s['event_p10_us'])}–{whole(s['event_p90_us'])})",
+                     f"{bwd_tflops(s):.0f}",
                      f"{s['backward_device_us'] / s['forward_device_us']:.1f}×", f"{grad_error(s):.1e}"))
     b, h, n, d = build.summary(records[0])["shape"]
+    reps = build.summary(records[0])["settings"]["event_reps"]
     return (tables.table(["stage", "device ops / backward", "of them launched from the calling thread",
-                          "device time / backward", "CUDA-event median", "TFLOP/s (2.5× causal fwd FLOPs)",
+                          "device time / backward (profiler, sum of kernels)",
+                          "one call: CUDA-event median (p10–p90)", "TFLOP/s (2.5× causal fwd FLOPs, one-call median)",
                           "backward ÷ forward (device time, same trace)", "worst grad error vs fp64"], rows, "lrrrrrrr")
-            + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal. The backward's FLOPs are counted as 2.5 times the "
-              f"causal forward's (two matmuls forward; five backward, one of them recomputing QKᵀ), a convention, not a "
-              f"count of what each kernel does.")
+            + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal. *Device time*: the durations of the backward's "
+              f"device ops added up, from the profiler's trace of the median profiled backward. *One call*: CUDA events "
+              f"around one `backward()` call, synchronised, {reps} calls, each after a fresh forward (no profiler). The "
+              f"backward's FLOPs are counted as 2.5 times the causal forward's (two matmuls forward; five backward, one "
+              f"of them recomputing QKᵀ), a convention, not a count of what each kernel does.")
 
 
 @piece("bwd-saved", captures=ALL, unavailable=True)
@@ -106,6 +111,9 @@ BWD_VALUES = {
     "held": lambda s: size(s["memory"]["held_after_forward_bytes"]),
     "peak": lambda s: size(s["memory"]["peak_backward_bytes"]),
     "grad_err": lambda s: f"{grad_error(s):.1e}",
+    "largest_saved": lambda s: size(max(r["bytes"] for r in s["saved"] if r["what"] == "intermediate")),
+    "row_stats": lambda s: size(next(r["bytes"] for r in s["saved"] if r["what"] == "intermediate"
+                                     and len(r["shape"]) == 3)),  # one float per query row: B×H×S
 }
 
 

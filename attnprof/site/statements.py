@@ -1,0 +1,298 @@
+"""Sentences that rank, compare, multiply or judge, each computed from the records and checked by the build.
+
+A chapter asks for one with `<!-- attnprof: say NAME -->`. Each statement is a small function of the
+build that returns a `Statement`: the sentence as the page shows it (its numbers filled in from the
+records, each with its method and shape) and whether the records bear out the words typed in it. A
+statement the records contradict stops the build with one line that names it and quotes the sentence.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Callable
+
+from .. import a100
+from .. import trace as traces
+from ..text import us
+from .build import Build
+from .pieces import title
+from .registry import piece
+
+
+class FalseStatement(Exception):
+    """A sentence on a page that the committed records contradict."""
+
+
+@dataclass(frozen=True)
+class Statement:
+    text: str  # the sentence as the page shows it
+    holds: bool  # whether the records bear out its words
+    rests_on: str = ""  # the numbers it rests on, for the one line that says it is false
+
+
+STATEMENTS: dict[str, Callable[[Build], Statement]] = {}
+
+
+def statement(name: str):
+    def register(fn):
+        if name in STATEMENTS:
+            raise ValueError(f"statement {name!r} is registered twice")
+        STATEMENTS[name] = fn
+        return fn
+    return register
+
+
+def check(build: Build, name: str) -> Statement:
+    """The statement `name`, raising FalseStatement when the records contradict it."""
+    if name not in STATEMENTS:
+        raise KeyError(f"unknown statement {name!r} (known: {', '.join(sorted(STATEMENTS))})")
+    s = STATEMENTS[name](build)
+    if not s.holds:
+        raise FalseStatement(f"the statement {name!r} is false for the committed records: “{s.text}” "
+                             f"({s.rests_on}); rewrite the sentence or find what changed in the records")
+    return s
+
+
+@piece("say", inline=True)
+def say(build: Build, name):
+    """A computed sentence, checked against the records (see STATEMENTS)."""
+    return check(build, name).text
+
+
+# ---- words computed from numbers -----------------------------------------------------------------
+
+def times(x: float) -> str:
+    return f"{x:.1f}×"
+
+
+def relation(x: float, lo: float, hi: float) -> str:
+    """Where x lies against the range [lo, hi]: 'below', 'between' or 'above'."""
+    return "below" if x < lo else "above" if x > hi else "between"
+
+
+def ordinal(n: int) -> str:
+    return {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth", 6: "sixth", 7: "seventh",
+            8: "eighth"}.get(n, f"{n}th")
+
+
+SHORT = {"naive": "naive", "inplace": "in place", "math": "math", "efficient": "memory-efficient", "flash": "flash",
+         "cudnn": "cuDNN", "flex": "FlexAttention", "fa4": "FlashAttention-4"}  # names that fit in a sentence
+
+
+def name(stage: str) -> str:
+    return SHORT.get(stage) or title(stage)
+
+
+def ranked(rows: dict[str, float]) -> list[str]:
+    """Keys from the smallest value to the largest (the fastest first, for times)."""
+    return sorted(rows, key=rows.get)
+
+
+# ---- the backward pass ---------------------------------------------------------------------------
+
+FUSED_BWD = ("efficient", "flash", "cudnn", "flex", "fa4")
+UNFUSED_BWD = ("naive", "inplace", "math")
+
+
+def _bwd(build: Build, stages) -> dict[str, dict]:
+    out = {}
+    for stage in stages:
+        record = f"{stage}-bwd"
+        if record in build.problems or build.is_unavailable(record):
+            continue
+        out[stage] = build.summary(record)
+    return out
+
+
+def bwd_over_fwd(s: dict) -> float:
+    """A backward's device time over its forward's, both from the same trace (profiler)."""
+    return s["backward_device_us"] / s["forward_device_us"]
+
+
+@statement("bwd-over-fwd")
+def bwd_over_forward(build: Build) -> Statement:
+    fused, unfused = ({k: bwd_over_fwd(s) for k, s in _bwd(build, group).items()} for group in (FUSED_BWD, UNFUSED_BWD))
+    lo, hi = min(fused, key=fused.get), max(fused, key=fused.get)
+    text = (f"By device time (the profiler's sum of kernel durations, forward and backward from the same trace), "
+            f"every fused backend's backward costs more than its forward, from {times(fused[lo])} ({title(lo)}) to "
+            f"{times(fused[hi])} ({title(hi)}); the unfused ones, whose forward was already slow, "
+            f"{times(min(unfused.values()))} to {times(max(unfused.values()))}.")
+    return Statement(text, min(fused.values()) > max(unfused.values()) and min(fused.values()) > 1,
+                     f"fused {min(fused.values()):.2f}–{max(fused.values()):.2f}×, "
+                     f"unfused {min(unfused.values()):.2f}–{max(unfused.values()):.2f}×")
+
+
+@statement("bwd-fastest")
+def bwd_fastest(build: Build) -> Statement:
+    runs = _bwd(build, FUSED_BWD + UNFUSED_BWD)
+    by_device = ranked({k: s["backward_device_us"] for k, s in runs.items()})
+    by_event = ranked({k: s["event_median_us"] for k, s in runs.items()})
+    first, second = by_device[0], by_device[1]
+    d = lambda k: us(runs[k]["backward_device_us"])
+    e = lambda k: us(runs[k]["event_median_us"])
+    text = (f"By device time, the fastest backward here is {name(first)}'s ({d(first)}), then {name(second)}'s "
+            f"({d(second)}). Timed from the CPU, one `backward()` call between CUDA events (median of "
+            f"{runs[first]['settings']['event_reps']}), the order is not the same: {name(by_event[0])}'s comes first "
+            f"({e(by_event[0])}) and {name(first)}'s is {ordinal(by_event.index(first) + 1)} ({e(first)}).")
+    if by_event[0] == first:
+        text = (f"By device time, the fastest backward here is {name(first)}'s ({d(first)}), then "
+                f"{name(second)}'s ({d(second)}); timed from the CPU, one `backward()` call between CUDA events, it "
+                f"comes first too ({e(first)}).")
+    return Statement(text, True)
+
+
+@statement("bwd-fa4-host")
+def bwd_fa4_host(build: Build) -> Statement:
+    """Why FA4's one-call time is several times its device time: its host side, not its kernels."""
+    s = build.summary("fa4-bwd")
+    text = (f"The two methods measure different things. Device time adds up the kernels only; one call's CUDA-event "
+            f"time also holds everything the GPU waited for, the CPU's work before and between the launches "
+            f"included. FlashAttention-4's backward has {us(s['backward_device_us'])} of kernels but spends "
+            f"{us(s['cpu_backward_us'])} on the CPU per backward (profiled, median of "
+            f"{len(s['ops_per_backward_each'])}; the profiler inflates CPU time), more than its kernels take, so its "
+            f"one-call time ({us(s['event_p10_us'])} to {us(s['event_p90_us'])}, p10 to p90) follows the CPU, "
+            f"not the GPU.")
+    return Statement(text, s["cpu_backward_us"] > s["backward_device_us"]
+                     and s["event_p10_us"] > 2 * s["backward_device_us"],
+                     f"CPU {s['cpu_backward_us']:.1f} µs, device {s['backward_device_us']:.1f} µs, "
+                     f"event p10 {s['event_p10_us']:.1f} µs")
+
+
+# ---- the A100 beside the H200 --------------------------------------------------------------------
+# A100: NVIDIA's datasheet peaks (a100.HARDWARE). H200: its peaks computed the same way from its device
+# query, so that every hardware ratio is peak to peak; the rungs' ratios are measured to measured (the
+# post's profiler device time on the A100 over ours on the H200).
+
+FP32_LANES_PER_SM = {"A100": 64, "H200": 128}  # FP32 CUDA cores per SM: GA100 and GH100 whitepapers
+
+
+def h200_peaks(hw: dict) -> dict:
+    """The H200's peak FP32 rate and memory bandwidth from its device query (SMs × lanes × 2 × clock;
+    2 transfers × memory clock × bus width), the formulas that give the A100's datasheet figures."""
+    q = hw["query"]
+    return {"fp32_tflops": q["multi_processor_count"] * FP32_LANES_PER_SM["H200"] * 2 * q["smi_clocks_max_sm_mhz"] / 1e6,
+            "hbm_gbs": 2 * q["memory_clock_rate"] * 1e3 * q["memory_bus_width"] / 8 / 1e9,
+            "sm_clock": q["multi_processor_count"] * q["smi_clocks_max_sm_mhz"]}
+
+
+def a100_peaks() -> dict:
+    a = a100.HARDWARE
+    return {"fp32_tflops": a["fp32_tflops"], "hbm_gbs": a["hbm_gbs"], "sm_clock": a["sms"] * a["boost_mhz"]}
+
+
+def peak_ratios(build: Build) -> dict:
+    """H200 ÷ A100, peak to peak: bandwidth, FP32 on the CUDA cores, SMs × clock."""
+    h, a = h200_peaks(build.run("hardware")), a100_peaks()
+    return {k: h[k] / a[k] for k in ("hbm_gbs", "fp32_tflops", "sm_clock")}
+
+
+def rung_ratio(build: Build, stage: str) -> float:
+    """The post's A100 forward time (profiler) over our H200 device time per forward (profiler)."""
+    return a100.FIGURES[stage]["forward_us"] / build.summary(stage)["forward_device_us"]
+
+
+HW_NAMES = {"hbm_gbs": "memory bandwidth", "fp32_tflops": "FP32 on the CUDA cores", "sm_clock": "SMs × clock"}
+
+
+@statement("a100-inplace")
+def a100_inplace(build: Build) -> Statement:
+    p, r = peak_ratios(build), rung_ratio(build, "inplace")
+    nearest = min(p, key=lambda k: abs(p[k] - r))
+    hw = build.run("hardware")
+    of_peak = hw["copy_gbs"] / h200_peaks(hw)["hbm_gbs"]
+    text = (f"{times(r)}, nearest the bandwidth ratio ({times(p['hbm_gbs'])} peak to peak) of the three hardware "
+            f"ratios, and {relation(r, p['hbm_gbs'], p['hbm_gbs'])} it: a measured copy reaches {of_peak:.0%} of "
+            f"the H200's peak, and how near its own peak the A100 ran the post's forward is not known.")
+    return Statement(text, nearest == "hbm_gbs", f"ratio {r:.2f}, hardware {p}")
+
+
+@statement("a100-math")
+def a100_math(build: Build) -> Statement:
+    p, r = peak_ratios(build), rung_ratio(build, "math")
+    where = relation(r, p["hbm_gbs"], p["fp32_tflops"])
+    text = (f"{times(r)}, {where} the bandwidth ratio ({times(p['hbm_gbs'])}) and the FP32 ratio "
+            f"({times(p['fp32_tflops'])}), both peak to peak")
+    return Statement(text, where == "between", f"ratio {r:.2f}, bandwidth {p['hbm_gbs']:.2f}, FP32 {p['fp32_tflops']:.2f}")
+
+
+@statement("a100-fused-ampere")
+def a100_fused_ampere(build: Build) -> Statement:
+    p = peak_ratios(build)
+    rs = {s: rung_ratio(build, s) for s in ("efficient", "flash")}
+    text = (f"{times(rs['efficient'])} and {times(rs['flash'])}, below even the SMs × clock ratio "
+            f"({times(p['sm_clock'])}, peak to peak)")
+    return Statement(text, max(rs.values()) < min(p.values()), f"ratios {rs}, hardware {p}")
+
+
+@statement("a100-cudnn")
+def a100_cudnn(build: Build) -> Statement:
+    rs = {s: rung_ratio(build, s) for s in ("inplace", "math", "efficient", "flash", "cudnn")}
+    text = f"{times(rs['cudnn'])}, the largest of the rungs"
+    return Statement(text, max(rs, key=rs.get) == "cudnn" and
+                     a100.FIGURES["cudnn"]["forward_us"] > a100.FIGURES["flash"]["forward_us"], f"ratios {rs}")
+
+
+@statement("math-gap")
+def math_gap(build: Build) -> Statement:
+    """The math forward over the in-place forward: here against the post's A100."""
+    ours = build.summary("math")["forward_device_us"] / build.summary("inplace")["forward_device_us"]
+    theirs = a100.FIGURES["math"]["forward_us"] / a100.FIGURES["inplace"]["forward_us"]
+    text = (f"the math forward takes {ours:.1f} times as long as the in-place one here, against "
+            f"{theirs:.1f} times on the A100 (device time per forward on both, profiler)")
+    return Statement(text, ours < theirs, f"H200 {ours:.2f}, A100 {theirs:.2f}")
+
+
+# ---- two GPUs ------------------------------------------------------------------------------------
+
+def device_union_us(ops: list[dict]) -> float:
+    """The time at least one of `ops` ran (ops on two streams that overlap count once)."""
+    return traces._length(traces._union((o["start_us"], o["start_us"] + o["duration_us"]) for o in ops))
+
+
+LINEAR_WITHIN = 0.05  # a speedup within 5 % of the GPU count is "about linear" when no spread is recorded
+
+
+def scaling_words(speedup: float, gpus: int, spread: float | None) -> str:
+    """'superlinear' only when the speedup exceeds the GPU count by more than the spread of the timings;
+    with no spread recorded, 'about linear' within LINEAR_WITHIN."""
+    margin = spread if spread is not None else LINEAR_WITHIN * gpus
+    if speedup > gpus + margin:
+        return "superlinear"
+    if speedup >= gpus - margin:
+        return "about linear"
+    return "sublinear"
+
+
+@statement("cp-scaling")
+def cp_scaling(build: Build) -> Statement:
+    runs = [build.summary(r) for r in ("cp-allgather-w2-1x16x131072x128", "cp-alltoall-w2-1x16x131072x128")]
+    n = runs[0]["world_size"]
+    x = [s["speedup"] for s in runs]
+    words = {scaling_words(v, n, None) for v in x}
+    text = (f"{x[0]:.2f}× (all-gather) and {x[1]:.2f}× (all-to-all) on {n} GPUs: about linear, not more. A speedup "
+            f"{max(x) / n - 1:.1%} above {n}× is no evidence of superlinear scaling when the records keep only the "
+            f"median of each timing and not its spread")
+    return Statement(text, words == {"about linear"}, f"speedups {x}")
+
+
+@statement("cp-device-over-event")
+def cp_device_over_event(build: Build) -> Statement:
+    s = build.summary("cp-allgather-w2-1x16x32768x128")
+    r = s["ranks"][0]
+    union = device_union_us(r["ops"])
+    text = (f"Rank 0's device time, {us(r['forward_device_us'])}, is longer than its CUDA-event median, "
+            f"{us(r['event_median_us'])}, though the kernels ran inside that call: device time adds up every kernel, "
+            f"and the NCCL kernel ran on its own stream at the same time as attention, so the two count twice. The "
+            f"time at least one kernel ran (the union of their intervals) is {us(union)}.")
+    return Statement(text, r["forward_device_us"] > union and union <= r["event_median_us"] * 1.05,
+                     f"sum {r['forward_device_us']:.1f}, union {union:.1f}, event {r['event_median_us']:.1f}")
+
+
+# ---- the trace picture's forward -----------------------------------------------------------------
+
+def typical_forward(fwds: list) -> traces.Forward:
+    """The profiled forward nearest the medians on both sides: the smallest sum of its CPU time's and its
+    device time's relative distances to their medians over the profiled forwards."""
+    cpu = statistics.median(f.cpu_us for f in fwds)
+    dev = statistics.median(f.device_us for f in fwds)
+    return min(fwds, key=lambda f: abs(f.cpu_us / cpu - 1) + abs(f.device_us / dev - 1))
