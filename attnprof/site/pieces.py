@@ -101,8 +101,19 @@ VALUES = {
                                         oplist.footprint_rows(s, b.device_properties(s["record"]))),
     "peak_memory": lambda b, s: f"{s['peak_extra_bytes'] / 2**20:.0f} MiB",
     "idle_share": lambda b, s: f"{100 * oplist.gaps(s).idle_share:.0f} %",
+    "a100_ops": lambda b, s: str(a100.FIGURES[s["stage"]]["ops"]),
+    "scores_size": lambda b, s: f"{scores_bytes(s) / 2**20:.0f} MiB",
     "first_call": lambda b, s: f"{s['first_call_ms'] / 1000:.1f} s" if s["first_call_ms"] >= 1000 else "< 1 s",
 }
+
+
+ITEMSIZE = {"bf16": 2, "fp16": 2, "fp32": 4}
+
+
+def scores_bytes(s: dict) -> int:
+    """The size of one B×H×S×S score tensor in the capture's dtype."""
+    b, h, n, _ = s["shape"]
+    return b * h * n * n * ITEMSIZE[s["dtype"]]
 
 
 def median_latency(g) -> float:

@@ -61,8 +61,12 @@ def say(build: Build, name):
 
 # ---- words computed from numbers -----------------------------------------------------------------
 
-def times(x: float) -> str:
-    return f"{x:.1f}×"
+def times(x: float, digits: int = 1) -> str:
+    return f"{x:.{digits}f}×"
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.0f} %"
 
 
 def relation(x: float, lo: float, hi: float) -> str:
@@ -200,9 +204,10 @@ def a100_inplace(build: Build) -> Statement:
     nearest = min(p, key=lambda k: abs(p[k] - r))
     hw = build.run("hardware")
     of_peak = hw["copy_gbs"] / h200_peaks(hw)["hbm_gbs"]
-    text = (f"{times(r)}, nearest the bandwidth ratio ({times(p['hbm_gbs'])} peak to peak) of the three hardware "
-            f"ratios, and {relation(r, p['hbm_gbs'], p['hbm_gbs'])} it: a measured copy reaches {of_peak:.0%} of "
-            f"the H200's peak, and how near its own peak the A100 ran the post's forward is not known.")
+    text = (f"{times(r, 2)}, of the three hardware ratios nearest the bandwidth ratio ({times(p['hbm_gbs'], 2)}, peak to "
+            f"peak), and {relation(r, p['hbm_gbs'], p['hbm_gbs'])} it by {pct(abs(1 - r / p['hbm_gbs']))}: a copy "
+            f"measured on the H200 reaches {pct(of_peak)} of its peak, and how near its own peak the A100 ran the "
+            f"post's forward is not known")
     return Statement(text, nearest == "hbm_gbs", f"ratio {r:.2f}, hardware {p}")
 
 
@@ -210,8 +215,8 @@ def a100_inplace(build: Build) -> Statement:
 def a100_math(build: Build) -> Statement:
     p, r = peak_ratios(build), rung_ratio(build, "math")
     where = relation(r, p["hbm_gbs"], p["fp32_tflops"])
-    text = (f"{times(r)}, {where} the bandwidth ratio ({times(p['hbm_gbs'])}) and the FP32 ratio "
-            f"({times(p['fp32_tflops'])}), both peak to peak")
+    text = (f"{times(r, 2)}, {where} the bandwidth ratio ({times(p['hbm_gbs'], 2)}) and the FP32 ratio "
+            f"({times(p['fp32_tflops'], 2)}), both peak to peak")
     return Statement(text, where == "between", f"ratio {r:.2f}, bandwidth {p['hbm_gbs']:.2f}, FP32 {p['fp32_tflops']:.2f}")
 
 
@@ -219,15 +224,15 @@ def a100_math(build: Build) -> Statement:
 def a100_fused_ampere(build: Build) -> Statement:
     p = peak_ratios(build)
     rs = {s: rung_ratio(build, s) for s in ("efficient", "flash")}
-    text = (f"{times(rs['efficient'])} and {times(rs['flash'])}, below even the SMs × clock ratio "
-            f"({times(p['sm_clock'])}, peak to peak)")
+    text = (f"{times(rs['efficient'], 2)} and {times(rs['flash'], 2)}, below even the SMs × clock ratio "
+            f"({times(p['sm_clock'], 2)}, peak to peak), the smallest of the three")
     return Statement(text, max(rs.values()) < min(p.values()), f"ratios {rs}, hardware {p}")
 
 
 @statement("a100-cudnn")
 def a100_cudnn(build: Build) -> Statement:
     rs = {s: rung_ratio(build, s) for s in ("inplace", "math", "efficient", "flash", "cudnn")}
-    text = f"{times(rs['cudnn'])}, the largest of the rungs"
+    text = f"{times(rs['cudnn'], 2)}, the largest of the rungs"
     return Statement(text, max(rs, key=rs.get) == "cudnn" and
                      a100.FIGURES["cudnn"]["forward_us"] > a100.FIGURES["flash"]["forward_us"], f"ratios {rs}")
 
@@ -280,10 +285,11 @@ def cp_device_over_event(build: Build) -> Statement:
     s = build.summary("cp-allgather-w2-1x16x32768x128")
     r = s["ranks"][0]
     union = device_union_us(r["ops"])
-    text = (f"Rank 0's device time, {us(r['forward_device_us'])}, is longer than its CUDA-event median, "
-            f"{us(r['event_median_us'])}, though the kernels ran inside that call: device time adds up every kernel, "
-            f"and the NCCL kernel ran on its own stream at the same time as attention, so the two count twice. The "
-            f"time at least one kernel ran (the union of their intervals) is {us(union)}.")
+    text = (f"Rank 0's device time at this length, {us(r['forward_device_us'])} (profiler), is longer than its "
+            f"one-call CUDA-event median, {us(r['event_median_us'])}, though the kernels run inside the call. Device "
+            f"time adds up every op, and the NCCL kernel runs on its own stream while attention runs, so that "
+            f"stretch counts twice; the time at least one op ran, the union of their intervals, is {us(union)}, "
+            f"within the call.")
     return Statement(text, r["forward_device_us"] > union and union <= r["event_median_us"] * 1.05,
                      f"sum {r['forward_device_us']:.1f}, union {union:.1f}, event {r['event_median_us']:.1f}")
 
@@ -296,3 +302,38 @@ def typical_forward(fwds: list) -> traces.Forward:
     cpu = statistics.median(f.cpu_us for f in fwds)
     dev = statistics.median(f.device_us for f in fwds)
     return min(fwds, key=lambda f: abs(f.cpu_us / cpu - 1) + abs(f.device_us / dev - 1))
+
+
+# ---- a kernel's launch figures, inline in prose ----------------------------------------------------
+
+KERNEL_FIELDS = {
+    "registers": lambda op, s: str(op["registers"]),
+    "threads": lambda op, s: str(op["block"][0] * op["block"][1] * op["block"][2]),
+    "warpgroups": lambda op, s: str(op["block"][0] * op["block"][1] * op["block"][2] // 128),
+    "blocks": lambda op, s: f"{op['grid'][0] * op['grid'][1] * op['grid'][2]:,}",
+    "grid": lambda op, s: " × ".join(str(g) for g in op["grid"] if g > 1) or "1",
+    "blocks_per_sm": lambda op, s: f"{op['grid'][0] * op['grid'][1] * op['grid'][2] / s['sm_count']:.2f}",
+}
+
+
+@piece("kernel-value", captures=1, inline=True)
+def kernel_value(build: Build, record, part, field):
+    """One launch figure of the first kernel of `record` whose name holds `part`: registers, threads, blocks ..."""
+    if field not in KERNEL_FIELDS:
+        raise KeyError(f"unknown kernel field {field!r} (known: {', '.join(KERNEL_FIELDS)})")
+    s = build.summary(record)
+    op = next((op for op in s["ops"] if op["kind"] == "kernel" and part in op["name"]), None)
+    if op is None:
+        raise ValueError(f"no kernel of {record!r} has {part!r} in its name")
+    return KERNEL_FIELDS[field](op, s)
+
+
+@statement("fa4-grid")
+def fa4_grid(build: Build) -> Statement:
+    """FlashAttention-4's grid at the long shape: one block per 128-row query tile and head."""
+    s = build.summary("fa4-1x16x8192x128")
+    op = next(op for op in s["ops"] if "FlashAttentionForwardSm90" in op["name"])
+    b, h, n, _ = s["shape"]
+    blocks, tiles = op["grid"][0] * op["grid"][1] * op["grid"][2], n // 128
+    text = f"{blocks:,} blocks = {tiles} query tiles of 128 rows × {h} heads{f' × {b} batches' if b > 1 else ''}"
+    return Statement(text, blocks == tiles * h * b, f"grid {op['grid']}, shape {s['shape']}")
