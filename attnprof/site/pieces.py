@@ -5,6 +5,8 @@ What a piece reads is declared where it is registered (see registry.py).
 """
 from __future__ import annotations
 
+import statistics
+
 from .. import a100, names, oplist, store
 from .. import trace as traces
 from ..flops import causal_flops
@@ -50,10 +52,18 @@ def diff(build: Build, a, b):
 def trace(build: Build, record):
     s = build.summary(record)
     what = s.get("pass", "forward")
+    fwds, shown = plots.pictured(s, build.trace(record))
+    listed = traces.median_forward(fwds)
+    cpu_median = statistics.median(f.cpu_us for f in fwds)
+    same = ("the same one the op list shows" if shown is listed else
+            f"the op list shows the {what} whose device time is the median ({us(listed.device_us)} of device time, "
+            f"{us(listed.cpu_us)} on the CPU), so op numbers match it and durations can differ slightly")
     return (f"{plots.timeline(s, build.trace(record))}\n\n"
-            f"*One {what} of `{record}`, the profiled {what} with the median device time, from the committed trace "
-            f"([{record}.trace.json.gz](captures/{record}.trace.json.gz)). Numbers match the op list; "
-            f"hover a bar for its full name and duration. Grey stretches in the GPU lane are the GPU idle, "
+            f"*One {what} of `{record}` from the committed trace ([{record}.trace.json.gz](captures/{record}.trace.json.gz)): "
+            f"of the {len(fwds)} profiled, the one nearest the medians on both sides, {us(shown.cpu_us)} on the CPU "
+            f"(median {us(cpu_median)}, profiler on) and {us(shown.device_us)} of device time "
+            f"(median {us(statistics.median(f.device_us for f in fwds))}); {same}. "
+            f"Hover a bar for its full name and duration. Grey stretches in the GPU lane are the GPU idle, "
             f"waiting for the {what}'s next launch ([gaps](launch-bound.md#reading-the-gaps)).*")
 
 

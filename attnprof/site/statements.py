@@ -7,7 +7,6 @@ statement the records contradict stops the build with one line that names it and
 """
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from typing import Callable
 
@@ -292,16 +291,6 @@ def cp_device_over_event(build: Build) -> Statement:
             f"within the call.")
     return Statement(text, r["forward_device_us"] > union and union <= r["event_median_us"] * 1.05,
                      f"sum {r['forward_device_us']:.1f}, union {union:.1f}, event {r['event_median_us']:.1f}")
-
-
-# ---- the trace picture's forward -----------------------------------------------------------------
-
-def typical_forward(fwds: list) -> traces.Forward:
-    """The profiled forward nearest the medians on both sides: the smallest sum of its CPU time's and its
-    device time's relative distances to their medians over the profiled forwards."""
-    cpu = statistics.median(f.cpu_us for f in fwds)
-    dev = statistics.median(f.device_us for f in fwds)
-    return min(fwds, key=lambda f: abs(f.cpu_us / cpu - 1) + abs(f.device_us / dev - 1))
 
 
 # ---- a kernel's launch figures, inline in prose ----------------------------------------------------
