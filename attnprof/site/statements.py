@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .. import a100
-from .. import trace as traces
 from ..text import us
 from .build import Build
 from .pieces import title
+from .training import busy_us
 from .registry import piece
 
 
@@ -248,11 +248,6 @@ def math_gap(build: Build) -> Statement:
 
 # ---- two GPUs ------------------------------------------------------------------------------------
 
-def device_union_us(ops: list[dict]) -> float:
-    """The time at least one of `ops` ran (ops on two streams that overlap count once)."""
-    return traces._length(traces._union((o["start_us"], o["start_us"] + o["duration_us"]) for o in ops))
-
-
 LINEAR_WITHIN = 0.05  # a speedup within 5 % of the GPU count is "about linear" when no spread is recorded
 
 
@@ -273,9 +268,9 @@ def cp_scaling(build: Build) -> Statement:
     n = runs[0]["world_size"]
     x = [s["speedup"] for s in runs]
     words = {scaling_words(v, n, None) for v in x}
-    text = (f"{x[0]:.2f}× (all-gather) and {x[1]:.2f}× (all-to-all) on {n} GPUs: about linear, not more. A speedup "
-            f"{max(x) / n - 1:.1%} above {n}× is no evidence of superlinear scaling when the records keep only the "
-            f"median of each timing and not its spread")
+    text = (f"about linear with either rotation ({x[0]:.2f}× all-gather, {x[1]:.2f}× all-to-all), not more: a "
+            f"speedup {100 * (max(x) / n - 1):.1f} % above {n}× is no evidence of superlinear scaling when the "
+            f"records keep only the median of each timing, not its spread")
     return Statement(text, words == {"about linear"}, f"speedups {x}")
 
 
@@ -283,7 +278,7 @@ def cp_scaling(build: Build) -> Statement:
 def cp_device_over_event(build: Build) -> Statement:
     s = build.summary("cp-allgather-w2-1x16x32768x128")
     r = s["ranks"][0]
-    union = device_union_us(r["ops"])
+    union = busy_us(r["ops"])
     text = (f"Rank 0's device time at this length, {us(r['forward_device_us'])} (profiler), is longer than its "
             f"one-call CUDA-event median, {us(r['event_median_us'])}, though the kernels run inside the call. Device "
             f"time adds up every op, and the NCCL kernel runs on its own stream while attention runs, so that "

@@ -141,6 +141,11 @@ def bwd_download(build: Build, record):
 
 # ---- two GPUs ------------------------------------------------------------------------------------
 
+def busy_us(ops: list[dict]) -> float:
+    """The time at least one of `ops` ran: the union of their intervals (ops on two streams count once)."""
+    return trace._length(trace._union((o["start_us"], o["start_us"] + o["duration_us"]) for o in ops))
+
+
 def whole(duration_us) -> str:
     """A duration that a table cell does not break between number and unit."""
     return us(duration_us).replace(" ", "&nbsp;")
@@ -164,8 +169,9 @@ def cp_compare(build: Build, *records):
                      per_rank(s, lambda r: f"{whole(r['overlap']['overlap_us'])} of {whole(r['overlap']['communication_us'])}"),
                      f"{max(r['rel_err_rows'] for r in s['ranks']):.1e}"))
     s = build.summary(records[0])
-    return tables.table(["sequence length", "rotation, causal shard", "one GPU (event median)",
-                         f"{s['world_size']} GPUs (slower rank's event median)", "speedup", "device time, per rank",
+    return tables.table(["sequence length", "rotation, causal shard", "one GPU (one call: CUDA-event median)",
+                         f"{s['world_size']} GPUs (slower rank's CUDA-event median)", "speedup",
+                         "device time, per rank (profiler, sum of ops)",
                          "NCCL time hidden behind compute, per rank", "rel. error vs fp64 (sampled rows)"],
                         rows, "rlrrrrrr") + (
         f"\n\nB=1, H={s['shape'][1]}, D={s['shape'][3]}, bf16, causal, SDPA's {s['backend']} backend on every rank and "
@@ -187,12 +193,17 @@ def cp_ranks(build: Build, record):
         flash = [op for op in r["ops"] if op["kind"] == "kernel" and names.fingerprint([op["name"]]) == "flash"]
         rows.append((r["rank"], held, f"{r['causal_pairs'] / total:.1%}", r["ops_per_forward"],
                      " + ".join(whole(op["duration_us"]) for op in flash), us(r["forward_device_us"]),
+                     us(busy_us(r["ops"])),
                      f"{whole(o['communication_us'])}: {whole(o['overlap_us'])} hidden, {whole(o['exposed_us'])} exposed",
                      us(r["event_median_us"])))
     return tables.table(["rank", "query positions held", "share of the causal (query, key) pairs",
-                         "device ops / forward", "attention kernels", "device time / forward", "NCCL time",
-                         "CUDA-event median"], rows, "rlrrlrlr") + (
-        "\n\n*NCCL time* is the time any NCCL kernel ran on that GPU during the forward; *hidden* is the part of it "
+                         "device ops / forward", "attention kernels", "device time / forward (profiler, sum of ops)",
+                         "GPU busy / forward (profiler, union of ops)", "NCCL time",
+                         "one call: CUDA-event median"], rows, "rlrrlrrlr") + (
+        f"\n\nShape {shape(s['shape'])} in all, bf16, causal. *Device time* adds up the durations of the rank's "
+        "ops in its median profiled forward; ops on two streams at once count twice, so it can exceed the time "
+        "the call took. *GPU busy* counts the time at least one op ran (the union of their intervals). "
+        "*NCCL time* is the time any NCCL kernel ran on that GPU during the forward; *hidden* is the part of it "
         "during which a compute kernel ran too (on another stream), *exposed* the rest. Counted per rank by "
         "correlation inside that rank's annotated forward.")
 
@@ -228,6 +239,8 @@ RANK_VALUES = {  # cp-value RECORD rank0.exposed, rank1.hidden_pct ...
 }
 CP_VALUES = {
     "speedup": lambda s: f"{s['speedup']:.2f}×",
+    "pair_shares": lambda s: " and ".join(f"{100 * r['causal_pairs'] / sum(x['causal_pairs'] for x in s['ranks']):.0f} %"
+                                          for r in s["ranks"]),
     "single": lambda s: us(s["single_gpu"]["event_median_us"]),
     "cp": lambda s: us(s["cp_event_median_us"]),
 }
