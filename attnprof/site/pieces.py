@@ -261,9 +261,13 @@ def compare(build: Build, *records):
                      us(s["event_median_us"]), f"{causal_tflops(s):.0f}", f"{s['rel_err']:.1e}",
                      f"{len(kernels)} kernel(s); layout {s.get('layout', 'BHSD')}"))
     b, h, n, d = build.summary(records[0])["shape"]
-    return (tables.table(["stage", "longest kernel", "ops / forward", "device time / forward", "CUDA-event median",
-                          "TFLOP/s (causal, event median)", "rel. error vs fp64", "notes"], rows, "llrrrrr")
-            + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal." + tables.raw_reasons(reasons))
+    reps = next((build.summary(r)["settings"]["event_reps"] for r in records if not build.is_unavailable(r)), 50)
+    return (tables.table(["stage", "longest kernel", "ops / forward", "device time / forward (profiler)",
+                          "one call: CUDA-event median", "TFLOP/s (causal, one-call median)", "rel. error vs fp64",
+                          "notes"], rows, "llrrrrr")
+            + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal. *Device time*: the sum of one profiled "
+              f"forward's device op durations; *one call*: CUDA events around one synchronised call, median of "
+              f"{reps}, no profiler, from the capture's own run." + tables.raw_reasons(reasons))
 
 
 @piece("side-by-side", captures=ALL)
@@ -301,7 +305,8 @@ def kernel_compare(build: Build, *records):
                      f"{k['threads']} ({k['threads'] // 128} warpgroup{'s' if k['threads'] >= 256 else ''})",
                      k["registers"], f"{k['shared_memory'] / 1024:.0f} KiB", k["blocks_per_sm"]))
     b, h, n, d = build.summary(records[0])["shape"]
-    return tables.table(["stage", "attention kernel", "device ops / forward", "kernel time", "TFLOP/s (kernel time)",
+    return tables.table(["stage", "attention kernel", "device ops / forward", "kernel time (profiler)",
+                         "TFLOP/s (profiler kernel time)",
                          "grid (blocks per SM)", "threads per block", "regs/thread", "smem/block", "blocks/SM"],
                         rows, "llrrrllrrr") + (
         f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal; kernel time from the profiler's trace of the median "
@@ -361,8 +366,10 @@ def glance(build: Build):
                      us(s["cpu_forward_us"]), f"{100 * oplist.gaps(s).idle_share:.0f} %", f"{causal_tflops(s):.0f}",
                      f"{s['rel_err']:.1e}", LESSONS[name]))
     return tables.table(
-        ["stage", "ops / forward", "device time / forward", "CUDA-event median", "CPU time / forward",
-         "GPU idle (of span)", "TFLOP/s (causal, event median)", "rel. error vs fp64", "lesson"], rows, "lrrrrrrr")
+        ["stage", "ops / forward", "device time / forward (profiler)", "one call: CUDA-event median",
+         "CPU time / forward (profiler)", "GPU idle (of span, profiler)", "TFLOP/s (causal, one-call median)",
+         "rel. error vs fp64", "lesson"], rows, "lrrrrrrr") + (
+        "\n\nShape B=8, H=16, S=1024, D=64 (the post's), bf16, causal; each stage's capture, its own run.")
 
 
 @piece("glance-a100")
@@ -376,8 +383,9 @@ def glance_a100(build: Build):
         rows.append((f"[{STAGES[name].title}]({name}.md)", s["ops_per_forward"], "—" if ref["ops"] is None else ref["ops"],
                      us(s["forward_device_us"]), us(ref["forward_us"]), _a100_ratio(s),
                      us(s["cpu_forward_us"]), us(ref["cpu_us"])))
-    return (tables.table(["stage", "ops (H200)", "ops (A100)", "device time (H200)", "forward (A100)",
-                          "A100 ÷ H200", "CPU time (H200)", "CPU time (A100)"], rows, "lrrrrrrr")
+    return (tables.table(["stage", "ops (H200)", "ops (A100)", "device time / forward (H200, profiler)",
+                          "forward CUDA time (A100, profiler)", "A100 ÷ H200", "CPU time / forward (H200, profiler)",
+                          "CPU time (A100, profiler)"], rows, "lrrrrrrr")
             + f"\n\nA100 columns: the figures published in [*{a100.SOURCE_TITLE}*]({a100.SOURCE}) "
               f"(NVIDIA A100-SXM4-80GB), quoted, not measured by us; — where the post gives none.")
 

@@ -321,3 +321,86 @@ def fa4_grid(build: Build) -> Statement:
     blocks, tiles = op["grid"][0] * op["grid"][1] * op["grid"][2], n // 128
     text = f"{blocks:,} blocks = {tiles} query tiles of 128 rows × {h} heads{f' × {b} batches' if b > 1 else ''}"
     return Statement(text, blocks == tiles * h * b, f"grid {op['grid']}, shape {s['shape']}")
+
+
+# ---- one quantity, several methods ---------------------------------------------------------------
+
+@statement("fa4-rates")
+def fa4_rates(build: Build) -> Statement:
+    """FlashAttention-4's rate at the long shape by every method the site shows it with."""
+    from ..flops import causal_flops
+    from .pieces import causal_tflops
+    rec = "fa4-1x16x8192x128"
+    s = build.summary(rec)
+    flops = causal_flops(s["shape"])
+    kernel = max((op for op in s["ops"] if op["kind"] == "kernel"), key=lambda op: op["duration_us"])
+    profiler = flops / (kernel["duration_us"] * 1e-6) / 1e12
+    measured = build.counters(rec)
+    ncu = flops / (sum(k["duration_ns"] or 0 for k in measured["kernels"]) * 1e-9) / 1e12 if measured else None
+    fastest = {r["layout"]: r for r in build.run("fastest") if r["path"] == "fa4" and "tflops" in r}
+    sweep = [r for r in build.run("sweep") if r["path"] == "fa4" and r["shape"][2:] == s["shape"][2:]
+             and r.get("tflops_back_to_back")]
+    capture = causal_tflops(s)
+    f = lambda x: f"{x:.0f}"
+    text = (f"FlashAttention-4 at S={s['shape'][2]:,}, D={s['shape'][3]} thus appears at several rates on this site, "
+            f"one per method: {f(profiler)} TFLOP/s by its kernel's time in the profiler"
+            + (f" and {f(ncu)} by Nsight Compute's" if ncu else "")
+            + f" (the kernel alone, B={s['shape'][0]}); "
+            f"{f(fastest['BSHD']['tflops_back_to_back'])} and {f(fastest['BHSD']['tflops_back_to_back'])} back to back "
+            f"(stored [B, S, H, D] and [B, H, S, D], the table above); {f(fastest['BSHD']['tflops'])} and "
+            f"{f(fastest['BHSD']['tflops'])} one call at a time in the same run, and {f(capture)} one call at a time "
+            f"in the capture's own run ([Fused kernels](fused.md))"
+            + "".join(f"; {f(r['tflops_back_to_back'])} back to back at B={r['shape'][0]} in the sweep and the roofline "
+                      f"figure" for r in sweep)
+            + ". The kernel-only rates are the highest because they leave out the launches and the gaps between "
+              "forwards; back to back pays those once per forward, and one call adds the time from the call to the "
+              "kernel's start.")
+    kernel_only = [profiler] + ([ncu] if ncu else [])
+    b2b = [r["tflops_back_to_back"] for r in fastest.values()]
+    one_call = [r["tflops"] for r in fastest.values()] + [capture]
+    return Statement(text, min(kernel_only) >= max(b2b) and min(b2b) > max(one_call),
+                     f"kernel {kernel_only}, back to back {b2b}, one call {one_call}")
+
+
+@statement("cudnn-queued-slower")
+def cudnn_queued_slower(build: Build) -> Statement:
+    rows = [r for r in build.run("fastest") if r["path"] == "cudnn" and "back_to_back_us" in r]
+    text = ("cuDNN ran slower per forward in the queued runs than one call at a time ("
+            + "; ".join(f"{us(r['back_to_back_us'])} against {us(r['median_us'])}" for r in rows) + ")")
+    return Statement(text, all(r["back_to_back_us"] > r["median_us"] for r in rows),
+                     "; ".join(f"{r['back_to_back_us']:.1f} vs {r['median_us']:.1f}" for r in rows))
+
+
+def _graphs_row(build: Build, path: str) -> dict | None:
+    """The eager row of the graphs run for an SDPA path at the post's shape, where that run has one."""
+    try:
+        rows = build.run("graphs")
+    except (FileNotFoundError, ValueError):
+        return None
+    return next((r for r in rows if r.get("path") == f"SDPA {path}" and r.get("shape") == [8, 16, 1024, 64]
+                 and "eager" in r), None)
+
+
+@statement("one-call-runs")
+def one_call_runs(build: Build) -> Statement:
+    """One call's CUDA-event median is a latency, and it differs between runs far more than device time."""
+    parts, holds = [], True
+    for stage, label in (("cudnn", "cuDNN"), ("flash", "flash")):
+        s, g = build.summary(stage), _graphs_row(build, label if stage == "flash" else "cuDNN")
+        if g:
+            parts.append(f"{label}'s is {us(s['event_median_us'])} in its capture's run and "
+                         f"{us(g['eager']['median_us'])} in the CUDA-graph run of "
+                         f"[When the GPU waits for Python](launch-bound.md)")
+            holds &= g["eager"]["median_us"] > s["forward_device_us"] and s["event_median_us"] > s["forward_device_us"]
+    long = build.summary("cudnn-1x16x8192x128")
+    fast = next((r for r in build.run("fastest") if r["path"] == "cudnn" and r.get("layout", "BHSD") == "BHSD"), None)
+    holds &= long["event_median_us"] > long["forward_device_us"]
+    if fast:
+        holds &= fast["median_us"] > long["forward_device_us"]
+        parts.append(f"cuDNN's at B=1, S=8,192, D=128 is {us(long['event_median_us'])} in its capture's run and "
+                     f"{us(fast['median_us'])} in the fastest-forward run of [Roofline](roofline.md), over "
+                     f"{us(long['forward_device_us'])} of device time")
+    text = ("One call's CUDA-event median is a latency, the kernels plus the launch and whatever the host did "
+            "before it, always above the device time, and it moves from one run to the next. At the post's shape "
+            + "; ".join(parts) + ". Each table names the run its numbers come from.")
+    return Statement(text, holds and bool(parts), "; ".join(parts))
