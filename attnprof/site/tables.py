@@ -131,8 +131,9 @@ def ops(summary, mark: str | None = None) -> str:
              f"ops below that." if shared else "")
     n = summary["ops_per_forward"]
     total = (f"\n\n{n} device op{'s' if n != 1 else ''} in one forward, {us(summary['forward_device_us'])} of device "
-             f"time (sum of their durations, profiler); CUDA-event median of the whole forward "
-             f"{us(summary['event_median_us'])} over {summary['settings']['event_reps']} runs. Hover a kernel for its "
+             f"time (sum of their durations, profiler); one call of the whole forward, CUDA-event median "
+             f"{us(summary['event_median_us'])} over {summary['settings']['event_reps']} calls (no profiler). Shape "
+             f"{'×'.join(map(str, summary['shape']))}, {summary['dtype']}. Hover a kernel for its "
              f"full name, a launch call for its API.{where}")
     return table(["#", "time", "kernel, copy or fill", "library", "math unit", "launched from", "launch API"],
                  rows, "rr") + total
