@@ -404,3 +404,38 @@ def one_call_runs(build: Build) -> Statement:
             "before it, always above the device time, and it moves from one run to the next. At the post's shape "
             + "; ".join(parts) + ". Each table names the run its numbers come from.")
     return Statement(text, holds and bool(parts), "; ".join(parts))
+
+
+@statement("cudnn-fastest")
+def cudnn_fastest(build: Build) -> Statement:
+    """cuDNN is the fastest SDPA backend at the post's shape, by device time and by one call."""
+    backends = ("math", "efficient", "flash", "cudnn")
+    runs = {b: build.summary(b) for b in backends}
+    by_device = ranked({b: s["forward_device_us"] for b, s in runs.items()})
+    by_event = ranked({b: s["event_median_us"] for b, s in runs.items()})
+    second = by_device[1]
+    text = (f"the fastest SDPA backend, by device time ({us(runs['cudnn']['forward_device_us'])} against "
+            f"{name(second)}'s {us(runs[second]['forward_device_us'])}) and by one call's CUDA-event median "
+            f"({us(runs['cudnn']['event_median_us'])} against {us(runs[by_event[1]]['event_median_us'])})")
+    return Statement(text, by_device[0] == by_event[0] == "cudnn", f"by device {by_device}, by one call {by_event}")
+
+
+@statement("flash-vs-hopper-kernels")
+def flash_vs_hopper_kernels(build: Build) -> Statement:
+    """SDPA's flash kernel at the long shape against the two Hopper kernels, by profiled kernel time."""
+    def kernel_us(record):
+        return max(op["duration_us"] for op in build.summary(record)["ops"] if op["kind"] == "kernel")
+    flash = kernel_us("flash-1x16x8192x128")
+    rates = {s: kernel_us(f"{s}-1x16x8192x128") / flash for s in ("fa4", "cudnn")}
+    text = (f"runs at {pct(rates['fa4'])} of FlashAttention-4's rate and {pct(rates['cudnn'])} of cuDNN's "
+            f"(kernel time in the profiler, the table above)")
+    return Statement(text, max(rates.values()) < 1, f"{rates}")
+
+
+@statement("causal-halves")
+def causal_halves(build: Build) -> Statement:
+    """Contiguous halves of a causal sequence: how many more (query, key) pairs the later half holds."""
+    s = build.summary("cp-allgather-unbalanced-w2-1x16x131072x128")
+    first, last = (r["causal_pairs"] for r in s["ranks"])
+    text = f"{last / first:.0f} times as many keys as rank 0's"
+    return Statement(text, abs(last / first - 3) < 0.01, f"pairs {first} and {last}")
