@@ -214,8 +214,9 @@ def counters(build: Build, record):
 @piece("cpu", captures=1)
 def cpu(build: Build, record, depth="2"):
     s = build.summary(record)
-    shown = traces.median_forward(traces.forwards(build.trace(record), s["label"]))
-    return tables.cpu(s, int(depth), shown.cpu_us)
+    _, shown = plots.pictured(s, build.trace(record))  # the forward the trace picture shows, typical on both sides
+    pictured = dict(s, cpu_ops=[dict(c.__dict__) for c in shown.cpu_ops], ops=[dict(o.__dict__) for o in shown.ops])
+    return tables.cpu(pictured, int(depth), shown.cpu_us)
 
 
 @piece("kernels", captures=1)

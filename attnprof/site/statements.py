@@ -439,3 +439,15 @@ def causal_halves(build: Build) -> Statement:
     first, last = (r["causal_pairs"] for r in s["ranks"])
     text = f"{last / first:.0f} times as many keys as rank 0's"
     return Statement(text, abs(last / first - 3) < 0.01, f"pairs {first} and {last}")
+
+
+@statement("cudnn-cpu-inside")
+def cudnn_cpu_inside(build: Build) -> Statement:
+    """Where cuDNN's forward spends its CPU time: inside `_cudnn_attention_forward`, in the pictured forward."""
+    from .plots import pictured
+    s = build.summary("cudnn")
+    _, shown = pictured(s, build.trace("cudnn"))
+    inside = next(c.duration_us for c in shown.cpu_ops if c.name == "aten::_cudnn_attention_forward")
+    text = (f"{pct(inside / shown.cpu_us)} of it ({us(inside)} of {us(shown.cpu_us)}, profiler) inside "
+            f"`_cudnn_attention_forward`")
+    return Statement(text, inside / shown.cpu_us > 0.5, f"{inside:.1f} of {shown.cpu_us:.1f} µs")

@@ -211,7 +211,7 @@ def counters(record: dict, capture: dict) -> str:
 
 def cpu(summary, max_depth: int = 2, shown_cpu_us: float | None = None) -> str:
     """The aten ops of one forward with their CPU time, and the launch API each device op used.
-    `shown_cpu_us` is the CPU time of that forward (the one the op list and the trace picture show)."""
+    `shown_cpu_us` is the CPU time of that forward (the one the trace picture shows)."""
     rows = []
     for c in summary["cpu_ops"]:
         if c["depth"] > max_depth:
@@ -221,7 +221,7 @@ def cpu(summary, max_depth: int = 2, shown_cpu_us: float | None = None) -> str:
         rows.append(("&nbsp;" * 4 * (c["depth"] - 1) + f"<code>{cell(c['name'])}</code>", us(c["duration_us"]),
                      len(launched), ", ".join(apis) or "—"))
     return table(["aten op (nested)", "CPU time", "device ops launched", "launch API"], rows, "lrr") + (
-        f"\n\nThese rows come from the forward the op list shows (the one whose device time "
-        f"is the median){f', whose annotation took {us(shown_cpu_us)} of CPU time' if shown_cpu_us else ''}; the "
+        f"\n\nThese rows come from the forward the trace picture shows (of the profiled forwards, the one "
+        f"nearest the medians of CPU and device time){f', whose annotation took {us(shown_cpu_us)} of CPU time' if shown_cpu_us else ''}; the "
         f"median CPU time over the {len(summary['ops_per_forward_each'])} profiled forwards is "
         f"{us(summary['cpu_forward_us'])}, the figure the text quotes. Ops nested deeper than {max_depth} are in the trace.")
