@@ -451,3 +451,19 @@ def cudnn_cpu_inside(build: Build) -> Statement:
     text = (f"{pct(inside / shown.cpu_us)} of it ({us(inside)} of {us(shown.cpu_us)}, profiler) inside "
             f"`_cudnn_attention_forward`")
     return Statement(text, inside / shown.cpu_us > 0.5, f"{inside:.1f} of {shown.cpu_us:.1f} µs")
+
+
+@statement("flash-register-limit")
+def flash_register_limit(build: Build) -> Statement:
+    """FlashAttention-2's occupancy from its registers: what a warp takes, how many warps and blocks fit."""
+    import math
+    from .. import occupancy
+    s = build.summary("flash")
+    op = next(op for op in s["ops"] if "flash_fwd" in op["name"])
+    props = build.device_properties("flash")
+    threads = op["block"][0] * op["block"][1] * op["block"][2]
+    per_warp = math.ceil(op["registers"] * 32 / occupancy.REG_ALLOC_UNIT) * occupancy.REG_ALLOC_UNIT
+    t = occupancy.theoretical(op["registers"], threads, op["shared_memory"] or 0, props)
+    text = (f"a warp then needs {per_warp:,} of the SM's {props['regsPerMultiprocessor']:,} registers, so only "
+            f"{t['warps_per_sm']} warps, {t['blocks_per_sm']} blocks of {threads} threads, fit")
+    return Statement(text, t["limiter"] == "registers", f"{op['registers']} registers, {threads} threads, {t}")
