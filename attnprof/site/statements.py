@@ -467,3 +467,26 @@ def flash_register_limit(build: Build) -> Statement:
     text = (f"a warp then needs {per_warp:,} of the SM's {props['regsPerMultiprocessor']:,} registers, so only "
             f"{t['warps_per_sm']} warps, {t['blocks_per_sm']} blocks of {threads} threads, fit")
     return Statement(text, t["limiter"] == "registers", f"{op['registers']} registers, {threads} threads, {t}")
+
+
+@statement("fa4-leads-long")
+def fa4_leads_long(build: Build) -> Statement:
+    """Where FlashAttention-4 leads the sweep (back-to-back TFLOP/s) and where cuDNN does."""
+    rows = [r for r in build.run("sweep") if r.get("tflops_back_to_back")]
+    lead = {}
+    for d in sorted({r["shape"][3] for r in rows}):
+        for n in sorted({r["shape"][2] for r in rows}):
+            pts = {r["path"]: r["tflops_back_to_back"] for r in rows if r["shape"][3] == d and r["shape"][2] == n}
+            if pts:
+                lead[(d, n)] = max(pts, key=pts.get)
+    fa4 = sorted(n for (d, n), p in lead.items() if p == "fa4")
+    shortest = min(n for _, n in lead)
+    longest = max(n for _, n in lead)
+    text = (f"It leads from S={min(fa4):,} up, at both head dims, and trails cuDNN below that (back-to-back "
+            f"TFLOP/s, the figures above)") if fa4 else "It leads nowhere in this sweep"
+    starts = {d: min((n for (dd, n), p in lead.items() if dd == d and p == "fa4"), default=None) for d, _ in lead}
+    holds = (bool(fa4) and len(set(starts.values())) == 1
+             and all(p == "fa4" for (d, n), p in lead.items() if n >= min(fa4))
+             and all(p == "cudnn" for (d, n), p in lead.items() if n < min(fa4))
+             and lead[(64, longest)] == "fa4" and lead[(64, shortest)] != "fa4")
+    return Statement(text, holds, f"leaders {lead}")
