@@ -336,8 +336,9 @@ def providers(build: Build):
 def compile_time(build: Build, record):
     s = build.summary(record)
     return (f"First call (compilation included): **{s['first_call_ms'] / 1000:.2f} s**; steady state: "
-            f"**{us(s['event_median_us'])}** per forward (CUDA-event median of "
-            f"{s['settings']['event_reps']} calls after {s['settings']['warmup_calls']} warm-up calls).")
+            f"**{us(s['event_median_us'])}** per forward (one call: CUDA-event median of "
+            f"{s['settings']['event_reps']} calls after {s['settings']['warmup_calls']} warm-up calls; "
+            f"shape {'×'.join(map(str, s['shape']))}).")
 
 
 LESSONS = {
