@@ -490,3 +490,41 @@ def fa4_leads_long(build: Build) -> Statement:
              and all(p == "cudnn" for (d, n), p in lead.items() if n < min(fa4))
              and lead[(64, longest)] == "fa4" and lead[(64, shortest)] != "fa4")
     return Statement(text, holds, f"leaders {lead}")
+
+
+@statement("fa4-layout-gap")
+def fa4_layout_gap(build: Build) -> Statement:
+    """FlashAttention-4's two layouts in the fastest-forward run, and what one run cannot tell."""
+    rows = {r["layout"]: r for r in build.run("fastest") if r["path"] == "fa4" and "tflops_back_to_back" in r}
+    a, b = rows["BSHD"]["tflops_back_to_back"], rows["BHSD"]["tflops_back_to_back"]
+    text = (f"Do not read much into the gap between its two rows ({pct(abs(a / b - 1))}): the run keeps one median "
+            f"per row, not the spread between runs, so it cannot separate a layout effect from run-to-run variation")
+    return Statement(text, abs(a / b - 1) < 0.25, f"{a:.0f} and {b:.0f} TFLOP/s")
+
+
+@statement("hopper-compute-bound")
+def hopper_compute_bound(build: Build) -> Statement:
+    """Which fused kernels the counters call compute-bound at the long shape."""
+    from .. import counters
+    verdicts = {}
+    for stage in ("efficient", "flash", "cudnn", "flex", "sage", "fa4"):
+        measured = build.counters(f"{stage}-1x16x8192x128")
+        if measured:
+            verdicts[stage] = counters.verdict(max(measured["kernels"], key=lambda k: k["duration_ns"] or 0))
+    bound = sorted(s for s, v in verdicts.items() if v == "compute-bound")
+    others = {v for s, v in verdicts.items() if s not in bound}
+    text = (f"Only the two kernels written for Hopper, cuDNN's and FlashAttention-4's, cross into compute-bound; "
+            f"the others are {', '.join(sorted(others))}")
+    return Statement(text, bound == ["cudnn", "fa4"], f"verdicts {verdicts}")
+
+
+@statement("causal-tile-work")
+def causal_tile_work(build: Build) -> Statement:
+    """Under a causal mask the last 128-row query tile of a head meets every key tile, the first only one."""
+    s = build.summary("fa4-1x16x8192x128")
+    tiles = s["shape"][2] // 128
+    op = next(op for op in s["ops"] if "FlashAttentionForwardSm90" in op["name"])
+    blocks = op["grid"][0] * op["grid"][1] * op["grid"][2]
+    text = (f"The last 128-row query tile of a head visits all {tiles} tiles of 128 keys, the first only one (the "
+            f"diagonal). With {blocks:,} independent blocks")
+    return Statement(text, blocks == tiles * s["shape"][1] * s["shape"][0], f"grid {op['grid']}")
