@@ -528,3 +528,11 @@ def causal_tile_work(build: Build) -> Statement:
     text = (f"The last 128-row query tile of a head visits all {tiles} tiles of 128 keys, the first only one (the "
             f"diagonal). With {blocks:,} independent blocks")
     return Statement(text, blocks == tiles * s["shape"][1] * s["shape"][0], f"grid {op['grid']}")
+
+
+@statement("rotations-agree")
+def rotations_agree(build: Build) -> Statement:
+    """All-gather and all-to-all at the same length: the slower rank's one-call medians side by side."""
+    a, b = (build.summary(f"cp-{r}-w2-1x16x131072x128")["cp_event_median_us"] for r in ("allgather", "alltoall"))
+    text = f"the times agree to within {100 * abs(a / b - 1):.1f} % ({us(a)} and {us(b)}, one-call CUDA-event medians)"
+    return Statement(text, abs(a / b - 1) < 0.03, f"{a:.0f} and {b:.0f} µs")

@@ -233,7 +233,7 @@ RANK_VALUES = {  # cp-value RECORD rank0.exposed, rank1.hidden_pct ...
     "exposed": lambda r: us(r["overlap"]["exposed_us"]),
     "comm": lambda r: us(r["overlap"]["communication_us"]),
     "hidden": lambda r: us(r["overlap"]["overlap_us"]),
-    "hidden_pct": lambda r: f"{r['overlap']['hidden_fraction']:.0%}",
+    "hidden_pct": lambda r: f"{100 * r['overlap']['hidden_fraction']:.0f} %",
     "device": lambda r: us(r["forward_device_us"]),
     "ops": lambda r: str(r["ops_per_forward"]),
 }
