@@ -536,3 +536,14 @@ def rotations_agree(build: Build) -> Statement:
     a, b = (build.summary(f"cp-{r}-w2-1x16x131072x128")["cp_event_median_us"] for r in ("allgather", "alltoall"))
     text = f"the times agree to within {100 * abs(a / b - 1):.1f} % ({us(a)} and {us(b)}, one-call CUDA-event medians)"
     return Statement(text, abs(a / b - 1) < 0.03, f"{a:.0f} and {b:.0f} µs")
+
+
+@statement("naive-ops-vs-a100")
+def naive_ops_vs_a100(build: Build) -> Statement:
+    """Our naive op count against the post's: the same kernels plus cuBLAS's memset."""
+    s = build.summary("naive")
+    memsets = sum(op["kind"] == "memset" for op in s["ops"])
+    theirs = a100.FIGURES["naive"]["ops"]
+    text = (f"here the list has {s['ops_per_forward']} entries because the Memset is counted too")
+    return Statement(text, memsets == 1 and s["ops_per_forward"] == theirs + memsets,
+                     f"ours {s['ops_per_forward']} with {memsets} memset(s), the post's {theirs}")
