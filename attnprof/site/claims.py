@@ -135,9 +135,11 @@ def flash_occupancy(build: Build):
 
 def cudnn_occupancy(build: Build):
     k = _kernel(build, "cudnn", "sdpa")
+    op = next(op for op in build.summary("cudnn")["ops"] if "sdpa" in op["name"])
+    threads = op["block"][0] * op["block"][1] * op["block"][2]
     return ("cuDNN's kernel: the trace's occupancy field reads 0; 12.5 % by its footprint (one block per SM)",
             "the post (A100)",
-            f"our H200 kernel (a Hopper build, 384 threads): achieved {_pct(k, 'warps_active_pct')} of a theoretical "
+            f"our H200 kernel (a Hopper build, {threads} threads): achieved {_pct(k, 'warps_active_pct')} of a theoretical "
             f"{_pct(k, 'theoretical_occupancy_pct')}",
             "the 0 is the trace's estimate, not the kernel: the counters measure a real occupancy")
 
