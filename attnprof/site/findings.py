@@ -323,8 +323,10 @@ def fallback(build: Build):
             continue
         out.append((tables.cell(r["case"]), f"**{r['ran']}**", r["device_ops"], us(r["device_us"]),
                     us(r.get("median_us")), f"{r['median_us'] / fast['median_us']:.1f}×"))
-    return tables.table(["inputs", "backend that ran (kernels)", "device ops / forward", "device time / forward",
-                            "median forward", "vs the fast path"], out, "llrrrr")
+    return tables.table(["inputs", "backend that ran (kernels)", "device ops / forward",
+                         "device time / forward (profiler)", "one call: CUDA-event median",
+                         "vs the fast path (one call)"], out, "llrrrr") + (
+        f"\n\nShape {'×'.join(map(str, fast['shape']))} unless the case changes it; bf16 unless it says otherwise.")
 
 
 @piece("fallback-reasons")
