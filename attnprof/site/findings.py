@@ -120,8 +120,11 @@ def sweep_table(build: Build, d):
             cells.append("OOM" if r.get("oom") else "n/a" if "unavailable" in r else
                          f"{r['tflops_back_to_back']:.0f} · {size(r['peak_extra_bytes'])}")
         rows.append((f"{s:,}", *cells))
+    shapes = [r["shape"] for p in paths for r in _sweep_points(build, d, p)]
     return tables.table(["S"] + [title(p) for p in paths], rows) + (
-        "\n\nEach cell: TFLOP/s (causal FLOPs over the back-to-back median time per forward) · memory one forward "
+        f"\n\nShape B × S = {'/'.join(sorted({f'{r[0] * r[2]:,}' for r in shapes}))} tokens, "
+        f"H={'/'.join(sorted({str(r[1]) for r in shapes}))}, D={d}, bf16, causal. "
+        "Each cell: TFLOP/s (causal FLOPs over the back-to-back median time per forward) · memory one forward "
         "allocates beyond its inputs (peak, output included). OOM: the forward ran out of the GPU's memory.")
 
 
