@@ -121,9 +121,12 @@ def sweep_table(build: Build, d):
                          f"{r['tflops_back_to_back']:.0f} · {size(r['peak_extra_bytes'])}")
         rows.append((f"{s:,}", *cells))
     shapes = [r["shape"] for p in paths for r in _sweep_points(build, d, p)]
+    tokens = min(r[0] * r[2] for r in shapes)
     return tables.table(["S"] + [title(p) for p in paths], rows) + (
-        f"\n\nShape B × S = {'/'.join(sorted({f'{r[0] * r[2]:,}' for r in shapes}))} tokens, "
-        f"H={'/'.join(sorted({str(r[1]) for r in shapes}))}, D={d}, bf16, causal. "
+        f"\n\nShape B × S = {tokens:,} tokens"
+        + "".join(f" ({r[0] * r[2]:,} at S = {r[2]:,}, B = {r[0]})" for r in sorted({tuple(r) for r in shapes})
+                  if r[0] * r[2] != tokens)
+        + f", H={shapes[0][1]}, D={d}, bf16, causal. "
         "Each cell: TFLOP/s (causal FLOPs over the back-to-back median time per forward) · memory one forward "
         "allocates beyond its inputs (peak, output included). OOM: the forward ran out of the GPU's memory.")
 
