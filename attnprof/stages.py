@@ -98,6 +98,7 @@ class Stage:
     bshd_too: bool = False  # the fastest-forward run also feeds it inputs stored [B, S, H, D]
     fresh_compile: bool = False  # compiled per shape: the sweep resets torch.compile before each point
     color: str | None = None  # its colour in every chart
+    short: str = ""  # its name inside a sentence ("cuDNN", "FlashAttention-4"); the title when empty
 
     @property
     def snippets(self) -> list[str]:
@@ -167,29 +168,30 @@ STAGES = {
     s.name: s
     for s in [
         Stage("naive", "Naive attention", "naive", setup=_mask, backward=True, verify=True, counters=("post",),
-              color="#9d7660"),
+              color="#9d7660", short="naive"),
         Stage("inplace", "In-place masking", "inplace", setup=_mask, sweep=True, backward=True, counters=("post",),
-              color="#e15759"),
+              color="#e15759", short="in place"),
         Stage("math", "SDPA, math backend", "sdpa", "math", sweep=True, backward=True, verify=True,
-              counters=("post",), color="#f28e2b"),
-        Stage("efficient", "SDPA, memory-efficient backend", "sdpa", "efficient", **_FUSED, color="#499894"),
+              counters=("post",), color="#f28e2b", short="math"),
+        Stage("efficient", "SDPA, memory-efficient backend", "sdpa", "efficient", **_FUSED, color="#499894", short="memory-efficient"),
         Stage("flash", "SDPA, flash backend", "sdpa", "flash", **{**_FUSED, "shapes": ("post", "long", "short")},
-              takes_mask=False, bshd_too=True, color="#4e79a7"),
+              takes_mask=False, bshd_too=True, color="#4e79a7", short="flash"),
         Stage("cudnn", "SDPA, cuDNN backend", "sdpa", "cudnn", **{**_FUSED, "shapes": ("post", "long", "short")},
-              bshd_too=True, color="#59a14f"),
-        Stage("auto", "SDPA, auto-dispatch", "sdpa", None, counters=("post",), color="#79706e"),
+              bshd_too=True, color="#59a14f", short="cuDNN"),
+        Stage("auto", "SDPA, auto-dispatch", "sdpa", None, counters=("post",), color="#79706e", short="auto-dispatch"),
         Stage("flex", "FlexAttention (torch.compile)", "flex", provider="PyTorch FlexAttention",
               setup=lambda m, q: [m.causal_block_mask(q.shape[-2], q.device)], group="provider", **_FUSED,
-              takes_mask=False, fresh_compile=True, color="#8c6bb1"),
+              takes_mask=False, fresh_compile=True, color="#8c6bb1", short="FlexAttention"),
         Stage("sage", "SageAttention 1.0.6", "sage", provider="SageAttention 1.0.6",
               setup=lambda m, q: [m.load_sageattn()], group="provider", **{**_FUSED, "backward": False},
-              takes_mask=False, tolerance="int8", color="#e377c2"),
+              takes_mask=False, tolerance="int8", color="#e377c2", short="SageAttention"),
         Stage("hub", "FlashAttention-2 from the kernel hub", "hub", provider="Hugging Face kernels hub",
               setup=lambda m, q: [m.load_flash_attn()], layout="BSHD", group="provider", fused=True,
-              shapes=("post", "long"), color="#8cd17d"),
+              shapes=("post", "long"), color="#8cd17d", short="the hub's FlashAttention-2"),
         Stage("fa4", "FlashAttention-4 through kernels", "fa4",
               provider="FlashAttention-4 (flash-attn-4 4.0.0b36) via kernels", setup=_load_fa4, layout="BSHD",
-              group="provider", **_FUSED, causal_corner="bottom-right", bshd_too=True, color="#b6992d"),
+              group="provider", **_FUSED, causal_corner="bottom-right", bshd_too=True, color="#b6992d",
+              short="FlashAttention-4"),
         # the CPU side: the same forwards compiled, or replayed as one CUDA graph
         Stage("naive_compiled", "Naive attention, torch.compile", "naive", setup=_mask, wrap="compile", group="launch"),
         Stage("inplace_compiled", "In-place masking, torch.compile", "inplace", setup=_mask, wrap="compile",

@@ -97,7 +97,7 @@ def test_timeline_numbers_every_op_once_and_no_labels_overlap(h200, build):
     texts = [(float(t.get("x")), float(t.get("y")), "".join(t.itertext()), t.get("fill")) for t in root.iter(ns + "text")]
     n = len(trace.median_forward(trace.forwards(h200("math"), LABEL)).ops)
     inside = {int(m.group(1)) for x, y, s, fill in texts if fill == "white" and (m := re.match(r"^(\d+)\b", s))}
-    below = [(x, s) for x, y, s, fill in texts if re.fullmatch(r"\d+(–\d+)?", s)]
+    below = [(x, s) for x, y, s, fill in texts if fill != "white" and re.fullmatch(r"\d+(–\d+)?", s)]
     covered = set()
     for _, s in below:
         a, _, b = s.partition("–")

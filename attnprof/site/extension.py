@@ -15,6 +15,7 @@ from markdown.extensions import Extension
 from markdown.preprocessors import Preprocessor
 
 from .build import Build
+from .statements import FalseStatement
 from .registry import expand
 
 DIRECTIVE = re.compile(r"^([ \t]*)?<!--\s*attnprof:\s*([\w-]+)((?:\s+[^\s>]+)*)\s*-->", re.M)
@@ -39,7 +40,7 @@ class PiecesPreprocessor(Preprocessor):
     def expand(self, name: str, args: str) -> str:
         try:
             text = expand(self.build, name, args.split())
-        except (KeyError, TypeError, ValueError, OSError) as e:
+        except (KeyError, TypeError, ValueError, OSError, FalseStatement) as e:
             raise PieceError(f"cannot render <!-- attnprof: {name}{args} -->: {e}") from None
         return SVG.sub(lambda m: self.md.htmlStash.store(m.group(0)), text)  # SVG is HTML, not Markdown
 

@@ -13,6 +13,7 @@ from . import plots, tables
 from .build import Build
 from .pieces import title
 from .registry import piece
+from .statements import FP32_LANES_PER_SM, h200_peaks
 
 LAYOUT_TITLES = {"BHSD": "[B, H, S, D]", "BSHD": "[B, S, H, D]"}  # how q, k, v sat in memory
 DEFAULT_PRICE = 3.50  # $ per GPU-hour: an assumption the reader changes on the page, not a quote
@@ -74,7 +75,7 @@ def fig_recompile(build):
     name = "FlexAttention, one new shape after another"
     series = {name: [(p["shape"][2], p.get("tflops")) for p in r["points"]]}
     return plots.line_chart(series, "sequence length of each successive call", "TFLOP/s", "torch.compile's recompile limit",
-                            log_x=False, colors={name: plots.path_color("flex")})
+                            log_x=False, colors={name: plots.path_color(select(fresh_compile=True)[0])})
 
 
 FIGURES = {"sweep-tflops-d64": lambda b: fig_sweep_tflops(b, 64), "sweep-tflops-d128": lambda b: fig_sweep_tflops(b, 128),
@@ -121,8 +122,14 @@ def sweep_table(build: Build, d):
             cells.append("OOM" if r.get("oom") else "n/a" if "unavailable" in r else
                          f"{r['tflops_back_to_back']:.0f} · {size(r['peak_extra_bytes'])}")
         rows.append((f"{s:,}", *cells))
+    shapes = [r["shape"] for p in paths for r in _sweep_points(build, d, p)]
+    tokens = min(r[0] * r[2] for r in shapes)
     return tables.table(["S"] + [title(p) for p in paths], rows) + (
-        "\n\nEach cell: TFLOP/s (causal FLOPs over the back-to-back median time per forward) · memory one forward "
+        f"\n\nShape B × S = {tokens:,} tokens"
+        + "".join(f" ({r[0] * r[2]:,} at S = {r[2]:,}, B = {r[0]})" for r in sorted({tuple(r) for r in shapes})
+                  if r[0] * r[2] != tokens)
+        + f", H={shapes[0][1]}, D={d}, bf16, causal. "
+        "Each cell: TFLOP/s (causal FLOPs over the back-to-back median time per forward) · memory one forward "
         "allocates beyond its inputs (peak, output included). OOM: the forward ran out of the GPU's memory.")
 
 
@@ -180,8 +187,10 @@ def roofline_table(build: Build):
         attainable = min(c["matmul_tflops"], c["copy_gbs"] * intensity / 1e3)
         rows.append((name, f"{intensity:.0f}", f"{tflops:.0f}", f"{attainable:.0f}",
                      f"{100 * tflops / c['matmul_tflops']:.0f} %", f"{100 * tflops / attainable:.0f} %"))
-    return tables.table(["path", "FLOP / byte", "achieved TFLOP/s", "roof at that intensity", "of matmul peak",
-                            "of the roof"], rows, "lrrrrr")
+    return tables.table(["path", "FLOP / byte", "TFLOP/s (back to back, B=2)", "roof at that intensity",
+                         "of matmul peak", "of the roof"], rows, "lrrrrr") + (
+        "\n\nShape B=2, H=16, S=8192, D=128, bf16, causal: the sweep's point, the same as the figure's; TFLOP/s "
+        "are causal FLOPs over the sweep's back-to-back CUDA-event median per forward.")
 
 
 @piece("counters-roofline")
@@ -215,8 +224,9 @@ def fastest(build: Build):
     peak = build.run("ceilings")["matmul_tflops"]
     rows = sorted(build.run("fastest"), key=lambda r: -(r.get("tflops_back_to_back") or 0))
     layout = lambda r: LAYOUT_TITLES[r.get("layout", "BHSD")]
-    table = tables.table(["path", "q, k, v in memory", "back-to-back time / forward", "TFLOP/s",
-                          "of measured matmul peak", "TFLOP/s, one call at a time"], [
+    table = tables.table(["path", "q, k, v in memory", "back to back: CUDA-event time / forward",
+                          "TFLOP/s (back to back)", "of measured matmul peak",
+                          "TFLOP/s (one call: CUDA-event median)"], [
         (title(r["path"]), layout(r), us(r.get("back_to_back_us")), f"**{r['tflops_back_to_back']:.0f}**",
          f"{100 * r['tflops_back_to_back'] / peak:.0f} %", f"{r['tflops']:.0f}") if "tflops_back_to_back" in r else
         (title(r["path"]), layout(r), "not available", "—", "—",
@@ -318,8 +328,10 @@ def fallback(build: Build):
             continue
         out.append((tables.cell(r["case"]), f"**{r['ran']}**", r["device_ops"], us(r["device_us"]),
                     us(r.get("median_us")), f"{r['median_us'] / fast['median_us']:.1f}×"))
-    return tables.table(["inputs", "backend that ran (kernels)", "device ops / forward", "device time / forward",
-                            "median forward", "vs the fast path"], out, "llrrrr")
+    return tables.table(["inputs", "backend that ran (kernels)", "device ops / forward",
+                         "device time / forward (profiler)", "one call: CUDA-event median",
+                         "vs the fast path (one call)"], out, "llrrrr") + (
+        f"\n\nShape {'×'.join(map(str, fast['shape']))} unless the case changes it; bf16 unless it says otherwise.")
 
 
 @piece("fallback-reasons")
@@ -367,6 +379,13 @@ HARDWARE = {  # what the H200 is and does, from the device query and measurement
     "copy_vs_a100": lambda r: f"{r['copy_gbs'] / a100.HARDWARE['hbm_gbs']:.1f}×",
     "sm_clock_vs_a100": lambda r: f"{r['query']['multi_processor_count'] * r['query']['smi_clocks_max_sm_mhz'] / (a100.HARDWARE['sms'] * a100.HARDWARE['boost_mhz']):.1f}×",
     "l2_vs_a100": lambda r: f"{r['query']['L2_cache_size'] / 1e6 / a100.HARDWARE['l2_mb']:.1f}×",
+    # peak to peak: the H200's peaks computed from its device query as the A100's datasheet ones are
+    "copy_peak": lambda r: f"{h200_peaks(r)['hbm_gbs'] / 1000:.2f} TB/s",
+    "fp32_peak": lambda r: f"{h200_peaks(r)['fp32_tflops']:.1f} TFLOP/s",
+    "copy_peak_vs_a100": lambda r: f"{h200_peaks(r)['hbm_gbs'] / a100.HARDWARE['hbm_gbs']:.2f}×",
+    "fp32_peak_vs_a100": lambda r: f"{h200_peaks(r)['fp32_tflops'] / a100.HARDWARE['fp32_tflops']:.2f}×",
+    "copy_of_peak": lambda r: f"{100 * r['copy_gbs'] / h200_peaks(r)['hbm_gbs']:.0f} %",
+    "fp32_of_peak": lambda r: f"{100 * r['fp32_matmul_tflops'] / h200_peaks(r)['fp32_tflops']:.0f} %",
 }
 
 
@@ -380,23 +399,31 @@ def value_run(build: Build, record, field):
 
 @piece("hardware")
 def hardware_table(build: Build):
-    """The H200's figures that explain the rungs, beside the A100's published peaks."""
+    """The H200's figures that explain the rungs beside the A100's published peaks, compared peak to peak."""
     r, a = build.run("hardware"), a100.HARDWARE
+    p, q = h200_peaks(r), r["query"]
     rows = [
-        ("FP32 matmul on CUDA cores (TF32 off)", f"{r['fp32_matmul_tflops']:.0f} TFLOP/s (measured, 8192³)",
-         f"{a['fp32_tflops']:g} TFLOP/s (peak)", HARDWARE["fp32_vs_a100"](r)),
-        ("device memory bandwidth", f"{r['copy_gbs'] / 1000:.2f} TB/s (measured copy, read + write)",
-         f"{a['hbm_gbs'] / 1000:.2f} TB/s (peak)", HARDWARE["copy_vs_a100"](r)),
-        ("L2 cache", f"{HARDWARE['l2'](r)} = {HARDWARE['l2_mb'](r)} (device query)", f"{a['l2_mb']} MB",
-         HARDWARE["l2_vs_a100"](r)),
-        ("SMs", f"{r['query']['multi_processor_count']} (device query)", str(a["sms"]),
-         f"{r['query']['multi_processor_count'] / a['sms']:.1f}×"),
-        ("SM clock, highest", f"{HARDWARE['clock'](r)} (driver)", f"{a['boost_mhz']} MHz (boost)",
-         f"{r['query']['smi_clocks_max_sm_mhz'] / a['boost_mhz']:.1f}×"),
-        ("SMs × clock", f"{r['query']['multi_processor_count']} × {HARDWARE['clock'](r)}",
-         f"{a['sms']} × {a['boost_mhz']} MHz", HARDWARE["sm_clock_vs_a100"](r)),
+        ("FP32 on the CUDA cores (TF32 off)",
+         f"{p['fp32_tflops']:.1f} TFLOP/s ({q['multi_processor_count']} SMs × {FP32_LANES_PER_SM['H200']} lanes × 2 × "
+         f"{HARDWARE['clock'](r)})", f"{r['fp32_matmul_tflops']:.0f} TFLOP/s (8192³ matmul, {HARDWARE['fp32_of_peak'](r)})",
+         f"{a['fp32_tflops']:g} TFLOP/s", HARDWARE["fp32_peak_vs_a100"](r)),
+        ("device memory bandwidth",
+         f"{p['hbm_gbs'] / 1000:.2f} TB/s (2 × {q['memory_clock_rate'] // 1000} MHz × {q['memory_bus_width']} bits)",
+         f"{r['copy_gbs'] / 1000:.2f} TB/s (copy, read + write, {HARDWARE['copy_of_peak'](r)})",
+         f"{a['hbm_gbs'] / 1000:.2f} TB/s", HARDWARE["copy_peak_vs_a100"](r)),
+        ("L2 cache", f"{HARDWARE['l2'](r)} = {HARDWARE['l2_mb'](r)}", "—", f"{a['l2_mb']} MB", f"{q['L2_cache_size'] / 1e6 / a['l2_mb']:.2f}×"),
+        ("SMs", f"{q['multi_processor_count']}", "—", str(a["sms"]), f"{q['multi_processor_count'] / a['sms']:.2f}×"),
+        ("SM clock, highest", HARDWARE["clock"](r), "—", f"{a['boost_mhz']} MHz (boost)",
+         f"{q['smi_clocks_max_sm_mhz'] / a['boost_mhz']:.2f}×"),
+        ("SMs × clock", f"{q['multi_processor_count']} × {HARDWARE['clock'](r)}", "—",
+         f"{a['sms']} × {a['boost_mhz']} MHz",
+         f"{q['multi_processor_count'] * q['smi_clocks_max_sm_mhz'] / (a['sms'] * a['boost_mhz']):.2f}×"),
     ]
-    return (tables.table(["", "H200 (ours)", "A100-SXM4-80GB (NVIDIA)", "H200 ÷ A100"], rows, "lrrr")
+    return (tables.table(["", "H200 peak (from its device query)", "H200 measured (share of its peak)",
+                          "A100-SXM4-80GB peak (NVIDIA)", "H200 ÷ A100, peak to peak"], rows, "lrrrr")
             + f"\n\nA100 figures are NVIDIA's published peaks ([datasheet]({a100.SPEC_SOURCE}); L2 and SM count "
-              f"from the [architecture whitepaper]({a100.WHITEPAPER})); a measured rate sits below its peak, so "
-              f"the first two ratios are lower bounds on the ratio of the two GPUs' peaks.")
+              f"from the [architecture whitepaper]({a100.WHITEPAPER})). The H200's peaks are computed from its device "
+              f"query by the formulas that give the A100's datasheet figures (FP32: SMs × FP32 lanes per SM, "
+              f"{FP32_LANES_PER_SM['A100']} on the A100 and {FP32_LANES_PER_SM['H200']} on Hopper, × 2 per fused "
+              f"multiply-add × clock; bandwidth: 2 transfers per memory clock × bus width), so each ratio compares a "
+              f"peak with a peak. A measured H200 rate set against an A100 peak would mix the two methods.")

@@ -5,6 +5,8 @@ What a piece reads is declared where it is registered (see registry.py).
 """
 from __future__ import annotations
 
+import statistics
+
 from .. import a100, names, oplist, records
 from .. import trace as traces
 from ..flops import causal_flops
@@ -64,13 +66,20 @@ def trace(build: Build, record, explained=None):
     that explains trace figures leaves out the link to that explanation."""
     s = build.summary(record)
     what = s.get("pass", "forward")
-    profiled = len(s.get(f"ops_per_{what}_each") or s["ops_per_forward_each"])
+    fwds, shown = plots.pictured(s, build.trace(record))
+    listed = traces.median_forward(fwds)
+    cpu_median = statistics.median(f.cpu_us for f in fwds)
+    same = ("the same one the op list shows" if shown is listed else
+            f"the op list shows the {what} whose device time is the median ({us(listed.device_us)} of device time, "
+            f"{us(listed.cpu_us)} on the CPU), so op numbers match it and durations can differ slightly")
     guide = "" if explained == "here" else f" ([reading a trace]({TRACE_GUIDE}))"
     label = f"{title(s)}, one {what}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
     return (f"{plots.timeline(s, build.trace(record))}\n\n"
-            f"*One {what} of `{record}`: the profiled {what} with the median device time{guide}. The trace file "
-            f"below holds the whole profile: {profiled} annotated {what}s"
-            f"{', each after its forward' if what == 'backward' else ''}.*\n\n" + trace_controls(record, label))
+            f"*One {what} of `{record}`: of the {len(fwds)} profiled, the one nearest the medians on both sides, "
+            f"{us(shown.cpu_us)} on the CPU (median {us(cpu_median)}, profiler on) and {us(shown.device_us)} of "
+            f"device time (median {us(statistics.median(f.device_us for f in fwds))}); {same}{guide}. The trace "
+            f"file below holds the whole profile{', each backward after its forward' if what == 'backward' else ''}.*"
+            f"\n\n" + trace_controls(record, label))
 
 
 @piece("download", captures=1)
@@ -110,8 +119,19 @@ VALUES = {
                                         oplist.footprint_rows(s, b.device_properties(s["record"]))),
     "peak_memory": lambda b, s: f"{s['peak_extra_bytes'] / 2**20:.0f} MiB",
     "idle_share": lambda b, s: f"{100 * oplist.gaps(s).idle_share:.0f} %",
+    "a100_ops": lambda b, s: str(a100.FIGURES[s["stage"]]["ops"]),
+    "scores_size": lambda b, s: f"{scores_bytes(s) / 2**20:.0f} MiB",
     "first_call": lambda b, s: f"{s['first_call_ms'] / 1000:.1f} s" if s["first_call_ms"] >= 1000 else "< 1 s",
 }
+
+
+ITEMSIZE = {"bf16": 2, "fp16": 2, "fp32": 4}
+
+
+def scores_bytes(s: dict) -> int:
+    """The size of one B×H×S×S score tensor in the capture's dtype."""
+    b, h, n, _ = s["shape"]
+    return b * h * n * n * ITEMSIZE[s["dtype"]]
 
 
 def median_latency(g) -> float:
@@ -219,8 +239,9 @@ def counters(build: Build, record):
 @piece("cpu", captures=1)
 def cpu(build: Build, record, depth="2"):
     s = build.summary(record)
-    shown = traces.median_forward(traces.forwards(build.trace(record), s["label"]))
-    return tables.cpu(s, int(depth), shown.cpu_us)
+    _, shown = plots.pictured(s, build.trace(record))  # the forward the trace picture shows, typical on both sides
+    pictured = dict(s, cpu_ops=[dict(c.__dict__) for c in shown.cpu_ops], ops=[dict(o.__dict__) for o in shown.ops])
+    return tables.cpu(pictured, int(depth), shown.cpu_us)
 
 
 @piece("kernels", captures=1)
@@ -269,9 +290,13 @@ def compare(build: Build, *records):
                      us(s["event_median_us"]), f"{causal_tflops(s):.0f}", f"{s['rel_err']:.1e}",
                      f"{len(kernels)} kernel(s); layout {s.get('layout', 'BHSD')}"))
     b, h, n, d = build.summary(records[0])["shape"]
-    return (tables.table(["stage", "longest kernel", "ops / forward", "device time / forward", "CUDA-event median",
-                          "TFLOP/s (causal, event median)", "rel. error vs fp64", "notes"], rows, "llrrrrr")
-            + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal." + tables.raw_reasons(reasons))
+    reps = next((build.summary(r)["settings"]["event_reps"] for r in records if not build.is_unavailable(r)), 50)
+    return (tables.table(["stage", "longest kernel", "ops / forward", "device time / forward (profiler)",
+                          "one call: CUDA-event median", "TFLOP/s (causal, one-call median)", "rel. error vs fp64",
+                          "notes"], rows, "llrrrrr")
+            + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal. *Device time*: the sum of one profiled "
+              f"forward's device op durations; *one call*: CUDA events around one synchronised call, median of "
+              f"{reps}, no profiler, from the capture's own run." + tables.raw_reasons(reasons))
 
 
 @piece("side-by-side", captures=ALL)
@@ -309,7 +334,8 @@ def kernel_compare(build: Build, *records):
                      f"{k['threads']} ({k['threads'] // 128} warpgroup{'s' if k['threads'] >= 256 else ''})",
                      k["registers"], f"{k['shared_memory'] / 1024:.0f} KiB", k["blocks_per_sm"]))
     b, h, n, d = build.summary(records[0])["shape"]
-    return tables.table(["stage", "attention kernel", "device ops / forward", "kernel time", "TFLOP/s (kernel time)",
+    return tables.table(["stage", "attention kernel", "device ops / forward", "kernel time (profiler)",
+                         "TFLOP/s (profiler kernel time)",
                          "grid (blocks per SM)", "threads per block", "regs/thread", "smem/block", "blocks/SM"],
                         rows, "llrrrllrrr") + (
         f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal; kernel time from the profiler's trace of the median "
@@ -338,8 +364,9 @@ def providers(build: Build):
 def compile_time(build: Build, record):
     s = build.summary(record)
     return (f"First call (compilation included): **{s['first_call_ms'] / 1000:.2f} s**; steady state: "
-            f"**{us(s['event_median_us'])}** per forward (CUDA-event median of "
-            f"{s['settings']['event_reps']} calls after {s['settings']['warmup_calls']} warm-up calls).")
+            f"**{us(s['event_median_us'])}** per forward (one call: CUDA-event median of "
+            f"{s['settings']['event_reps']} calls after {s['settings']['warmup_calls']} warm-up calls; "
+            f"shape {'×'.join(map(str, s['shape']))}).")
 
 
 LESSONS = {
@@ -369,8 +396,10 @@ def glance(build: Build):
                      us(s["cpu_forward_us"]), f"{100 * oplist.gaps(s).idle_share:.0f} %", f"{causal_tflops(s):.0f}",
                      f"{s['rel_err']:.1e}", LESSONS[name]))
     return tables.table(
-        ["stage", "ops / forward", "device time / forward", "CUDA-event median", "CPU time / forward",
-         "GPU idle (of span)", "TFLOP/s (causal, event median)", "rel. error vs fp64", "lesson"], rows, "lrrrrrrr")
+        ["stage", "ops / forward", "device time / forward (profiler)", "one call: CUDA-event median",
+         "CPU time / forward (profiler)", "GPU idle (of span, profiler)", "TFLOP/s (causal, one-call median)",
+         "rel. error vs fp64", "lesson"], rows, "lrrrrrrr") + (
+        "\n\nShape B=8, H=16, S=1024, D=64 (the post's), bf16, causal; each stage's capture, its own run.")
 
 
 @piece("glance-a100")
@@ -384,8 +413,9 @@ def glance_a100(build: Build):
         rows.append((f"[{STAGES[name].title}]({name}.md)", s["ops_per_forward"], "—" if ref["ops"] is None else ref["ops"],
                      us(s["forward_device_us"]), us(ref["forward_us"]), _a100_ratio(s),
                      us(s["cpu_forward_us"]), us(ref["cpu_us"])))
-    return (tables.table(["stage", "ops (H200)", "ops (A100)", "device time (H200)", "forward (A100)",
-                          "A100 ÷ H200", "CPU time (H200)", "CPU time (A100)"], rows, "lrrrrrrr")
+    return (tables.table(["stage", "ops (H200)", "ops (A100)", "device time / forward (H200, profiler)",
+                          "forward CUDA time (A100, profiler)", "A100 ÷ H200", "CPU time / forward (H200, profiler)",
+                          "CPU time (A100, profiler)"], rows, "lrrrrrrr")
             + f"\n\nA100 columns: the figures published in [*{a100.SOURCE_TITLE}*]({a100.SOURCE}) "
               f"(NVIDIA A100-SXM4-80GB), quoted, not measured by us; — where the post gives none.")
 

@@ -3,6 +3,7 @@ charts over sequence length, and a roofline."""
 from __future__ import annotations
 
 import math
+import statistics
 
 from .. import names, trace as traces
 from ..oplist import KIND_LABEL
@@ -71,6 +72,22 @@ def label_groups(centres: list[float]) -> list[list[int]]:
     return groups
 
 
+def typical_forward(fwds: list) -> traces.Forward:
+    """The profiled forward nearest the medians on both sides, the one a trace picture shows: the smallest
+    sum of its CPU time's and its device time's relative distances to their medians over the profiled
+    forwards. (The summary's op list keeps the forward whose device time is the median, which can be the
+    first one profiled, slow on the CPU.)"""
+    cpu = statistics.median(f.cpu_us for f in fwds)
+    dev = statistics.median(f.device_us for f in fwds)
+    return min(fwds, key=lambda f: abs(f.cpu_us / cpu - 1) + abs(f.device_us / dev - 1))
+
+
+def pictured(summary, trace: dict) -> tuple[list, traces.Forward]:
+    """The profiled forwards (or backwards) of a capture and the one its trace picture shows."""
+    fwds = traces.forwards(trace, summary["label"], summary.get("follow_autograd", False))
+    return fwds, typical_forward(fwds)
+
+
 def timeline(summary, trace: dict, width: int = 1040) -> str:
     """One forward (or backward) as a timeline: CPU ops (nested) above their launches, GPU ops below,
     and the GPU's idle gaps between the first launch and the last op's end shaded in the GPU lane.
@@ -82,7 +99,7 @@ def timeline(summary, trace: dict, width: int = 1040) -> str:
     share one range label. The legend names every op. Text takes the page's colour (dark or light).
     """
     what = summary.get("pass", "forward")
-    fwd = traces.median_forward(traces.forwards(trace, summary["label"], summary.get("follow_autograd", False)))
+    _, fwd = pictured(summary, trace)
     cpu = [op for op in fwd.cpu_ops if op.depth <= 3]
     end = max([fwd.cpu_us] + [o.start_us + o.duration_us for o in fwd.ops])
     left, right, row_h, lane = 64, 12, 20, 22

@@ -140,8 +140,9 @@ def ops(summary, mark: str | None = None) -> str:
              f"ops below that." if shared else "")
     n = summary["ops_per_forward"]
     total = (f"\n\n{n} device op{'s' if n != 1 else ''} in one forward, {us(summary['forward_device_us'])} of device "
-             f"time (sum of their durations, profiler); CUDA-event median of the whole forward "
-             f"{us(summary['event_median_us'])} over {summary['settings']['event_reps']} runs. Hover a kernel for its "
+             f"time (sum of their durations, profiler); one call of the whole forward, CUDA-event median "
+             f"{us(summary['event_median_us'])} over {summary['settings']['event_reps']} calls (no profiler). Shape "
+             f"{'×'.join(map(str, summary['shape']))}, {summary['dtype']}. Hover a kernel for its "
              f"full name, a launch call for its API.{where}")
     return table(["#", "time", "kernel, copy or fill", "library", "math unit", "launched from", "launch API"],
                  rows, "rr") + total
@@ -233,7 +234,7 @@ def counters(record: dict, capture: dict) -> str:
 
 def cpu(summary, max_depth: int = 2, shown_cpu_us: float | None = None) -> str:
     """The aten ops of one forward with their CPU time, and the launch API each device op used.
-    `shown_cpu_us` is the CPU time of that forward (the one the op list and the trace picture show)."""
+    `shown_cpu_us` is the CPU time of that forward (the one the trace picture shows)."""
     rows = []
     for c in summary["cpu_ops"]:
         if c["depth"] > max_depth:
@@ -243,8 +244,8 @@ def cpu(summary, max_depth: int = 2, shown_cpu_us: float | None = None) -> str:
         rows.append(("&nbsp;" * 4 * (c["depth"] - 1) + f"<code>{cell(c['name'])}</code>", us(c["duration_us"]),
                      len(launched), ", ".join(apis) or "—"))
     return table(["aten op (nested)", "CPU time", "device ops launched", "launch API"], rows, "lrr") + (
-        f"\n\nThese rows come from the forward the op list and the trace picture show (the one whose device time "
-        f"is the median){f', whose annotation took {us(shown_cpu_us)} of CPU time' if shown_cpu_us else ''}. "
+        f"\n\nThese rows come from the forward the trace picture shows (of the profiled forwards, the one "
+        f"nearest the medians of CPU and device time){f', whose annotation took {us(shown_cpu_us)} of CPU time' if shown_cpu_us else ''}. "
         f"*CPU time / forward*, elsewhere on these pages, is the median over the "
         f"{len(summary['ops_per_forward_each'])} profiled forwards: {us(summary['cpu_forward_us'])}. Ops nested "
         f"deeper than {max_depth} are in the trace.")

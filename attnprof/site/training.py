@@ -41,15 +41,20 @@ def compare_backward(build: Build, *records):
                          *["—"] * 6))
             continue
         rows.append((link, s["ops_per_backward"], s["ops_on_calling_thread_each"][0], us(s["backward_device_us"]),
-                     us(s["event_median_us"]), f"{bwd_tflops(s):.0f}",
+                     f"{whole(s['event_median_us'])}<br>({whole(s['event_p10_us'])}–{whole(s['event_p90_us'])})",
+                     f"{bwd_tflops(s):.0f}",
                      f"{s['backward_device_us'] / s['forward_device_us']:.1f}×", f"{grad_error(s):.1e}"))
     b, h, n, d = build.summary(records[0])["shape"]
+    reps = build.summary(records[0])["settings"]["event_reps"]
     return (tables.table(["stage", "device ops / backward", "of them launched from the calling thread",
-                          "device time / backward", "CUDA-event median", "TFLOP/s (2.5× causal fwd FLOPs)",
+                          "device time / backward (profiler, sum of kernels)",
+                          "one call: CUDA-event median (p10–p90)", "TFLOP/s (2.5× causal fwd FLOPs, one-call median)",
                           "backward ÷ forward (device time, same trace)", "worst grad error vs fp64"], rows, "lrrrrrrr")
-            + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal. The backward's FLOPs are counted as 2.5 times the "
-              f"causal forward's (two matmuls forward; five backward, one of them recomputing QKᵀ), a convention, not a "
-              f"count of what each kernel does.")
+            + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal. *Device time*: the durations of the backward's "
+              f"device ops added up, from the profiler's trace of the median profiled backward. *One call*: CUDA events "
+              f"around one `backward()` call, synchronised, {reps} calls, each after a fresh forward (no profiler). The "
+              f"backward's FLOPs are counted as 2.5 times the causal forward's (two matmuls forward; five backward, one "
+              f"of them recomputing QKᵀ), a convention, not a count of what each kernel does.")
 
 
 @piece("saved", captures=ALL, unavailable=True, kind="backward")
@@ -107,6 +112,9 @@ BWD_VALUES = {
     "held": lambda s: size(s["memory"]["held_after_forward_bytes"]),
     "peak": lambda s: size(s["memory"]["peak_backward_bytes"]),
     "grad_err": lambda s: f"{grad_error(s):.1e}",
+    "largest_saved": lambda s: size(max(r["bytes"] for r in s["saved"] if r["what"] == "intermediate")),
+    "row_stats": lambda s: size(next(r["bytes"] for r in s["saved"] if r["what"] == "intermediate"
+                                     and len(r["shape"]) == 3)),  # one float per query row: B×H×S
 }
 
 
@@ -134,6 +142,11 @@ def download_backward(build: Build, record):
 
 # ---- two GPUs ------------------------------------------------------------------------------------
 
+def busy_us(ops: list[dict]) -> float:
+    """The time at least one of `ops` ran: the union of their intervals (ops on two streams count once)."""
+    return trace._length(trace._union((o["start_us"], o["start_us"] + o["duration_us"]) for o in ops))
+
+
 def whole(duration_us) -> str:
     """A duration that a table cell does not break between number and unit."""
     return us(duration_us).replace(" ", "&nbsp;")
@@ -157,8 +170,9 @@ def compare_cp(build: Build, *records):
                      per_rank(s, lambda r: f"{whole(r['overlap']['overlap_us'])} of {whole(r['overlap']['communication_us'])}"),
                      f"{max(r['rel_err_rows'] for r in s['ranks']):.1e}"))
     s = build.summary(records[0])
-    return tables.table(["sequence length", "rotation, causal shard", "one GPU (event median)",
-                         f"{s['world_size']} GPUs (slower rank's event median)", "speedup", "device time, per rank",
+    return tables.table(["sequence length", "rotation, causal shard", "one GPU (one call: CUDA-event median)",
+                         f"{s['world_size']} GPUs (slower rank's CUDA-event median)", "speedup",
+                         "device time, per rank (profiler, sum of ops)",
                          "NCCL time hidden behind compute, per rank", "rel. error vs fp64 (sampled rows)"],
                         rows, "rlrrrrrr") + (
         f"\n\nB=1, H={s['shape'][1]}, D={s['shape'][3]}, bf16, causal, SDPA's {s['backend']} backend on every rank and "
@@ -180,12 +194,17 @@ def ranks(build: Build, record):
         flash = [op for op in r["ops"] if op["kind"] == "kernel" and names.fingerprint([op["name"]]) == "flash"]
         rows.append((r["rank"], held, f"{r['causal_pairs'] / total:.1%}", r["ops_per_forward"],
                      " + ".join(whole(op["duration_us"]) for op in flash), us(r["forward_device_us"]),
+                     us(busy_us(r["ops"])),
                      f"{whole(o['communication_us'])}: {whole(o['overlap_us'])} hidden, {whole(o['exposed_us'])} exposed",
                      us(r["event_median_us"])))
     return tables.table(["rank", "query positions held", "share of the causal (query, key) pairs",
-                         "device ops / forward", "attention kernels", "device time / forward", "NCCL time",
-                         "CUDA-event median"], rows, "rlrrlrlr") + (
-        "\n\n*NCCL time* is the time any NCCL kernel ran on that GPU during the forward; *hidden* is the part of it "
+                         "device ops / forward", "attention kernels", "device time / forward (profiler, sum of ops)",
+                         "GPU busy / forward (profiler, union of ops)", "NCCL time",
+                         "one call: CUDA-event median"], rows, "rlrrlrrlr") + (
+        f"\n\nShape {shape(s['shape'])} in all, bf16, causal. *Device time* adds up the durations of the rank's "
+        "ops in its median profiled forward; ops on two streams at once count twice, so it can exceed the time "
+        "the call took. *GPU busy* counts the time at least one op ran (the union of their intervals). "
+        "*NCCL time* is the time any NCCL kernel ran on that GPU during the forward; *hidden* is the part of it "
         "during which a compute kernel ran too (on another stream), *exposed* the rest. Counted per rank by "
         "correlation inside that rank's annotated forward.")
 
@@ -215,12 +234,14 @@ RANK_VALUES = {  # cp-value RECORD rank0.exposed, rank1.hidden_pct ...
     "exposed": lambda r: us(r["overlap"]["exposed_us"]),
     "comm": lambda r: us(r["overlap"]["communication_us"]),
     "hidden": lambda r: us(r["overlap"]["overlap_us"]),
-    "hidden_pct": lambda r: f"{r['overlap']['hidden_fraction']:.0%}",
+    "hidden_pct": lambda r: f"{100 * r['overlap']['hidden_fraction']:.0f} %",
     "device": lambda r: us(r["forward_device_us"]),
     "ops": lambda r: str(r["ops_per_forward"]),
 }
 CP_VALUES = {
     "speedup": lambda s: f"{s['speedup']:.2f}×",
+    "pair_shares": lambda s: " and ".join(f"{100 * r['causal_pairs'] / sum(x['causal_pairs'] for x in s['ranks']):.0f} %"
+                                          for r in s["ranks"]),
     "single": lambda s: us(s["single_gpu"]["event_median_us"]),
     "cp": lambda s: us(s["cp_event_median_us"]),
 }

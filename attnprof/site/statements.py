@@ -1,0 +1,566 @@
+"""Sentences that rank, compare, multiply or judge, each computed from the records and checked by the build.
+
+A chapter asks for one with `<!-- attnprof: say NAME -->`. Each statement is a small function of the
+build that returns a `Statement`: the sentence as the page shows it (its numbers filled in from the
+records, each with its method and shape) and whether the records bear out the words typed in it. A
+statement the records contradict stops the build with one line that names it and quotes the sentence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .. import a100, names, records
+from ..stages import LONG_SHAPE, STAGES, select
+from ..text import us
+from .build import Build, RecordUnusable
+from .pieces import title
+from .training import busy_us
+from .registry import piece
+
+
+class FalseStatement(Exception):
+    """A sentence on a page that the committed records contradict."""
+
+
+@dataclass(frozen=True)
+class Statement:
+    text: str  # the sentence as the page shows it
+    holds: bool  # whether the records bear out its words
+    rests_on: str = ""  # the numbers it rests on, for the one line that says it is false
+
+
+STATEMENTS: dict[str, Callable[[Build], Statement]] = {}
+
+
+def statement(name: str):
+    def register(fn):
+        if name in STATEMENTS:
+            raise ValueError(f"statement {name!r} is registered twice")
+        STATEMENTS[name] = fn
+        return fn
+    return register
+
+
+def check(build: Build, name: str, *args, **keywords) -> Statement:
+    """The statement `name`, raising FalseStatement when the records contradict it."""
+    if name not in STATEMENTS:
+        raise KeyError(f"unknown statement {name!r} (known: {', '.join(sorted(STATEMENTS))})")
+    s = STATEMENTS[name](build, *args, **keywords)
+    if not s.holds:
+        raise FalseStatement(f"the statement {name!r} is false for the committed records: “{s.text}” "
+                             f"({s.rests_on}); rewrite the sentence or find what changed in the records")
+    return s
+
+
+@piece("say", inline=True)
+def say(build: Build, name, *args, **keywords):
+    """A computed sentence, checked against the records (see STATEMENTS); some take a stage."""
+    return check(build, name, *args, **keywords).text
+
+
+# ---- words computed from numbers -----------------------------------------------------------------
+
+def times(x: float, digits: int = 1) -> str:
+    return f"{x:.{digits}f}×"
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.0f} %"
+
+
+def relation(x: float, lo: float, hi: float) -> str:
+    """Where x lies against the range [lo, hi]: 'below', 'between' or 'above'."""
+    return "below" if x < lo else "above" if x > hi else "between"
+
+
+def ordinal(n: int) -> str:
+    return {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth", 6: "sixth", 7: "seventh",
+            8: "eighth"}.get(n, f"{n}th")
+
+
+def name(stage: str) -> str:
+    """A stage's name that fits in a sentence."""
+    return STAGES[stage].short or title(stage)
+
+
+def ranked(rows: dict[str, float]) -> list[str]:
+    """Keys from the smallest value to the largest (the fastest first, for times)."""
+    return sorted(rows, key=rows.get)
+
+
+# ---- the backward pass ---------------------------------------------------------------------------
+
+FUSED_BWD = tuple(select(backward=True, fused=True))
+UNFUSED_BWD = tuple(select(backward=True, fused=False))
+
+
+def _bwd(build: Build, stages) -> dict[str, dict]:
+    out = {}
+    for stage in stages:
+        record = records.backward_record(stage)
+        if record in build.problems:  # a sentence over records that cannot be used says nothing
+            raise RecordUnusable(build.problems[record])
+        if build.is_unavailable(record):
+            continue
+        out[stage] = build.summary(record)
+    return out
+
+
+def bwd_over_fwd(s: dict) -> float:
+    """A backward's device time over its forward's, both from the same trace (profiler)."""
+    return s["backward_device_us"] / s["forward_device_us"]
+
+
+@statement("bwd-over-fwd")
+def bwd_over_forward(build: Build) -> Statement:
+    fused, unfused = ({k: bwd_over_fwd(s) for k, s in _bwd(build, group).items()} for group in (FUSED_BWD, UNFUSED_BWD))
+    lo, hi = min(fused, key=fused.get), max(fused, key=fused.get)
+    text = (f"By device time (the profiler's sum of kernel durations, forward and backward from the same trace), "
+            f"every fused backend's backward costs more than its forward, from {times(fused[lo])} ({title(lo)}) to "
+            f"{times(fused[hi])} ({title(hi)}); the unfused ones, whose forward was already slow, "
+            f"{times(min(unfused.values()))} to {times(max(unfused.values()))}.")
+    return Statement(text, min(fused.values()) > max(unfused.values()) and min(fused.values()) > 1,
+                     f"fused {min(fused.values()):.2f}–{max(fused.values()):.2f}×, "
+                     f"unfused {min(unfused.values()):.2f}–{max(unfused.values()):.2f}×")
+
+
+@statement("bwd-fastest")
+def bwd_fastest(build: Build) -> Statement:
+    runs = _bwd(build, FUSED_BWD + UNFUSED_BWD)
+    by_device = ranked({k: s["backward_device_us"] for k, s in runs.items()})
+    by_event = ranked({k: s["event_median_us"] for k, s in runs.items()})
+    first, second = by_device[0], by_device[1]
+    d = lambda k: us(runs[k]["backward_device_us"])
+    e = lambda k: us(runs[k]["event_median_us"])
+    text = (f"By device time, the fastest backward here is {name(first)}'s ({d(first)}), then {name(second)}'s "
+            f"({d(second)}). Timed from the CPU, one `backward()` call between CUDA events (median of "
+            f"{runs[first]['settings']['event_reps']}), the order is not the same: {name(by_event[0])}'s comes first "
+            f"({e(by_event[0])}) and {name(first)}'s is {ordinal(by_event.index(first) + 1)} ({e(first)}).")
+    if by_event[0] == first:
+        text = (f"By device time, the fastest backward here is {name(first)}'s ({d(first)}), then "
+                f"{name(second)}'s ({d(second)}); timed from the CPU, one `backward()` call between CUDA events, it "
+                f"comes first too ({e(first)}).")
+    return Statement(text, True)
+
+
+@statement("bwd-host")
+def bwd_host(build: Build, stage) -> Statement:
+    """Why a backward's one-call time is several times its device time: its host side, not its kernels."""
+    s = build.summary(records.backward_record(stage))
+    text = (f"The two methods measure different things. Device time adds up the kernels only; one call's CUDA-event "
+            f"time also holds everything the GPU waited for, the CPU's work before and between the launches "
+            f"included. {name(stage)}'s backward has {us(s['backward_device_us'])} of kernels but spends "
+            f"{us(s['cpu_backward_us'])} on the CPU per backward (profiled, median of "
+            f"{len(s['ops_per_backward_each'])}; the profiler inflates CPU time), more than its kernels take, so its "
+            f"one-call time ({us(s['event_p10_us'])} to {us(s['event_p90_us'])}, p10 to p90) follows the CPU, "
+            f"not the GPU.")
+    return Statement(text, s["cpu_backward_us"] > s["backward_device_us"]
+                     and s["event_p10_us"] > 2 * s["backward_device_us"],
+                     f"CPU {s['cpu_backward_us']:.1f} µs, device {s['backward_device_us']:.1f} µs, "
+                     f"event p10 {s['event_p10_us']:.1f} µs")
+
+
+# ---- the A100 beside the H200 --------------------------------------------------------------------
+# A100: NVIDIA's datasheet peaks (a100.HARDWARE). H200: its peaks computed the same way from its device
+# query, so that every hardware ratio is peak to peak; the rungs' ratios are measured to measured (the
+# post's profiler device time on the A100 over ours on the H200).
+
+FP32_LANES_PER_SM = {"A100": 64, "H200": 128}  # FP32 CUDA cores per SM: GA100 and GH100 whitepapers
+
+
+def h200_peaks(hw: dict) -> dict:
+    """The H200's peak FP32 rate and memory bandwidth from its device query (SMs × lanes × 2 × clock;
+    2 transfers × memory clock × bus width), the formulas that give the A100's datasheet figures."""
+    q = hw["query"]
+    return {"fp32_tflops": q["multi_processor_count"] * FP32_LANES_PER_SM["H200"] * 2 * q["smi_clocks_max_sm_mhz"] / 1e6,
+            "hbm_gbs": 2 * q["memory_clock_rate"] * 1e3 * q["memory_bus_width"] / 8 / 1e9,
+            "sm_clock": q["multi_processor_count"] * q["smi_clocks_max_sm_mhz"]}
+
+
+def a100_peaks() -> dict:
+    a = a100.HARDWARE
+    return {"fp32_tflops": a["fp32_tflops"], "hbm_gbs": a["hbm_gbs"], "sm_clock": a["sms"] * a["boost_mhz"]}
+
+
+def peak_ratios(build: Build) -> dict:
+    """H200 ÷ A100, peak to peak: bandwidth, FP32 on the CUDA cores, SMs × clock."""
+    h, a = h200_peaks(build.run("hardware")), a100_peaks()
+    return {k: h[k] / a[k] for k in ("hbm_gbs", "fp32_tflops", "sm_clock")}
+
+
+def rung_ratio(build: Build, stage: str) -> float:
+    """The post's A100 forward time (profiler) over our H200 device time per forward (profiler)."""
+    return a100.FIGURES[stage]["forward_us"] / build.summary(stage)["forward_device_us"]
+
+
+HW_NAMES = {"hbm_gbs": "memory bandwidth", "fp32_tflops": "FP32 on the CUDA cores", "sm_clock": "SMs × clock"}
+
+
+@statement("a100-inplace")
+def a100_inplace(build: Build) -> Statement:
+    p, r = peak_ratios(build), rung_ratio(build, "inplace")
+    nearest = min(p, key=lambda k: abs(p[k] - r))
+    hw = build.run("hardware")
+    of_peak = hw["copy_gbs"] / h200_peaks(hw)["hbm_gbs"]
+    text = (f"{times(r, 2)}, of the three hardware ratios nearest the bandwidth ratio ({times(p['hbm_gbs'], 2)}, peak to "
+            f"peak), and {relation(r, p['hbm_gbs'], p['hbm_gbs'])} it by {pct(abs(1 - r / p['hbm_gbs']))}: a copy "
+            f"measured on the H200 reaches {pct(of_peak)} of its peak, and how near its own peak the A100 ran the "
+            f"post's forward is not known")
+    return Statement(text, nearest == "hbm_gbs", f"ratio {r:.2f}, hardware {p}")
+
+
+@statement("a100-math")
+def a100_math(build: Build) -> Statement:
+    p, r = peak_ratios(build), rung_ratio(build, "math")
+    where = relation(r, p["hbm_gbs"], p["fp32_tflops"])
+    text = (f"{times(r, 2)}, {where} the bandwidth ratio ({times(p['hbm_gbs'], 2)}) and the FP32 ratio "
+            f"({times(p['fp32_tflops'], 2)}), both peak to peak")
+    return Statement(text, where == "between", f"ratio {r:.2f}, bandwidth {p['hbm_gbs']:.2f}, FP32 {p['fp32_tflops']:.2f}")
+
+
+@statement("a100-fused-ampere")
+def a100_fused_ampere(build: Build) -> Statement:
+    p = peak_ratios(build)
+    rs = {s: rung_ratio(build, s) for s in ("efficient", "flash")}
+    text = (f"{times(rs['efficient'], 2)} and {times(rs['flash'], 2)}, below even the SMs × clock ratio "
+            f"({times(p['sm_clock'], 2)}, peak to peak), the smallest of the three")
+    return Statement(text, max(rs.values()) < min(p.values()), f"ratios {rs}, hardware {p}")
+
+
+@statement("a100-cudnn")
+def a100_cudnn(build: Build) -> Statement:
+    rs = {s: rung_ratio(build, s) for s in ("inplace", "math", "efficient", "flash", "cudnn")}
+    text = f"{times(rs['cudnn'], 2)}, the largest of the rungs"
+    return Statement(text, max(rs, key=rs.get) == "cudnn" and
+                     a100.FIGURES["cudnn"]["forward_us"] > a100.FIGURES["flash"]["forward_us"], f"ratios {rs}")
+
+
+@statement("math-gap")
+def math_gap(build: Build) -> Statement:
+    """The math forward over the in-place forward: here against the post's A100."""
+    ours = build.summary("math")["forward_device_us"] / build.summary("inplace")["forward_device_us"]
+    theirs = a100.FIGURES["math"]["forward_us"] / a100.FIGURES["inplace"]["forward_us"]
+    text = (f"the math forward takes {ours:.1f} times as long as the in-place one here, against "
+            f"{theirs:.1f} times on the A100 (device time per forward on both, profiler)")
+    return Statement(text, ours < theirs, f"H200 {ours:.2f}, A100 {theirs:.2f}")
+
+
+# ---- two GPUs ------------------------------------------------------------------------------------
+
+LINEAR_WITHIN = 0.05  # a speedup within 5 % of the GPU count is "about linear" when no spread is recorded
+
+
+def scaling_words(speedup: float, gpus: int, spread: float | None) -> str:
+    """'superlinear' only when the speedup exceeds the GPU count by more than the spread of the timings;
+    with no spread recorded, 'about linear' within LINEAR_WITHIN."""
+    margin = spread if spread is not None else LINEAR_WITHIN * gpus
+    if speedup > gpus + margin:
+        return "superlinear"
+    if speedup >= gpus - margin:
+        return "about linear"
+    return "sublinear"
+
+
+@statement("cp-scaling")
+def cp_scaling(build: Build) -> Statement:
+    runs = [build.summary(r) for r in ("cp-allgather-w2-1x16x131072x128", "cp-alltoall-w2-1x16x131072x128")]
+    n = runs[0]["world_size"]
+    x = [s["speedup"] for s in runs]
+    words = {scaling_words(v, n, None) for v in x}
+    text = (f"about linear with either rotation ({x[0]:.2f}× all-gather, {x[1]:.2f}× all-to-all), not more: a "
+            f"speedup {100 * (max(x) / n - 1):.1f} % above {n}× is no evidence of superlinear scaling when the "
+            f"records keep only the median of each timing, not its spread")
+    return Statement(text, words == {"about linear"}, f"speedups {x}")
+
+
+@statement("cp-device-over-event")
+def cp_device_over_event(build: Build) -> Statement:
+    s = build.summary("cp-allgather-w2-1x16x32768x128")
+    r = s["ranks"][0]
+    union = busy_us(r["ops"])
+    text = (f"Rank 0's device time at this length, {us(r['forward_device_us'])} (profiler), is longer than its "
+            f"one-call CUDA-event median, {us(r['event_median_us'])}, though the kernels run inside the call. Device "
+            f"time adds up every op, and the NCCL kernel runs on its own stream while attention runs, so that "
+            f"stretch counts twice; the time at least one op ran, the union of their intervals, is {us(union)}, "
+            f"within the call.")
+    return Statement(text, r["forward_device_us"] > union and union <= r["event_median_us"] * 1.05,
+                     f"sum {r['forward_device_us']:.1f}, union {union:.1f}, event {r['event_median_us']:.1f}")
+
+
+# ---- a kernel's launch figures, inline in prose ----------------------------------------------------
+
+KERNEL_FIELDS = {
+    "registers": lambda op, s: str(op["registers"]),
+    "threads": lambda op, s: str(op["block"][0] * op["block"][1] * op["block"][2]),
+    "warpgroups": lambda op, s: str(op["block"][0] * op["block"][1] * op["block"][2] // 128),
+    "blocks": lambda op, s: f"{op['grid'][0] * op['grid'][1] * op['grid'][2]:,}",
+    "grid": lambda op, s: " × ".join(str(g) for g in op["grid"] if g > 1) or "1",
+    "blocks_per_sm": lambda op, s: f"{op['grid'][0] * op['grid'][1] * op['grid'][2] / s['sm_count']:.2f}",
+}
+
+
+@piece("kernel-value", captures=1, inline=True)
+def kernel_value(build: Build, record, part, field):
+    """One launch figure of the first kernel of `record` whose name holds `part`: registers, threads, blocks ..."""
+    if field not in KERNEL_FIELDS:
+        raise KeyError(f"unknown kernel field {field!r} (known: {', '.join(KERNEL_FIELDS)})")
+    s = build.summary(record)
+    op = next((op for op in s["ops"] if op["kind"] == "kernel" and part in op["name"]), None)
+    if op is None:
+        raise ValueError(f"no kernel of {record!r} has {part!r} in its name")
+    return KERNEL_FIELDS[field](op, s)
+
+
+@statement("grid")
+def grid(build: Build, stage, tile="128") -> Statement:
+    """A stage's longest kernel at the long shape: one block per query tile of `tile` rows and head."""
+    s = build.summary(records.record_name(stage, LONG_SHAPE))
+    op = _longest_kernel(s)
+    b, h, n, _ = s["shape"]
+    rows = int(tile)
+    blocks, tiles = op["grid"][0] * op["grid"][1] * op["grid"][2], n // rows
+    text = f"{blocks:,} blocks = {tiles} query tiles of {rows} rows × {h} heads{f' × {b} batches' if b > 1 else ''}"
+    return Statement(text, blocks == tiles * h * b, f"grid {op['grid']}, shape {s['shape']}")
+
+
+# ---- one quantity, several methods ---------------------------------------------------------------
+
+@statement("rates")
+def rates(build: Build, stage) -> Statement:
+    """A stage's rate at the long shape by every method the site shows it with."""
+    from ..flops import causal_flops
+    from .pieces import causal_tflops
+    rec = records.record_name(stage, LONG_SHAPE)
+    s = build.summary(rec)
+    flops = causal_flops(s["shape"])
+    kernel = _longest_kernel(s)
+    profiler = flops / (kernel["duration_us"] * 1e-6) / 1e12
+    measured = build.counters(rec)
+    ncu = flops / (sum(k["duration_ns"] or 0 for k in measured["kernels"]) * 1e-9) / 1e12 if measured else None
+    fastest = {r["layout"]: r for r in build.run("fastest") if r["path"] == stage and "tflops" in r}
+    sweep = [r for r in build.run("sweep") if r["path"] == stage and r["shape"][2:] == s["shape"][2:]
+             and r.get("tflops_back_to_back")]
+    capture = causal_tflops(s)
+    f = lambda x: f"{x:.0f}"
+    text = (f"{name(stage)} at S={s['shape'][2]:,}, D={s['shape'][3]} thus appears at several rates on this site, "
+            f"one per method: {f(profiler)} TFLOP/s by its kernel's time in the profiler"
+            + (f" and {f(ncu)} by Nsight Compute's" if ncu else "")
+            + f" (the kernel alone, B={s['shape'][0]}); "
+            f"{f(fastest['BSHD']['tflops_back_to_back'])} and {f(fastest['BHSD']['tflops_back_to_back'])} back to back "
+            f"(stored [B, S, H, D] and [B, H, S, D], the table above); {f(fastest['BSHD']['tflops'])} and "
+            f"{f(fastest['BHSD']['tflops'])} one call at a time in the same run, and {f(capture)} one call at a time "
+            f"in the capture's own run ([Fused kernels](fused.md))"
+            + "".join(f"; {f(r['tflops_back_to_back'])} back to back at B={r['shape'][0]} in the sweep and the roofline "
+                      f"figure" for r in sweep)
+            + ". The kernel-only rates are the highest because they leave out the launches and the gaps between "
+              "forwards; back to back pays those once per forward, and one call adds the time from the call to the "
+              "kernel's start.")
+    kernel_only = [profiler] + ([ncu] if ncu else [])
+    b2b = [r["tflops_back_to_back"] for r in fastest.values()]
+    one_call = [r["tflops"] for r in fastest.values()] + [capture]
+    return Statement(text, min(kernel_only) >= max(b2b) and min(b2b) > max(one_call),
+                     f"kernel {kernel_only}, back to back {b2b}, one call {one_call}")
+
+
+@statement("cudnn-queued-slower")
+def cudnn_queued_slower(build: Build) -> Statement:
+    rows = [r for r in build.run("fastest") if r["path"] == "cudnn" and "back_to_back_us" in r]
+    text = ("cuDNN ran slower per forward in the queued runs than one call at a time ("
+            + "; ".join(f"{us(r['back_to_back_us'])} against {us(r['median_us'])}" for r in rows) + ")")
+    return Statement(text, all(r["back_to_back_us"] > r["median_us"] for r in rows),
+                     "; ".join(f"{r['back_to_back_us']:.1f} vs {r['median_us']:.1f}" for r in rows))
+
+
+def _graphs_row(build: Build, path: str) -> dict | None:
+    """The eager row of the graphs run for an SDPA path at the post's shape, where that run has one."""
+    try:
+        rows = build.run("graphs")
+    except (FileNotFoundError, ValueError):
+        return None
+    return next((r for r in rows if r.get("path") == f"SDPA {path}" and r.get("shape") == [8, 16, 1024, 64]
+                 and "eager" in r), None)
+
+
+@statement("one-call-runs")
+def one_call_runs(build: Build) -> Statement:
+    """One call's CUDA-event median is a latency, and it differs between runs far more than device time."""
+    parts, holds = [], True
+    for stage, label in (("cudnn", "cuDNN"), ("flash", "flash")):
+        s, g = build.summary(stage), _graphs_row(build, label if stage == "flash" else "cuDNN")
+        if g:
+            parts.append(f"{label}'s is {us(s['event_median_us'])} in its capture's run and "
+                         f"{us(g['eager']['median_us'])} in the CUDA-graph run of "
+                         f"[When the GPU waits for Python](launch-bound.md)")
+            holds &= g["eager"]["median_us"] > s["forward_device_us"] and s["event_median_us"] > s["forward_device_us"]
+    long = build.summary(records.record_name("cudnn", LONG_SHAPE))
+    fast = next((r for r in build.run("fastest") if r["path"] == "cudnn" and r.get("layout", "BHSD") == "BHSD"), None)
+    holds &= long["event_median_us"] > long["forward_device_us"]
+    if fast:
+        holds &= fast["median_us"] > long["forward_device_us"]
+        parts.append(f"cuDNN's at B=1, S=8,192, D=128 is {us(long['event_median_us'])} in its capture's run and "
+                     f"{us(fast['median_us'])} in the fastest-forward run of [Roofline](roofline.md), over "
+                     f"{us(long['forward_device_us'])} of device time")
+    text = ("One call's CUDA-event median is a latency, the kernels plus the launch and whatever the host did "
+            "before it, always above the device time, and it moves from one run to the next. At the post's shape "
+            + "; ".join(parts) + ". Each table names the run its numbers come from.")
+    return Statement(text, holds and bool(parts), "; ".join(parts))
+
+
+@statement("cudnn-fastest")
+def cudnn_fastest(build: Build) -> Statement:
+    """cuDNN is the fastest SDPA backend at the post's shape, by device time and by one call."""
+    backends = ("math", "efficient", "flash", "cudnn")
+    runs = {b: build.summary(b) for b in backends}
+    by_device = ranked({b: s["forward_device_us"] for b, s in runs.items()})
+    by_event = ranked({b: s["event_median_us"] for b, s in runs.items()})
+    second = by_device[1]
+    text = (f"the fastest SDPA backend, by device time ({us(runs['cudnn']['forward_device_us'])} against "
+            f"{name(second)}'s {us(runs[second]['forward_device_us'])}) and by one call's CUDA-event median "
+            f"({us(runs['cudnn']['event_median_us'])} against {us(runs[by_event[1]]['event_median_us'])})")
+    return Statement(text, by_device[0] == by_event[0] == "cudnn", f"by device {by_device}, by one call {by_event}")
+
+
+def _longest_kernel(summary) -> dict:
+    return max((op for op in summary["ops"] if op["kind"] == "kernel"), key=lambda op: op["duration_us"])
+
+
+def hopper_kernels(build: Build) -> list[str]:
+    """The fused stages whose longest kernel at the long shape is built for Hopper (its name says sm_90)."""
+    out = []
+    for stage in select(fused=True):
+        record = records.record_name(stage, LONG_SHAPE)
+        if record in build.problems:
+            raise RecordUnusable(build.problems[record])
+        if not build.is_unavailable(record):
+            if names.explain(_longest_kernel(build.summary(record))["name"])["arch"] == "sm_90":
+                out.append(stage)
+    return out
+
+
+@statement("flash-vs-hopper-kernels")
+def flash_vs_hopper_kernels(build: Build) -> Statement:
+    """SDPA's flash kernel at the long shape against the Hopper kernels, by profiled kernel time."""
+    def kernel_us(stage):
+        return _longest_kernel(build.summary(records.record_name(stage, LONG_SHAPE)))["duration_us"]
+    ratio = {s: kernel_us("flash") / kernel_us(s) for s in hopper_kernels(build)}  # flash's rate over theirs
+    text = (f"runs at " + " and ".join(f"{pct(r)} of {name(s)}'s rate" for s, r in ratio.items())
+            + " (kernel time in the profiler, the table above)")
+    return Statement(text, bool(ratio) and max(ratio.values()) < 1, f"{ratio}")
+
+
+@statement("causal-halves")
+def causal_halves(build: Build) -> Statement:
+    """Contiguous halves of a causal sequence: how many more (query, key) pairs the later half holds."""
+    s = build.summary("cp-allgather-unbalanced-w2-1x16x131072x128")
+    first, last = (r["causal_pairs"] for r in s["ranks"])
+    text = f"{last / first:.0f} times as many keys as rank 0's"
+    return Statement(text, abs(last / first - 3) < 0.01, f"pairs {first} and {last}")
+
+
+@statement("cudnn-cpu-inside")
+def cudnn_cpu_inside(build: Build) -> Statement:
+    """Where cuDNN's forward spends its CPU time: inside `_cudnn_attention_forward`, in the pictured forward."""
+    from .plots import pictured
+    s = build.summary("cudnn")
+    _, shown = pictured(s, build.trace("cudnn"))
+    inside = next(c.duration_us for c in shown.cpu_ops if c.name == "aten::_cudnn_attention_forward")
+    text = (f"{pct(inside / shown.cpu_us)} of it ({us(inside)} of {us(shown.cpu_us)}, profiler) inside "
+            f"`_cudnn_attention_forward`")
+    return Statement(text, inside / shown.cpu_us > 0.5, f"{inside:.1f} of {shown.cpu_us:.1f} µs")
+
+
+@statement("flash-register-limit")
+def flash_register_limit(build: Build) -> Statement:
+    """FlashAttention-2's occupancy from its registers: what a warp takes, how many warps and blocks fit."""
+    import math
+    from .. import occupancy
+    s = build.summary("flash")
+    op = next(op for op in s["ops"] if "flash_fwd" in op["name"])
+    props = build.device_properties("flash")
+    threads = op["block"][0] * op["block"][1] * op["block"][2]
+    per_warp = math.ceil(op["registers"] * 32 / occupancy.REG_ALLOC_UNIT) * occupancy.REG_ALLOC_UNIT
+    t = occupancy.theoretical(op["registers"], threads, op["shared_memory"] or 0, props)
+    text = (f"a warp then needs {per_warp:,} of the SM's {props['regsPerMultiprocessor']:,} registers, so only "
+            f"{t['warps_per_sm']} warps, {t['blocks_per_sm']} blocks of {threads} threads, fit")
+    return Statement(text, t["limiter"] == "registers", f"{op['registers']} registers, {threads} threads, {t}")
+
+
+@statement("leads-long")
+def leads_long(build: Build, stage) -> Statement:
+    """Where a stage leads the sweep (back-to-back TFLOP/s): from some length up, at every head dim."""
+    rows = [r for r in build.run("sweep") if r.get("tflops_back_to_back")]
+    lead = {}
+    for d in sorted({r["shape"][3] for r in rows}):
+        for n in sorted({r["shape"][2] for r in rows}):
+            pts = {r["path"]: r["tflops_back_to_back"] for r in rows if r["shape"][3] == d and r["shape"][2] == n}
+            if pts:
+                lead[(d, n)] = max(pts, key=pts.get)
+    led = sorted(n for (d, n), p in lead.items() if p == stage)
+    below = sorted({p for (d, n), p in lead.items() if led and n < min(led)})
+    text = (f"It leads from S={min(led):,} up, at every head dim, and trails "
+            f"{' and '.join(name(p) for p in below) or 'no one'} below that (back-to-back TFLOP/s, the figures above)"
+            ) if led else "It leads nowhere in this sweep"
+    starts = {d: min((n for (dd, n), p in lead.items() if dd == d and p == stage), default=None) for d, _ in lead}
+    holds = (bool(led) and bool(below) and len(set(starts.values())) == 1
+             and all(p == stage for (d, n), p in lead.items() if n >= min(led)))
+    return Statement(text, holds, f"leaders {lead}")
+
+
+@statement("layout-gap")
+def layout_gap(build: Build, stage) -> Statement:
+    """A stage's two layouts in the fastest-forward run, and what one run cannot tell."""
+    rows = {r["layout"]: r for r in build.run("fastest") if r["path"] == stage and "tflops_back_to_back" in r}
+    a, b = rows["BSHD"]["tflops_back_to_back"], rows["BHSD"]["tflops_back_to_back"]
+    text = (f"Do not read much into the gap between its two rows ({pct(abs(a / b - 1))}): the run keeps one median "
+            f"per row, not the spread between runs, so it cannot separate a layout effect from run-to-run variation")
+    return Statement(text, abs(a / b - 1) < 0.25, f"{a:.0f} and {b:.0f} TFLOP/s")
+
+
+@statement("hopper-compute-bound")
+def hopper_compute_bound(build: Build) -> Statement:
+    """Which fused kernels the counters call compute-bound at the long shape."""
+    from .. import counters
+    verdicts = {}
+    for stage, record in records.counted_at(LONG_SHAPE):
+        measured = build.counters(record)
+        if measured:
+            verdicts[stage] = counters.verdict(max(measured["kernels"], key=lambda k: k["duration_ns"] or 0))
+    bound = [s for s, v in verdicts.items() if v == "compute-bound"]
+    hopper = hopper_kernels(build)
+    others = {v for s, v in verdicts.items() if s not in bound}
+    text = (f"Only the {len(hopper)} kernels written for Hopper, {' and '.join(name(s) + chr(39) + 's' for s in hopper)}, "
+            f"cross into compute-bound; the others are {', '.join(sorted(others))}")
+    return Statement(text, sorted(bound) == sorted(hopper), f"verdicts {verdicts}, Hopper kernels {hopper}")
+
+
+@statement("causal-tile-work")
+def causal_tile_work(build: Build, stage, tile="128") -> Statement:
+    """Under a causal mask a head's last query tile meets every key tile, the first only one."""
+    s = build.summary(records.record_name(stage, LONG_SHAPE))
+    rows = int(tile)
+    tiles = s["shape"][2] // rows
+    op = _longest_kernel(s)
+    blocks = op["grid"][0] * op["grid"][1] * op["grid"][2]
+    text = (f"The last {rows}-row query tile of a head visits all {tiles} tiles of {rows} keys, the first only one "
+            f"(the diagonal). With {blocks:,} independent blocks")
+    return Statement(text, blocks == tiles * s["shape"][1] * s["shape"][0], f"grid {op['grid']}")
+
+
+@statement("rotations-agree")
+def rotations_agree(build: Build) -> Statement:
+    """All-gather and all-to-all at the same length: the slower rank's one-call medians side by side."""
+    a, b = (build.summary(f"cp-{r}-w2-1x16x131072x128")["cp_event_median_us"] for r in ("allgather", "alltoall"))
+    text = f"the times agree to within {100 * abs(a / b - 1):.1f} % ({us(a)} and {us(b)}, one-call CUDA-event medians)"
+    return Statement(text, abs(a / b - 1) < 0.03, f"{a:.0f} and {b:.0f} µs")
+
+
+@statement("naive-ops-vs-a100")
+def naive_ops_vs_a100(build: Build) -> Statement:
+    """Our naive op count against the post's: the same kernels plus cuBLAS's memset."""
+    s = build.summary("naive")
+    memsets = sum(op["kind"] == "memset" for op in s["ops"])
+    theirs = a100.FIGURES["naive"]["ops"]
+    text = (f"here the list has {s['ops_per_forward']} entries because the Memset is counted too")
+    return Statement(text, memsets == 1 and s["ops_per_forward"] == theirs + memsets,
+                     f"ours {s['ops_per_forward']} with {memsets} memset(s), the post's {theirs}")

@@ -1,0 +1,139 @@
+"""Sentences that rank, compare, multiply or judge are statements checked against the records: each holds
+on the committed records, each turns false when the number it rests on changes, and a false one stops
+the strict build with one line that names it."""
+import json
+import shutil
+
+import pytest
+
+from attnprof import store, trace
+from attnprof.site import statements
+from attnprof.site.build import Build
+from attnprof.site.plots import typical_forward
+from attnprof.site.statements import FalseStatement, STATEMENTS, check
+from attnprof.site.training import busy_us
+from tests.conftest import build as mkdocs_build
+
+
+@pytest.fixture(scope="module")
+def committed():
+    return Build(store.CAPTURES, problems={})
+
+
+@pytest.mark.parametrize("name", sorted(STATEMENTS))
+def test_every_statement_holds_on_the_committed_records(committed, name):
+    s = check(committed, name)
+    assert s.holds and s.text and "{" not in s.text, name
+
+
+@pytest.fixture
+def copy(tmp_path):
+    """A copy of the committed records, one number of which a test changes; read without `check`."""
+    folder = tmp_path / "captures"
+    shutil.copytree(store.CAPTURES, folder)
+
+    def flip(file_name, change):
+        path = folder / file_name
+        data = json.loads(path.read_text())
+        change(data)
+        path.write_text(json.dumps(data))
+        return Build(folder, problems={})
+    return flip
+
+
+def test_the_backward_ratio_sentence_fails_when_a_fused_backward_gets_cheap(copy):
+    build = copy("fa4-bwd.json", lambda s: s.update(forward_device_us=s["backward_device_us"]))  # 1.0×
+    with pytest.raises(FalseStatement, match="bwd-over-fwd"):
+        check(build, "bwd-over-fwd")
+
+
+def test_the_fastest_backward_is_named_by_each_method(committed, copy):
+    text = check(committed, "bwd-fastest").text
+    assert "FlashAttention-4's (150.0\u00a0µs)" in text and "the order is not the same" in text
+    assert "cuDNN's comes first (236.4\u00a0µs)" in text
+    build = copy("fa4-bwd.json", lambda s: s.update(event_median_us=100.0))  # now first by both methods
+    assert "comes first too" in check(build, "bwd-fastest").text
+
+
+def test_fa4s_host_side_explanation_needs_its_cpu_time_above_its_device_time(copy):
+    build = copy("fa4-bwd.json", lambda s: s.update(cpu_backward_us=100.0))
+    with pytest.raises(FalseStatement, match="bwd-fa4-host"):
+        check(build, "bwd-fa4-host")
+
+
+def test_a100_ratios_are_peak_to_peak(committed):
+    p = statements.peak_ratios(committed)
+    assert p["hbm_gbs"] == pytest.approx(4815 / 2039, rel=0.01)  # 2 × 3201 MHz × 6016 bits against 2039 GB/s
+    assert p["fp32_tflops"] == pytest.approx(132 * 128 * 2 * 1.98e-3 / 19.5, rel=0.01)
+    assert statements.h200_peaks({"query": {"multi_processor_count": 108, "smi_clocks_max_sm_mhz": 1410,
+                                            "memory_clock_rate": 1593000, "memory_bus_width": 5120}}) == \
+        pytest.approx({"fp32_tflops": 19.5 * 2, "hbm_gbs": 2039, "sm_clock": 108 * 1410}, rel=0.01)  # A100 formulas
+
+
+def test_math_lies_between_bandwidth_and_fp32_and_fails_outside(committed, copy):
+    assert "between the bandwidth ratio" in check(committed, "a100-math").text
+    build = copy("run-hardware.json", lambda r: r["result"]["query"].update(memory_clock_rate=4_000_000))  # 2.95×: above math
+    with pytest.raises(FalseStatement, match="a100-math"):
+        check(build, "a100-math")
+
+
+def test_in_place_is_nearest_bandwidth_and_fails_when_another_ratio_is_nearer(copy):
+    build = copy("run-hardware.json", lambda r: r["result"]["query"].update(smi_clocks_max_sm_mhz=2_200))  # SMs × clock 1.9×
+    with pytest.raises(FalseStatement, match="a100-inplace"):
+        check(build, "a100-inplace")
+
+
+def test_the_ampere_kernels_sentence_fails_when_they_outgrow_sms_times_clock(copy):
+    build = copy("run-hardware.json", lambda r: r["result"]["query"].update(multi_processor_count=90))
+    with pytest.raises(FalseStatement, match="a100-fused-ampere"):
+        check(build, "a100-fused-ampere")
+
+
+def test_relation_and_scaling_words():
+    assert [statements.relation(x, 2, 3) for x in (1.9, 2.5, 3.1)] == ["below", "between", "above"]
+    assert statements.scaling_words(2.016, 2, None) == "about linear"
+    assert statements.scaling_words(2.2, 2, None) == "superlinear"
+    assert statements.scaling_words(2.05, 2, 0.01) == "superlinear"  # beyond a recorded spread
+    assert statements.scaling_words(2.05, 2, 0.08) == "about linear"
+    assert statements.scaling_words(1.6, 2, None) == "sublinear"
+
+
+def test_the_scaling_sentence_fails_if_the_speedup_is_clearly_superlinear(copy):
+    build = copy("cp-allgather-w2-1x16x131072x128.json", lambda s: s.update(speedup=2.4))
+    with pytest.raises(FalseStatement, match="cp-scaling"):
+        check(build, "cp-scaling")
+
+
+def test_busy_time_is_the_union_of_overlapping_ops():
+    ops = [{"start_us": 0.0, "duration_us": 10.0}, {"start_us": 5.0, "duration_us": 10.0},
+           {"start_us": 20.0, "duration_us": 1.0}]
+    assert busy_us(ops) == pytest.approx(16.0)
+    r = store.load_summary("cp-allgather-w2-1x16x32768x128")["ranks"][0]
+    assert busy_us(r["ops"]) < r["event_median_us"] < r["forward_device_us"]  # what the two-GPU page says
+
+
+def test_the_picture_shows_the_forward_nearest_both_medians(h200):
+    f = lambda cpu, dev: trace.Forward(cpu_us=cpu, ops=[trace.DeviceOp(name="k", kind="kernel", start_us=0.0,
+                                                                       duration_us=dev, launch_start_us=0.0,
+                                                                       launch="cudaLaunchKernel")])
+    fwds = [f(235.0, 58.0), f(102.0, 58.7), f(91.0, 57.5)]  # cuDNN's three profiled forwards, in shape
+    assert typical_forward(fwds) is fwds[1] and trace.median_forward(fwds) is fwds[0]
+    s = store.load_summary("cudnn")
+    fwds = trace.forwards(trace.load(store.trace_path(store.CAPTURES, "cudnn")), s["label"])
+    shown = typical_forward(fwds)
+    assert abs(shown.cpu_us - s["cpu_forward_us"]) < 0.1 * s["cpu_forward_us"]
+    assert abs(shown.device_us - s["forward_device_us"]) < 0.05 * s["forward_device_us"]
+
+
+def test_a_flipped_number_fails_the_strict_build_naming_its_sentence(tmp_path):
+    folder = tmp_path / "captures"
+    shutil.copytree(store.CAPTURES, folder)
+    path = folder / "run-fastest.json"
+    record = json.loads(path.read_text())
+    row = next(r for r in record["result"] if r["path"] == "cudnn" and r["layout"] == "BHSD")
+    row["back_to_back_us"] = row["median_us"] - 1  # queued now faster than one call: the sentence is false
+    path.write_text(json.dumps(record))
+    r = mkdocs_build(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    assert r.returncode != 0
+    [line] = [line for line in r.stderr.splitlines() if "cudnn-queued-slower" in line]
+    assert "is false for the committed records" in line and "cuDNN ran slower per forward" in line
