@@ -39,15 +39,20 @@ def time_forward(forward, reps=50, warmup=5) -> list[float]:
     return [_elapsed_us(forward) for _ in range(reps)]
 
 
-def time_back_to_back(forward, calls=20, reps=5) -> float:
-    """Median microseconds per call when `calls` forwards are queued back to back."""
+def back_to_back_samples(forward, calls=20, reps=5) -> list[float]:
+    """Microseconds per call of each of `reps` runs of `calls` forwards queued back to back."""
     forward()
     sync()
 
     def run():
         for _ in range(calls):
             forward()
-    return statistics.median(_elapsed_us(run) / calls for _ in range(reps))
+    return [_elapsed_us(run) / calls for _ in range(reps)]
+
+
+def time_back_to_back(forward, calls=20, reps=5) -> float:
+    """Median microseconds per call when `calls` forwards are queued back to back."""
+    return statistics.median(back_to_back_samples(forward, calls, reps))
 
 
 def adaptive_reps(forward, budget_us=300_000.0, lo=5, hi=50) -> int:
@@ -71,14 +76,16 @@ def peak_extra_bytes(forward) -> int | None:
 
 def measure(forward, budget_us=300_000.0, calls=5) -> dict:
     """Median time per call, back-to-back time (median over 3 runs of `calls` queued forwards) and
-    peak memory of one forward; OOM as a result."""
+    peak memory of one forward, with the raw samples both medians come from; OOM as a result."""
     try:
         with torch.no_grad():
             reps = adaptive_reps(forward, budget_us)
             times = time_forward(forward, reps=reps, warmup=2)
-            return {"median_us": statistics.median(times), "back_to_back_us": time_back_to_back(forward, calls=calls, reps=3),
+            queued = back_to_back_samples(forward, calls=calls, reps=3)
+            return {"median_us": statistics.median(times), "back_to_back_us": statistics.median(queued),
                     "back_to_back_calls": calls,
-                    "reps": reps, "peak_extra_bytes": peak_extra_bytes(forward)}
+                    "reps": reps, "peak_extra_bytes": peak_extra_bytes(forward),
+                    "samples": {"one_call_us": times, "back_to_back_us": queued}}
     except torch.OutOfMemoryError:
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
