@@ -162,6 +162,7 @@ def end_to_end(shapes=((8, 1024), (2, 4096), (1, 8192)), d_model=2048, heads=16)
     return rows
 
 
+# --8<-- [start:decode]
 def static_cache(b, heads, max_len, d):
     """A KV cache allocated once for `max_len` positions, as serving engines keep one (a static
     cache); random values stand in for the earlier tokens' keys and values."""
@@ -174,6 +175,7 @@ def decode_attend(q, k, v, k_cache, v_cache, pos: int):
     k_cache[:, :, pos:pos + 1] = k
     v_cache[:, :, pos:pos + 1] = v
     return F.scaled_dot_product_attention(q, k_cache[:, :, :pos + 1], v_cache[:, :, :pos + 1])
+# --8<-- [end:decode]
 
 
 def concat_attend(q, k, v, k_cache, v_cache, pos: int):

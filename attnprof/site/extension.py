@@ -14,7 +14,8 @@ from markdown import Markdown
 from markdown.extensions import Extension
 from markdown.preprocessors import Preprocessor
 
-from . import claims, findings, pieces, training  # noqa: F401  (importing them registers their pieces)
+from . import claims, findings, pieces, timing, training  # noqa: F401  (importing them registers their pieces)
+from .timing import ClaimFalse
 from .build import Build
 from .registry import expand
 
@@ -40,7 +41,7 @@ class PiecesPreprocessor(Preprocessor):
     def expand(self, name: str, args: str) -> str:
         try:
             text = expand(self.build, name, args.split())
-        except (KeyError, TypeError, ValueError, OSError) as e:
+        except (KeyError, TypeError, ValueError, OSError, ClaimFalse) as e:
             raise PieceError(f"cannot render <!-- attnprof: {name}{args} -->: {e}") from None
         return SVG.sub(lambda m: self.md.htmlStash.store(m.group(0)), text)  # SVG is HTML, not Markdown
 
