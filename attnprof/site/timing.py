@@ -20,6 +20,14 @@ class ClaimFalse(Exception):
     """A sentence of a page that the data do not support; the build stops on it."""
 
 
+SHORT = {"naive": "naive", "math": "math", "efficient": "memory-efficient", "flash": "flash", "cudnn": "cuDNN",
+         "auto": "auto-dispatch"}  # names in a running sentence
+
+
+def short(stage: str) -> str:
+    return SHORT.get(stage, title(stage))
+
+
 def rows(build: Build) -> list[dict]:
     return [r for r in build.run("timing")["rows"] if "error" not in r]
 
@@ -183,7 +191,7 @@ def queue_check(build: Build):
         return ("in " + ", ".join(slow) + " the second half of the enqueue loop ran slower than the whole, so "
                 "some launches may have waited for room in the GPU's queue: read their CPU enqueue as an upper bound")
     return ("in every row the second half of the enqueue loop ran at the pace of the whole loop (within the "
-            "tolerance below), so no launch waited for room in the GPU's queue")
+            "tolerance of the rule above), so no launch waited for room in the GPU's queue")
 
 
 def inflation_range(build: Build) -> tuple[float, float]:
@@ -205,7 +213,7 @@ def verdicts(build: Build, shape, expect=None):
     """Every stage of the timing run at one shape, as one sentence: "efficient, flash, … are all
     **GPU-bound** in a stream"; with expect=..., the build fails unless every one of them is."""
     expect = expect.replace("_", " ") if expect else None
-    found = {title(r["stage"]): timing.verdict(r).stream for r in _at(build, shape)}
+    found = {short(r["stage"]): timing.verdict(r).stream for r in _at(build, shape)}
     if not found:
         raise ValueError(f"the timing run has no row at {shape}")
     kinds = sorted(set(found.values()))
@@ -223,7 +231,7 @@ def lone_call(build: Build):
     if not neg:
         return "Everywhere in this run one call took longer than the GPU-only time per call."
     return (f"At {_names(sorted({where(r['shape']) for r in neg}))}, one call of "
-            f"{_names(title(r['stage']) for r in neg)} measured *shorter* than the GPU-only time per call of a "
+            f"{_names(short(r['stage']) for r in neg)} measured *shorter* than the GPU-only time per call of a "
             f"stream of {build.run('timing')['calls']}, which the overhead column shows as a negative number "
             f"({'; '.join(_signed(timing.verdict(r).launch_overhead_us) for r in neg)}). The launch overhead is "
             f"still there, but smaller than the difference between one kernel on an idle GPU and the same "
