@@ -302,10 +302,10 @@ def decode_error(build: Build):
     """The old figure's error, in one sentence, from the run that measured both steps."""
     worst = max(decode_steps(build), key=lambda r: r["ratio"])
     best = min(decode_steps(build), key=lambda r: r["ratio"])
-    return (f"concatenating the cache copies all of it every step, so at batch {worst['batch']} a step took "
-            f"{us(worst['concat']['back_to_back_us'])} instead of {us(worst['back_to_back_us'])} in place "
-            f"({worst['ratio']:.1f}× too long, and the decode cost per token {worst['ratio']:.1f}× too high), "
-            f"while at batch {best['batch']}, where the cache is small, the two differ by {best['ratio']:.2f}×")
+    return (f"at batch {worst['batch']} a step took {us(worst['concat']['back_to_back_us'])} instead of "
+            f"{us(worst['back_to_back_us'])} in place, {worst['ratio']:.1f}× too long, so the decode cost per token "
+            f"was {worst['ratio']:.1f}× too high; at batch {best['batch']}, where the cache is small, the two "
+            f"differ by {best['ratio']:.2f}×")
 
 
 @piece("graphs")
