@@ -141,3 +141,17 @@ def test_the_decode_cost_comes_from_the_in_place_step():
         assert r["cache"] == "static, written in place"
         assert r["decode_tokens_per_s_per_layer"] == pytest.approx(r["batch"] / (r["back_to_back_us"] * 1e-6))
         assert r["concat"]["back_to_back_us"] >= r["back_to_back_us"] * 0.9
+
+
+def test_the_timing_run_measures_on_a_cpu_at_a_tiny_size():
+    """The measuring code itself, at a size a CPU runs at once: every method's raw samples (a CPU has no
+    CUDA graph, so no GPU-only samples), and the profiled forwards."""
+    pytest.importorskip("torch")
+    from attnprof.measure import timing as measure
+    run = measure.timing(points=[("flash", (1, 2, 32, 16)), ("naive", (1, 2, 32, 16))], calls=4, reps=3, one_call_reps=3)
+    for row in run["rows"]:
+        assert "error" not in row, row.get("error")
+        assert len(row["one_call_us"]) == len(row["one_call_wall_us"]) == 3
+        assert len(row["back_to_back_us"]) == len(row["enqueue_us"]) == len(row["enqueue_late_us"]) == 3
+        assert all(t > 0 for t in row["enqueue_us"]) and "graph_us" not in row
+        assert len(row["profiled"]["cpu_us"]) == 3 and row["calls"] == 4
