@@ -233,7 +233,7 @@ def fastest(build: Build):
 
 @piece("gqa")
 def gqa(build: Build):
-    return tables.table(["how", "q", "k, v", "median time", "peak extra memory"], [
+    return tables.table(["how", "q", "k, v", "one call (CUDA-event median)", "peak extra memory"], [
         (r["way"], shape(r["shape_q"]), shape(r["shape_kv"]), us(r.get("median_us")),
          size(r.get("peak_extra_bytes"))) for r in build.run("gqa")])
 
@@ -314,20 +314,22 @@ def graphs(build: Build):
     rows = []
     for r in build.run("graphs"):
         if "error" in r:
-            rows.append((r["where"], r["path"], "—", "—", "—", "—", tables.cell(r["error"])))
+            rows.append((f"{r['where']} (q {shape(r['shape'])})", r["path"], "—", "—", "—", "—", tables.cell(r["error"])))
             continue
         e, g = r["eager"], r["graph"]
-        rows.append((r["where"], r["path"], us(e["median_us"]), us(g["median_us"]),
+        rows.append((f"{r['where']} (q {shape(r['shape'])})", r["path"], us(e["median_us"]), us(g["median_us"]),
                      f"{e['median_us'] / g['median_us']:.1f}×", us(e["back_to_back_us"]), us(g["back_to_back_us"])))
-    return tables.table(["shape", "path", "one call, launched op by op", "one call, graph replay", "speedup",
-                         "back to back, op by op", "back to back, graph"], rows, "llrrrrr")
+    return tables.table(["shape", "path", "one call, launched op by op (CUDA-event median)",
+                         "one call, graph replay (CUDA-event median)", "speedup",
+                         "back to back per call, op by op (CUDA events)", "back to back per call, graph (CUDA events)"],
+                        rows, "llrrrrr")
 
 
 @piece("varlen")
 def varlen(build: Build):
     rows = build.run("varlen")
     lengths = rows[0]["lengths"]
-    table = tables.table(["how", "causal", "median time", "FLOPs spent on padding", "note"], [
+    table = tables.table(["how", "causal", "one call (CUDA-event median)", "FLOPs spent on padding", "note"], [
         (r["way"], "yes" if r["causal"] else "no", us(r.get("median_us")), f"{r['wasted_flops_pct']:.0f} %",
          tables.cell(tables.why_unavailable(r["unavailable"]) if "unavailable" in r else "")) for r in rows], "llrr")
     table += tables.raw_reasons((r["way"], r["unavailable"]) for r in rows if "unavailable" in r)
