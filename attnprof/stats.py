@@ -12,8 +12,13 @@ def samples_disagreements(record: dict, samples="event_times_us") -> list[str]:
             if record.get(k) != v]
 
 
+def quantile(samples, q: float) -> float:
+    """The sample at rank q of the sorted samples (nearest rank, no interpolation)."""
+    xs = sorted(samples)
+    return xs[min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))]
+
+
 def event_stats(times: list[float]) -> dict:
-    """Median, 10th and 90th percentile (the sample at that rank) of CUDA-event times, in µs."""
-    ranked = sorted(times)
-    return {"event_median_us": statistics.median(times), "event_p10_us": ranked[len(times) // 10],
-            "event_p90_us": ranked[len(times) * 9 // 10]}
+    """Median, 10th and 90th percentile (nearest rank) of CUDA-event times, in µs."""
+    return {"event_median_us": statistics.median(times), "event_p10_us": quantile(times, 0.1),
+            "event_p90_us": quantile(times, 0.9)}

@@ -381,7 +381,8 @@ def overlap(ops: list[DeviceOp]) -> dict:
 class Gaps:
     """Where one forward's GPU time went, read off its trace. The span runs from the first launch
     on the CPU to the end of the last device op; the GPU is busy while any of the forward's ops
-    runs and idle for the rest of the span, waiting for the CPU to launch more work."""
+    runs and idle for the rest of the span, waiting for the CPU to launch more work. A profiled span is
+    no verdict on what bounds a stream of calls: that comes from unprofiled timing (attnprof/timing.py)."""
     span_us: float
     busy_us: float
     launch_latency_us: list[float]  # per op: its launch call's start on the CPU → its start on the GPU
@@ -393,11 +394,6 @@ class Gaps:
     @property
     def idle_share(self) -> float:
         return self.idle_us / self.span_us if self.span_us else 0.0
-
-    @property
-    def launch_bound(self) -> bool:
-        """The GPU spends more of the span waiting for launches than running the forward's ops."""
-        return self.idle_us > self.busy_us
 
 
 def idle_intervals(ops: list[DeviceOp]) -> list[tuple[float, float]]:

@@ -7,7 +7,7 @@ import traceback
 
 import torch
 
-from . import graphs, serving, sweep, verify
+from . import graphs, serving, sweep, timing, verify
 from .. import derived, store
 from ..text import first_line
 
@@ -25,6 +25,7 @@ RUNS = {
     "e2e": lambda: serving.end_to_end(),
     "decode_step": lambda: serving.decode_step(),
     "graphs": lambda: graphs.graphs(),
+    "timing": lambda: timing.timing(),
 }
 
 

@@ -162,25 +162,58 @@ def end_to_end(shapes=((8, 1024), (2, 4096), (1, 8192)), d_model=2048, heads=16)
     return rows
 
 
+# --8<-- [start:decode]
+def static_cache(b, heads, max_len, d):
+    """A KV cache allocated once for `max_len` positions, as serving engines keep one (a static
+    cache); random values stand in for the earlier tokens' keys and values."""
+    return _rand(b, heads, max_len, d), _rand(b, heads, max_len, d)
+
+
+def decode_attend(q, k, v, k_cache, v_cache, pos: int):
+    """One decode step's attention: the new token's K and V are written into the cache in place at
+    `pos`, and the query attends over the valid prefix (positions 0 to `pos`), a view of the cache."""
+    k_cache[:, :, pos:pos + 1] = k
+    v_cache[:, :, pos:pos + 1] = v
+    return F.scaled_dot_product_attention(q, k_cache[:, :, :pos + 1], v_cache[:, :, :pos + 1])
+# --8<-- [end:decode]
+
+
+def concat_attend(q, k, v, k_cache, v_cache, pos: int):
+    """The same step done by concatenating the whole cache with the new token (a new tensor every
+    step): what this page measured before, kept to show what it cost."""
+    k_all = torch.cat([k_cache[:, :, :pos], k], dim=2)
+    v_all = torch.cat([v_cache[:, :, :pos], v], dim=2)
+    return F.scaled_dot_product_attention(q, k_all, v_all)
+
+
 def decode_step(batches=(1, 16, 64), kv_len=4096, d_model=2048, heads=16) -> list[dict]:
-    """One decode step of the layer (one new token per sequence, SDPA over a KV cache)."""
+    """One decode step of the layer (one new token per sequence after `kv_len` cached ones): the
+    norms, the QKV projection, K and V written into a static cache in place, SDPA over the valid
+    prefix, the output projection and the MLP. The same step with the cache concatenated is
+    measured beside it."""
     torch.manual_seed(0)
     layer = DecoderLayer(d_model, heads).to(default_device(), BF16).eval()
     d = d_model // heads
     rows = []
     for b in batches:
         x = _rand(b, 1, d_model)
-        k_cache, v_cache = _rand(b, heads, kv_len, d), _rand(b, heads, kv_len, d)
+        k_cache, v_cache = static_cache(b, heads, kv_len + 1, d)
 
-        def step():
+        def step(attend):
             q, k, v = layer.split(x)
-            k, v = torch.cat([k_cache, k], dim=2), torch.cat([v_cache, v], dim=2)
-            h = x + layer.out(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, 1, -1))
+            h = x + layer.out(attend(q, k, v, k_cache, v_cache, kv_len).transpose(1, 2).reshape(b, 1, -1))
             return h + layer.mlp(layer.norm2(h))
+        row = {"batch": b, "kv_len": kv_len, "d_model": d_model, "heads": heads, "cache": "static, written in place"}
         with torch.no_grad():
-            m = bench.measure(step)
-        row = {"batch": b, "kv_len": kv_len, "d_model": d_model, **m}
+            q, k, v = layer.split(x)
+            row["backend"] = dispatch.sdpa_choice(q, k_cache[:, :, :kv_len + 1], v_cache[:, :, :kv_len + 1],
+                                                  None, 0.0, False)
+            row["cache_bytes"] = 2 * k_cache.numel() * k_cache.element_size()
+            m = bench.measure(lambda: step(decode_attend))
+            row["concat"] = bench.measure(lambda: step(concat_attend))
+        row.update(m)
         if "back_to_back_us" in m:
             row["decode_tokens_per_s_per_layer"] = b / (m["back_to_back_us"] * 1e-6)
+        k_cache = v_cache = None
         rows.append(row)
     return rows

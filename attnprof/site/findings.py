@@ -242,7 +242,7 @@ def fastest(build: Build):
 
 @piece("gqa")
 def gqa(build: Build):
-    return tables.table(["how", "q", "k, v", "median time", "peak extra memory"], [
+    return tables.table(["how", "q", "k, v", "one call (CUDA-event median)", "peak extra memory"], [
         (r["way"], shape(r["shape_q"]), shape(r["shape_kv"]), us(r.get("median_us")),
          size(r.get("peak_extra_bytes"))) for r in build.run("gqa")])
 
@@ -250,10 +250,71 @@ def gqa(build: Build):
 @piece("decode")
 def decode(build: Build):
     copy = build.run("ceilings")["copy_gbs"]
-    return tables.table(["batch", "KV length", "backend", "time / step", "K+V bytes", "GB/s", "of copy bandwidth"], [
+    return tables.table(["batch", "KV length", "backend", "back to back / step (CUDA events)", "K+V bytes", "GB/s",
+                         "of copy bandwidth"], [
         (r["batch"], f"{r['kv_len']:,}", r.get("backend", "—"), us(r.get("back_to_back_us")), size(r.get("kv_bytes")),
          f"{r['gbs']:.0f}" if "gbs" in r else "OOM", f"{100 * r['gbs'] / copy:.0f} %" if "gbs" in r else "—")
-        for r in build.run("decode")], "rrlrrrr")
+        for r in build.run("decode")], "rrlrrrr") + (
+        "\n\nSDPA alone: one query token per sequence against K and V of the stated length, 16 heads, head dim 128, "
+        f"bf16; time per step: {_queued(build.run('decode'))}.")
+
+
+def _queued(rows) -> str:
+    """How the back-to-back times of a run's rows were taken, read from the rows themselves."""
+    r = next(r for r in rows if "back_to_back_us_each" in r)
+    return f"median of {len(r['back_to_back_us_each'])} runs of {r['back_to_back_calls']} steps queued back to back"
+
+
+def decode_steps(build: Build) -> list[dict]:
+    """Each decode-step row with the concatenating step beside it: in place, concatenated, and their ratio."""
+    out = []
+    for r in build.run("decode_step"):
+        if "back_to_back_us" in r and "back_to_back_us" in r.get("concat", {}):
+            out.append({**r, "ratio": r["concat"]["back_to_back_us"] / r["back_to_back_us"]})
+    return out
+
+
+@piece("decode-step")
+def decode_step(build: Build):
+    """One decode step of the layer with a static cache written in place, and the same step concatenating
+    the cache, both timed without the profiler."""
+    rows = [(r["batch"], f"{r['kv_len']:,}", size(r["cache_bytes"]), r["backend"], us(r["median_us"]),
+             us(r["back_to_back_us"]), us(r["concat"]["back_to_back_us"]), f"{r['ratio']:.1f}×")
+            for r in decode_steps(build)]
+    d = build.run("decode_step")[0]
+    return tables.table(["batch", "KV length", "K+V cache", "SDPA backend", "one step, in place (CUDA-event median)",
+                         "back to back / step, in place (CUDA events)", "back to back / step, concatenated",
+                         "concatenated ÷ in place"], rows, "rrrlrrrr") + (
+        f"\n\nOne step of the decoder layer (model width {d['d_model']}, {d['heads']} heads, head dim "
+        f"{d['d_model'] // d['heads']}, bf16): one new token per sequence, every sequence with {d['kv_len']:,} cached "
+        f"tokens. Back to back: {_queued(decode_steps(build))}.")
+
+
+@piece("decode-share", inline=True)
+def decode_share(build: Build):
+    """The in-place step beside SDPA alone over a cache of the same size (the decode table), per batch both ran."""
+    alone = {(r["batch"], r["kv_len"]): r for r in build.run("decode") if "back_to_back_us" in r}
+    parts = []
+    for r in decode_steps(build):
+        a = alone.get((r["batch"], r["kv_len"]))
+        if a:
+            parts.append(f"at batch {r['batch']}, SDPA alone over {r['kv_len']:,} cached tokens takes "
+                         f"{us(a['back_to_back_us'])} back to back, {100 * a['back_to_back_us'] / r['back_to_back_us']:.0f} % "
+                         f"of the in-place step's {us(r['back_to_back_us'])}")
+    if not parts:
+        raise ValueError("the decode and decode_step runs share no batch and KV length")
+    return "; ".join(parts)
+
+
+@piece("decode-error", inline=True)
+def decode_error(build: Build):
+    """The old figure's error, in one sentence, from the run that measured both steps."""
+    worst = max(decode_steps(build), key=lambda r: r["ratio"])
+    best = min(decode_steps(build), key=lambda r: r["ratio"])
+    return (f"at batch {worst['batch']} a step took {us(worst['concat']['back_to_back_us'])} instead of "
+            f"{us(worst['back_to_back_us'])} in place, {worst['ratio']:.1f}× too long, so the decode cost per token "
+            f"was {worst['ratio']:.1f}× too high; at batch {best['batch']}, where the cache is small, the two "
+            f"differ by {best['ratio']:.2f}×")
 
 
 @piece("graphs")
@@ -262,20 +323,22 @@ def graphs(build: Build):
     rows = []
     for r in build.run("graphs"):
         if "error" in r:
-            rows.append((r["where"], r["path"], "—", "—", "—", "—", tables.cell(r["error"])))
+            rows.append((f"{r['where']} (q {shape(r['shape'])})", r["path"], "—", "—", "—", "—", tables.cell(r["error"])))
             continue
         e, g = r["eager"], r["graph"]
-        rows.append((r["where"], r["path"], us(e["median_us"]), us(g["median_us"]),
+        rows.append((f"{r['where']} (q {shape(r['shape'])})", r["path"], us(e["median_us"]), us(g["median_us"]),
                      f"{e['median_us'] / g['median_us']:.1f}×", us(e["back_to_back_us"]), us(g["back_to_back_us"])))
-    return tables.table(["shape", "path", "one call, launched op by op", "one call, graph replay", "speedup",
-                         "back to back, op by op", "back to back, graph"], rows, "llrrrrr")
+    return tables.table(["shape", "path", "one call, launched op by op (CUDA-event median)",
+                         "one call, graph replay (CUDA-event median)", "speedup",
+                         "back to back per call, op by op (CUDA events)", "back to back per call, graph (CUDA events)"],
+                        rows, "llrrrrr")
 
 
 @piece("varlen")
 def varlen(build: Build):
     rows = build.run("varlen")
     lengths = rows[0]["lengths"]
-    table = tables.table(["how", "causal", "median time", "FLOPs spent on padding", "note"], [
+    table = tables.table(["how", "causal", "one call (CUDA-event median)", "FLOPs spent on padding", "note"], [
         (r["way"], "yes" if r["causal"] else "no", us(r.get("median_us")), f"{r['wasted_flops_pct']:.0f} %",
          tables.cell(tables.why_unavailable(r["unavailable"]) if "unavailable" in r else "")) for r in rows], "llrr")
     table += tables.raw_reasons((r["way"], r["unavailable"]) for r in rows if "unavailable" in r)
@@ -292,8 +355,9 @@ def e2e(build: Build):
         rows.append((r["batch"], f"{r['seq']:,}", us(r["naive_layer"]["median_us"]),
                      us(r["sdpa_layer"]["median_us"]), f"{r['naive_attention_share_pct']:.0f} %",
                      f"{r['sdpa_attention_share_pct']:.0f} %", f"+{r['throughput_gain_pct']:.0f} %"))
-    return tables.table(["batch", "S", "layer, naive attention", "layer, SDPA", "attention's share (naive)",
-                            "attention's share (SDPA)", "layer throughput gain"], rows, "rrrrrrr")
+    return tables.table(["batch", "S", "layer, naive attention (one call, CUDA-event median)",
+                         "layer, SDPA (one call, CUDA-event median)", "attention's share (naive)",
+                         "attention's share (SDPA)", "layer throughput gain"], rows, "rrrrrrr")
 
 
 @piece("cost")
@@ -306,14 +370,16 @@ def cost(build: Build, layers="32"):
             rows.append(("prefill", f"batch {r['batch']} × {r['seq']:,} tokens", r["prefill_tokens_per_s_per_layer"] / layers))
     for r in build.run("decode_step"):
         if "decode_tokens_per_s_per_layer" in r:
-            rows.append(("decode", f"batch {r['batch']}, KV cache {r['kv_len']:,}", r["decode_tokens_per_s_per_layer"] / layers))
+            rows.append(("decode", f"batch {r['batch']}, KV cache {r['kv_len']:,} (static, in place)",
+                         r["decode_tokens_per_s_per_layer"] / layers))
     body = "".join(
         f'<tr><td>{phase}</td><td>{what}</td><td>{tps:,.0f}</td>'
         f'<td class="attnprof-cost" data-tokens-per-s="{tps:.6g}">{DEFAULT_PRICE / 3600 / tps * 1e6:.3f}</td></tr>'
         for phase, what, tps in rows)
     return (f'<div class="attnprof-price"><label>$ per GPU-hour: <input type="number" id="attnprof-price" '
             f'value="{DEFAULT_PRICE:.2f}" step="0.10" min="0"></label></div>\n\n'
-            f'<table><thead><tr><th>phase</th><th>batch</th><th>tokens/s per H200 ({layers} layers)</th>'
+            f'<table><thead><tr><th>phase</th><th>batch</th><th>tokens/s per H200 ({layers} layers; '
+            f'back-to-back CUDA-event time of one layer × {layers})</th>'
             f'<th>$ per million tokens</th></tr></thead><tbody>{body}</tbody></table>')
 
 

@@ -140,29 +140,32 @@ def median_latency(g) -> float:
 
 @piece("gaps", captures=1)
 def gaps(build: Build, record):
-    """One line: how much of a forward's span the GPU spent waiting for launches."""
-    g = oplist.gaps(build.summary(record))
-    return (f"**Gaps** (from the trace, [defined here](launch-bound.md#reading-the-gaps)): the GPU ran this "
+    """One line: how much of a profiled forward's span the GPU spent waiting for launches, and the
+    verdict of the unprofiled timing run where it measured this stage and shape."""
+    from .timing import stream_line  # the timing pieces import this module
+    s = build.summary(record)
+    g = oplist.gaps(s)
+    return (f"**Gaps** (profiled, [defined here](launch-bound.md#reading-the-gaps)): the GPU ran this "
             f"forward's ops for {us(g.busy_us)} of a {us(g.span_us)} span from first launch to last op end, idle "
-            f"**{100 * g.idle_share:.0f} %** of it: **{'launch-bound' if g.launch_bound else 'GPU-bound'}**. "
-            f"Median launch latency {us(median_latency(g))} per op (launch call → op start under the profiler, "
-            f"time queued behind earlier ops included).")
+            f"**{100 * g.idle_share:.0f} %** of it. Median launch latency {us(median_latency(g))} per op (launch "
+            f"call → op start under the profiler, time queued behind earlier ops included). The profiler slows "
+            f"the CPU side, so these gaps are not a verdict." + stream_line(build, s["stage"], s["shape"]))
 
 
 @piece("launch", captures=ALL)
 def launch(build: Build, *records):
-    """Gaps across captures: busy, span, idle share, CPU time, and the verdict."""
+    """Gaps across profiled captures: busy, span, idle share, launch latency, CPU time, event median."""
     rows = []
     for record in records:
         s = build.summary(record)
         g = oplist.gaps(s)
-        at = "" if record == s["stage"] else f" · {shape(s['shape'])}"
-        rows.append((f"{title(s)}{at}", us(g.busy_us), us(g.span_us), f"{100 * g.idle_share:.0f} %",
-                     us(median_latency(g)), us(s["cpu_forward_us"]), us(s["event_median_us"]),
-                     "launch-bound" if g.launch_bound else "GPU-bound"))
-    return (tables.table(["stage", "GPU busy", "span", "GPU idle", "median launch latency", "CPU time / forward",
-                          "CUDA-event median", "verdict"], rows, "lrrrrrrl")
-            + "\n\nShape 8×16×1024×64 (the post's) unless the stage says otherwise; bf16, causal.")
+        rows.append((title(s), shape(s["shape"]), us(g.busy_us), us(g.span_us), f"{100 * g.idle_share:.0f} %",
+                     us(median_latency(g)), us(s["cpu_forward_us"]), us(s["event_median_us"])))
+    return (tables.table(["stage", "shape B×H×S×D", "GPU busy (profiled)", "span (profiled)",
+                          "GPU idle (of the profiled span)", "median launch latency (profiled)",
+                          "CPU time / forward (profiled)", "one call (CUDA-event median, capture)"], rows, "llrrrrrr")
+            + "\n\nbf16, causal; profiled columns from each stage's capture (three profiled forwards, the one with "
+              "the median device time), the last from the capture's 50 unprofiled calls.")
 
 
 @piece("value", captures=1, unavailable=True, inline=True)

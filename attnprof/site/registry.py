@@ -43,7 +43,7 @@ class Piece:
 
 
 PIECES: dict[str, dict[str | None, Piece]] = {}  # name -> kind -> piece
-MODULES = ("pieces", "training", "findings", "claims", "guides", "statements")  # every module that registers pieces
+MODULES = ("pieces", "training", "findings", "claims", "guides", "statements", "timing")  # every module that registers pieces
 
 
 def piece(name: str, captures: int = 0, unavailable: bool = False, inline: bool = False, kind: str | None = None):

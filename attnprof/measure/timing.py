@@ -1,0 +1,125 @@
+"""One forward under every timing method, in one run: unprofiled (one call, back to back, GPU only,
+CPU enqueue) and profiled (device time, CPU time, span), with the raw samples of each.
+
+The forwards are the stage table's own (`Stage.prepare` under `Stage.context`). The verdicts are
+drawn from these samples by attnprof/timing.py, which needs no torch. On a machine without a CUDA GPU
+the same code runs on the CPU (wall clock for events, no graph), to try it at a tiny size.
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from . import bench
+from .. import trace
+from ..stages import DEFAULT_SHAPE, LONG_SHAPE, SHORT_SHAPE, STAGES, load_snippet
+from ..store import LABEL
+from ..text import first_line
+from .numerics import default_device, make_inputs
+
+POST = ("naive", "math", "efficient", "flash", "cudnn", "auto")
+FUSED = ("efficient", "flash", "cudnn", "auto")
+POINTS = [(s, DEFAULT_SHAPE) for s in POST] + [(s, SHORT_SHAPE) for s in FUSED] + [(s, LONG_SHAPE) for s in FUSED]
+CALLS, REPS, ONE_CALL_REPS = 20, 30, 50
+
+
+def queued(forward, calls: int, reps: int) -> tuple[list[float], list[float], list[float]]:
+    """`reps` runs of `calls` forwards enqueued on an idle GPU without a synchronize: per call, the
+    CUDA-event time of the run (back to back), the host's wall time of the enqueue loop itself (CPU
+    enqueue), and that of its second half alone (were the GPU's queue to fill, launches late in the
+    loop would wait for the GPU, and the second half would slow to the GPU's pace). Each run starts
+    after a synchronize, so the queue is empty when it begins."""
+    per_call, enqueue, late = [], [], []
+    half = calls // 2
+    for _ in range(reps):
+        bench.sync()
+        if torch.cuda.is_available():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+        t0 = time.perf_counter()
+        for i in range(calls):
+            if i == half:
+                t_half = time.perf_counter()
+            forward()
+        t1 = time.perf_counter()
+        if torch.cuda.is_available():
+            end.record()
+            end.synchronize()
+            per_call.append(start.elapsed_time(end) * 1000.0 / calls)
+        else:
+            per_call.append((time.perf_counter() - t0) * 1e6 / calls)
+        enqueue.append((t1 - t0) * 1e6 / calls)
+        late.append((t1 - t_half) * 1e6 / (calls - half))
+    return per_call, enqueue, late
+
+
+def wall_one_call(forward, reps: int) -> list[float]:
+    """Host wall time of one call and the synchronize after it: what a Python caller waits for."""
+    out = []
+    for _ in range(reps):
+        bench.sync()
+        t0 = time.perf_counter()
+        forward()
+        bench.sync()
+        out.append((time.perf_counter() - t0) * 1e6)
+    return out
+
+
+def graph_only(forward, calls: int, reps: int) -> list[float]:
+    """Per call, CUDA-event time of one replay of a CUDA graph holding `calls` forwards: the GPU's
+    work with no CPU work between the calls."""
+    replay = load_snippet("graphed").graphed(lambda: [forward() for _ in range(calls)])  # as the graph stages do
+    replay()
+    return [t / calls for t in bench.time_forward(replay, reps=reps, warmup=1)]
+
+
+def profiled(forward) -> dict:
+    """The forward profiled exactly as a capture profiles it: per annotated forward, device time
+    (sum of its ops), CPU time (the annotated range) and span (first launch to last op end)."""
+    from .capture import profile_quietly
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trace.json"
+        profile_quietly(forward, path)
+        fwds = trace.forwards(trace.load(path), LABEL)
+    return {"device_us": [f.device_us for f in fwds], "cpu_us": [f.cpu_us for f in fwds],
+            "span_us": [trace.gaps(f.ops).span_us for f in fwds], "ops": [len(f.ops) for f in fwds]}
+
+
+def point(name: str, shape, calls=CALLS, reps=REPS, one_call_reps=ONE_CALL_REPS) -> dict:
+    stage = STAGES[name]
+    row = {"stage": name, "shape": list(shape), "dtype": "bf16", "calls": calls}
+    q, k, v = make_inputs(shape, torch.bfloat16, default_device())
+    try:
+        with stage.context(), torch.no_grad():
+            forward = stage.prepare(q, k, v)
+            for _ in range(5):
+                forward()
+            bench.sync()
+            row["one_call_us"] = bench.time_forward(forward, reps=one_call_reps, warmup=2)
+            row["one_call_wall_us"] = wall_one_call(forward, one_call_reps)
+            row["back_to_back_us"], row["enqueue_us"], row["enqueue_late_us"] = queued(forward, calls, reps)
+            if torch.cuda.is_available():
+                try:
+                    row["graph_us"] = graph_only(forward, calls, reps)
+                except RuntimeError as e:  # a forward that cannot be recorded into a graph
+                    row["graph_error"] = f"{type(e).__name__}: {first_line(e)}"[:300]
+            row["profiled"] = profiled(forward)
+    except (RuntimeError, torch.OutOfMemoryError) as e:
+        row["error"] = f"{type(e).__name__}: {first_line(e)}"[:300]
+    finally:
+        q = k = v = forward = None
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    return row
+
+
+def timing(points=POINTS, **kw) -> dict:
+    rows = []
+    for name, shape in points:
+        print(f"   timing {name} {'x'.join(map(str, shape))}", flush=True)
+        rows.append(point(name, shape, **kw))
+    return {"calls": kw.get("calls", CALLS), "reps": kw.get("reps", REPS),
+            "one_call_reps": kw.get("one_call_reps", ONE_CALL_REPS), "rows": rows}

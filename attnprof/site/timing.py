@@ -1,0 +1,278 @@
+"""Pieces over the timing run (`run-timing.json`): one forward under every timing method, and the
+launch-bound / GPU-bound verdict drawn from unprofiled measurements (attnprof/timing.py).
+
+A verdict in prose is a claim: `<!-- attnprof: verdict cudnn 8x16x1024x64 stream expect=GPU-bound -->`
+renders the sentence with the numbers it rests on, and fails the build, naming the sentence, when
+the data give another verdict.
+"""
+from __future__ import annotations
+
+from .. import timing
+from ..stages import DEFAULT_SHAPE
+from ..text import shape as shape_text, us
+from . import tables
+from .build import Build
+from .pieces import title
+from .registry import piece
+from .statements import FalseStatement
+
+
+
+
+SHORT = {"naive": "naive", "math": "math", "efficient": "memory-efficient", "flash": "flash", "cudnn": "cuDNN",
+         "auto": "auto-dispatch"}  # names in a running sentence
+
+
+def short(stage: str) -> str:
+    return SHORT.get(stage, title(stage))
+
+
+def rows(build: Build) -> list[dict]:
+    return [r for r in build.run("timing")["rows"] if "error" not in r]
+
+
+def where(s) -> str:
+    """A shape as the pages name it."""
+    return f"{shape_text(s)}{' (the post’s)' if tuple(s) == DEFAULT_SHAPE else ''}"
+
+
+def spread(x: timing.Stats) -> str:
+    """A median with its p10–p90 range, for a table cell."""
+    return f"{us(x.median)} ({x.p10:.1f}–{x.p90:.1f})"
+
+
+def _signed(x: float) -> str:
+    return ("−" if x < 0 else "+") + us(abs(x))
+
+
+def _method_note(build: Build) -> str:
+    r = build.run("timing")
+    return (f"Unprofiled times are medians with p10–p90 in brackets, in µs: one call over {r['one_call_reps']} "
+            f"calls; back to back, GPU only and CPU enqueue over {r['reps']} runs of {r['calls']} calls each. "
+            f"Profiled CPU time: the annotated range of each of the three forwards a capture profiles "
+            f"(torch.profiler, as on every chapter). bf16, causal.")
+
+
+@piece("timing-table")
+def timing_table(build: Build, shape=None):
+    """Every stage of the timing run (at one shape, or all): the four unprofiled methods, the profiled
+    CPU time, the verdict for a stream and the launch overhead of one call."""
+    out = []
+    for r in rows(build):
+        if shape and "x".join(map(str, r["shape"])) != shape:
+            continue
+        v = timing.verdict(r)
+        out.append((title(r["stage"]), where(r["shape"]), spread(v.one_call), spread(v.back_to_back),
+                     spread(v.gpu_only), spread(v.enqueue), us(v.profiled_cpu.median),
+                     f"**{v.stream}**", _signed(v.launch_overhead_us)))
+    return (tables.table(["stage", "shape B×H×S×D", "one call (CUDA events)", "back to back, per call (CUDA events)",
+                          "GPU only, per call (CUDA-graph replay)", "CPU enqueue, per call (host clock)",
+                          "profiled CPU time / forward (torch.profiler)", "a stream of calls is",
+                          "launch overhead of one call (one call − GPU only)"], out, "llrrrrrlr")
+            + "\n\n" + _method_note(build))
+
+
+def _cell(x: timing.Stats | None) -> str:
+    return "—" if x is None else spread(x) if x.n > 3 else us(x.median)
+
+
+@piece("methods")
+def methods(build: Build, stage="cudnn", shape="8x16x1024x64"):
+    """One stage at one shape under every method, all but Nsight Compute from one run."""
+    r = timing.find(build.run("timing")["rows"], stage, shape)
+    v = timing.verdict(r)
+    prof = r["profiled"]
+    wall = timing.stats(r["one_call_wall_us"])
+    span = timing.stats(prof["span_us"])
+    lines = [
+        ("GPU only (CUDA-graph replay)", "events around one replay of a graph of the same calls, per call",
+         _cell(v.gpu_only), "the GPU's work alone: no CPU, no launch between calls"),
+        ("profiled device time (torch.profiler)", "sum of the forward's op durations in the trace",
+         _cell(v.profiled_device), "the same kernels, timed by the profiler; gaps between them are not counted"),
+        ("back to back (CUDA events)", f"events around {r['calls']} enqueued calls, per call", _cell(v.back_to_back),
+         "a stream's pace: GPU only plus any time the GPU waits for the next launch"),
+        ("profiled span (torch.profiler)", "first launch to last op end of one profiled forward", _cell(span),
+         "starts at the first launch call, so the CPU's work before it is left out; that launch runs under the profiler"),
+        ("one call (CUDA events)", "events around one call on an idle GPU, then a synchronize", _cell(v.one_call),
+         "GPU only plus the launch: the CPU's work before the first kernel and the launch latency"),
+        ("one call (host clock)", "wall time of the call and the synchronize after it", _cell(wall),
+         "the same interval seen from Python: from the call to the synchronize's return"),
+        ("CPU enqueue (host clock)", f"wall time to enqueue the {r['calls']} back-to-back calls, per call",
+         _cell(v.enqueue), "the CPU's pace: dispatch and launch calls, no waiting on the GPU"),
+        ("profiled CPU time (torch.profiler)", "the annotated range on the CPU thread", _cell(v.profiled_cpu),
+         f"the same CPU work with the profiler recording it: {v.profiler_inflation:.1f}× the CPU enqueue time"),
+    ]
+    measured = build.counters(r["stage"] if tuple(r["shape"]) == DEFAULT_SHAPE
+                              else f"{r['stage']}-{'x'.join(map(str, r['shape']))}")
+    if measured:
+        ncu_us = sum(k["duration_ns"] or 0 for k in measured["kernels"]) / 1000
+        clocks = ("clocks left to the GPU (`--clock-control none`)" if "--clock-control none" in measured["command"]
+                  else "clocks locked to base by Nsight Compute (its default)")
+        lines.append(("Nsight Compute duration", f"the kernels of one forward replayed under ncu ({measured['date']})",
+                      us(ncu_us), f"another run: each kernel replayed alone, {clocks}"))
+    capture = build.summary(r["stage"] if tuple(r["shape"]) == DEFAULT_SHAPE
+                            else f"{r['stage']}-{'x'.join(map(str, r['shape']))}")
+    lines.append(("one call (CUDA events), in the stage's capture", f"the capture's own {capture['settings']['event_reps']} "
+                  f"calls ({capture['date']})",
+                  f"{us(capture['event_median_us'])} ({capture['event_p10_us']:.1f}–{capture['event_p90_us']:.1f})",
+                  "the same method in another run: " + (
+                      "inside" if v.one_call.p10 <= capture["event_median_us"] <= v.one_call.p90 else "outside")
+                  + " this run's p10–p90 for one call"))
+    return (tables.table([f"method ({title(stage)}, {where(r['shape'])})", "what it measures",
+                          "time (median, p10–p90 in µs)", "why it differs"], lines, "llrl")
+            + f"\n\nAll but the last two rows from one timing run (the three profiled forwards give a median only). "
+              + _method_note(build))
+
+
+def _record(stage: str, shape) -> str:
+    return stage if tuple(shape) == DEFAULT_SHAPE else f"{stage}-{'x'.join(map(str, shape))}"
+
+
+@piece("kernel-clocks", inline=True)
+def kernel_clocks(build: Build, stage="cudnn", shape="8x16x1024x64"):
+    """How far apart the three kernel-only times of a stage are: GPU only, profiled device time, Nsight Compute."""
+    r = timing.find(build.run("timing")["rows"], stage, shape)
+    v = timing.verdict(r)
+    times = {"GPU only": v.gpu_only.median, "profiled device time": v.profiled_device.median}
+    measured = build.counters(_record(r["stage"], r["shape"]))
+    if measured:
+        times["Nsight Compute"] = sum(k["duration_ns"] or 0 for k in measured["kernels"]) / 1000
+    apart = 100 * (max(times.values()) - min(times.values())) / min(times.values())
+    return (f"they lie within {apart:.0f} % of each other (" + ", ".join(f"{k} {us(t)}" for k, t in times.items())
+            + ")")
+
+
+def _claim(directive: str, expect: str | None, found: str, sentence: str) -> str:
+    if expect is not None and expect != found:
+        raise FalseStatement(f"the sentence `{directive}` says {expect!r}, the data say {found!r}: {sentence} "
+                         f"(rewrite the sentence, or retake the run with `python -m attnprof sweep --only timing`)")
+    return sentence
+
+
+@piece("verdict", inline=True)
+def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
+    """A verdict in prose, with its evidence: kind=stream (launch-bound, GPU-bound, on the boundary),
+    kind=call (one call's latency and its launch overhead) or kind=profiler (the CPU side's inflation).
+    With expect=..., the build fails when the data say otherwise."""
+    expect = expect.replace("_", " ") if expect else None
+    r = timing.find(build.run("timing")["rows"], stage, shape)
+    v = timing.verdict(r)
+    directive = f"verdict {stage} {shape} {kind}"
+    if kind == "stream":
+        return _claim(directive, expect, v.stream,
+                      f"**{v.stream}** in a stream: back to back it takes {us(v.back_to_back.median)} per call, "
+                      f"against {us(v.gpu_only.median)} of GPU work (CUDA-graph replay) and {us(v.enqueue.median)} "
+                      f"of CPU enqueue")
+    if kind == "call":
+        share = v.launch_overhead_us / v.one_call.median
+        found = "launch dominates" if v.launch_overhead_us > v.gpu_only.median else (
+            "kernels dominate" if v.launch_overhead_us > 0 else "no launch overhead visible")
+        return _claim(directive, expect, found,
+                      f"it takes {us(v.one_call.median)} (CUDA events), {us(v.gpu_only.median)} of it GPU work "
+                      f"and {_signed(v.launch_overhead_us)} launch overhead ({100 * share:.0f} %)")
+    if kind == "profiler":
+        return _claim(directive, expect, f"{v.profiler_inflation:.0f}x",
+                      f"the profiler records {us(v.profiled_cpu.median)} of CPU time per forward where the "
+                      f"unprofiled enqueue takes {us(v.enqueue.median)}: {v.profiler_inflation:.1f}×")
+    raise KeyError(f"unknown verdict kind {kind!r} (known: stream, call, profiler)")
+
+
+def queue_never_full(build: Build) -> list[str]:
+    """Rows whose enqueue slowed in its second half (a sign that launches waited for room in the GPU's queue)."""
+    return [f"{title(r['stage'])} at {where(r['shape'])}" for r in rows(build)
+            if not timing.agree(timing.stats(r["enqueue_late_us"]), timing.stats(r["enqueue_us"]))]
+
+
+@piece("queue-check", inline=True)
+def queue_check(build: Build):
+    slow = queue_never_full(build)
+    if slow:
+        return ("in " + ", ".join(slow) + " the second half of the enqueue loop ran slower than the whole, so "
+                "some launches may have waited for room in the GPU's queue: read their CPU enqueue as an upper bound")
+    return ("in every row the second half of the enqueue loop ran at the pace of the whole loop (within the "
+            "tolerance of the rule above), so no launch waited for room in the GPU's queue")
+
+
+def inflation_range(build: Build) -> tuple[float, float]:
+    x = [timing.verdict(r).profiler_inflation for r in rows(build)]
+    return min(x), max(x)
+
+
+def _at(build: Build, shape: str) -> list[dict]:
+    return [r for r in rows(build) if "x".join(map(str, r["shape"])) == shape]
+
+
+def _names(items) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+@piece("verdicts", inline=True)
+def verdicts(build: Build, shape, expect=None):
+    """Every stage of the timing run at one shape, as one sentence: "efficient, flash, … are all
+    **GPU-bound** in a stream"; with expect=..., the build fails unless every one of them is."""
+    expect = expect.replace("_", " ") if expect else None
+    found = {short(r["stage"]): timing.verdict(r).stream for r in _at(build, shape)}
+    if not found:
+        raise ValueError(f"the timing run has no row at {shape}")
+    kinds = sorted(set(found.values()))
+    if len(kinds) == 1:
+        sentence = f"{_names(found)} are all **{kinds[0]}** in a stream"
+    else:
+        sentence = "; ".join(f"{_names(t for t, v in found.items() if v == k)}: **{k}**" for k in kinds)
+    return _claim(f"verdicts {shape}", expect, kinds[0] if len(kinds) == 1 else "mixed", sentence)
+
+
+@piece("lone-call", inline=True)
+def lone_call(build: Build):
+    """Where one call measured shorter than GPU only per call (a negative launch overhead), said as it is."""
+    neg = [r for r in rows(build) if timing.verdict(r).launch_overhead_us < 0]
+    if not neg:
+        return "Everywhere in this run one call took longer than the GPU-only time per call."
+    return (f"At {_names(sorted({where(r['shape']) for r in neg}))}, one call of "
+            f"{_names(short(r['stage']) for r in neg)} measured *shorter* than the GPU-only time per call of a "
+            f"stream of {build.run('timing')['calls']}, which the overhead column shows as a negative number "
+            f"({'; '.join(_signed(timing.verdict(r).launch_overhead_us) for r in neg)}). The launch overhead is "
+            f"still there, but smaller than the difference between one kernel on an idle GPU and the same "
+            f"kernel inside a sustained stream; this run did not record clocks or cache state, so it does not "
+            f"say which of them made the lone call faster.")
+
+
+@piece("timing-value", inline=True)
+def timing_value(build: Build, what, stage=None, shape=None):
+    """A figure of the timing run inline: inflation (the range over every row), tolerance (the rule's
+    floor), overheads SHAPE (the range of one call's launch overhead at a shape), or one median of a row."""
+    if what == "inflation":  # the sentences around it say the profiler adds CPU time: hold them to it
+        lo, hi = inflation_range(build)
+        if lo <= 1:
+            raise FalseStatement(f"the page says the profiler inflates the CPU side, but one row's profiled CPU time "
+                             f"is {lo:.2f}× its unprofiled enqueue")
+        return f"{lo:.1f}× to {hi:.1f}×"
+    if what == "overheads":
+        x = [timing.verdict(r).launch_overhead_us for r in _at(build, stage)]
+        return f"{us(min(x))} to {us(max(x))}"
+    if what == "tolerance":
+        return f"{100 * timing.REL_TOLERANCE:.0f} %"
+    if what in ("one_call", "back_to_back", "gpu_only", "enqueue", "overhead", "idle"):
+        v = timing.verdict(timing.find(build.run("timing")["rows"], stage, shape))
+        return us({"one_call": v.one_call.median, "back_to_back": v.back_to_back.median,
+                   "gpu_only": v.gpu_only.median, "enqueue": v.enqueue.median,
+                   "overhead": v.launch_overhead_us, "idle": v.gpu_idle_per_call_us}[what])
+    raise KeyError(f"unknown timing value {what!r}")
+
+
+def stream_line(build: Build, stage: str, shape) -> str:
+    """The stream verdict of a capture's stage and shape from the timing run, for the gaps line; "" when
+    the run has no row for it."""
+    try:
+        r = timing.find(build.run("timing")["rows"], stage, list(shape))
+    except (ValueError, FileNotFoundError):
+        return ""
+    if "error" in r:
+        return ""
+    v = timing.verdict(r)
+    return (f" Unprofiled ([timing run](launch-bound.md#launch-bound-or-gpu-bound)), a stream of these forwards is "
+            f"**{v.stream}**: {us(v.back_to_back.median)} per call back to back against {us(v.gpu_only.median)} "
+            f"GPU only and {us(v.enqueue.median)} CPU enqueue; one call takes {us(v.one_call.median)}, "
+            f"{_signed(v.launch_overhead_us)} over GPU only. Profiled, the CPU side takes {us(v.profiled_cpu.median)} "
+            f"per forward, {v.profiler_inflation:.1f}× its unprofiled enqueue.")

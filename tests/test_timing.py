@@ -1,0 +1,157 @@
+"""The timing vocabulary: statistics and verdicts from the committed raw samples of the H200 timing run,
+the build failing on a sentence the data do not support, and the decode step writing its cache in place."""
+import copy
+import json
+import statistics
+
+import markdown
+import pytest
+
+from attnprof import store, timing
+from attnprof.site import extension
+from attnprof.site.build import Build
+
+BUILD = Build(problems={})
+ROWS = [r for r in BUILD.run("timing")["rows"] if "error" not in r]
+S = timing.Stats
+
+
+def test_every_row_has_raw_samples_of_every_method():
+    r = BUILD.run("timing")
+    assert len(ROWS) == len(r["rows"]) >= 14
+    for row in ROWS:
+        assert len(row["one_call_us"]) == r["one_call_reps"]
+        for key in ("back_to_back_us", "graph_us", "enqueue_us", "enqueue_late_us"):
+            assert len(row[key]) == r["reps"], key
+        assert len(row["profiled"]["cpu_us"]) == len(row["profiled"]["device_us"]) == 3
+
+
+def test_statistics_are_those_of_the_raw_samples():
+    for row in ROWS:
+        xs = sorted(row["back_to_back_us"])
+        s = timing.stats(row["back_to_back_us"])
+        assert s.median == statistics.median(xs) and s.n == len(xs)
+        assert s.p10 == xs[round(0.1 * (len(xs) - 1))] and s.p90 == xs[round(0.9 * (len(xs) - 1))]
+        assert s.p10 <= s.median <= s.p90
+
+
+def test_quantile_is_nearest_rank_and_no_samples_is_one_clear_line():
+    assert timing.quantile([5, 1, 3, 2, 4], 0.5) == 3 and timing.quantile([5, 1, 3, 2, 4], 0.9) == 5
+    with pytest.raises(ValueError, match="recorded none"):
+        timing.stats([])
+    with pytest.raises(ValueError, match="sweep --only timing"):
+        timing.verdict({"stage": "flash", "shape": [1, 2, 3, 4], "one_call_us": [1.0]})
+
+
+def test_the_rule_has_four_outcomes():
+    gpu, cpu = S(100, 99, 101, 30), S(20, 19, 21, 30)
+    assert timing.stream_verdict(S(101, 100, 102, 30), gpu, cpu) == "GPU-bound"
+    assert timing.stream_verdict(S(21, 20, 22, 30), S(8, 8, 8, 30), cpu) == "launch-bound"
+    assert timing.stream_verdict(S(60, 59, 61, 30), S(59, 58, 60, 30), S(58, 40, 70, 30)) == "on the boundary"
+    assert timing.stream_verdict(S(200, 199, 201, 30), gpu, cpu) == "neither"
+
+
+def test_tolerance_is_the_larger_of_the_floor_and_the_spreads():
+    a, b = S(100, 99, 101, 30), S(104, 103, 105, 30)
+    assert timing.tolerance(a, b) == pytest.approx(5.2)  # 5 % of 104 beats the spreads' 2
+    assert timing.agree(a, b) and not timing.agree(a, S(110, 109, 111, 30))
+    wide = S(100, 80, 120, 30)
+    assert timing.tolerance(wide, S(125, 124, 126, 30)) == pytest.approx(21) and timing.agree(wide, S(120, 119, 121, 30))
+
+
+def test_short_forwards_wait_for_the_cpu_and_long_ones_do_not():
+    for row in ROWS:
+        v = timing.verdict(row)
+        assert v.back_to_back.median >= 0.95 * v.gpu_only.median  # a stream cannot beat its own GPU work by much
+        assert v.profiler_inflation > 1  # the profiler adds CPU time
+        if row["shape"] == [1, 16, 256, 64]:
+            assert v.gpu_only.median < v.enqueue.median and v.stream == "launch-bound"
+        if row["shape"] == [1, 16, 8192, 128]:
+            assert v.gpu_only.median > 10 * v.enqueue.median and v.stream == "GPU-bound"
+
+
+def _folder_with(tmp_path, run: dict):
+    """A captures folder like the committed one, with this timing run in place of the committed one."""
+    for f in store.CAPTURES.iterdir():
+        if f.name != "run-timing.json":
+            (tmp_path / f.name).symlink_to(f)
+    (tmp_path / "run-timing.json").write_text(json.dumps(run))
+    return tmp_path
+
+
+def _render(page: str, folder) -> str:
+    text = (store.CAPTURES.parent / page).read_text()
+    return markdown.markdown(text, extensions=["admonition", extension.PiecesExtension(build=Build(folder, problems={}))])
+
+
+def test_a_flipped_measurement_fails_the_sentence_that_rests_on_it(tmp_path):
+    """flash's CPU enqueue samples at the post's shape made equal to its back-to-back ones: the page's
+    sentences that call that stream GPU-bound must stop the build, naming themselves."""
+    run = store.load_run("timing")
+    (tmp_path / "same").mkdir()
+    assert "GPU-bound" in _render("launch-bound.md", _folder_with(tmp_path / "same", copy.deepcopy(run)))
+    flipped = copy.deepcopy(run)
+    row = timing.find(flipped["result"]["rows"], "flash", "8x16x1024x64")
+    row["enqueue_us"] = list(row["back_to_back_us"])  # the CPU now enqueues at the stream's pace
+    assert timing.verdict(row).stream == "on the boundary"
+    (tmp_path / "flipped").mkdir()
+    folder = _folder_with(tmp_path / "flipped", flipped)
+    with pytest.raises(extension.PieceError, match=r"verdicts? .*8x16x1024x64.* says 'GPU-bound', the data say"):
+        _render("launch-bound.md", folder)
+    with pytest.raises(extension.PieceError, match=r"verdict flash 8x16x1024x64 stream.*'on the boundary'"):
+        markdown.markdown("Flash: <!-- attnprof: verdict flash 8x16x1024x64 stream expect=GPU-bound -->.",
+                          extensions=[extension.PiecesExtension(build=Build(folder, problems={}))])
+
+
+def test_the_decode_step_writes_its_cache_in_place(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from attnprof.measure import serving
+    b, h, n, d = 2, 3, 7, 8
+    k_cache, v_cache = (torch.randn(b, h, n + 1, d) for _ in range(2))
+    q, k, v = (torch.randn(b, h, 1, d) for _ in range(3))
+    expect = torch.nn.functional.scaled_dot_product_attention(
+        q, torch.cat([k_cache[:, :, :n], k], 2), torch.cat([v_cache[:, :, :n], v], 2))
+    address = k_cache.data_ptr(), v_cache.data_ptr()
+
+    def no_cat(*args, **kwargs):
+        raise AssertionError("the decode step concatenated the cache")
+    monkeypatch.setattr(torch, "cat", no_cat)
+    out = serving.decode_attend(q, k, v, k_cache, v_cache, n)
+    monkeypatch.undo()
+    assert (k_cache.data_ptr(), v_cache.data_ptr()) == address
+    assert torch.equal(k_cache[:, :, n:n + 1], k) and torch.equal(v_cache[:, :, n:n + 1], v)
+    torch.testing.assert_close(out, expect)
+    torch.testing.assert_close(serving.concat_attend(q, k, v, k_cache, v_cache, n), expect)
+
+
+def test_serving_records_keep_the_samples_their_medians_come_from():
+    for name in ("decode", "decode_step", "e2e"):
+        measured = []
+        for r in BUILD.run(name):
+            measured += [m for m in (r, r.get("concat"), r.get("sdpa_layer"), r.get("naive_layer"),
+                                     r.get("sdpa_attention"), r.get("naive_attention")) if m and "times_us" in m]
+        assert measured, name
+        for m in measured:
+            assert m["median_us"] == statistics.median(m["times_us"])
+            assert m["back_to_back_us"] == statistics.median(m["back_to_back_us_each"])
+
+
+def test_the_decode_cost_comes_from_the_in_place_step():
+    for r in BUILD.run("decode_step"):
+        assert r["cache"] == "static, written in place"
+        assert r["decode_tokens_per_s_per_layer"] == pytest.approx(r["batch"] / (r["back_to_back_us"] * 1e-6))
+        assert r["concat"]["back_to_back_us"] >= r["back_to_back_us"] * 0.9
+
+
+def test_the_timing_run_measures_on_a_cpu_at_a_tiny_size():
+    """The measuring code itself, at a size a CPU runs at once: every method's raw samples (a CPU has no
+    CUDA graph, so no GPU-only samples), and the profiled forwards."""
+    pytest.importorskip("torch")
+    from attnprof.measure import timing as measure
+    run = measure.timing(points=[("flash", (1, 2, 32, 16)), ("naive", (1, 2, 32, 16))], calls=4, reps=3, one_call_reps=3)
+    for row in run["rows"]:
+        assert "error" not in row, row.get("error")
+        assert len(row["one_call_us"]) == len(row["one_call_wall_us"]) == 3
+        assert len(row["back_to_back_us"]) == len(row["enqueue_us"]) == len(row["enqueue_late_us"]) == 3
+        assert all(t > 0 for t in row["enqueue_us"]) and "graph_us" not in row
+        assert len(row["profiled"]["cpu_us"]) == 3 and row["calls"] == 4
