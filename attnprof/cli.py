@@ -8,7 +8,7 @@ import math
 import sys
 import textwrap
 
-from . import store
+from . import own, store
 from .oplist import KIND_LABEL
 from .stages import DEFAULT_SHAPE, DTYPES, STAGES, get_stage, parse_shape
 from .store import CaptureError
@@ -63,8 +63,32 @@ def probability(text: str) -> float:
     return p
 
 
+def is_own_target(stages) -> bool:
+    """`capture path/to/file.py:function` captures a reader's function rather than stages."""
+    return any(".py" in s or ":" in s for s in stages)
+
+
+def cmd_capture_own(args) -> int:
+    """`capture FILE.py:FUNCTION`: a reader's attention, profiled like a stage (attnprof/measure/own.py)."""
+    if len(args.stages) != 1:
+        raise ValueError("capture one FILE.py:FUNCTION at a time, without stage names")
+    dims = parse_shape(args.shape)
+    from .measure.own import capture_own
+    r = capture_own(args.stages[0], dims, args.dtype, args.mask, args.reference, args.out or own.DEFAULT_OUT)
+    extra = f", vs causal attention {r['rel_err_causal']:.2e}" if "rel_err_causal" in r else ""
+    print(f"{r['record']}: {r['ops_per_forward']} ops/forward, {r['event_median_us']:.1f} us (event median), "
+          f"rel err vs itself in float64 {r['rel_err']:.2e}{extra}; wrote {r['record']}.json and "
+          f"{r['record']}.trace.json.gz into {args.out or own.DEFAULT_OUT}/")
+    return 0
+
+
 def cmd_capture(args) -> int:
     needs_torch("capture")
+    if is_own_target(args.stages):
+        return cmd_capture_own(args)
+    if args.mask or args.reference:
+        raise ValueError("--mask and --reference are for `capture FILE.py:FUNCTION`, not for stages")
+    args.out = args.out or str(store.CAPTURES)
     if args.stages == ["cp"]:
         return cmd_capture_cp(args)
     shape = parse_shape(args.shape)
@@ -139,12 +163,13 @@ def cmd_show(args) -> int:
 
 
 def cmd_check(args) -> int:
+    from .own import site_records as own_records
     from .records import all_records
     problems = store.problems(args.captures)
     for why in problems.values():
         print(why)
     if not problems:
-        print(f"all {len(store.site_records()) + len(all_records())} captures and {len(store.counter_records())} "
+        print(f"all {len(store.site_records()) + len(all_records()) + len(own_records())} captures and {len(store.counter_records())} "
               f"counters records the site uses are present and current")
     return 1 if problems else 0
 
@@ -247,12 +272,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m attnprof", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
-    c = sub.add_parser("capture", help="profile stages on a CUDA GPU and write their captures")
+    c = sub.add_parser("capture", help="profile stages, or your own FILE.py:FUNCTION, on a CUDA GPU")
     c.add_argument("stages", nargs="+", metavar="STAGE",
-                   help=f"one or more of: {', '.join(STAGES)}, or all; or cp (context parallelism)")
+                   help=f"one or more of: {', '.join(STAGES)}, or all; or cp (context parallelism); or "
+                        f"FILE.py:FUNCTION, your own attention, called as FUNCTION(q, k, v)")
     c.add_argument("--shape", default=shape(DEFAULT_SHAPE, ","), help="B,H,S,D (default: %(default)s)")
     c.add_argument("--dtype", default=store.DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)} (default: %(default)s)")
-    c.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
+    c.add_argument("--out", help=f"captures folder (default: docs/captures for stages, {own.DEFAULT_OUT}/ for "
+                                 f"FILE.py:FUNCTION)")
+    c.add_argument("--mask", help="FILE.py:FUNCTION: also pass a boolean [S, S] mask, True where a query may see "
+                                  "a key: causal, or none (None)")
+    c.add_argument("--reference", help="FILE.py:FUNCTION: also compare with plain causal attention (causal)")
     c.add_argument("--record-unavailable", action="store_true",
                    help="where a stage cannot run here, replace its capture with a record of why "
                         "(by default an existing capture is kept)")

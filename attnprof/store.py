@@ -186,7 +186,9 @@ def recapture_command(record: str) -> str:
 
 def recapture_fix(record: str) -> str:
     """What to run to retake the capture `record`, and on what machine."""
-    from . import records  # the backward and two-GPU captures (records.py builds on this module)
+    from . import own, records  # the backward, two-GPU and readers' captures (they build on this module)
+    if own.is_own(record):
+        return own.recapture_fix(record)
     if record in records.all_records():
         return records.recapture_fix(record)
     return f"run {recapture_command(record)} on a CUDA GPU"
@@ -349,9 +351,11 @@ def stale_counters(folder=CAPTURES) -> dict[str, str]:
 
 def problems(folder=CAPTURES) -> dict[str, str]:
     """Everything the site reads that is missing, stale or inconsistent: the stage captures, the backward
-    and two-GPU captures (records.py; no site build retakes them), and the counters records."""
-    from . import records
-    return {**stale_records(folder), **records.stale_records(folder), **stale_counters(folder)}
+    and two-GPU captures (records.py; no site build retakes them), the readers' captures the site renders
+    (own.py), and the counters records."""
+    from . import own, records
+    return {**stale_records(folder), **records.stale_records(folder), **own.stale_records(folder),
+            **stale_counters(folder)}
 
 
 def load_run(name, folder=CAPTURES) -> dict:
