@@ -2,15 +2,12 @@
 
 Each function takes q, k, v of shape [batch, heads, seq, head_dim] and lets a query see itself and
 the WINDOW - 1 keys before it. Masks are built on the first call and kept, so the profiled forwards
-run only the attention.
+run only the attention. Each section imports what it uses, so it reads (and runs) on its own.
 """
 # --8<-- [start:mask]
 import functools
-import math
 
 import torch
-import torch.nn.functional as F
-from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 WINDOW = 256  # a query sees itself and the 255 keys before it
 
@@ -31,6 +28,9 @@ def outside_band(seq_len: int, device) -> torch.Tensor:
 
 
 # --8<-- [start:naive]
+import math
+
+
 def naive(q, k, v):
     """Sliding window, naive with a band mask"""
     scores = q @ k.transpose(-2, -1) * (1.0 / math.sqrt(q.shape[-1]))
@@ -40,6 +40,9 @@ def naive(q, k, v):
 
 
 # --8<-- [start:sdpa]
+import torch.nn.functional as F
+
+
 def sdpa(q, k, v):
     """Sliding window, SDPA with a boolean mask"""
     return F.scaled_dot_product_attention(q, k, v, attn_mask=band(q.shape[-2], q.device))
@@ -47,6 +50,12 @@ def sdpa(q, k, v):
 
 
 # --8<-- [start:flex]
+import functools
+
+import torch
+from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+
 def sliding_window(batch, head, q_idx, kv_idx):
     return (q_idx >= kv_idx) & (q_idx - kv_idx < WINDOW)
 
@@ -57,7 +66,7 @@ def window_block_mask(seq_len: int, device):
     return create_block_mask(sliding_window, B=None, H=None, Q_LEN=seq_len, KV_LEN=seq_len, device=device)
 
 
-flex_compiled = torch.compile(flex_attention)
+flex_compiled = torch.compile(flex_attention)  # compiled on the first call
 
 
 def flex(q, k, v):
