@@ -162,6 +162,20 @@ def cmd_show(args) -> int:
     return 0
 
 
+def cmd_diff(args) -> int:
+    from . import compare
+    d = compare.diff(compare.load(args.a, args.captures), compare.load(args.b, args.captures))
+    print(json.dumps(d, indent=1) if args.json else compare.text(d))
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .site import report
+    size = report.write(args.record, args.out, args.against, args.captures)
+    print(f"wrote {args.out} ({size / 1024:.0f} KiB): open it in a browser, no server needed")
+    return 0
+
+
 def cmd_check(args) -> int:
     from .own import site_records as own_records
     from .records import all_records
@@ -300,6 +314,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
     s.set_defaults(run=cmd_show)
+
+    d = sub.add_parser("diff", help="compare two captures: op lists by kernel family, times, verdict, numerics")
+    d.add_argument("a", metavar="A", help="a committed record (flash, window.flex) or the path of a capture's .json")
+    d.add_argument("b", metavar="B", help="the same, compared against A")
+    d.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    d.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
+    d.set_defaults(run=cmd_diff)
+
+    o = sub.add_parser("report", help="one standalone HTML page of a capture, with the site's pieces")
+    o.add_argument("record", metavar="RECORD", help="a committed record or the path of a capture's .json")
+    o.add_argument("--against", metavar="STAGE", help="also compare it with this capture (a record or a path)")
+    o.add_argument("-o", "--out", default="report.html", help="the page to write (default: %(default)s)")
+    o.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
+    o.set_defaults(run=cmd_report)
 
     k = sub.add_parser("check", help="list captures that are missing or stale; exit 1 if any")
     k.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
