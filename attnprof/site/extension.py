@@ -14,7 +14,7 @@ from markdown import Markdown
 from markdown.extensions import Extension
 from markdown.preprocessors import Preprocessor
 
-from . import claims, findings, pieces, training  # noqa: F401  (importing them registers their pieces)
+from . import claims, compared, findings, pieces, training  # noqa: F401  (importing them registers their pieces)
 from .build import Build
 from .registry import expand
 
