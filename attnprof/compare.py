@@ -78,6 +78,8 @@ def align(a: dict, b: dict) -> list[dict]:
 
 def tflops(s: dict) -> float:
     """TFLOP/s as the site counts it: causal FLOPs over the CUDA-event median (pieces.causal_tflops)."""
+    if s.get("event_median_us") is None:  # a profile without CUDA-event timing (a notebook's)
+        return None
     return causal_flops(s["shape"]) / (s["event_median_us"] * 1e-6) / 1e12
 
 
@@ -85,8 +87,8 @@ def metrics(s: dict) -> dict:
     g = oplist.gaps(s)
     return {"record": s["record"], "title": s.get("title", s["stage"]), "device": s["device"], "shape": s["shape"],
             "dtype": s["dtype"], "ops_per_forward": s["ops_per_forward"],
-            "device_us": s["forward_device_us"], "cpu_us": s["cpu_forward_us"], "event_median_us": s["event_median_us"],
-            "gpu_idle_share": g.idle_share, "launch_bound": g.launch_bound, "tflops": tflops(s), "rel_err": s["rel_err"],
+            "device_us": s["forward_device_us"], "cpu_us": s["cpu_forward_us"], "event_median_us": s.get("event_median_us"),
+            "gpu_idle_share": g.idle_share, "launch_bound": g.launch_bound, "tflops": tflops(s), "rel_err": s.get("rel_err"),
             "reference": s.get("reference", "attention in float64 (causal)")}
 
 
@@ -96,7 +98,7 @@ def diff(a: dict, b: dict) -> dict:
     ma, mb = metrics(a), metrics(b)
     return {"a": ma, "b": mb, "ops": rows,
             "counts": {s: sum(r["status"] == s for r in rows) for s in ("same", "changed", "removed", "added")},
-            "ratios": {k: mb[k] / ma[k] if ma[k] else None for k in ("device_us", "cpu_us", "event_median_us", "tflops")}}
+            "ratios": {k: mb[k] / ma[k] if ma[k] and mb[k] is not None else None for k in ("device_us", "cpu_us", "event_median_us", "tflops")}}
 
 
 METRIC_ROWS = [  # (label, key, format)
@@ -106,8 +108,8 @@ METRIC_ROWS = [  # (label, key, format)
     ("CUDA-event median, one call", "event_median_us", None),
     ("GPU idle (of span)", "gpu_idle_share", lambda x: f"{100 * x:.0f} %"),
     ("verdict", "launch_bound", lambda x: "launch-bound" if x else "GPU-bound"),
-    ("TFLOP/s (causal FLOPs, event median)", "tflops", lambda x: f"{x:.0f}"),
-    ("rel. error vs float64", "rel_err", lambda x: f"{x:.1e}"),
+    ("TFLOP/s (causal FLOPs, event median)", "tflops", lambda x: "—" if x is None else f"{x:.0f}"),
+    ("rel. error vs float64", "rel_err", lambda x: "—" if x is None else f"{x:.1e}"),
 ]
 
 
