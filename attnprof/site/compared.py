@@ -7,7 +7,8 @@ from .. import compare
 from ..text import shape, us
 from . import tables
 from .build import Build
-from .registry import piece
+from . import pieces
+from .registry import ALL, piece
 
 SIGN = {"same": "=", "changed": "~", "removed": "−", "added": "+"}
 
@@ -39,3 +40,11 @@ def markdown(d: dict) -> str:
 @piece("align", captures=2)
 def align(build: Build, a, b):
     return markdown(compare.diff(build.summary(a), build.summary(b)))
+
+
+@piece("least-device-time", captures=ALL, inline=True)
+def least_device_time(build: Build, *records):
+    """Inline: the title of the capture with the least device time per forward (profiler), so a ranking in
+    the prose is computed."""
+    best = min(records, key=lambda r: build.summary(r)["forward_device_us"])
+    return f"*{pieces.title(build.summary(best))}*"
