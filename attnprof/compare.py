@@ -89,7 +89,8 @@ def metrics(s: dict) -> dict:
             "dtype": s["dtype"], "ops_per_forward": s["ops_per_forward"],
             "device_us": s["forward_device_us"], "cpu_us": s["cpu_forward_us"], "event_median_us": s.get("event_median_us"),
             "gpu_idle_share": g.idle_share, "launch_bound": g.launch_bound, "tflops": tflops(s), "rel_err": s.get("rel_err"),
-            "reference": s.get("reference", "attention in float64 (causal)")}
+            "reference": s.get("reference", "attention in float64 (causal)"),
+            "event_reps": s.get("settings", {}).get("event_reps")}
 
 
 def diff(a: dict, b: dict) -> dict:
@@ -142,7 +143,8 @@ def text(d: dict, width: int = 100) -> str:
         text_table(["A#", "B#", "", "family", "A op, time", "B op, time"], rows),
         "",
         "Times per forward: profiler device time (median profiled forward), its CPU time, and the CUDA-event",
-        "median of 50 single calls. Verdict: launch-bound when the GPU idles more of the span than it works.",
+        f"median of {a['event_reps'] or 'the'} single calls. Verdict: launch-bound when the GPU idles more of the "
+        "span than it works.",
         *(short(f"Numerics of {tag}: relative error against {m['reference']}.", width) for tag, m in (("A", a), ("B", b))),
     ]
     return "\n".join(line.rstrip() for line in "\n".join(lines).split("\n"))
