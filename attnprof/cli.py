@@ -75,7 +75,11 @@ def cmd_capture_own(args) -> int:
     dims = parse_shape(args.shape)
     from .measure.own import capture_own
     r = capture_own(args.stages[0], dims, args.dtype, args.mask, args.reference, args.out or own.DEFAULT_OUT)
+    from .measure.verify import TOLERANCE
     extra = f", vs causal attention {r['rel_err_causal']:.2e}" if "rel_err_causal" in r else ""
+    if not r["rel_err"] <= TOLERANCE[args.dtype]:  # NaN fails this too
+        print(f"note: {r['record']} differs from itself in float64 by {r['rel_err']:.2e}, more than the "
+              f"{TOLERANCE[args.dtype]:.0e} that `verify` allows {args.dtype}: check its numerics", file=sys.stderr)
     print(f"{r['record']}: {r['ops_per_forward']} ops/forward, {r['event_median_us']:.1f} us (event median), "
           f"rel err vs itself in float64 {r['rel_err']:.2e}{extra}; wrote {r['record']}.json and "
           f"{r['record']}.trace.json.gz into {args.out or own.DEFAULT_OUT}/")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from . import store
@@ -22,8 +23,10 @@ OWN_RECORDS = [("snippets/window.py", name) for name in ("naive", "sdpa", "flex"
 
 
 def record_name(path: str | Path, function: str, shape=DEFAULT_SHAPE, dtype_name=store.DEFAULT_DTYPE) -> str:
-    """`window.naive` for snippets/window.py:naive at the default shape and dtype."""
-    return store.record_name(f"{Path(path).stem}.{function}", shape, dtype_name)
+    """`window.naive` for snippets/window.py:naive at the default shape and dtype; a file stem's characters
+    other than letters, digits and _ become _ (my-attn.py:f is my_attn.f), so a name is safe in any page."""
+    stem = re.sub(r"\W", "_", Path(path).stem)
+    return store.record_name(f"{stem}.{function}", shape, dtype_name)
 
 
 def is_own(record: str) -> bool:

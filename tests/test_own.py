@@ -97,6 +97,8 @@ def test_a_readers_capture_is_keyed_by_its_files_tokens(tmp_path):
     path.write_text(path.read_text().replace("is_causal=True", "is_causal=False"))
     assert own.file_key(path, settings) != before
     assert own.file_key(path, {**settings, "mask": "causal"}) != own.file_key(path, settings)
+    assert own.record_name("a/my-attn.v2.py", "f") == "my_attn_v2.f"  # safe in a page, and one dot
+    assert own.record_name("w.py", "f", (1, 2, 64, 16), "fp32") == "w.f-1x2x64x16-fp32"
 
 
 def test_the_sites_own_captures_are_current_and_held_by_check():

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from . import bench
-from .capture import environment, key_average_rows, profile_quietly, require_cuda
+from .capture import environment, key_average_rows, profile_quietly
 from .numerics import make_inputs, reference, relative_error, torch_dtype
 from .. import own, store, trace
 from ..stages import code_hash
@@ -125,10 +125,11 @@ def capture_own(target: str, shape, dtype_name: str, mask: str | None = None, re
     if reference_name is not None and reference_name not in own.REFERENCES:
         raise CaptureError(f"bad --reference {reference_name!r}: choose from {', '.join(own.REFERENCES)}")
     path, function, fn = prepare(target, mask)
-    if DEVICE == "cuda":
-        require_cuda("capture FILE.py:FUNCTION")
+    if DEVICE == "cuda" and not torch.cuda.is_available():
+        raise CaptureError("no CUDA GPU on this machine: `python -m attnprof capture FILE.py:FUNCTION` profiles on "
+                           "a CUDA GPU; nothing was written")
     shown = path.as_posix() if not path.is_absolute() else path.name  # no machine's paths in a record
-    base = f"{path.stem}.{function}"
+    base = own.record_name(path, function)  # the record's name at the default shape and dtype
     own_settings = own.settings(shape, dtype_name, function, mask, reference_name)
     source_hash = code_hash(path)
     summary = {"record": own.record_name(path, function, shape, dtype_name), "stage": base,
