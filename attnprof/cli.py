@@ -156,7 +156,7 @@ def cmd_show(args) -> int:
         record = store.record_name(get_stage(args.record).name, parse_shape(args.shape))
     from .records import all_records
     training = record in all_records()  # a backward or two-GPU capture: its summary is printed as JSON
-    if not training:
+    if not training and not own.is_own(record):  # a reader's capture (window.flex) has no stage to parse
         store.parse_record(record)
     summary = store.load_summary(record, args.captures)
     if args.json or training:
