@@ -8,7 +8,7 @@ import math
 import sys
 import textwrap
 
-from . import records, store
+from . import own, records, store
 from .oplist import KIND_LABEL
 from .procedure import CaptureError
 from .stages import DEFAULT_SHAPE, DTYPES, STAGES, get_stage, parse_shape, select
@@ -63,8 +63,36 @@ def probability(text: str) -> float:
     return p
 
 
+def is_own_target(stages) -> bool:
+    """`capture path/to/file.py:function` captures a reader's function rather than stages."""
+    return any(".py" in s or ":" in s for s in stages)
+
+
+def cmd_capture_own(args) -> int:
+    """`capture FILE.py:FUNCTION`: a reader's attention, profiled like a stage (attnprof/measure/own.py)."""
+    if len(args.stages) != 1:
+        raise ValueError("capture one FILE.py:FUNCTION at a time, without stage names")
+    dims = parse_shape(args.shape)
+    from .measure.own import capture_own
+    r = capture_own(args.stages[0], dims, args.dtype, args.mask, args.reference, args.out or own.DEFAULT_OUT)
+    from .measure.verify import TOLERANCE
+    extra = f", vs causal attention {r['rel_err_causal']:.2e}" if "rel_err_causal" in r else ""
+    if not r["rel_err"] <= TOLERANCE[args.dtype]:  # NaN fails this too
+        print(f"note: {r['record']} differs from itself in float64 by {r['rel_err']:.2e}, more than the "
+              f"{TOLERANCE[args.dtype]:.0e} that `verify` allows {args.dtype}: check its numerics", file=sys.stderr)
+    print(f"{r['record']}: {r['ops_per_forward']} ops/forward, {r['event_median_us']:.1f} us (event median), "
+          f"rel err vs itself in float64 {r['rel_err']:.2e}{extra}; wrote {r['record']}.json and "
+          f"{r['record']}.trace.json.gz into {args.out or own.DEFAULT_OUT}/")
+    return 0
+
+
 def cmd_capture(args) -> int:
     needs_torch("capture")
+    if is_own_target(args.stages):
+        return cmd_capture_own(args)
+    if args.mask or args.reference:
+        raise ValueError("--mask and --reference are for `capture FILE.py:FUNCTION`, not for stages")
+    args.out = args.out or str(store.CAPTURES)
     if args.stages == ["cp"]:
         return cmd_capture_cp(args)
     shape = parse_shape(args.shape)
@@ -130,10 +158,24 @@ def cmd_show(args) -> int:
     if kind is records.STAGE:
         records.parse_record(record)  # a bad name is one line naming the forms a name takes
     summary = records.load_summary(record, args.captures)
-    if args.json or kind is not records.STAGE:  # a backward or two-GPU record is printed as JSON
+    if args.json or kind not in (records.STAGE, records.OWN):  # a backward or two-GPU record is printed as JSON
         print(json.dumps(summary, indent=1))
     else:
         print(show_text(summary))
+    return 0
+
+
+def cmd_diff(args) -> int:
+    from . import compare
+    d = compare.diff(compare.load(args.a, args.captures), compare.load(args.b, args.captures))
+    print(json.dumps(d, indent=1) if args.json else compare.text(d))
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .site import report
+    size = report.write(args.record, args.out, args.against, args.captures)
+    print(f"wrote {args.out} ({size / 1024:.0f} KiB): open it in a browser, no server needed")
     return 0
 
 
@@ -238,12 +280,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m attnprof", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
-    c = sub.add_parser("capture", help="profile stages on a CUDA GPU and write their captures")
+    c = sub.add_parser("capture", help="profile stages, or your own FILE.py:FUNCTION, on a CUDA GPU")
     c.add_argument("stages", nargs="+", metavar="STAGE",
-                   help=f"one or more of: {', '.join(STAGES)}, or all; or cp (context parallelism)")
+                   help=f"one or more of: {', '.join(STAGES)}, or all; or cp (context parallelism); or "
+                        f"FILE.py:FUNCTION, your own attention, called as FUNCTION(q, k, v)")
     c.add_argument("--shape", default=shape(DEFAULT_SHAPE, ","), help="B,H,S,D (default: %(default)s)")
     c.add_argument("--dtype", default=records.DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)} (default: %(default)s)")
-    c.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
+    c.add_argument("--out", help=f"captures folder (default: docs/captures for stages, {own.DEFAULT_OUT}/ for "
+                                 f"FILE.py:FUNCTION)")
+    c.add_argument("--mask", help="FILE.py:FUNCTION: also pass a boolean [S, S] mask, True where a query may see "
+                                  "a key: causal, or none (None)")
+    c.add_argument("--reference", help="FILE.py:FUNCTION: also compare with plain causal attention (causal)")
     c.add_argument("--record-unavailable", action="store_true",
                    help="where a stage cannot run here, replace its capture with a record of why "
                         "(by default an existing capture is kept)")
@@ -263,6 +310,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
     s.set_defaults(run=cmd_show)
+
+    d = sub.add_parser("diff", help="compare two captures: op lists by kernel family, times, verdict, numerics")
+    d.add_argument("a", metavar="A", help="a committed record (flash, window.flex) or the path of a capture's .json")
+    d.add_argument("b", metavar="B", help="the same, compared against A")
+    d.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    d.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
+    d.set_defaults(run=cmd_diff)
+
+    o = sub.add_parser("report", help="one standalone HTML page of a capture, with the site's pieces")
+    o.add_argument("record", metavar="RECORD", help="a committed record or the path of a capture's .json")
+    o.add_argument("--against", metavar="STAGE", help="also compare it with this capture (a record or a path)")
+    o.add_argument("-o", "--out", default="report.html", help="the page to write (default: %(default)s)")
+    o.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
+    o.set_defaults(run=cmd_report)
 
     k = sub.add_parser("check", help="list captures that are missing or stale; exit 1 if any")
     k.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)

@@ -182,9 +182,12 @@ def _profiled_status(record, folder) -> str | None:
     backward = record.endswith("-bwd")
     stage_name, shape, dtype_name = parse_record(record.removesuffix("-bwd"))
     key = capture_key(get_stage(stage_name), (backward_settings if backward else settings)(shape, dtype_name))
-    why = _check(record, key, _snippet_of(stage_name), folder)
-    if why:
-        return why
+    return _check(record, key, _snippet_of(stage_name), folder) or _consistent(record, folder)
+
+
+def _consistent(record, folder) -> str | None:
+    """A profiled record (not one that could not run): its event statistics are its raw samples', and
+    everything else is what its trace says."""
     summary = load_summary(record, folder)
     if "unavailable" in summary:
         return None
@@ -271,9 +274,33 @@ COUNTERS = Kind("counters", lambda: [f"{record_name(s, shape)}.counters" for s, 
                 lambda r: r.endswith(".counters"), _counters_status,
                 lambda r: f"run {_capture_command(r.removesuffix('.counters'), 'counters')} on a CUDA GPU with "
                           f"Nsight Compute")
+def _own_status(record, folder) -> str | None:
+    """A reader's capture the site renders: current for its file's code tokens and settings, and what
+    its raw samples and its trace say."""
+    from . import own
+    path, function = next((p, f) for p, f in own.OWN_RECORDS if own.record_name(p, f) == record)
+    key = own.file_key(ROOT / path, own.settings(DEFAULT_SHAPE, DEFAULT_DTYPE, function, None, None))
+    return _check(record, key, path, folder) or _consistent(record, folder)
+
+
+def _own_records():
+    from . import own
+    return own.site_records()
+
+
+def _own_fix(record):
+    from . import own
+    return own.recapture_fix(record)
+
+
+def _is_own(record):
+    return "." in record.split("-")[0] and not record.endswith(".counters")
+
+
+OWN = Kind("own", _own_records, _is_own, _own_status, _own_fix)
 RUN = Kind("run", lambda: [f"run-{n}" for n in RUNS], lambda r: r.startswith("run-"), _run_status,
            lambda r: f"run `python -m attnprof sweep --only {r.removeprefix('run-')}` on a CUDA GPU")
-KINDS = [STAGE, BACKWARD, CP, COUNTERS, RUN]
+KINDS = [OWN, STAGE, BACKWARD, CP, COUNTERS, RUN]  # the first whose `owns` matches is a record's kind
 
 
 def kind_of(record: str) -> Kind:

@@ -117,6 +117,15 @@ def verdict(row: dict) -> Verdict:
                    stats(prof["device_us"]) if prof.get("device_us") else None)
 
 
+def record_verdict(summary: dict) -> Verdict | None:
+    """The stream verdict of a capture that kept its timing samples (`timing`, beside its one-call
+    `event_times_us`); None for one that did not, or whose forward could not be replayed as a graph."""
+    if "timing" not in summary or "graph_us" not in summary["timing"]:
+        return None
+    return verdict({**summary["timing"], "one_call_us": summary["event_times_us"], "stage": summary["record"],
+                    "shape": summary["shape"]})
+
+
 def find(rows: list[dict], stage: str, shape) -> dict:
     """The row of `stage` at `shape` ((B, H, S, D) or "8x16x1024x64")."""
     if isinstance(shape, str):

@@ -1,6 +1,7 @@
 """The generated notebooks run, as a reader would run them, on a CPU."""
 import pytest
 
+from attnprof import names, records, store
 from attnprof.site import notebooks
 from attnprof.stages import ladder, STAGES, SNIPPETS, snippet_section
 
@@ -15,6 +16,11 @@ def test_notebook_runs_on_cpu(stage, tmp_path, monkeypatch):
             exec(compile(cell.source, f"{stage}.ipynb", "exec"), scope)
     assert scope["rel_err"] < 1e-5
     assert (tmp_path / "trace.json").stat().st_size > 0
+    shown = scope["view"]._repr_html_()  # the display cell: this profile beside the site's H200 capture
+    assert "holds no GPU work" in shown  # a CPU runs no device ops
+    h200 = records.load_summary(stage)
+    assert "NVIDIA H200" in shown and shown.count('class="attnprof-trace"') == 1
+    assert all(names.label(op["name"]) in shown for op in h200["ops"] if op["kind"] == "kernel")
 
 
 def test_notebooks_hold_the_snippet_not_a_copy():

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-from . import bench, dispatch
+from . import bench, dispatch, timing
 from .. import records, store, trace
 from ..procedure import EVENT_REPS, LABEL, SCHEDULE, WARMUP_CALLS, CaptureError
 from ..stages import ProviderUnavailable, get_stage
@@ -170,6 +170,7 @@ def capture_stage(name, shape, dtype_name, out_dir, record_unavailable=False) ->
         del out
         events, averages = profiled(forward_step(forward))
         times = bench.time_forward(forward, reps=EVENT_REPS, warmup=0)
+        summary["timing"] = timing.stream(forward)  # what a stream of these calls waits for (attnprof/timing.py)
         summary["peak_extra_bytes"] = bench.peak_extra_bytes(forward)
 
     summary.update(trace.summarize(events, LABEL))  # from exactly the trace that is committed

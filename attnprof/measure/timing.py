@@ -16,7 +16,7 @@ import torch
 from . import bench
 from .. import trace
 from ..stages import DEFAULT_SHAPE, LONG_SHAPE, SHORT_SHAPE, STAGES, load_snippet
-from ..store import LABEL
+from ..procedure import LABEL
 from ..text import first_line
 from .numerics import default_device, make_inputs
 
@@ -88,6 +88,18 @@ def profiled(forward) -> dict:
             "span_us": [trace.gaps(f.ops).span_us for f in fwds], "ops": [len(f.ops) for f in fwds]}
 
 
+def stream(forward, calls=CALLS, reps=REPS) -> dict:
+    """The samples a stream verdict rests on (attnprof/timing.py): back to back, CPU enqueue (and its
+    second half), and GPU only where the forward can be recorded into a CUDA graph."""
+    row = dict(zip(("back_to_back_us", "enqueue_us", "enqueue_late_us"), queued(forward, calls, reps)))
+    if torch.cuda.is_available():
+        try:
+            row["graph_us"] = graph_only(forward, calls, reps)
+        except RuntimeError as e:  # a forward that cannot be recorded into a graph
+            row["graph_error"] = f"{type(e).__name__}: {first_line(e)}"[:300]
+    return row
+
+
 def point(name: str, shape, calls=CALLS, reps=REPS, one_call_reps=ONE_CALL_REPS) -> dict:
     stage = STAGES[name]
     row = {"stage": name, "shape": list(shape), "dtype": "bf16", "calls": calls}
@@ -100,12 +112,7 @@ def point(name: str, shape, calls=CALLS, reps=REPS, one_call_reps=ONE_CALL_REPS)
             bench.sync()
             row["one_call_us"] = bench.time_forward(forward, reps=one_call_reps, warmup=2)
             row["one_call_wall_us"] = wall_one_call(forward, one_call_reps)
-            row["back_to_back_us"], row["enqueue_us"], row["enqueue_late_us"] = queued(forward, calls, reps)
-            if torch.cuda.is_available():
-                try:
-                    row["graph_us"] = graph_only(forward, calls, reps)
-                except RuntimeError as e:  # a forward that cannot be recorded into a graph
-                    row["graph_error"] = f"{type(e).__name__}: {first_line(e)}"[:300]
+            row.update(stream(forward, calls, reps))
             row["profiled"] = profiled(forward)
     except (RuntimeError, torch.OutOfMemoryError) as e:
         row["error"] = f"{type(e).__name__}: {first_line(e)}"[:300]

@@ -10,7 +10,8 @@ A piece is a function `(build, *args, **keywords) -> Markdown`, registered with 
 
 One name, one meaning: `ops`, `stamp`, `value`, `trace`... render any kind of record, and the
 dispatcher picks the function registered for the kind of the record named (records.kind_of), and
-for a backward record without one of its own, the stage record's (both are profiled captures). The
+for a backward or a reader's record without one of its own, the stage record's (all are profiled
+captures). The
 function for kind K of piece P is named P (stage records) or P_K. MODULES lists every module that
 registers pieces; `load()` imports them, once, explicitly.
 
@@ -43,7 +44,8 @@ class Piece:
 
 
 PIECES: dict[str, dict[str | None, Piece]] = {}  # name -> kind -> piece
-MODULES = ("pieces", "training", "findings", "claims", "guides", "statements", "timing")  # every module that registers pieces
+PROFILED = ("backward", "own")  # kinds of profiled capture that a stage record's piece renders too
+MODULES = ("pieces", "training", "findings", "claims", "guides", "statements", "timing", "compared")  # every module that registers pieces
 
 
 def piece(name: str, captures: int = 0, unavailable: bool = False, inline: bool = False, kind: str | None = None):
@@ -75,10 +77,10 @@ def lookup(name: str, args: list[str]) -> Piece:
     if first is None:
         raise TypeError(f"piece {name!r} needs a record name")
     kind = records.kind_of(first).name
-    if kind == "backward" and kind not in by_kind:  # a backward capture is a profiled capture too: ops, a trace
+    if kind in PROFILED and kind not in by_kind:  # a profiled capture like a stage's: ops, a trace
         kind = "stage"
     if kind not in by_kind:
-        raise KeyError(f"piece {name!r} renders {', '.join(by_kind)} records, not {first!r} (a {kind} record)")
+        raise KeyError(f"piece {name!r} renders {', '.join(by_kind)} records, not {first!r} (kind {kind})")
     return by_kind[kind]
 
 

@@ -61,6 +61,9 @@ def stamp(summary) -> str:
     s = summary
     missing = f"\n\n{unavailable(s)}" if "unavailable" in s else ""
     detail = f'shape {tuple(s["shape"])} {s["dtype"]}, causal · snippet hash `{s["source_hash"]}`'
+    if "function" in s:  # a reader's capture: its file and function, and the hash of the file's code
+        detail = (f'shape {tuple(s["shape"])} {s["dtype"]} · <code>{cell(s["file"])}:{cell(s["function"])}</code> · '
+                  f'code hash `{s["source_hash"]}`')
     once = [what for key, what in MEASURED_ONCE.items() if key in s]
     if once:  # the rest is recomputed from the trace and the raw timings by every build
         detail += f"  \n    Measured once, when captured: {', '.join(once)}; every other figure is recomputed from the trace and the raw timings."
@@ -140,10 +143,11 @@ def ops(summary, mark: str | None = None) -> str:
              f"ops below that." if shared else "")
     n = summary["ops_per_forward"]
     total = (f"\n\n{n} device op{'s' if n != 1 else ''} in one forward, {us(summary['forward_device_us'])} of device "
-             f"time (sum of their durations, profiler); one call of the whole forward, CUDA-event median "
-             f"{us(summary['event_median_us'])} over {summary['settings']['event_reps']} calls (no profiler). Shape "
-             f"{'×'.join(map(str, summary['shape']))}, {summary['dtype']}. Hover a kernel for its "
-             f"full name, a launch call for its API.{where}")
+             f"time (sum of their durations, profiler)"
+             + (f"; one call of the whole forward, CUDA-event median {us(summary['event_median_us'])} over "
+                f"{summary['settings']['event_reps']} calls (no profiler)" if "event_median_us" in summary else "")
+             + f". Shape {'×'.join(map(str, summary['shape']))}, {summary['dtype']}. Hover a kernel for its "
+               f"full name, a launch call for its API.{where}")
     return table(["#", "time", "kernel, copy or fill", "library", "math unit", "launched from", "launch API"],
                  rows, "rr") + total
 

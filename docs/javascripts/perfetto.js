@@ -13,7 +13,7 @@
     function send() {
       if (!buffer || !ready) return;
       ui.postMessage({perfetto: {buffer: buffer, title: link.dataset.title || link.textContent,
-                                 fileName: link.href.split("/").pop()}}, origin);
+                                 fileName: link.getAttribute("download") || link.href.split("/").pop()}}, origin);
       link.removeAttribute("aria-busy");
     }
     function onMessage(e) {

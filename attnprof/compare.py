@@ -1,0 +1,157 @@
+"""Two captures compared: `python -m attnprof diff A B`, the `align` piece and the notebooks' diff.
+
+A and B are committed records (`flash`, `window.flex`) or captures by path (`attnprof-captures/x.f.json`).
+The op lists are aligned by kernel family (kind and the library that made the kernel, as names.explain
+decodes it): an op of the same family at the same place is the same op (the same name) or a changed one
+(another name); the rest were removed from A or added in B. Beside them: device and CPU time per
+forward, the launch-bound verdict (trace.Gaps, as the site defines it), TFLOP/s and numerics.
+Pure (no torch).
+"""
+from __future__ import annotations
+
+from difflib import SequenceMatcher
+from pathlib import Path
+
+from . import names, oplist, records, store, timing
+from .flops import causal_flops
+from .oplist import KIND_LABEL
+
+
+def locate(arg: str, folder=None) -> tuple[str, Path]:
+    """(record, folder) of a capture named by its record or by the path of its summary JSON."""
+    path = Path(arg)
+    if arg.endswith(".json"):
+        if not path.is_file():
+            raise FileNotFoundError(f"no capture {arg!r}: give a record such as flash, or the path of a capture's .json")
+        return path.name.removesuffix(".json"), path.parent
+    return arg, Path(folder or store.CAPTURES)
+
+
+def load(arg: str, folder=None) -> dict:
+    """A usable capture (present, with a trace it agrees with, not unavailable); one line when it is not."""
+    record, where = locate(arg, folder)
+    if "/" in record or record.startswith("."):
+        raise ValueError(f"bad record {arg!r}")
+    try:
+        summary = records.load_summary(record, where)
+    except ValueError as e:
+        if "unknown stage" in str(e) or "not a capture name" in str(e):
+            raise ValueError(f"no capture {arg!r}: give a record such as flash or window.flex, or the path of "
+                             f"a capture's .json") from None
+        raise
+    if "unavailable" in summary:
+        raise ValueError(f"capture {record!r} is a record that it could not run: {summary['unavailable']}")
+    why = records.disagreement(record, summary, where)
+    if why:
+        raise ValueError(why)
+    return summary
+
+
+def family(op: dict) -> str:
+    """A kernel's family is the library that made it (e.g. "ATen softmax"); a copy or fill is Memcpy or Memset."""
+    return names.explain(op["name"])["library"] if op["kind"] == "kernel" else KIND_LABEL[op["kind"]]
+
+
+def align(a: dict, b: dict) -> list[dict]:
+    """One row per op of either list, in launch order: same, changed (same family, another name),
+    removed (only in A) or added (only in B); indices are 1-based, as the op lists number them."""
+    fa, fb = [family(op) for op in a["ops"]], [family(op) for op in b["ops"]]
+    rows = []
+    def row(status, i=None, j=None):
+        op_a = a["ops"][i] if i is not None else None
+        op_b = b["ops"][j] if j is not None else None
+        rows.append({"status": status, "family": family(op_a or op_b),
+                     "a_index": None if i is None else i + 1, "b_index": None if j is None else j + 1,
+                     "a_name": op_a and op_a["name"], "b_name": op_b and op_b["name"],
+                     "a_us": op_a and op_a["duration_us"], "b_us": op_b and op_b["duration_us"]})
+    for tag, i1, i2, j1, j2 in SequenceMatcher(a=fa, b=fb, autojunk=False).get_opcodes():
+        if tag == "equal":
+            for i, j in zip(range(i1, i2), range(j1, j2)):
+                row("same" if a["ops"][i]["name"] == b["ops"][j]["name"] else "changed", i, j)
+            continue
+        for i in range(i1, i2):
+            row("removed", i=i)
+        for j in range(j1, j2):
+            row("added", j=j)
+    return rows
+
+
+def tflops(s: dict) -> float:
+    """TFLOP/s as the site counts it: causal FLOPs over the CUDA-event median (pieces.causal_tflops)."""
+    if s.get("event_median_us") is None:  # a profile without CUDA-event timing (a notebook's)
+        return None
+    return causal_flops(s["shape"]) / (s["event_median_us"] * 1e-6) / 1e12
+
+
+def stream_verdict(s: dict) -> str | None:
+    """Launch-bound or GPU-bound for a stream of calls, from the capture's unprofiled timing samples
+    (attnprof/timing.py: back to back against GPU only and CPU enqueue); None where it has none."""
+    v = timing.record_verdict(s)
+    return v.stream if v else None
+
+
+def metrics(s: dict) -> dict:
+    g = oplist.gaps(s)
+    return {"record": s["record"], "title": s.get("title", s["stage"]), "device": s["device"], "shape": s["shape"],
+            "dtype": s["dtype"], "ops_per_forward": s["ops_per_forward"],
+            "device_us": s["forward_device_us"], "cpu_us": s["cpu_forward_us"], "event_median_us": s.get("event_median_us"),
+            "gpu_idle_share": g.idle_share, "stream": stream_verdict(s), "tflops": tflops(s), "rel_err": s.get("rel_err"),
+            "reference": s.get("reference", "attention in float64 (causal)"),
+            "event_reps": s.get("settings", {}).get("event_reps")}
+
+
+def diff(a: dict, b: dict) -> dict:
+    """The whole comparison, as `diff --json` prints it."""
+    rows = align(a, b)
+    ma, mb = metrics(a), metrics(b)
+    return {"a": ma, "b": mb, "ops": rows,
+            "counts": {s: sum(r["status"] == s for r in rows) for s in ("same", "changed", "removed", "added")},
+            "ratios": {k: mb[k] / ma[k] if ma[k] and mb[k] is not None else None for k in ("device_us", "cpu_us", "event_median_us", "tflops")}}
+
+
+METRIC_ROWS = [  # (label, key, format)
+    ("device ops / forward", "ops_per_forward", str),
+    ("device time / forward (profiler)", "device_us", None),
+    ("CPU time / forward (profiler)", "cpu_us", None),
+    ("CUDA-event median, one call", "event_median_us", None),
+    ("GPU idle (of span)", "gpu_idle_share", lambda x: f"{100 * x:.0f} %"),
+    ("a stream of calls", "stream", lambda x: x or "not measured"),
+    ("TFLOP/s (causal FLOPs, event median)", "tflops", lambda x: "—" if x is None else f"{x:.0f}"),
+    ("rel. error vs float64", "rel_err", lambda x: "—" if x is None else f"{x:.1e}"),
+]
+
+
+def _cell(key, fmt, m):
+    from .text import us
+    return (fmt or us)(m[key])
+
+
+def text(d: dict, width: int = 100) -> str:
+    """The comparison for a terminal, no line longer than `width` characters."""
+    from .text import shape, short, us
+    from .cli import text_table
+    a, b = d["a"], d["b"]
+    head = [short(f"{tag}  {m['record']}: {m['title']} · {m['device']} · {shape(m['shape'])} {m['dtype']}", width)
+            for tag, m in (("A", a), ("B", b))]
+    ratio = {"device_us", "cpu_us", "event_median_us", "tflops"}
+    metrics_rows = [(label, _cell(key, fmt, a), _cell(key, fmt, b),
+                     f"{d['ratios'][key]:.2f}×" if key in ratio and d["ratios"][key] is not None else "")
+                    for label, key, fmt in METRIC_ROWS]
+    sign = {"same": "=", "changed": "~", "removed": "−", "added": "+"}
+    op = lambda name, t: "" if name is None else f"{short(names.label(name, 20), 20)} {us(t)}"
+    rows = [(r["a_index"] or "", r["b_index"] or "", sign[r["status"]], short(r["family"], 22),
+             op(r["a_name"], r["a_us"]), op(r["b_name"], r["b_us"])) for r in d["ops"]]
+    c = d["counts"]
+    lines = [
+        *head, "",
+        text_table(["", "A", "B", "B ÷ A"], metrics_rows), "",
+        f"Op lists aligned by kernel family: {c['same']} same (=), {c['changed']} changed (~), "
+        f"{c['removed']} removed (−), {c['added']} added (+)",
+        text_table(["A#", "B#", "", "family", "A op, time", "B op, time"], rows),
+        "",
+        "Times per forward: profiler device time (median profiled forward), its CPU time, and the CUDA-event",
+        f"median of {a['event_reps'] or 'the'} single calls. A stream of calls: launch-bound when back to back runs at",
+        "the CPU's enqueue pace, GPU-bound when at a CUDA-graph replay's (unprofiled, attnprof/timing.py).",
+        *(short(f"Numerics of {tag}: relative error against {m['reference']}.", width) for tag, m in (("A", a), ("B", b))),
+    ]
+    return "\n".join(line.rstrip() for line in "\n".join(lines).split("\n"))

@@ -1,0 +1,73 @@
+"""A reader's own attention, captured with the stages' lens: names, keys and staleness of its captures.
+
+Pure (no torch): records.py (the `own` kind), the site and `diff`/`report` read these;
+attnprof/measure/own.py writes them.
+A reader's capture is named `<file stem>.<function>` (with `-BxHxSxD` and `-dtype` as stage records
+are), keyed by the token hash of the reader's file (stages.code_hash) and the capture settings, and
+written as the same summary + trace pair as a stage's. OWN_RECORDS lists the ones the site renders.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+from . import records
+from .procedure import DEFAULT_DTYPE
+from .stages import DEFAULT_SHAPE, code_hash
+
+DEFAULT_OUT = "attnprof-captures"  # a reader's captures go here, in the current folder, unless --out says
+MASKS = ("causal", "none")
+REFERENCES = ("causal",)
+# the readers' captures the site renders (docs/own-attention.md): (file, function), at the post's shape, bf16
+OWN_RECORDS = [("snippets/window.py", name) for name in ("naive", "sdpa", "flex")]
+
+
+def record_name(path: str | Path, function: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE) -> str:
+    """`window.naive` for snippets/window.py:naive at the default shape and dtype; a file stem's characters
+    other than letters, digits and _ become _ (my-attn.py:f is my_attn.f), so a name is safe in any page."""
+    stem = re.sub(r"\W", "_", Path(path).stem)
+    return records.record_name(f"{stem}.{function}", shape, dtype_name)
+
+
+def is_own(record: str) -> bool:
+    """A reader's capture has a dot in its base name; a stage, backward or two-GPU record has none."""
+    return records.kind_of(record) is records.OWN
+
+
+def settings(shape, dtype_name, function: str, mask: str | None, reference: str | None) -> dict:
+    """The stages' capture settings, without their `causal` (the reader's code decides what it masks)."""
+    base = {k: v for k, v in records.settings(shape, dtype_name).items() if k != "causal"}
+    return {**base, "function": function, "mask": mask, "reference": reference}
+
+
+def key(source_hash: str, own_settings: dict) -> str:
+    return hashlib.sha256((source_hash + json.dumps(own_settings, sort_keys=True)).encode()).hexdigest()[:16]
+
+
+def file_key(path: str | Path, own_settings: dict) -> str:
+    return key(code_hash(path), own_settings)
+
+
+def command(path: str, function: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE, mask=None,
+            reference=None, out: str | None = None) -> str:
+    """The command that (re)takes this capture."""
+    extra = "" if tuple(shape) == tuple(DEFAULT_SHAPE) else f" --shape {','.join(map(str, shape))}"
+    extra += "" if dtype_name == DEFAULT_DTYPE else f" --dtype {dtype_name}"
+    extra += f" --mask {mask}" if mask else ""
+    extra += f" --reference {reference}" if reference else ""
+    extra += f" --out {out}" if out else ""
+    return f"python -m attnprof capture {path}:{function}{extra}"
+
+
+def site_records() -> list[str]:
+    return [record_name(path, function) for path, function in OWN_RECORDS]
+
+
+def recapture_fix(record: str) -> str:
+    for path, function in OWN_RECORDS:
+        if record == record_name(path, function):
+            return f"run `{command(path, function, out='docs/captures')}` on a CUDA GPU"
+    stem, function = record.split("-")[0].split(".", 1)
+    return f"run `python -m attnprof capture {stem}.py:{function}` (with the options it was taken with) on a CUDA GPU"

@@ -1,0 +1,51 @@
+"""The `align` piece: two captures compared as `python -m attnprof diff` compares them (compare.py),
+rendered as Markdown: times, the stream verdict, TFLOP/s and numerics side by side, then the op lists aligned by
+kernel family. Names from a reader's code or from kernels are escaped (tables.cell, tables.kernel)."""
+from __future__ import annotations
+
+from .. import compare
+from ..text import shape, us
+from . import tables
+from .build import Build
+from . import pieces
+from .registry import ALL, piece
+
+SIGN = {"same": "=", "changed": "~", "removed": "−", "added": "+"}
+
+
+def markdown(d: dict) -> str:
+    a, b = d["a"], d["b"]
+    name = lambda m: f"<code>{tables.cell(m['record'])}</code>"
+    rows = [(label, compare._cell(key, fmt, a), compare._cell(key, fmt, b),
+             f"{d['ratios'][key]:.2f}×" if key in d["ratios"] and d["ratios"][key] is not None else "")
+            for label, key, fmt in compare.METRIC_ROWS]
+    ops = [(SIGN[r["status"]], r["a_index"] or "", r["b_index"] or "", tables.cell(r["family"]),
+            tables.kernel(r["a_name"]) if r["a_name"] else "", us(r["a_us"]) if r["a_name"] else "",
+            tables.kernel(r["b_name"]) if r["b_name"] else "", us(r["b_us"]) if r["b_name"] else "")
+           for r in d["ops"]]
+    c = d["counts"]
+    return (tables.table(["", f"A: {name(a)}", f"B: {name(b)}", "B ÷ A"], rows, "lrrr")
+            + f"\n\nA is *{tables.cell(a['title'])}*, B is *{tables.cell(b['title'])}*; "
+              f"{tables.cell(a['device'])} and {tables.cell(b['device'])}, shapes {shape(a['shape'])} {a['dtype']} and "
+              f"{shape(b['shape'])} {b['dtype']}. Device and CPU time per forward from the profiler (the median "
+              f"profiled forward), the CUDA-event median over single calls; a stream of calls is launch-bound when, "
+              f"unprofiled, back to back runs at the CPU's enqueue pace rather than a CUDA-graph replay's "
+              f"([the rule](launch-bound.md)). Relative error of A against "
+              f"{tables.cell(a['reference'])}, of B against {tables.cell(b['reference'])}.\n\n"
+            + tables.table(["", "A #", "B #", "family", "A op", "time", "B op", "time"], ops, "lrrllrlr")
+            + f"\n\nOp lists aligned by kernel family (the library that made a kernel; Memcpy, Memset): "
+              f"{c['same']} the same (=), {c['changed']} changed to another kernel of the family (~), "
+              f"{c['removed']} only in A (−), {c['added']} only in B (+). Hover a kernel for its full name.")
+
+
+@piece("align", captures=2)
+def align(build: Build, a, b):
+    return markdown(compare.diff(build.summary(a), build.summary(b)))
+
+
+@piece("least-device-time", captures=ALL, inline=True)
+def least_device_time(build: Build, *records):
+    """Inline: the title of the capture with the least device time per forward (profiler), so a ranking in
+    the prose is computed."""
+    best = min(records, key=lambda r: build.summary(r)["forward_device_us"])
+    return f"*{pieces.title(build.summary(best))}*"

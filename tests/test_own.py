@@ -1,0 +1,269 @@
+"""A reader's own attention: `capture FILE.py:FUNCTION` up to the GPU (and its bad input), `diff`, `report`
+and `attnprof.display` on the committed captures, names escaped, and a report page in a real browser."""
+import base64
+import gzip
+import json
+import shutil
+
+import pytest
+
+import attnprof
+from attnprof import compare, own, records, store, trace
+from attnprof.cli import main
+from attnprof.measure import own as capture_own
+from attnprof.site import report
+from attnprof.stages import ROOT, code_hash
+from test_browser import STUB, browser, serve, stub  # noqa: F401  (fixtures: headless Chromium, a Perfetto stub)
+
+EVIL = "<script>alert('x')</script> & \"q\""
+
+
+# ---- capture: the checks before the GPU, and every bad input -----------------------------------------
+
+def write(tmp_path, body, name="mine.py"):
+    path = tmp_path / name
+    path.write_text("import torch\nimport torch.nn.functional as F\n\n" + body)
+    return path
+
+
+def run_capture(capsys, target, *extra, out):
+    code = main(["capture", str(target), "--shape", "1,2,64,16", "--dtype", "fp32", "--out", str(out), *extra])
+    err = capsys.readouterr().err
+    return code, err
+
+
+GOOD = "def attention(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v, is_causal=True)\n"
+
+
+@pytest.mark.parametrize("body, target, expected", [
+    (None, "missing.py:attention", "no file 'missing.py'"),
+    (GOOD, "mine.py:other", "has no function 'other' (it defines attention)"),
+    ("def attention(q, k):\n    return q\n", "mine.py:attention", "cannot be called as function(q, k, v)"),
+    ("x = 1 +\n", "mine.py:attention", "cannot import"),
+    (GOOD, "mine.py", "bad target"),
+    (GOOD, "mine.py:attention", "no CUDA GPU on this machine"),
+])
+def test_bad_input_before_the_gpu_is_one_line_exit_2_and_nothing_written(tmp_path, monkeypatch, capsys, body,
+                                                                         target, expected):
+    monkeypatch.chdir(tmp_path)
+    if body is not None:
+        write(tmp_path, body)
+    out = tmp_path / "out"
+    code, err = run_capture(capsys, target, out=out)
+    assert code == 2 and err.count("\n") == 1 and expected in err, err
+    assert not out.exists()
+
+
+def test_the_mask_option_changes_the_call_it_checks(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, GOOD)
+    code, err = run_capture(capsys, "mine.py:attention", "--mask", "causal", out=tmp_path / "out")
+    assert code == 2 and "cannot be called as function(q, k, v, mask)" in err
+    code, err = run_capture(capsys, "mine.py:attention", "--mask", "diagonal", out=tmp_path / "out")
+    assert code == 2 and "bad --mask 'diagonal'" in err
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("def attention(q, k, v):\n    raise RuntimeError('my kernel is broken')\n",
+     "attention(q, k, v) raised RuntimeError: my kernel is broken"),
+    ("def attention(q, k, v):\n    return q[..., :8]\n", "returned shape 1,2,64,8, not q's shape 1,2,64,16"),
+    ("def attention(q, k, v):\n    return q.half()\n", "returned torch.float16, not the inputs' torch.float32"),
+    ("def attention(q, k, v):\n    return (q, k)\n", "returned a tuple, not a tensor"),
+])
+def test_a_function_that_fails_on_its_inputs_is_one_line_and_nothing_written(tmp_path, monkeypatch, capsys,
+                                                                             body, expected):
+    """Past the GPU check (here the inputs go to the CPU instead): the first call is checked."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(capture_own, "DEVICE", "cpu")
+    write(tmp_path, body)
+    out = tmp_path / "out"
+    code, err = run_capture(capsys, "mine.py:attention", out=out)
+    assert code == 2 and err.count("\n") == 1 and expected in err, err
+    assert not out.exists()
+
+
+def test_prepare_imports_the_file_by_path_and_keeps_the_function(tmp_path):
+    path = write(tmp_path, GOOD)
+    got, function, fn = capture_own.prepare(f"{path}:attention")
+    assert got == path and function == "attention" and fn.__name__ == "attention"
+
+
+def test_a_readers_capture_is_keyed_by_its_files_tokens(tmp_path):
+    path = write(tmp_path, GOOD)
+    settings = own.settings((8, 16, 1024, 64), "bf16", "attention", None, None)
+    before = own.file_key(path, settings)
+    path.write_text(path.read_text().replace("\n\n", "\n\n# a comment\n\n\n"))
+    assert own.file_key(path, settings) == before  # comments and spacing: the same code
+    path.write_text(path.read_text().replace("is_causal=True", "is_causal=False"))
+    assert own.file_key(path, settings) != before
+    assert own.file_key(path, {**settings, "mask": "causal"}) != own.file_key(path, settings)
+    assert own.record_name("a/my-attn.v2.py", "f") == "my_attn_v2.f"  # safe in a page, and one dot
+    assert own.record_name("w.py", "f", (1, 2, 64, 16), "fp32") == "w.f-1x2x64x16-fp32"
+
+
+def test_the_sites_own_captures_are_current_and_held_by_check():
+    assert records.problems(kinds=[records.OWN]) == {}
+    assert set(own.site_records()) == {"window.naive", "window.sdpa", "window.flex"}
+    for record in own.site_records():
+        s = records.load_summary(record)
+        assert s["source_hash"] == code_hash(ROOT / "snippets" / "window.py") and s["file"] == "snippets/window.py"
+        assert s["device"] == "NVIDIA H200" and s["ops_per_forward"] == len(s["ops"]) > 0
+
+
+def test_check_names_a_stale_readers_capture(tmp_path):
+    folder = tmp_path / "captures"
+    shutil.copytree(store.CAPTURES, folder)
+    s = json.loads((folder / "window.flex.json").read_text())
+    s["key"] = "0" * 16  # as if snippets/window.py had changed since the capture
+    (folder / "window.flex.json").write_text(json.dumps(s))
+    problems = records.problems(folder)
+    assert list(problems) == ["window.flex"]
+    assert "stale" in problems["window.flex"]
+    assert "python -m attnprof capture snippets/window.py:flex --out docs/captures" in problems["window.flex"]
+
+
+# ---- diff ---------------------------------------------------------------------------------------------
+
+def test_align_marks_same_changed_removed_and_added():
+    op = lambda name, kind="kernel": {"name": name, "kind": kind, "duration_us": 1.0}
+    a = {"ops": [op("Memset (Device)", "memset"), op("softmax_warp_forward"), op("nvjet_sm90_tst_a")]}
+    b = {"ops": [op("Memset (Device)", "memset"), op("nvjet_sm90_tst_b"), op("triton_tem_fused_flex_attention_0")]}
+    rows = compare.align(a, b)
+    assert [(r["status"], r["a_index"], r["b_index"]) for r in rows] == [
+        ("same", 1, 1), ("removed", 2, None), ("changed", 3, 2), ("added", None, 3)]
+
+
+def test_diff_of_two_stages_reads_at_100_columns(capsys):
+    assert main(["diff", "flash", "window.flex"]) == 0
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= 100
+    for text in ("device time / forward (profiler)", "CPU time / forward", "verdict", "TFLOP/s", "rel. error",
+                 "Op lists aligned by kernel family", "pytorch_flash", "triton_tem_fused"):
+        assert text in out, text
+
+
+def test_diff_json_by_path_of_a_readers_capture(tmp_path, capsys):
+    for name in ("window.naive.json", "window.naive.trace.json.gz"):
+        shutil.copy(store.CAPTURES / name, tmp_path / name)
+    assert main(["diff", "naive", str(tmp_path / "window.naive.json"), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    a, b = records.load_summary("naive"), records.load_summary("window.naive")
+    assert d["a"]["device_us"] == a["forward_device_us"] and d["b"]["cpu_us"] == b["cpu_forward_us"]
+    assert d["ratios"]["device_us"] == pytest.approx(b["forward_device_us"] / a["forward_device_us"])
+    assert sum(d["counts"].values()) == len(d["ops"]) >= max(a["ops_per_forward"], b["ops_per_forward"])
+    assert d["b"]["launch_bound"] == trace.gaps([trace.DeviceOp(**op) for op in b["ops"]]).launch_bound
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["diff", "flash", "nothing"], "no capture 'nothing'"),
+    (["diff", "flash", "missing/x.json"], "no capture 'missing/x.json'"),
+    (["report", "nothing", "-o", "x.html"], "no capture 'nothing'"),
+])
+def test_diff_and_report_answer_a_bad_name_in_one_line(tmp_path, monkeypatch, capsys, args, expected):
+    monkeypatch.chdir(tmp_path)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and expected in err
+    assert not (tmp_path / "x.html").exists()
+
+
+# ---- what the chapter says, checked -------------------------------------------------------------------
+
+def test_only_the_block_mask_saves_device_time():  # own-attention.md, "What the comparison teaches"
+    t = lambda r: records.load_summary(r)["forward_device_us"]
+    assert t("window.flex") < t("flex")
+    assert t("window.sdpa") > t("auto")
+    assert t("window.naive") > 0.9 * t("naive")
+    d = compare.diff(records.load_summary("naive"), records.load_summary("window.naive"))
+    assert d["counts"]["same"] == records.load_summary("naive")["ops_per_forward"]  # the same op list
+    sdpa = records.load_summary("window.sdpa")
+    from attnprof.oplist import launching_path
+    assert any("aten::where" in launching_path(sdpa, op) for op in sdpa["ops"])  # the mask converted per call
+
+
+# ---- report and display -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def evil(tmp_path_factory):
+    """A reader's capture whose title and a kernel name hold < > & and quotes (from the committed window.flex)."""
+    folder = tmp_path_factory.mktemp("evil")
+    s = records.load_summary("window.flex")
+    events = trace.load(store.trace_path(store.CAPTURES, "window.flex"))
+    for ev in events["traceEvents"]:
+        if ev.get("cat") == "kernel":
+            ev["name"] = f"{ev['name']}<b>&\"'"
+    s.update(trace.summarize(events, store.LABEL), record="evil.attention", stage="evil.attention", title=EVIL)
+    s["key_averages"] = [dict(r, name=r["name"] + "<i>") for r in s["key_averages"]]
+    store.write_capture(folder, s, events)
+    return folder / "evil.attention.json"
+
+
+def test_report_page_is_standalone_small_and_escaped(tmp_path, evil):
+    page = tmp_path / "page.html"
+    assert main(["report", str(evil), "--against", "flex", "-o", str(page)]) == 0
+    text = page.read_text()
+    assert len(text.encode()) <= 300 * 1024
+    assert "<script>alert" not in text and "<b>&" not in text and "<i>" not in text
+    assert "&lt;script&gt;alert" in text and "&lt;b&gt;&amp;" in text
+    assert 'href="captures/' not in text and '.md"' not in text and ":material-" not in text
+    assert text.count('class="md-button attnprof-perfetto"') == 1 and "data:application/gzip;base64," in text
+    assert "prefers-color-scheme: dark" in text and "postMessage" in text  # both schemes, perfetto.js inlined
+    for piece in ("Captured on NVIDIA H200", "The op list", "Gaps", "The kernels, decoded", "key_averages",
+                  "Op lists aligned by kernel family", 'class="attnprof-trace"'):
+        assert piece in text, piece
+
+
+def test_display_renders_the_pieces_inline():
+    html = attnprof.display("window.flex")._repr_html_()
+    assert 'class="attnprof-report"' in html and "<svg" in html and "triton_tem_fused_flex_attention_0" in html
+    side = attnprof.display("window.sdpa", against="auto")._repr_html_()
+    assert side.count('class="attnprof-trace"') == 2 and "Op lists aligned by kernel family" in side
+
+
+def test_display_of_a_raw_profile_from_the_notebooks_loop(tmp_path):
+    """What a notebook's profile_forward writes on a GPU, here the committed trace of flash unpacked."""
+    raw = tmp_path / "trace.json"
+    raw.write_bytes(gzip.decompress((store.CAPTURES / "flash.trace.json.gz").read_bytes()))
+    html = attnprof.display(str(raw), against="flash", shape=(8, 16, 1024, 64), rel_err=1e-3)._repr_html_()
+    assert "Your profile on NVIDIA H200" in html and "1 the same (=)" in html
+
+
+# ---- a report page in a real browser ------------------------------------------------------------------
+
+def test_report_page_in_a_browser(tmp_path, browser, stub):  # noqa: F811
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+    report.write("window.sdpa", tmp_path / "page.html", against="auto")
+    httpd, url = serve(tmp_path)
+    try:
+        browser.set_window_size(1400, 1000)
+        browser.get(f"{url}/page.html")
+        found = browser.execute_script("""
+            const main = document.querySelector('main.attnprof-report').getBoundingClientRect();
+            const over = [];
+            for (const el of document.querySelectorAll('main table, main .attnprof-trace, main p, main h2')) {
+              const r = el.getBoundingClientRect();
+              if (r.right > main.right + 1) over.push(el.tagName + ' ' + Math.round(r.right - main.right));
+            }
+            return {over, scroll: document.documentElement.scrollWidth, width: window.innerWidth,
+                    bars: document.querySelectorAll('.attnprof-trace svg title').length,
+                    kernels: document.querySelectorAll('code[title]').length,
+                    perfetto: document.querySelectorAll('a.attnprof-perfetto').length};""")
+        assert found["over"] == [] and found["scroll"] <= found["width"], found
+        assert found["bars"] >= records.load_summary("window.sdpa")["ops_per_forward"] and found["kernels"] > 0, found
+        assert found["perfetto"] == 1
+        home = browser.current_window_handle
+        browser.execute_script("window.attnprofPerfettoUrl = arguments[0]", stub)
+        browser.find_element(By.CSS_SELECTOR, "a.attnprof-perfetto").click()
+        WebDriverWait(browser, 10).until(lambda b: len(b.window_handles) == 2)
+        browser.switch_to.window(next(h for h in browser.window_handles if h != home))
+        try:
+            received = WebDriverWait(browser, 20).until(lambda b: b.execute_script("return window.received || null"))
+        finally:
+            browser.close()
+            browser.switch_to.window(home)
+        committed = (store.CAPTURES / "window.sdpa.trace.json.gz").read_bytes()
+        assert gzip.decompress(base64.b64decode(received["base64"])) == gzip.decompress(committed)
+        assert "SDPA with a boolean mask" in received["title"]
+    finally:
+        httpd.shutdown()
