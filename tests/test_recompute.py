@@ -56,8 +56,6 @@ def one_of_each_kind():
     for kind in records.KINDS:
         for record in kind.records():
             name = f"{record}.json"
-            if record.endswith(".counters"):
-                name = f"{record}.json"
             data = json.loads((store.CAPTURES / name).read_text())
             if "unavailable" in data:
                 continue
@@ -78,9 +76,8 @@ def clean(tmp_path_factory):
     return folder
 
 
-@pytest.mark.parametrize("record, name, path", CASES, ids=[f"{n}:{'.'.join(map(str, p))}" for _, n, p in CASES])
-def test_a_number_changed_in_a_record_is_caught(clean, record, name, path, tmp_path):
-    folder = tmp_path / "captures"
+def mutated_copy(clean, name, path, folder):
+    """A copy of the clean records in `folder`, with the number at `path` of file `name` changed."""
     shutil.copytree(clean, folder)
     data = json.loads((folder / name).read_text())
     node = data
@@ -88,6 +85,12 @@ def test_a_number_changed_in_a_record_is_caught(clean, record, name, path, tmp_p
         node = node[p]
     set_at(data, path, mutated(node))
     (folder / name).write_text(json.dumps(data, indent=1))
+    return folder
+
+
+@pytest.mark.parametrize("record, name, path", CASES, ids=[f"{n}:{'.'.join(map(str, p))}" for _, n, p in CASES])
+def test_a_number_changed_in_a_record_is_caught(clean, record, name, path, tmp_path):
+    folder = mutated_copy(clean, name, path, tmp_path / "captures")
     why = records.status(record, folder)
     assert why is not None, f"{name} {path}: not caught"
     assert name.split(".json")[0].split(".counters")[0] in why and "python -m attnprof" in why
@@ -125,14 +128,7 @@ def test_every_kind_of_record_is_mutated():
 @pytest.mark.site
 def test_the_strict_build_fails_on_a_changed_number_and_on_a_missing_run(clean, tmp_path, build_site):
     for record, name, path in [CASES[0], next(c for c in CASES if c[0].startswith("run-"))]:
-        folder = tmp_path / record
-        shutil.copytree(clean, folder)
-        data = json.loads((folder / name).read_text())
-        node = data
-        for p in path:
-            node = node[p]
-        set_at(data, path, mutated(node))
-        (folder / name).write_text(json.dumps(data, indent=1))
+        folder = mutated_copy(clean, name, path, tmp_path / record)
         r = build_site(tmp_path / f"site-{record}", env_extra={"ATTNPROF_CAPTURES": str(folder)})
         assert r.returncode != 0 and name.removesuffix(".json") in r.stderr, r.stderr[-500:]
     folder = tmp_path / "no-run"
