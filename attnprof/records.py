@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import store, text, trace
+from . import stages, store, text, trace
 from .procedure import BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, FORMAT, SCHEDULE, WARMUP_CALLS
 from .stages import (DEFAULT_SHAPE, ROOT, STAGES, Stage, code_hash, counter_records, get_stage, select,
                      site_records)
@@ -58,8 +58,9 @@ def _key(source_hash: str, record_settings: dict) -> str:
 
 
 # ---- the code each record runs --------------------------------------------------------------------
-# Paths are relative to CODE_ROOT (the repository; a test points it at a copy). A record's key is the
-# token hash of these files and its settings, so an edit of any of them, comments aside, stales it.
+# Paths are relative to the repository (read from stages.SNIPPETS and CODE_ROOT: a test points them at a
+# copy). A record's key is the token hash of these files and its settings, so an edit of any of them,
+# comments aside, stales it.
 
 CODE_ROOT = ROOT
 MEASURE = "attnprof/measure"
@@ -107,9 +108,16 @@ def run_settings(name: str) -> dict:
     return {"run": name, "stages": run_stages(name), "format": FORMAT}
 
 
+def _code_path(path: str) -> Path:
+    """Where a file a key hashes lies: snippets under stages.SNIPPETS, the rest under CODE_ROOT."""
+    if path.startswith("snippets/"):
+        return stages.SNIPPETS / path.removeprefix("snippets/")
+    return Path(CODE_ROOT) / path
+
+
 def source_hash_of(paths) -> str:
-    """The token hash of these files (relative to CODE_ROOT), in this order."""
-    return code_hash(*(Path(CODE_ROOT) / p for p in paths))
+    """The token hash of these files (relative to the repository), in this order."""
+    return code_hash(*(_code_path(p) for p in paths))
 
 
 def capture_key(stage: Stage, stage_settings: dict, code=FORWARD_CODE) -> str:

@@ -200,7 +200,7 @@ STAGES = {
               shapes=("post", "long"), color="#8cd17d"),
         Stage("fa4", "FlashAttention-4 through kernels", "fa4",
               provider="FlashAttention-4 (flash-attn-4 4.0.0b36) via kernels", setup=_load_fa4, layout="BSHD",
-              needs=("kernels", "flash_attn", "cutlass"),
+              needs=("kernels", "flash_attn"),
               group="provider", **_FUSED, causal_corner="bottom-right", bshd_too=True, color="#b6992d"),
         # the CPU side: the same forwards compiled, or replayed as one CUDA graph
         Stage("naive_compiled", "Naive attention, torch.compile", "naive", setup=_mask, wrap="compile", group="launch"),
