@@ -1,5 +1,5 @@
-"""python -m attnprof {capture,show,check,explain,which,verify,sweep,counters,regenerate}: capture attention profiles on a
-GPU, read them anywhere. Bad input is answered in one line."""
+"""python -m attnprof {capture,show,check,explain,which,verify,sweep,counters,regenerate}: capture
+attention profiles on a GPU, read them anywhere. Bad input is answered in one line."""
 from __future__ import annotations
 
 import argparse

@@ -211,8 +211,9 @@ class Workers:
 
     def _start(self, devices):
         read_fd, write_fd = os.pipe()
+        path = [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(devices), PYTHONUNBUFFERED="1",
-                   PYTHONPATH=os.pathsep.join([str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+                   PYTHONPATH=os.pathsep.join(path))
         with open(self.log(devices), "ab") as log:
             proc = subprocess.Popen([sys.executable, "-m", "attnprof.measure.worker", str(self.out_dir), str(write_fd)],
                                     stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
@@ -279,7 +280,8 @@ def _short(outcome: str, width=90) -> str:
 def table(results: list[Result], cannot: dict[str, str]) -> str:
     from .cli import text_table
     rows = [(r.record, r.kind, ",".join(r.devices), f"{r.seconds:.1f}", _short(r.outcome)) for r in results]
-    rows += [(record, records.kind_of(record).name, "-", "-", _short(f"not taken: {why}")) for record, why in cannot.items()]
+    rows += [(record, records.kind_of(record).name, "-", "-", _short(f"not taken: {why}"))
+             for record, why in cannot.items()]
     return text_table(["record", "kind", "GPU", "seconds", "outcome"], rows)
 
 
@@ -331,5 +333,5 @@ def plan_text(jobs: list[Job], devices) -> str:
     rows = [(job.record, job.kind, ",".join(on), f"{job.estimate_s:.0f}") for job, on in placed]
     load = {d: sum(j.estimate_s for j, on in placed if d in on) for d in devices}
     return (text_table(["record", "kind", "GPU", "estimated s"], rows)
-            + f"\nabout {max(load.values()):.0f} s on {len(devices)} GPU(s), by the estimates; the queue hands each GPU "
-              f"the next record when it frees")
+            + f"\nabout {max(load.values()):.0f} s on {len(devices)} GPU(s), by the estimates; the queue hands "
+              f"each GPU the next record when it frees")

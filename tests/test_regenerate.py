@@ -195,8 +195,11 @@ def _run_cli(*args):
 
 
 def test_dry_run_without_a_gpu_names_what_it_cannot_take_and_writes_nothing():
+    """On a CPU-only machine, and without PyTorch at all."""
     before = {p.name: p.read_bytes() for p in store.CAPTURES.iterdir()}
-    r = _run_cli("regenerate", "--dry-run", "--all")
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.modules['torch'] = None; from attnprof.cli import main; "
+                        "sys.exit(main(['regenerate', '--dry-run', '--all']))"], cwd=ROOT, capture_output=True,
+                       text=True, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""), timeout=300)
     assert r.returncode == 0, r.stderr
     every = [record for kind in records.KINDS for record in kind.records()]
     lines = r.stdout.splitlines()
