@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import queue
+import select
 import shutil
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from .text import first_line
 # seconds a record of each kind takes, to hand out the longest first (a run record's own wall_s, where
 # it has one, is used instead)
 ESTIMATE_S = {"run": 30.0, "cp": 60.0, "counters": 10.0, "backward": 6.0, "stage": 4.0}
+TAKE_TIMEOUT_S = 1800.0  # one record that takes longer has hung: its worker is stopped, the others go on
 
 
 @dataclass(frozen=True)
@@ -221,22 +223,28 @@ class Workers:
         os.close(write_fd)
         return proc, os.fdopen(read_fd, "r")
 
-    def take(self, job: Job, devices: tuple[str, ...]) -> str:
+    def start(self, devices: tuple[str, ...]):
+        """A worker on these GPUs, if none is running (it imports PyTorch while others work)."""
         with self.lock:
             if devices not in self.procs:
                 self.procs[devices] = self._start(devices)
-            proc, answers = self.procs[devices]
+            return self.procs[devices]
+
+    def take(self, job: Job, devices: tuple[str, ...]) -> str:
+        proc, answers = self.start(devices)
         try:
             proc.stdin.write(json.dumps({"record": job.record}) + "\n")
             proc.stdin.flush()
-            line = answers.readline()
+            ready, _, _ = select.select([answers], [], [], TAKE_TIMEOUT_S)
+            line = answers.readline() if ready else ""
         except OSError:
-            line = ""
-        if not line:  # the worker died (out of memory, a crash in a kernel): the next job gets a fresh one
+            line, ready = "", True
+        if not line:  # the worker died (out of memory, a crash in a kernel) or hung: the next job gets a fresh one
             with self.lock:
                 self.procs.pop(devices, None)
             proc.kill()
-            return f"failed: the worker on GPU {','.join(devices)} stopped (see {self.log(devices)})"
+            what = "stopped" if ready else f"gave no answer in {TAKE_TIMEOUT_S:.0f} s and was stopped"
+            return f"failed: the worker on GPU {','.join(devices)} {what} (see {self.log(devices)})"
         if len(devices) > 1:  # a whole-machine process ends with its job, freeing the GPUs
             self.close(devices)
         return json.loads(line)["outcome"]
@@ -311,6 +319,9 @@ def regenerate(wanted: list[str], out_dir=None, machine: Machine | None = None, 
         log_dir = Path(tempfile.mkdtemp(prefix="attnprof-regenerate-"))
         workers = Workers(out_dir, log_dir)
         take = workers.take
+        if any(job.gpus == 1 for job in jobs):  # one per GPU, started now: a record's seconds are its own
+            for device in machine.gpus:
+                workers.start((device,))
     from .measure.sweep import Progress  # a progress bar needs torch's side: this machine has a GPU
     progress = Progress(len(jobs), stream)
     start = time.monotonic()
@@ -323,6 +334,8 @@ def regenerate(wanted: list[str], out_dir=None, machine: Machine | None = None, 
     done.left = {r: why for r in wanted if (why := records.status(r, out_dir))}
     if workers and any(not r.outcome.startswith(("retaken", "unavailable")) for r in done.results):
         say(f"what the measuring code printed: {workers.log_dir}")
+    elif workers:
+        shutil.rmtree(workers.log_dir, ignore_errors=True)
     return done
 
 
