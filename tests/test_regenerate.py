@@ -230,11 +230,14 @@ def test_the_build_retakes_what_the_machine_can_through_regenerate(mode, tmp_pat
     monkeypatch.setattr(shutil, "which", lambda name, *a, **k: "/usr/bin/nvidia-smi" if name == "nvidia-smi" else None)
     machine = regenerate.Machine(gpus=("0",), ncu=None)  # one GPU, no Nsight Compute
     monkeypatch.setattr(regenerate, "detect", lambda: machine)
-    taken = []
+    taken, started = [], []
 
     class Workers:  # the GPU side, faked: what the build hands to the workers
         def __init__(self, out_dir, log_dir):
             assert out_dir == folder
+
+        def start(self, devices):
+            started.append(devices)
 
         def take(self, job, devices):
             taken.append(job.record)
@@ -251,6 +254,7 @@ def test_the_build_retakes_what_the_machine_can_through_regenerate(mode, tmp_pat
     hook._regenerate(mode)
     can = [r for r in wanted if regenerate.why_not(r, machine) is None]
     assert "naive" in taken and sorted(taken) == sorted(can)
+    assert started == [("0",)]  # the one GPU's worker, started before the first record
     cannot = [l for l in lines if l.startswith("cannot retake ")]
     assert len(cannot) == len(wanted) - len(can)
     assert any(l.startswith("cannot retake flash.counters here: needs Nsight Compute") for l in cannot) or \
