@@ -235,6 +235,7 @@ def test_the_build_retakes_what_the_machine_can_through_regenerate(mode, tmp_pat
     class Workers:  # the GPU side, faked: what the build hands to the workers
         def __init__(self, out_dir, log_dir):
             assert out_dir == folder
+            self.log_dir = log_dir
 
         def start(self, devices):
             started.append(devices)
