@@ -262,3 +262,30 @@ def test_the_build_retakes_what_the_machine_can_through_regenerate(mode, tmp_pat
         "flash.counters" not in wanted
     if mode == "always":
         assert any(l.startswith(f"cannot retake {records.CP.records()[0]} here: needs 2 CUDA GPUs") for l in cannot)
+
+
+def test_the_neighbour_check_takes_each_record_alone_then_beside_a_busy_gpu(tmp_path):
+    """tools/neighbour.py (run on two GPUs) with fake workers: the takes alone come first, the busy ones
+    while the other GPU is taken, and the verdict compares the busy median with the spread alone."""
+    from tools import neighbour
+    log, busy = [], threading.Event()
+
+    class Workers:
+        def take(self, job, devices):
+            if devices == ("1",):
+                busy.set()
+                time.sleep(0.5)
+                busy.clear()
+                return "retaken"
+            n = len([1 for r, _ in log if r == job.record])
+            log.append((job.record, busy.is_set()))
+            store.write_json(tmp_path, job.record, {"event_median_us": 100.0 + n % 3,
+                                                    "forward_device_us": 90.0 + (50 if busy.is_set() else 0)})
+            time.sleep(0.01)
+            return "retaken"
+    result = neighbour.compare(Workers(), tmp_path, ["flash", "cudnn"], 3, "run-sweep", settle_s=0.05)
+    assert [len(result[r]["alone"]) for r in ("flash", "cudnn")] == [3, 3]
+    assert all(b for _, b in log[6:]) and not any(b for _, b in log[:6])  # alone first, then beside the neighbour
+    lines = neighbour.verdicts(result)
+    assert any(l.startswith("flash event_median_us:") and "within the spread" in l for l in lines)
+    assert any(l.startswith("flash forward_device_us:") and "OUTSIDE the spread" in l for l in lines)
