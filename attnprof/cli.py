@@ -1,5 +1,5 @@
-"""python -m attnprof {capture,show,check,explain,which,verify,sweep}: capture attention profiles on a
-GPU, read them anywhere. Bad input is answered in one line."""
+"""python -m attnprof {capture,show,check,explain,which,verify,sweep,counters,regenerate}: capture
+attention profiles on a GPU, read them anywhere. Bad input is answered in one line."""
 from __future__ import annotations
 
 import argparse
@@ -276,6 +276,32 @@ def cmd_sweep(args) -> int:
     return 0 if all(s == "ok" for s in status.values()) else 1
 
 
+def cmd_regenerate(args) -> int:
+    """`regenerate`: retake every stale record (or all) this machine can take, on all its GPUs."""
+    from . import regenerate as regen
+    kinds = regen.parse_kinds(args.only)
+    wanted = regen.wanted_records(kinds, every=args.all, folder=args.out)
+    if not wanted:
+        print("nothing to retake: every record the site uses of " + (", ".join(kinds) if kinds else "every kind")
+              + " is present and current")
+        return 0
+    machine = regen.detect()
+    if args.dry_run:
+        jobs, cannot = regen.plan(wanted, machine, args.out)
+        for record, why in cannot.items():
+            print(f"cannot retake {record} here: {why}; {records.kind_of(record).fix(record)}")
+        print(regen.plan_text(jobs, machine.gpus) if jobs
+              else f"nothing of the {len(wanted)} record(s) can be taken on this machine")
+        return 0
+    done = regen.regenerate(wanted, args.out, machine)
+    print(regen.table(done.results, done.cannot))
+    if done.results:
+        print(f"{len(done.results)} record(s) taken in {done.wall_s:.0f} s on {len(machine.gpus)} GPU(s)")
+    for why in done.left.values():
+        print(why)
+    return 1 if done.left else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m attnprof", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -357,6 +383,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--only", default="all", help="comma-separated run names, or all")
     r.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
     r.set_defaults(run=cmd_sweep)
+
+    g = sub.add_parser("regenerate", help="retake every stale record this machine can take, on all its GPUs")
+    g.add_argument("--only", help="record kinds, comma-separated: " + ", ".join(k.name for k in records.KINDS))
+    which_ = g.add_mutually_exclusive_group()
+    which_.add_argument("--stale", action="store_true", help="records missing, stale or inconsistent (the default)")
+    which_.add_argument("--all", action="store_true", help="every record the site uses")
+    g.add_argument("--dry-run", action="store_true", help="print the plan (which record on which GPU, what "
+                   "cannot be taken here) and run nothing")
+    g.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
+    g.set_defaults(run=cmd_regenerate)
     return p
 
 

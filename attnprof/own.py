@@ -3,7 +3,8 @@
 Pure (no torch): records.py (the `own` kind), the site and `diff`/`report` read these;
 attnprof/measure/own.py writes them.
 A reader's capture is named `<file stem>.<function>` (with `-BxHxSxD` and `-dtype` as stage records
-are), keyed by the token hash of the reader's file (stages.code_hash) and the capture settings, and
+are), keyed by the token hash of the reader's file and of the capture code it runs
+(records.OWN_CODE) and the capture settings, and
 written as the same summary + trace pair as a stage's. OWN_RECORDS lists the ones the site renders.
 """
 from __future__ import annotations
@@ -42,12 +43,13 @@ def settings(shape, dtype_name, function: str, mask: str | None, reference: str 
     return {**base, "function": function, "mask": mask, "reference": reference}
 
 
-def key(source_hash: str, own_settings: dict) -> str:
-    return hashlib.sha256((source_hash + json.dumps(own_settings, sort_keys=True)).encode()).hexdigest()[:16]
+def source_hash(path: str | Path) -> str:
+    """The token hash of the reader's file and of the capture code that runs it."""
+    return code_hash(Path(path), *(records.ROOT / p for p in records.OWN_CODE))
 
 
 def file_key(path: str | Path, own_settings: dict) -> str:
-    return key(code_hash(path), own_settings)
+    return hashlib.sha256((source_hash(path) + json.dumps(own_settings, sort_keys=True)).encode()).hexdigest()[:16]
 
 
 def command(path: str, function: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE, mask=None,

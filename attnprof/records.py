@@ -10,6 +10,7 @@ that retakes it. `check`, the strict build and `show` walk KINDS; a new kind is 
     cp        `cp-<rotation>[-unbalanced]-w<world>-1xHxSxD`: context parallelism, every rank (measure/context_parallel.py)
     counters  `<record>.counters`: Nsight Compute over one forward of a stage record (measure/counters.py)
     run       `run-<name>`: a measurement run (measure/runs.py)
+    own       `<file stem>.<function>`: a reader's attention, profiled like a stage (measure/own.py, own.py)
 """
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import derived, stats, store, text, trace
+from . import derived, stages, stats, store, text, trace
 from .procedure import BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, FORMAT, SCHEDULE, WARMUP_CALLS
-from .stages import DEFAULT_SHAPE, ROOT, Stage, code_hash, counter_records, get_stage, select, site_records
+from .stages import (DEFAULT_SHAPE, ROOT, STAGES, Stage, code_hash, counter_records, get_stage, select,
+                     site_records)
 
 # ---- names, settings and keys -------------------------------------------------------------------
 
@@ -56,8 +58,77 @@ def _key(source_hash: str, record_settings: dict) -> str:
     return hashlib.sha256((source_hash + json.dumps(record_settings, sort_keys=True)).encode()).hexdigest()[:16]
 
 
-def capture_key(stage: Stage, stage_settings: dict) -> str:
-    return _key(stage.source_hash(), stage_settings)
+# ---- the code each record runs --------------------------------------------------------------------
+# Paths are relative to the repository (read from stages.SNIPPETS and CODE_ROOT: a test points them at a
+# copy). A record's key is the token hash of these files and its settings, so an edit of any of them,
+# comments aside, stales it.
+
+CODE_ROOT = ROOT
+MEASURE = "attnprof/measure"
+FORWARD_CODE = tuple(f"{MEASURE}/{m}.py" for m in ("capture", "bench", "numerics", "dispatch", "timing"))  # the capture path
+BACKWARD_CODE = FORWARD_CODE + (f"{MEASURE}/backward.py",)
+COUNTERS_CODE = tuple(f"{MEASURE}/{m}.py" for m in ("counters", "numerics", "capture"))
+OWN_CODE = (f"{MEASURE}/own.py",) + FORWARD_CODE  # a reader's capture: its own checks, then the capture path
+CP_CODE = (f"{MEASURE}/context_parallel.py",)  # as the committed two-GPU records were keyed: kept as it is
+
+# run: (the measuring modules its function runs, the stages it measures as `select` facts or names, other
+# snippets it loads); measure/runs.py maps the same names to the functions. Every run's figures are
+# computed by derived.py, which keys them too.
+RUN_CODE = {
+    "ceilings": (("sweep", "bench"), None, ()),
+    "hardware": (("sweep", "bench"), None, ()),
+    "sweep": (("sweep", "bench", "numerics"), dict(sweep=True), ()),
+    "fastest": (("sweep", "bench", "numerics"), dict(fused=True, sweep=True), ()),
+    "recompile": (("sweep", "bench", "numerics"), dict(fresh_compile=True), ()),
+    "fallback": (("verify", "dispatch", "bench", "numerics"), None, ("sdpa",)),
+    "verify": (("verify", "numerics"), dict(verify=True), ("sdpa",)),
+    "gqa": (("serving", "bench", "dispatch", "numerics"), None, ()),
+    "decode": (("serving", "bench", "dispatch", "numerics"), None, ()),
+    "varlen": (("serving", "bench", "dispatch", "numerics"), None, ()),
+    "e2e": (("serving", "bench", "numerics"), None, ("inplace",)),
+    "decode_step": (("serving", "bench", "numerics"), None, ()),
+    "graphs": (("graphs", "bench", "numerics"), None, ("naive", "compiled", "graphed", "sdpa")),
+    "timing": (("timing", "bench", "numerics", "capture"), ("naive", "math", "efficient", "flash", "cudnn", "auto"),
+               ("graphed",)),
+}
+
+
+def _snippet_paths(names) -> tuple[str, ...]:
+    return tuple(f"snippets/{n}.py" for n in dict.fromkeys(names))
+
+
+def run_stages(name: str) -> list[str]:
+    """The stages a measurement run measures (their snippets key it; a provider among them must load)."""
+    facts = RUN_CODE[name][1]
+    return select(**facts) if isinstance(facts, dict) else list(facts or [])
+
+
+def run_sources(name: str) -> tuple[str, ...]:
+    modules, _, snippets = RUN_CODE[name]
+    stage_snippets = [n for s in run_stages(name) for n in STAGES[s].snippets]
+    return (tuple(f"{MEASURE}/{m}.py" for m in modules) + ("attnprof/derived.py",)
+            + _snippet_paths(stage_snippets + list(snippets)))
+
+
+def run_settings(name: str) -> dict:
+    return {"run": name, "stages": run_stages(name), "format": FORMAT}
+
+
+def _code_path(path: str) -> Path:
+    """Where a file a key hashes lies: snippets under stages.SNIPPETS, the rest under CODE_ROOT."""
+    if path.startswith("snippets/"):
+        return stages.SNIPPETS / path.removeprefix("snippets/")
+    return Path(CODE_ROOT) / path
+
+
+def source_hash_of(paths) -> str:
+    """The token hash of these files (relative to the repository), in this order."""
+    return code_hash(*(_code_path(p) for p in paths))
+
+
+def capture_key(stage: Stage, stage_settings: dict, code=FORWARD_CODE) -> str:
+    """The key of a profiled record of `stage`: its snippets and the measuring code, and its settings."""
+    return _key(source_hash_of(_snippet_paths(stage.snippets) + tuple(code)), stage_settings)
 
 
 def backward_record(stage: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE) -> str:
@@ -88,7 +159,7 @@ def cp_settings(seq_len, world, rotate, balanced) -> dict:
 
 def cp_source_hash() -> str:
     """The token hash of the context-parallel capture code, as every other key uses."""
-    return code_hash(CP_SOURCE)
+    return source_hash_of(CP_CODE)
 
 
 def cp_key(cp_settings_: dict) -> str:
@@ -100,8 +171,7 @@ def counted_at(shape) -> list[tuple[str, str]]:
     return [(s, record_name(s, shape)) for s, at in counter_records() if tuple(at) == tuple(shape)]
 
 
-RUNS = ("ceilings", "hardware", "sweep", "fastest", "recompile", "fallback", "verify", "gqa", "decode", "varlen",
-        "e2e", "decode_step", "graphs")  # every measurement run the site renders (measure/runs.py makes them)
+RUNS = tuple(RUN_CODE)  # every measurement run the site renders (measure/runs.py makes them)
 
 # ---- loading ------------------------------------------------------------------------------------
 
@@ -141,16 +211,36 @@ def load_run(name, folder=None) -> dict:
 # ---- status: present, current and consistent ----------------------------------------------------
 
 
-def _check(record, key: str, source: str, folder) -> str | None:
-    """None when `record` is present, was made under `key` and has its trace; otherwise one line saying
-    why not. `source` names the code whose change makes it stale."""
+def _stale(record, folder) -> str | None:
+    """The one staleness check every status makes first: None when the committed record was made under
+    the key its kind gives now (or is missing or unreadable: the status says so); otherwise one line
+    naming the code that changed (the files it ran, when the record names them) and the fix."""
+    kind = kind_of(record)
+    try:
+        made = json.loads(store.summary_path(folder, record).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(made, dict) or made.get("key") == kind.key(record):
+        return None
+    sources = kind.sources(record)
+    code = made.get("code")
+    if isinstance(code, dict):  # the record names the hash of each file it ran: name those that changed
+        changed = [p for p in sources if code.get(p) != source_hash_of([p])]
+        if made.get("settings") not in (None, kind.settings(record)):
+            changed.append("its settings")
+        why = f"{', '.join(changed) or 'the files it ran'} changed since it was made"
+    else:
+        why = f"made before {', '.join(sources)} or its settings last changed"
+    return f"{kind.noun} {record!r} is stale ({why}): {kind.fix(record)}"
+
+
+def _check(record, folder) -> str | None:
+    """None when `record` is present and has its trace; otherwise one line saying why not."""
     try:
         summary = load_summary(record, folder)
     except (store.CaptureMissing, ValueError) as e:
         return str(e)
     fix = kind_of(record).fix(record)
-    if summary.get("key") != key:
-        return f"capture {record!r} is stale ({source} or the capture settings changed since it was made): {fix}"
     if "unavailable" not in summary and not store.trace_path(folder, record).exists():
         return f"trace of {record!r} is missing ({store.trace_path(folder, record).name}): {fix}"
     return None
@@ -173,16 +263,10 @@ def disagreement(record, summary, folder, differences=trace.disagreements) -> st
             f"{'; '.join(found[:3])}{more}: {fix}")
 
 
-def _snippet_of(stage: str) -> str:
-    return f"snippets/{get_stage(stage).snippet}.py"
-
-
 def _profiled_status(record, folder) -> str | None:
-    """A stage or backward record: present, current, and what its trace says."""
-    backward = record.endswith("-bwd")
-    stage_name, shape, dtype_name = parse_record(record.removesuffix("-bwd"))
-    key = capture_key(get_stage(stage_name), (backward_settings if backward else settings)(shape, dtype_name))
-    return _check(record, key, _snippet_of(stage_name), folder) or _consistent(record, folder)
+    """A stage or backward record: present, current, and what its raw samples and its trace say."""
+    parse_record(record.removesuffix("-bwd"))  # a bad name is one line naming the forms a name takes
+    return _stale(record, folder) or _check(record, folder) or _consistent(record, folder)
 
 
 def _consistent(record, folder) -> str | None:
@@ -198,25 +282,23 @@ def _consistent(record, folder) -> str | None:
 
 
 def _cp_status(record, folder) -> str | None:
-    n, rotate, balanced = next(c for c in CP_CONFIGS if cp_record(c[0], CP_WORLD, c[1], c[2]) == record)
-    why = _check(record, cp_key(cp_settings(n, CP_WORLD, rotate, balanced)), CP_SOURCE.relative_to(ROOT).as_posix(),
-                 folder)
-    return why or disagreement(record, load_summary(record, folder), folder, trace.ranks_disagreements)
+    """A two-GPU record: current, and rank by rank what its merged trace says."""
+    return (_stale(record, folder) or _check(record, folder)
+            or disagreement(record, load_summary(record, folder), folder, trace.ranks_disagreements))
 
 
 def _counters_status(name, folder) -> str | None:
     """None when the counters of a stage capture are present, current, and agree with the ncu report
     they were parsed from and with the capture's kernels; otherwise one line saying why not."""
     from . import counters
+    if why := _stale(name, folder):
+        return why
     record = name.removesuffix(".counters")
     fix = COUNTERS.fix(name)
-    stage_name, shape, dtype_name = parse_record(record)
     try:
         counted = load_counters(record, folder)
     except (store.CaptureMissing, ValueError) as e:
         return str(e)
-    if counted.get("key") != capture_key(get_stage(stage_name), settings(shape, dtype_name)):
-        return f"counters of {record!r} are stale (the snippet or the capture settings changed): {fix}"
     report = Path(folder) / f"{record}.ncu.csv"
     try:
         parsed = counters.parse_csv(report.read_text())
@@ -231,7 +313,9 @@ def _counters_status(name, folder) -> str | None:
 
 
 def _run_status(record, folder) -> str | None:
-    """None when the run's file is there and every figure in it follows from its samples and settings."""
+    """None when the run's file is there, current, and every figure in it follows from its samples and settings."""
+    if why := _stale(record, folder):
+        return why
     name = record.removeprefix("run-")
     try:
         run = load_run(name, folder)
@@ -241,6 +325,11 @@ def _run_status(record, folder) -> str | None:
         more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
         return f"run {record}.json disagrees with its own samples: {'; '.join(found[:3])}{more}: {RUN.fix(record)}"
     return None
+
+
+def _own_status(record, folder) -> str | None:
+    """A reader's capture the site renders: current, and what its raw samples and its trace say."""
+    return _stale(record, folder) or _check(record, folder) or _consistent(record, folder)
 
 # ---- the table ----------------------------------------------------------------------------------
 
@@ -252,6 +341,52 @@ def _capture_command(record: str, verb="capture") -> str:
     return f"`python -m attnprof {verb} {stage}{extra}`"
 
 
+def _parsed(record: str):
+    """(stage, shape, dtype) of a stage, backward or counters record."""
+    return parse_record(record.removesuffix("-bwd").removesuffix(".counters"))
+
+
+def _profiled_sources(code):
+    return lambda r: _snippet_paths(get_stage(_parsed(r)[0]).snippets) + tuple(code)
+
+
+def _cp_config(record: str):
+    """(length, rotation, load-balanced) of a context-parallel record the site renders."""
+    for n, rotate, balanced in CP_CONFIGS:
+        if cp_record(n, CP_WORLD, rotate, balanced) == record:
+            return n, rotate, balanced
+    raise ValueError(f"{record!r} is not a context-parallel record the site renders: choose from "
+                     f"{', '.join(cp_record(n, CP_WORLD, r, b) for n, r, b in CP_CONFIGS)}")
+
+
+def _own(record: str):
+    """(file, function) of a reader's capture the site renders."""
+    from . import own
+    for path, function in own.OWN_RECORDS:
+        if own.record_name(path, function) == record:
+            return path, function
+    raise ValueError(f"{record!r} is not a reader's capture the site renders")
+
+
+def own_settings(record: str) -> dict:
+    from . import own
+    return own.settings(DEFAULT_SHAPE, DEFAULT_DTYPE, _own(record)[1], None, None)
+
+
+def counters_settings(shape, dtype_name) -> dict:
+    from .counters import METRICS
+    return {**settings(shape, dtype_name), "metrics": list(METRICS.values())}
+
+
+@dataclass(frozen=True)
+class Take:
+    """What retaking one record of a kind needs beyond a CUDA GPU and PyTorch, and which function of
+    attnprof/measure/worker.py retakes it (`python -m attnprof regenerate` and the build use these)."""
+    retake: str  # a function of attnprof/measure/worker.py: (record, out_dir) -> outcome
+    gpus: int = 1  # GPUs one take holds; more than one: the whole machine, with nothing else running
+    ncu: bool = False  # Nsight Compute (`ncu` on PATH)
+
+
 @dataclass(frozen=True)
 class Kind:
     name: str
@@ -259,47 +394,59 @@ class Kind:
     owns: Callable[[str], bool]  # whether a record name is of this kind
     status: Callable[[str, Path], str | None]  # None when usable, else one line: why, and the fix
     fix: Callable[[str], str]  # what to run to retake it, and on what machine
+    sources: Callable[[str], tuple[str, ...]]  # the code files it runs (relative to CODE_ROOT), hashed into its key
+    settings: Callable[[str], dict]  # the settings hashed into its key
+    stages: Callable[[str], list[str]]  # the stages whose code it runs (a provider among them must load to retake it)
+    take: Take
+    noun: str = "capture"  # what a message calls one record
+
+    def key(self, record: str) -> str:
+        """The key a record of this kind is made under now: the token hash of its code, and its settings."""
+        return _key(source_hash_of(self.sources(record)), self.settings(record))
+
+    def code(self, record: str) -> dict[str, str]:
+        """The token hash of each file the record runs, stored beside its key, so a stale one names what changed."""
+        return {p: source_hash_of([p]) for p in self.sources(record)}
 
 
 STAGE = Kind("stage", lambda: [record_name(s, shape) for s, shape in site_records()],
              lambda r: not r.startswith(("cp-", "run-")) and not r.endswith(("-bwd", ".counters")),
-             _profiled_status, lambda r: f"run {_capture_command(r)} on a CUDA GPU")
+             _profiled_status, lambda r: f"run {_capture_command(r)} on a CUDA GPU",
+             _profiled_sources(FORWARD_CODE), lambda r: settings(*_parsed(r)[1:]), lambda r: [_parsed(r)[0]],
+             Take("take_stage"))
 BACKWARD = Kind("backward", lambda: [backward_record(s) for s in select(backward=True)],
                 lambda r: r.endswith("-bwd"), _profiled_status,
-                lambda r: f"run `python -m attnprof capture --backward {r.removesuffix('-bwd')}` on a CUDA GPU")
+                lambda r: f"run `python -m attnprof capture --backward {r.removesuffix('-bwd')}` on a CUDA GPU",
+                _profiled_sources(BACKWARD_CODE), lambda r: backward_settings(*_parsed(r)[1:]),
+                lambda r: [_parsed(r)[0]], Take("take_backward"))
 CP = Kind("cp", lambda: [cp_record(n, CP_WORLD, r, b) for n, r, b in CP_CONFIGS], lambda r: r.startswith("cp-"),
           _cp_status, lambda r: (f"run `python -m attnprof capture cp --world-size {CP_WORLD} --unbalanced` on a "
-                                 f"machine with {CP_WORLD} CUDA GPUs"))
+                                 f"machine with {CP_WORLD} CUDA GPUs"),
+          lambda r: CP_CODE, lambda r: cp_settings(_cp_config(r)[0], CP_WORLD, *_cp_config(r)[1:]), lambda r: [],
+          Take("take_cp", gpus=CP_WORLD))
 COUNTERS = Kind("counters", lambda: [f"{record_name(s, shape)}.counters" for s, shape in counter_records()],
                 lambda r: r.endswith(".counters"), _counters_status,
                 lambda r: f"run {_capture_command(r.removesuffix('.counters'), 'counters')} on a CUDA GPU with "
-                          f"Nsight Compute")
-def _own_status(record, folder) -> str | None:
-    """A reader's capture the site renders: current for its file's code tokens and settings, and what
-    its raw samples and its trace say."""
-    from . import own
-    path, function = next((p, f) for p, f in own.OWN_RECORDS if own.record_name(p, f) == record)
-    key = own.file_key(ROOT / path, own.settings(DEFAULT_SHAPE, DEFAULT_DTYPE, function, None, None))
-    return _check(record, key, path, folder) or _consistent(record, folder)
-
-
-def _own_records():
-    from . import own
+                          f"Nsight Compute",
+                _profiled_sources(COUNTERS_CODE), lambda r: counters_settings(*_parsed(r)[1:]),
+                lambda r: [_parsed(r)[0]], Take("take_counters", ncu=True), noun="counters record")
+RUN = Kind("run", lambda: [f"run-{n}" for n in RUNS], lambda r: r.startswith("run-"), _run_status,
+           lambda r: f"run `python -m attnprof sweep --only {r.removeprefix('run-')}` on a CUDA GPU",
+           lambda r: run_sources(r.removeprefix("run-")), lambda r: run_settings(r.removeprefix("run-")),
+           lambda r: run_stages(r.removeprefix("run-")), Take("take_run"), noun="run record")
+def _own_records() -> list[str]:
+    from . import own  # own.py names readers' captures with this module's record_name
     return own.site_records()
 
 
-def _own_fix(record):
+def _own_fix(record: str) -> str:
     from . import own
     return own.recapture_fix(record)
 
 
-def _is_own(record):
-    return "." in record.split("-")[0] and not record.endswith(".counters")
-
-
-OWN = Kind("own", _own_records, _is_own, _own_status, _own_fix)
-RUN = Kind("run", lambda: [f"run-{n}" for n in RUNS], lambda r: r.startswith("run-"), _run_status,
-           lambda r: f"run `python -m attnprof sweep --only {r.removeprefix('run-')}` on a CUDA GPU")
+OWN = Kind("own", _own_records, lambda r: "." in r.split("-")[0] and not r.endswith(".counters"), _own_status,
+           _own_fix, lambda r: (_own(r)[0],) + OWN_CODE, own_settings, lambda r: [], Take("take_own"),
+           noun="reader's capture")
 KINDS = [OWN, STAGE, BACKWARD, CP, COUNTERS, RUN]  # the first whose `owns` matches is a record's kind
 
 

@@ -8,6 +8,7 @@ how it takes a mask. Named shapes live here too. Nothing here needs a GPU.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import json
@@ -61,12 +62,19 @@ def _tokens(source: bytes) -> list[tuple[str, str]]:
     return out
 
 
+@functools.lru_cache(maxsize=512)
+def _tokens_json(source: bytes) -> str:
+    """A file's tokens as JSON, once per content (every record's key hashes some of the same files,
+    and `check` computes all of them)."""
+    return json.dumps(_tokens(source))[1:-1]
+
+
 def code_hash(*paths: str | Path) -> str:
     """A hash of Python files' tokens, without comments and blank lines: an edit of comments or
     spacing alone keeps it (the code that runs is the same); any change to the code changes it. It is
     the same under every Python version, so a capture keyed on the GPU machine is current here."""
-    tokens = [tok for path in paths for tok in _tokens(Path(path).read_bytes())]
-    return hashlib.sha256(json.dumps(tokens).encode()).hexdigest()[:16]
+    parts = [_tokens_json(Path(path).read_bytes()) for path in paths]
+    return hashlib.sha256(f"[{', '.join(p for p in parts if p)}]".encode()).hexdigest()[:16]
 
 
 class ProviderUnavailable(RuntimeError):
@@ -99,6 +107,7 @@ class Stage:
     fresh_compile: bool = False  # compiled per shape: the sweep resets torch.compile before each point
     color: str | None = None  # its colour in every chart
     short: str = ""  # its name inside a sentence ("cuDNN", "FlashAttention-4"); the title when empty
+    needs: tuple[str, ...] = ()  # Python packages (import names) a provider needs where it is retaken
 
     @property
     def snippets(self) -> list[str]:
@@ -183,15 +192,16 @@ STAGES = {
               setup=lambda m, q: [m.causal_block_mask(q.shape[-2], q.device)], group="provider", **_FUSED,
               takes_mask=False, fresh_compile=True, color="#8c6bb1", short="FlexAttention"),
         Stage("sage", "SageAttention 1.0.6", "sage", provider="SageAttention 1.0.6",
-              setup=lambda m, q: [m.load_sageattn()], group="provider", **{**_FUSED, "backward": False},
+              setup=lambda m, q: [m.load_sageattn()], group="provider", needs=("sageattention",),
+              **{**_FUSED, "backward": False},
               takes_mask=False, tolerance="int8", color="#e377c2", short="SageAttention"),
         Stage("hub", "FlashAttention-2 from the kernel hub", "hub", provider="Hugging Face kernels hub",
               setup=lambda m, q: [m.load_flash_attn()], layout="BSHD", group="provider", fused=True,
-              shapes=("post", "long"), color="#8cd17d", short="the hub's FlashAttention-2"),
+              needs=("kernels",), shapes=("post", "long"), color="#8cd17d", short="the hub's FlashAttention-2"),
         Stage("fa4", "FlashAttention-4 through kernels", "fa4",
               provider="FlashAttention-4 (flash-attn-4 4.0.0b36) via kernels", setup=_load_fa4, layout="BSHD",
-              group="provider", **_FUSED, causal_corner="bottom-right", bshd_too=True, color="#b6992d",
-              short="FlashAttention-4"),
+              needs=("kernels", "flash_attn"), group="provider", **_FUSED, causal_corner="bottom-right",
+              bshd_too=True, color="#b6992d", short="FlashAttention-4"),
         # the CPU side: the same forwards compiled, or replayed as one CUDA graph
         Stage("naive_compiled", "Naive attention, torch.compile", "naive", setup=_mask, wrap="compile", group="launch"),
         Stage("inplace_compiled", "In-place masking, torch.compile", "inplace", setup=_mask, wrap="compile",

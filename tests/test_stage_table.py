@@ -40,13 +40,16 @@ def test_a_new_stage_is_one_snippet_and_one_table_entry(tmp_path, monkeypatch, c
     sweep.sweep(seq_lens=(128,), head_dims=(32,), tokens=128, heads=2)
     assert "mine" in measured and measured == stages.select(sweep=True)
 
-    # a capture of it (flash's files under its name, keyed for it): check is clean, show and a page render it
+    # a capture of it (flash's files under its name, keyed for it): check asks only for the runs that now
+    # measure it too (their stage list and code changed), and show and a page render it
     summary = json.loads((folder / "flash.json").read_text())
     summary.update(record="mine", stage="mine", title="My attention",
                    key=records.capture_key(STAGES["mine"], records.settings(summary["shape"], summary["dtype"])))
     store.write_json(folder, "mine", summary)
     shutil.copy(folder / "flash.trace.json.gz", folder / "mine.trace.json.gz")
-    assert main(["check", "--captures", str(folder)]) == 0
+    problems = records.problems(folder)
+    assert set(problems) == {"run-sweep", "run-fastest"}, problems
+    assert all("stale" in why and "snippets/mine.py" in why for why in problems.values())
     assert main(["show", "mine", "--captures", str(folder)]) == 0
     assert "mine on NVIDIA H200" in capsys.readouterr().out
     page = markdown.markdown("<!-- attnprof: ops mine -->\n\n<!-- attnprof: trace mine -->",

@@ -133,7 +133,7 @@ def head(stage, record, shape, dtype_name, settings, label) -> dict:
     """What every profiled record starts with: what ran, how it was keyed, and the environment."""
     return {"record": record, "stage": stage.name, "title": stage.title, "shape": list(shape), "dtype": dtype_name,
             "provider": stage.provider, "layout": stage.layout, "label": label, "settings": settings,
-            "key": records.capture_key(stage, settings),
+            "key": records.kind_of(record).key(record), "code": records.kind_of(record).code(record),
             **(environment(stage) if torch.cuda.is_available() else {"source_hash": stage.source_hash()})}
 
 
@@ -186,9 +186,10 @@ def plain_reason(provider: str, reason: str) -> str:
 
 def cannot_run(out_dir, summary, reason, record_unavailable=False) -> dict:
     """A stage that cannot run here. An existing capture of it is kept as it is, and the result says
-    so; "unavailable" with the reason is recorded only where none exists, or when asked."""
+    so; "unavailable" with the reason is recorded only where none exists (or only an older record of
+    its being unavailable), or when asked."""
     existing = records.existing_capture(summary["record"], out_dir)
-    if existing is not None and not record_unavailable:
+    if existing is not None and "unavailable" not in existing and not record_unavailable:
         return {"stage": summary["stage"], "record": summary["record"], "reason": reason,
                 "kept": f"kept the capture of {str(existing.get('date', 'unknown date')).split()[0]}: "
                         f"{plain_reason(summary['provider'], reason)}"}

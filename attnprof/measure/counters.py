@@ -7,6 +7,7 @@ as they are (`--clock-control none`), so durations compare with the captures'.
 """
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -34,16 +35,22 @@ def shown_command(cmd: list[str]) -> str:
     return " ".join(["ncu", *args, "python", *cmd[py + 1:]])
 
 
+@functools.lru_cache(maxsize=4)
+def _listed(ncu: str) -> str:
+    return subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=120).stdout
+
+
 def available(ncu: str, metrics: list[str]) -> list[str]:
     """The metrics this GPU and ncu know (by base name), in our order."""
-    listed = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=120).stdout
+    listed = _listed(ncu)  # asked once per process: a worker retaking record after record asks again for nothing
     known = {line.split()[0] for line in listed.splitlines() if line.strip() and "__" in line.split()[0]}
     return [m for m in metrics if m.split(".")[0] in known]
 
 
 def _profile(ncu: str, record: str, metrics: list[str], gpu: int) -> tuple[str, list[str], str | None]:
     """ncu over one forward of `record` on GPU `gpu`: (raw CSV report, the ncu command, error or None)."""
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")  # `gpu` counts the GPUs this process sees
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=visible[gpu] if gpu < len(visible) and visible[gpu] else str(gpu))
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.ncu-rep"
         cmd = ncu_command(ncu, record, metrics, report)
@@ -79,7 +86,8 @@ def collect(names, out_dir=store.CAPTURES) -> list[dict]:
             continue
         stage, shape, dtype_name = records.parse_record(record)
         summary = {"record": f"{record}.counters", "capture": record, "stage": stage, "shape": list(shape),
-                   "dtype": dtype_name, "key": records.capture_key(get_stage(stage), records.settings(shape, dtype_name)),
+                   "dtype": dtype_name, "key": records.COUNTERS.key(f"{record}.counters"),
+                   "code": records.COUNTERS.code(f"{record}.counters"),
                    "ncu": version, "command": shown_command(cmd),
                    "metrics": metrics, **environment(get_stage(stage)), "kernels": counters.parse_csv(raw)}
         store.write_text(out_dir, f"{record}.ncu.csv", raw)  # the report first: the record is derived from it

@@ -23,7 +23,6 @@ from .capture import environment, forward_step, key_average_rows, profiled
 from .numerics import make_inputs, reference, relative_error, torch_dtype
 from .. import own, store, trace
 from ..procedure import EVENT_REPS, LABEL, CaptureError
-from ..stages import code_hash
 from ..stats import event_stats
 from ..text import first_line
 from ..text import shape as shape_text
@@ -129,11 +128,11 @@ def capture_own(target: str, shape, dtype_name: str, mask: str | None = None, re
     shown = path.as_posix() if not path.is_absolute() else path.name  # no machine's paths in a record
     base = own.record_name(path, function)  # the record's name at the default shape and dtype
     own_settings = own.settings(shape, dtype_name, function, mask, reference_name)
-    source_hash = code_hash(path)
+    source_hash = own.source_hash(path)
     summary = {"record": own.record_name(path, function, shape, dtype_name), "stage": base,
                "title": title_of(fn, base), "file": shown, "function": function, "shape": list(shape),
                "dtype": dtype_name, "provider": "the reader's code", "layout": "BHSD", "label": LABEL,
-               "settings": own_settings, "key": own.key(source_hash, own_settings), "mask": mask,
+               "settings": own_settings, "key": own.file_key(path, own_settings), "mask": mask,
                "command": own.command(shown, function, shape, dtype_name, mask, reference_name)}
     q, k, v = make_inputs(shape, torch_dtype(dtype_name), DEVICE)
     extra = [make_mask(mask, shape[2], q.device)] if mask is not None else []

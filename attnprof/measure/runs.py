@@ -8,7 +8,7 @@ import traceback
 import torch
 
 from . import graphs, serving, sweep, timing, verify
-from .. import derived, store
+from .. import derived, records, store
 from ..text import first_line
 
 RUNS = {
@@ -48,8 +48,9 @@ def run(names, out_dir=store.CAPTURES) -> dict[str, str]:
             status[name] = f"{type(e).__name__}: {first_line(e)}"
             torch.cuda.empty_cache()
             continue
-        record = {"record": f"run-{name}", "run": name, "wall_s": time.perf_counter() - start,
-                  **environment(), "result": derived.derive(name, result)}
+        record = {"record": f"run-{name}", "run": name, "key": records.RUN.key(f"run-{name}"),
+                  "code": records.RUN.code(f"run-{name}"), "settings": records.RUN.settings(f"run-{name}"),
+                  "wall_s": time.perf_counter() - start, **environment(), "result": derived.derive(name, result)}
         store.write_json(out_dir, f"run-{name}", record)
         status[name] = "ok"
         print(f"   {name}: {record['wall_s']:.0f} s", flush=True)

@@ -1,11 +1,12 @@
 """The MkDocs hook: only what needs MkDocs itself. The pieces are a Markdown extension (extension.py).
 
-Before a build, stale captures are recaptured when a CUDA GPU is here, as ATTNPROF_RECAPTURE says:
-`auto` (default: recapture stale stages if a GPU is present), `always` (recapture every stage; fails
-without a GPU) or `never`. A strict build refuses captures that are still missing, corrupt or stale,
-in one line each; a plain build renders them as boxes. Each build hands the extension a fresh Build,
-so a rebuild under `mkdocs serve` reads the captures again. The notebooks are generated for
-mkdocs-jupyter.
+Before a build, records are retaken where this machine can take them, as ATTNPROF_RECAPTURE says:
+`auto` (default: every record that is missing, stale or inconsistent, where a GPU is present),
+`always` (every record the site reads that this machine can take) or `never`; what it cannot take
+is named in one line each (attnprof/regenerate.py, as `python -m attnprof regenerate`). A strict
+build refuses records that are still missing, corrupt or stale, in one line each; a plain build
+renders them as boxes. Each build hands the extension a fresh Build, so a rebuild under `mkdocs
+serve` reads the captures again. The notebooks are generated for mkdocs-jupyter.
 """
 from __future__ import annotations
 
@@ -26,32 +27,31 @@ log = logging.getLogger("mkdocs.hooks.attnprof")
 EXTENSION = "attnprof.site.extension"
 
 
-def _recapture(records):
-    from attnprof.measure.capture import capture
-    log.info("recapturing on this GPU: %s", ", ".join(records))
-    for record in records:
-        stage, shape, dtype_name = records.parse_record(record)
-        for result in capture([stage], shape, dtype_name, store.CAPTURES):
-            if "error" in result:
-                log.warning("recapture of %s failed: %s", record, result["error"])
-            elif "kept" in result:
-                log.info("%s: %s", record, result["kept"])  # a stale one still fails the strict build below
+def _regenerate(mode: str):
+    """Retake what this machine can (`auto`: the records that are not usable; `always`: every record the
+    site reads), through the same code as `python -m attnprof regenerate`; name in one line each what
+    it cannot take. `auto` looks only where nvidia-smi shows a GPU (importing torch is most of a CPU
+    build's time)."""
+    if mode == "never" or (mode == "auto" and not shutil.which("nvidia-smi")):
+        return
+    from attnprof import regenerate
+    wanted = regenerate.wanted_records(every=mode == "always")
+    if not wanted:
+        return
+    # info, not warning: a record it cannot take that is still current must not fail a strict build; one
+    # that is not usable is refused below with its fix
+    done = regenerate.regenerate(wanted, store.CAPTURES, say=log.info)
+    for r in done.results:
+        log.info("%s (%s, GPU %s): %.1f s, %s", r.record, r.kind, ",".join(r.devices), r.seconds, r.outcome)
+    if done.results:
+        log.info("retook %d record(s) in %.0f s", len(done.results), done.wall_s)
 
 
 def on_config(config):
     mode = os.environ.get("ATTNPROF_RECAPTURE", "auto")
     if mode not in ("auto", "always", "never"):
         raise PluginError(f"ATTNPROF_RECAPTURE={mode!r} is not understood: use auto, always or never")
-    if mode == "always" or (mode == "auto" and shutil.which("nvidia-smi") and records.problems(kinds=[records.STAGE])):
-        try:
-            import torch  # only where a GPU may be: importing torch is most of a CPU build's time
-            gpu = torch.cuda.is_available()
-        except ImportError:  # the documentation stack alone: render the committed captures
-            gpu = False
-        if mode == "always" and not gpu:
-            raise PluginError("ATTNPROF_RECAPTURE=always needs a CUDA GPU and PyTorch, and this machine lacks one")
-        if gpu:
-            _recapture(records.STAGE.records() if mode == "always" else list(records.problems(kinds=[records.STAGE])))
+    _regenerate(mode)
     problems = records.problems()
     if problems and config.strict:  # raised, not logged: `mkdocs build -q --strict` drops warnings
         raise PluginError("\n".join(problems.values()))

@@ -1,0 +1,95 @@
+"""A worker of `python -m attnprof regenerate` (attnprof/regenerate.py): retakes one record at a time on
+the GPUs it is given (CUDA_VISIBLE_DEVICES), through the same code as `capture`, `counters` and `sweep`.
+
+    python -m attnprof.measure.worker OUT_DIR FD
+
+It reads one JSON line per record from stdin ({"record": NAME}) and answers each with one JSON line on
+file descriptor FD ({"record": NAME, "outcome": ...}); what the measuring code prints goes to its own
+stdout and stderr (the regeneration's log). The outcome is "retaken", "unavailable here: why" (a record
+of why it cannot run, written with the current key), "kept the old record: why" or "failed: why".
+Each kind's `Take.retake` in records.py names its function here.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+
+import torch
+
+from .. import records
+from ..text import first_line
+
+
+def outcome(result: dict) -> str:
+    """A capture function's result in a few words."""
+    if "error" in result:
+        return f"failed: {result['error']}"
+    if "kept" in result:
+        return f"kept the old record: {result['kept']}"
+    if "unavailable" in result:
+        return f"unavailable here: {result['unavailable']}"
+    return "retaken"
+
+
+def take_stage(record, out_dir) -> str:
+    from .capture import capture
+    stage, shape, dtype_name = records.parse_record(record)
+    return outcome(capture([stage], shape, dtype_name, out_dir)[0])
+
+
+def take_backward(record, out_dir) -> str:
+    from .backward import capture
+    stage, shape, dtype_name = records.parse_record(record.removesuffix("-bwd"))
+    return outcome(capture([stage], shape, dtype_name, out_dir)[0])
+
+
+def take_counters(record, out_dir) -> str:
+    from .counters import collect
+    return outcome(collect([record.removesuffix(".counters")], out_dir)[0])
+
+
+def take_run(record, out_dir) -> str:
+    from .runs import run
+    status = run([record.removeprefix("run-")], out_dir)[record.removeprefix("run-")]
+    return "retaken" if status == "ok" else f"failed: {status}"
+
+
+def take_own(record, out_dir) -> str:
+    from .own import capture_own
+    path, function = records._own(record)
+    target = f"{os.path.relpath(records.ROOT / path)}:{function}"  # as the reader would name it, from here
+    capture_own(target, records.DEFAULT_SHAPE, records.DEFAULT_DTYPE, out_dir=out_dir)
+    return "retaken"
+
+
+def take_cp(record, out_dir) -> str:
+    from .context_parallel import capture
+    results = capture([records._cp_config(record)], records.CP_WORLD, out_dir)
+    return outcome(results[0]) if results else "failed: the context-parallel run wrote nothing (see the log)"
+
+
+def take(record: str, out_dir) -> str:
+    kind = records.kind_of(record)
+    try:
+        return globals()[kind.take.retake](record, out_dir)
+    except Exception as e:  # one record that breaks is its outcome; the worker goes on with the next
+        return f"failed: {type(e).__name__}: {first_line(e)}"[:400]
+    finally:
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+def main(out_dir: str, fd: str):
+    answers = os.fdopen(int(fd), "w")
+    for line in sys.stdin:
+        record = json.loads(line)["record"]
+        print(f"== {record}", flush=True)
+        answers.write(json.dumps({"record": record, "outcome": take(record, out_dir)}) + "\n")
+        answers.flush()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

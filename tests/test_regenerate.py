@@ -1,0 +1,291 @@
+"""Every record keyed by the code it ran, and `regenerate`: what goes stale, what a machine can retake,
+how the records are spread over GPUs (two fake ones here), and what `--dry-run` says on a CPU."""
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from attnprof import records, regenerate, stages, store
+from attnprof.stages import DEFAULT_SHAPE, ROOT, STAGES, Stage
+
+# one record of each kind, each running several files (two snippets, a provider, a measuring module)
+SAMPLES = ["naive_compiled", "flash-bwd", "flash-1x16x8192x128.counters", "run-graphs", records.CP.records()[0]]
+MEASURING = {"stage": "capture.py", "backward": "backward.py", "counters": "measure/counters.py",
+             "run": "graphs.py", "cp": "context_parallel.py"}
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    """A copy of the code the keys hash (snippets and attnprof/measure); the keys read it from here."""
+    root = tmp_path / "code"
+    shutil.copytree(stages.SNIPPETS, root / "snippets")
+    shutil.copytree(ROOT / "attnprof" / "measure", root / "attnprof" / "measure")
+    monkeypatch.setattr(records, "CODE_ROOT", root)
+    monkeypatch.setattr(stages, "SNIPPETS", root / "snippets")
+    return root
+
+
+def _made(folder, record, code=True):
+    """A record as its writer leaves it: the key (and the code hashes) of the code it ran."""
+    kind = records.kind_of(record)
+    made = {"record": record, "key": kind.key(record), "settings": kind.settings(record)}
+    if code:
+        made["code"] = kind.code(record)
+    folder.mkdir(exist_ok=True)
+    store.write_json(folder, record, made)
+
+
+@pytest.mark.parametrize("record", SAMPLES)
+def test_each_kind_goes_stale_when_its_code_changes_and_not_on_a_comment(record, tree, tmp_path):
+    kind = records.kind_of(record)
+    sources = kind.sources(record)
+    assert any(p.endswith(MEASURING[kind.name]) for p in sources), sources  # the measuring code is in the key
+    assert kind.name == "cp" or any(p.startswith("snippets/") for p in sources), sources
+    folder = tmp_path / "captures"
+    _made(folder, record)
+    assert records._stale(record, folder) is None
+    for path in sources:
+        file = tree / path
+        source = file.read_text()
+        commented = "# a note for the reader\n\n" + source.replace("\ndef ", "\n# why this is so\n\n\ndef ", 1)
+        file.write_text(commented + "\n\n# the end\n")
+        assert records._stale(record, folder) is None, f"a comment in {path} staled {record}"
+        file.write_text(source + "\n_EDITED = 1\n")
+        why = records._stale(record, folder)
+        assert why and f"{record!r} is stale ({path} changed since it was made)" in why, why
+        assert records.status(record, folder) == why  # the status says it first, with the command that retakes it
+        assert kind.fix(record) in why
+        file.write_text(source)
+    assert records._stale(record, folder) is None
+
+
+@pytest.mark.parametrize("record", SAMPLES)
+def test_each_kind_goes_stale_when_its_settings_change(record, tree, tmp_path, monkeypatch):
+    folder = tmp_path / "captures"
+    _made(folder, record)
+    monkeypatch.setattr(records, "FORMAT", records.FORMAT + 1)  # the capture procedure changed
+    why = records._stale(record, folder)
+    assert why and "its settings changed" in why
+
+
+def test_counters_go_stale_with_their_metrics_and_a_run_with_its_stages(tree, tmp_path, monkeypatch):
+    from attnprof import counters
+    folder = tmp_path / "captures"
+    for record in ("flash.counters", "run-sweep", "run-ceilings"):
+        _made(folder, record)
+    monkeypatch.setitem(counters.METRICS, "extra", "sm__cycles_elapsed.avg")
+    assert "stale" in records._stale("flash.counters", folder)
+    (tree / "snippets" / "mine.py").write_text("def attention(q, k, v):\n    return q\n")
+    monkeypatch.setitem(STAGES, "mine", Stage("mine", "Mine", "mine", sweep=True))
+    why = records._stale("run-sweep", folder)
+    assert why and "snippets/mine.py" in why and "its settings" in why  # the sweep now measures it
+    assert records._stale("run-ceilings", folder) is None  # a run that measures no stage is untouched
+
+
+def test_a_record_made_before_it_named_its_code_lists_what_keys_it(tree, tmp_path):
+    folder = tmp_path / "captures"
+    _made(folder, "naive-bwd", code=False)
+    (tree / "attnprof" / "measure" / "backward.py").write_text(
+        (tree / "attnprof" / "measure" / "backward.py").read_text() + "\n_EDITED = 1\n")
+    why = records._stale("naive-bwd", folder)
+    assert why.startswith("capture 'naive-bwd' is stale (made before snippets/naive.py, attnprof/measure/capture.py")
+    assert "attnprof/measure/backward.py or its settings last changed" in why
+
+
+def test_two_gpu_records_keep_their_key():
+    """No two-GPU machine retakes them: their key is still the token hash of context_parallel.py alone."""
+    for record in records.CP.records():
+        n, rotate, balanced = records._cp_config(record)
+        assert records.CP.sources(record) == ("attnprof/measure/context_parallel.py",)
+        assert records.CP.key(record) == records.cp_key(records.cp_settings(n, records.CP_WORLD, rotate, balanced))
+        assert records._stale(record, store.CAPTURES) is None
+
+
+def test_every_run_names_its_code_in_one_place():
+    pytest.importorskip("torch")
+    from attnprof.measure import runs
+    assert set(records.RUN_CODE) == set(records.RUNS) == set(runs.RUNS)
+    for name in records.RUNS:
+        for path in records.run_sources(name):
+            assert records._code_path(path).is_file(), (name, path)
+
+
+def test_a_capture_and_a_run_are_written_under_the_key_check_computes(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from attnprof.measure import capture, runs
+    for record, made_with in [("flash", records.settings), ("flash-bwd", records.backward_settings)]:
+        head = capture.head(STAGES["flash"], record, DEFAULT_SHAPE, "bf16", made_with(DEFAULT_SHAPE, "bf16"), "x")
+        kind = records.kind_of(record)
+        assert head["key"] == kind.key(record) and head["code"] == kind.code(record)
+    monkeypatch.setattr(capture, "require_cuda", lambda *a: None)
+    monkeypatch.setattr(capture, "environment", lambda *a: {"device": "a test"})
+    monkeypatch.setitem(runs.RUNS, "gqa", lambda: [{"measured": 1}])
+    assert runs.run(["gqa"], tmp_path) == {"gqa": "ok"}
+    assert records.status("run-gqa", tmp_path) is None
+
+
+# ---- what a machine can take, and the queue over its GPUs ----------------------------------------
+
+def test_what_a_machine_cannot_take_is_said_with_the_reason():
+    cp = records.CP.records()[0]
+    one = regenerate.Machine(gpus=("0",), ncu=None, missing=frozenset({"sageattention"}))
+    assert regenerate.why_not("naive", one) is None
+    assert regenerate.why_not(cp, one) == "needs 2 CUDA GPUs, and this machine has 1"
+    assert "Nsight Compute" in regenerate.why_not("flash.counters", one)
+    assert "sageattention is not installed" in regenerate.why_not("sage", one)
+    assert "sageattention is not installed" in regenerate.why_not("run-sweep", one)  # the sweep measures sage
+    assert regenerate.why_not("run-ceilings", one) is None
+    assert regenerate.why_not("naive", regenerate.Machine()) == "needs a CUDA GPU, and this machine has none"
+
+
+def test_independent_records_spread_over_two_gpus_and_a_two_gpu_record_runs_alone(tmp_path):
+    machine = regenerate.Machine(gpus=("0", "1"), ncu="ncu", missing=frozenset({"sageattention"}))
+    cps = records.CP.records()[:2]
+    wanted = ["naive", "flash", "math", "naive-bwd", "flash.counters", "run-gqa", "run-e2e", "sage", *cps]
+    taken, lock = [], threading.Lock()
+
+    def take(job, devices):  # a fake GPU: takes a moment, and one record breaks
+        start = time.monotonic()
+        time.sleep(0.05)
+        with lock:
+            taken.append((job.record, devices, start, time.monotonic()))
+        if job.record == "flash":
+            raise RuntimeError("a kernel that broke")
+        return "retaken"
+
+    said, bar = [], io.StringIO()
+    done = regenerate.regenerate(wanted, tmp_path, machine, take=take, say=said.append, stream=bar)
+    assert sorted(r for r, *_ in taken) == sorted(set(wanted) - {"sage"})  # each once
+    singles = [(devices, start, end) for record, devices, start, end in taken if record not in cps]
+    assert {devices for devices, _, _ in singles} == {("0",), ("1",)}  # both GPUs used
+    for record, devices, start, end in taken:
+        if record in cps:
+            assert devices == ("0", "1")
+            assert all(e <= start or s >= end for d, s, e in singles), f"{record} did not run alone"
+    assert said[0] == ("cannot retake sage here: runs sage (SageAttention 1.0.6), and sageattention is not "
+                       "installed here; run `python -m attnprof capture sage` on a CUDA GPU")
+    table = regenerate.table(done.results, done.cannot).splitlines()
+    assert table[0].split() == ["record", "kind", "GPU", "seconds", "outcome"]
+    rows = {line.split()[0]: line for line in table[2:]}
+    assert set(rows) == set(wanted)
+    assert "failed: RuntimeError: a kernel that broke" in rows["flash"] and "not taken" in rows["sage"]
+    assert all(rows[r].rstrip().endswith("retaken") for r in set(wanted) - {"flash", "sage"})
+    assert f"{len(wanted) - 1}/{len(wanted) - 1}" in bar.getvalue()  # the progress bar ran to the end
+    assert set(done.left) == set(wanted)  # the fake wrote nothing: every record is still missing, and says so
+
+
+def test_the_dry_run_places_a_two_gpu_record_on_the_whole_machine_first():
+    machine = regenerate.Machine(gpus=("0", "1"), ncu="ncu")
+    jobs, cannot = regenerate.plan(["naive", "run-sweep", records.CP.records()[0], "flash-bwd"], machine)
+    assert not cannot and jobs[0].kind == "cp" and jobs[1].record == "run-sweep"  # then the longest first
+    placed = regenerate.assign(jobs, machine.gpus)
+    assert placed[0][1] == ("0", "1") and {on for _, on in placed[1:]} == {("0",), ("1",)}
+
+
+def _run_cli(*args):
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # no GPU, whatever this machine has
+    return subprocess.run([sys.executable, "-m", "attnprof", *args], cwd=ROOT, capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def test_dry_run_without_a_gpu_names_what_it_cannot_take_and_writes_nothing():
+    """On a CPU-only machine, and without PyTorch at all."""
+    before = {p.name: p.read_bytes() for p in store.CAPTURES.iterdir()}
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.modules['torch'] = None; from attnprof.cli import main; "
+                        "sys.exit(main(['regenerate', '--dry-run', '--all']))"], cwd=ROOT, capture_output=True,
+                       text=True, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""), timeout=300)
+    assert r.returncode == 0, r.stderr
+    every = [record for kind in records.KINDS for record in kind.records()]
+    lines = r.stdout.splitlines()
+    for record in every:
+        (line,) = [l for l in lines if l.startswith(f"cannot retake {record} here: ")]
+        assert "needs a CUDA GPU, and this machine has none; run `python -m attnprof " in line
+    assert lines[-1] == f"nothing of the {len(every)} record(s) can be taken on this machine"
+    assert {p.name: p.read_bytes() for p in store.CAPTURES.iterdir()} == before
+
+
+def test_a_bad_kind_is_one_line():
+    r = _run_cli("regenerate", "--dry-run", "--only", "stage,forward")
+    assert r.returncode == 2 and r.stderr.strip() == (
+        "error: bad --only 'stage,forward': give record kinds, comma-separated, from stage, backward, cp, counters, run")
+
+
+# ---- the build goes through the same code --------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["auto", "always"])
+def test_the_build_retakes_what_the_machine_can_through_regenerate(mode, tmp_path, monkeypatch):
+    pytest.importorskip("mkdocs")
+    from attnprof.site import hook
+    folder = tmp_path / "captures"
+    shutil.copytree(store.CAPTURES, folder)
+    naive = json.loads((folder / "naive.json").read_text())
+    (folder / "naive.json").write_text(json.dumps({**naive, "key": "0" * 16}))  # stale, whatever else is
+    monkeypatch.setattr(store, "CAPTURES", folder)
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: "/usr/bin/nvidia-smi" if name == "nvidia-smi" else None)
+    machine = regenerate.Machine(gpus=("0",), ncu=None)  # one GPU, no Nsight Compute
+    monkeypatch.setattr(regenerate, "detect", lambda: machine)
+    taken, started = [], []
+
+    class Workers:  # the GPU side, faked: what the build hands to the workers
+        def __init__(self, out_dir, log_dir):
+            assert out_dir == folder
+            self.log_dir = log_dir
+
+        def start(self, devices):
+            started.append(devices)
+
+        def take(self, job, devices):
+            taken.append(job.record)
+            return "retaken"
+
+        def close(self):
+            pass
+    monkeypatch.setattr(regenerate, "Workers", Workers)
+    lines = []
+    monkeypatch.setattr(hook, "log", type("Log", (), {"info": lambda self, m, *a: lines.append(m % a),
+                                                      "warning": lambda self, m, *a: lines.append(m % a)})())
+    wanted = ([r for kind in records.KINDS for r in kind.records()] if mode == "always"
+              else list(records.problems(folder)))
+    hook._regenerate(mode)
+    can = [r for r in wanted if regenerate.why_not(r, machine) is None]
+    assert "naive" in taken and sorted(taken) == sorted(can)
+    assert started == [("0",)]  # the one GPU's worker, started before the first record
+    cannot = [l for l in lines if l.startswith("cannot retake ")]
+    assert len(cannot) == len(wanted) - len(can)
+    assert any(l.startswith("cannot retake flash.counters here: needs Nsight Compute") for l in cannot) or \
+        "flash.counters" not in wanted
+    if mode == "always":
+        assert any(l.startswith(f"cannot retake {records.CP.records()[0]} here: needs 2 CUDA GPUs") for l in cannot)
+
+
+def test_the_neighbour_check_takes_each_record_alone_then_beside_a_busy_gpu(tmp_path):
+    """tools/neighbour.py (run on two GPUs) with fake workers: the takes alone come first, the busy ones
+    while the other GPU is taken, and the verdict compares the busy median with the spread alone."""
+    from tools import neighbour
+    log, busy = [], threading.Event()
+
+    class Workers:
+        def take(self, job, devices):
+            if devices == ("1",):
+                busy.set()
+                time.sleep(0.5)
+                busy.clear()
+                return "retaken"
+            n = len([1 for r, _ in log if r == job.record])
+            log.append((job.record, busy.is_set()))
+            store.write_json(tmp_path, job.record, {"event_median_us": 100.0 + n % 3,
+                                                    "forward_device_us": 90.0 + (50 if busy.is_set() else 0)})
+            time.sleep(0.01)
+            return "retaken"
+    result = neighbour.compare(Workers(), tmp_path, ["flash", "cudnn"], 3, "run-sweep", settle_s=0.05)
+    assert [len(result[r]["alone"]) for r in ("flash", "cudnn")] == [3, 3]
+    assert all(b for _, b in log[6:]) and not any(b for _, b in log[:6])  # alone first, then beside the neighbour
+    lines = neighbour.verdicts(result)
+    assert any(l.startswith("flash event_median_us:") and "within the spread" in l for l in lines)
+    assert any(l.startswith("flash forward_device_us:") and "OUTSIDE the spread" in l for l in lines)
