@@ -9,6 +9,7 @@ written as the same summary + trace pair as a stage's. OWN_RECORDS lists the one
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
@@ -16,13 +17,22 @@ from pathlib import Path
 
 from . import records
 from .procedure import DEFAULT_DTYPE
-from .stages import DEFAULT_SHAPE, code_hash
+from .stages import DEFAULT_SHAPE, ROOT, code_hash
 
 DEFAULT_OUT = "attnprof-captures"  # a reader's captures go here, in the current folder, unless --out says
 MASKS = ("causal", "none")
 REFERENCES = ("causal",)
-# the readers' captures the site renders (docs/own-attention.md): (file, function), at the post's shape, bf16
-OWN_RECORDS = [("snippets/window.py", name) for name in ("naive", "sdpa", "flex")]
+WORKED_EXAMPLE = "snippets/window.py"  # the chapter's (docs/own-attention.md) sliding window, written three ways
+
+
+def attention_functions(path) -> list[str]:
+    """The functions of a file that take (q, k, v), in the order it defines them (read, not imported)."""
+    tree = ast.parse((ROOT / path).read_text())
+    return [f.name for f in tree.body if isinstance(f, ast.FunctionDef) and [a.arg for a in f.args.args] == ["q", "k", "v"]]
+
+
+# the readers' captures the site renders: (file, function), at the post's shape, bf16
+OWN_RECORDS = [(WORKED_EXAMPLE, name) for name in attention_functions(WORKED_EXAMPLE)]
 
 
 def record_name(path: str | Path, function: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE) -> str:

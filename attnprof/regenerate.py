@@ -31,7 +31,7 @@ from .text import first_line
 
 # seconds a record of each kind takes, to hand out the longest first (a run record's own wall_s, where
 # it has one, is used instead)
-ESTIMATE_S = {"run": 30.0, "cp": 60.0, "counters": 10.0, "backward": 6.0, "stage": 4.0}
+ESTIMATE_S = {"run": 30.0, "cp": 60.0, "counters": 10.0, "backward": 6.0, "stage": 4.0, "own": 6.0}
 TAKE_TIMEOUT_S = 1800.0  # one record that takes longer has hung: its worker is stopped, the others go on
 
 

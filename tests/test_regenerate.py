@@ -26,6 +26,7 @@ def tree(tmp_path, monkeypatch):
     root = tmp_path / "code"
     shutil.copytree(stages.SNIPPETS, root / "snippets")
     shutil.copytree(ROOT / "attnprof" / "measure", root / "attnprof" / "measure")
+    shutil.copy(ROOT / "attnprof" / "derived.py", root / "attnprof" / "derived.py")  # every run's figures
     monkeypatch.setattr(records, "CODE_ROOT", root)
     monkeypatch.setattr(stages, "SNIPPETS", root / "snippets")
     return root
@@ -213,7 +214,7 @@ def test_dry_run_without_a_gpu_names_what_it_cannot_take_and_writes_nothing():
 def test_a_bad_kind_is_one_line():
     r = _run_cli("regenerate", "--dry-run", "--only", "stage,forward")
     assert r.returncode == 2 and r.stderr.strip() == (
-        "error: bad --only 'stage,forward': give record kinds, comma-separated, from stage, backward, cp, counters, run")
+        "error: bad --only 'stage,forward': give record kinds, comma-separated, from own, stage, backward, cp, counters, run")
 
 
 # ---- the build goes through the same code --------------------------------------------------------

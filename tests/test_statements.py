@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from attnprof import store, trace
+from attnprof import records, store, trace
 from attnprof.site import statements
 from attnprof.site.build import Build
 from attnprof.site.plots import typical_forward
@@ -19,10 +19,24 @@ def committed():
     return Build(store.CAPTURES, problems={})
 
 
-@pytest.mark.parametrize("name", sorted(STATEMENTS))
-def test_every_statement_holds_on_the_committed_records(committed, name):
-    s = check(committed, name)
-    assert s.holds and s.text and "{" not in s.text, name
+def said():
+    """Every `say` directive of the chapters, with its arguments: what the pages ask the statements."""
+    import re
+    from attnprof.stages import ROOT
+    found = {tuple(m.group(1).split()) for page in (ROOT / "docs").glob("*.md")
+             for m in re.finditer(r"<!--\s*attnprof:\s*say\s+([^>]*?)\s*-->", page.read_text())}
+    return sorted(found)
+
+
+def test_every_statement_is_said_on_a_page():
+    assert {words[0] for words in said()} == set(STATEMENTS)
+
+
+@pytest.mark.parametrize("words", said(), ids=" ".join)
+def test_every_statement_holds_on_the_committed_records(committed, words):
+    name, *args = words
+    s = check(committed, name, *[a for a in args if "=" not in a], **dict(a.split("=", 1) for a in args if "=" in a))
+    assert s.holds and s.text and "{" not in s.text, words
 
 
 @pytest.fixture
@@ -56,8 +70,8 @@ def test_the_fastest_backward_is_named_by_each_method(committed, copy):
 
 def test_fa4s_host_side_explanation_needs_its_cpu_time_above_its_device_time(copy):
     build = copy("fa4-bwd.json", lambda s: s.update(cpu_backward_us=100.0))
-    with pytest.raises(FalseStatement, match="bwd-fa4-host"):
-        check(build, "bwd-fa4-host")
+    with pytest.raises(FalseStatement, match="bwd-host"):
+        check(build, "bwd-host", "fa4")
 
 
 def test_a100_ratios_are_peak_to_peak(committed):
@@ -107,7 +121,7 @@ def test_busy_time_is_the_union_of_overlapping_ops():
     ops = [{"start_us": 0.0, "duration_us": 10.0}, {"start_us": 5.0, "duration_us": 10.0},
            {"start_us": 20.0, "duration_us": 1.0}]
     assert busy_us(ops) == pytest.approx(16.0)
-    r = store.load_summary("cp-allgather-w2-1x16x32768x128")["ranks"][0]
+    r = records.load_summary("cp-allgather-w2-1x16x32768x128")["ranks"][0]
     assert busy_us(r["ops"]) < r["event_median_us"] < r["forward_device_us"]  # what the two-GPU page says
 
 
@@ -117,7 +131,7 @@ def test_the_picture_shows_the_forward_nearest_both_medians(h200):
                                                                        launch="cudaLaunchKernel")])
     fwds = [f(235.0, 58.0), f(102.0, 58.7), f(91.0, 57.5)]  # cuDNN's three profiled forwards, in shape
     assert typical_forward(fwds) is fwds[1] and trace.median_forward(fwds) is fwds[0]
-    s = store.load_summary("cudnn")
+    s = records.load_summary("cudnn")
     fwds = trace.forwards(trace.load(store.trace_path(store.CAPTURES, "cudnn")), s["label"])
     shown = typical_forward(fwds)
     assert abs(shown.cpu_us - s["cpu_forward_us"]) < 0.1 * s["cpu_forward_us"]

@@ -7,7 +7,7 @@ import statistics
 import markdown
 import pytest
 
-from attnprof import store, timing
+from attnprof import records, store, timing
 from attnprof.site import extension
 from attnprof.site.build import Build
 
@@ -87,7 +87,7 @@ def _render(page: str, folder) -> str:
 def test_a_flipped_measurement_fails_the_sentence_that_rests_on_it(tmp_path):
     """flash's CPU enqueue samples at the post's shape made equal to its back-to-back ones: the page's
     sentences that call that stream GPU-bound must stop the build, naming themselves."""
-    run = store.load_run("timing")
+    run = records.load_run("timing")
     (tmp_path / "same").mkdir()
     assert "GPU-bound" in _render("launch-bound.md", _folder_with(tmp_path / "same", copy.deepcopy(run)))
     flipped = copy.deepcopy(run)

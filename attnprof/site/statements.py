@@ -443,7 +443,7 @@ def flash_vs_hopper_kernels(build: Build) -> Statement:
     """SDPA's flash kernel at the long shape against the Hopper kernels, by profiled kernel time."""
     def kernel_us(stage):
         return _longest_kernel(build.summary(records.record_name(stage, LONG_SHAPE)))["duration_us"]
-    ratio = {s: kernel_us("flash") / kernel_us(s) for s in hopper_kernels(build)}  # flash's rate over theirs
+    ratio = {s: kernel_us(s) / kernel_us("flash") for s in hopper_kernels(build)}  # flash's rate over theirs
     text = (f"runs at " + " and ".join(f"{pct(r)} of {name(s)}'s rate" for s, r in ratio.items())
             + " (kernel time in the profiler, the table above)")
     return Statement(text, bool(ratio) and max(ratio.values()) < 1, f"{ratio}")
@@ -523,6 +523,8 @@ def hopper_compute_bound(build: Build) -> Statement:
     from .. import counters
     verdicts = {}
     for stage, record in records.counted_at(LONG_SHAPE):
+        if f"{record}.counters" in build.problems:
+            raise RecordUnusable(build.problems[f"{record}.counters"])
         measured = build.counters(record)
         if measured:
             verdicts[stage] = counters.verdict(max(measured["kernels"], key=lambda k: k["duration_ns"] or 0))
