@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Regenerate the site's records on a GPU machine without a package index, over several calls of a
+# remote runner that keeps /tmp while the machine stays up (the wheels: tools/fa4-wheels.sh, and
+# `pip download` of the docs extra for the build). From the repository root:
+#   tools/gpu-regenerate.sh stage DIR        keep DIR (part of the split wheel, the small wheels) in /tmp/fa4a
+#   tools/gpu-regenerate.sh install DIR      join the wheel's parts, install the providers into /tmp/site
+#   tools/gpu-regenerate.sh docs DIR         install the documentation stack (wheels in DIR) into /tmp/docsite
+#   tools/gpu-regenerate.sh restore          put back what earlier calls regenerated (kept in /tmp/regen)
+#   tools/gpu-regenerate.sh regenerate ARGS  python -m attnprof regenerate ARGS, timed; keeps the result
+#   tools/gpu-regenerate.sh build            mkdocs build --strict (the hook retakes what is stale), timed
+# Each step tars docs/captures into $OUT.
+set -uo pipefail
+out=${OUT:-/tmp/regen-out}; mkdir -p "$out" /tmp/regen
+export PYTHONPATH=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages:/tmp/docsite PYTHONUNBUFFERED=1
+keep() { cp docs/captures/* /tmp/regen/; tar czf "$out/captures.tgz" docs/captures; }
+case "${1:-}" in
+  stage) mkdir -p /tmp/fa4a && cp "$2"/* /tmp/fa4a/ && ls /tmp/fa4a ;;
+  install) DRY_RUN=1 tools/gpu-fa4.sh /tmp/fa4a "$2" ;;
+  docs) python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/docsite "$2"/*.whl ;;
+  restore) cp /tmp/regen/* docs/captures/ 2>/dev/null; true ;;
+  regenerate) shift; start=$(date +%s)
+    python3 -m attnprof regenerate "$@" 2>&1 | tee -a "$out/regenerate.log"
+    echo "regenerate $*: $(( $(date +%s) - start )) s of wall time" | tee -a "$out/regenerate.log"; keep ;;
+  build) start=$(date +%s)
+    ATTNPROF_RECAPTURE=auto python3 -m mkdocs build --strict -d /tmp/site-build 2>&1 | tee -a "$out/build.log"
+    echo "mkdocs build --strict: exit ${PIPESTATUS[0]}, $(( $(date +%s) - start )) s of wall time" | tee -a "$out/build.log"
+    keep ;;
+  *) echo "usage: tools/gpu-regenerate.sh stage|install|docs|restore|regenerate|build ..." >&2; exit 2 ;;
+esac
