@@ -17,7 +17,7 @@ def attention(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
-def only(backend):
-    """A context in which SDPA may use `backend` alone; None leaves the choice to SDPA."""
-    return sdpa_kernel(BACKENDS[backend]) if backend else contextlib.nullcontext()
+def only(name):
+    """A context in which SDPA may use the backend `name` alone; None leaves the choice to SDPA."""
+    return sdpa_kernel(BACKENDS[name]) if name else contextlib.nullcontext()
 # --8<-- [end:attention]
