@@ -134,8 +134,9 @@ def ops(summary, mark: str | None = None) -> str:
              f"time (sum of their durations, profiler); CUDA-event median of the whole forward "
              f"{us(summary['event_median_us'])} over {summary['settings']['event_reps']} runs. Hover a kernel for its "
              f"full name, a launch call for its API.{where}")
-    return table(["#", "time", "kernel, copy or fill", "library", "math unit", "launched from", "launch API"],
-                 rows, "rr") + total
+    return ('<div class="attnprof-oplist" markdown>\n\n'  # on a phone the stylesheet stacks each row (extra.css)
+            + table(["#", "time", "kernel, copy or fill", "library", "math unit", "launched from", "launch API"],
+                    rows, "rr") + "\n\n</div>" + total)
 
 
 def ops_diff(a, b) -> str:
