@@ -103,10 +103,11 @@ def _timeline(summary, trace: dict, width: int, variant: str) -> str:
     and the GPU's idle gaps between the first launch and the last op's end shaded in the GPU lane.
     A backward capture's launches are followed onto autograd's thread, as its op list was counted.
 
-    Drawn at `width` px with 12 px text, to be shown at its own size or larger; the narrow variant wraps
-    its heading and lists the legend in one column from the left edge. GPU ops are numbered as in the op list; a number sits in
-    its bar when the bar has room, under it otherwise, and neighbours too close for separate numbers
-    share one range label. The legend names every op. Text takes the page's colour (dark or light).
+    Drawn at `width` px with 12 px text, to be shown at its own size or larger; a narrow one (a phone's)
+    wraps its heading and lists the legend in one column from the left edge. GPU ops are numbered as in
+    the op list; a number sits in its bar when the bar has room, under it otherwise, and neighbours too
+    close for separate numbers share one range label. The legend names every op (its full name on hover
+    or tap). Text takes the page's colour (dark or light).
     """
     what = summary.get("pass", "forward")
     fwd = traces.median_forward(traces.forwards(trace, summary["label"], summary.get("follow_autograd", False)))
