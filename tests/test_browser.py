@@ -2,6 +2,7 @@
 through /usr/bin/chromedriver. No console errors, every image loads, tables are there and fit their
 column, trace figures answer hover and tap, downloads resolve, the Perfetto button hands over the
 committed trace and says so when Perfetto does not answer; on a 390 px phone no page scrolls sideways,
+no table header breaks inside a word,
 an op list's times and a trace's GPU lane are on screen; axe-core's WCAG 2 A/AA rules find no serious
 or critical violation in either scheme. Screenshots of each page at 1400 px and 390 px, in the light
 and the dark scheme, are kept in tests/artifacts/ (whole pages, cut at MAX_SHOT_PX).
@@ -85,6 +86,19 @@ document.querySelectorAll('article .attnprof-trace').forEach((f, k) => {
          `trace figure ${k + 1}: the GPU lane`);
   const text = [...f.querySelectorAll('text')].map(t => t.getBoundingClientRect().height).filter(h => h > 0);
   if (Math.min(...text) < 10) out.push(`trace figure ${k + 1}: text ${Math.min(...text).toFixed(1)} px high`);
+});
+document.querySelectorAll('article table th').forEach(th => {  // a header word on one line, never broken
+  if (!th.offsetParent || th.closest('[data-cards]')) return;
+  const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+  for (let node; (node = walker.nextNode());) {
+    for (const m of node.data.matchAll(/\S+/g)) {
+      const range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+      if (lines.size > 1) out.push(`table header "${th.textContent.trim()}": the word "${m[0]}" breaks across lines`);
+    }
+  }
 });
 return out;
 """
