@@ -2,9 +2,8 @@
 through /usr/bin/chromedriver. No console errors, every image loads, tables are there and fit their
 column, trace figures answer hover and tap, downloads resolve, the Perfetto button hands over the
 committed trace and says so when Perfetto does not answer; on a 390 px phone no page scrolls sideways,
-no table header breaks inside a word,
-an op list's times and a trace's GPU lane are on screen; axe-core's WCAG 2 A/AA rules find no serious
-or critical violation in either scheme. Screenshots of each page at 1400 px and 390 px, in the light
+no table header breaks inside a word, an op list's times and a trace's GPU lane are on screen;
+axe-core's WCAG 2 A/AA rules find no serious or critical violation in either scheme. Screenshots of each page at 1400 px and 390 px, in the light
 and the dark scheme, are kept in tests/artifacts/ (whole pages, cut at MAX_SHOT_PX).
 
 axe-core (the npm package, version 4) is installed on first use into tests/.axe/ with
@@ -91,7 +90,7 @@ document.querySelectorAll('article table th').forEach(th => {  // a header word 
   if (!th.offsetParent || th.closest('[data-cards]')) return;
   const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
   for (let node; (node = walker.nextNode());) {
-    for (const m of node.data.matchAll(/\S+/g)) {
+    for (const m of node.data.matchAll(/\\S+/g)) {
       const range = document.createRange();
       range.setStart(node, m.index);
       range.setEnd(node, m.index + m[0].length);
