@@ -1,13 +1,19 @@
 """Every page of the built site in a real browser: Debian's headless Chromium, driven by Selenium
-through /usr/bin/chromedriver (nothing is downloaded). No console errors, every image loads, tables
-are there and fit their column, trace figures answer hover, downloads resolve, the Perfetto button
-hands over the committed trace; screenshots of each page at 1400 px and 390 px, in the light and the
-dark scheme, are kept in tests/artifacts/ (whole pages, cut at MAX_SHOT_PX)."""
+through /usr/bin/chromedriver. No console errors, every image loads, tables are there and fit their
+column, trace figures answer hover and tap, downloads resolve, the Perfetto button hands over the
+committed trace and says so when Perfetto does not answer; on a 390 px phone no page scrolls sideways,
+no table header breaks inside a word, an op list's times and a trace's GPU lane are on screen;
+axe-core's WCAG 2 A/AA rules find no serious or critical violation in either scheme. Screenshots of each page at 1400 px and 390 px, in the light
+and the dark scheme, are kept in tests/artifacts/ (whole pages, cut at MAX_SHOT_PX).
+
+axe-core (the npm package, version 4) is installed on first use into tests/.axe/ with
+`npm install --no-save --prefix tests/.axe axe-core@4`; nothing else is downloaded."""
 import base64
 import functools
 import gzip
 import http.server
 import shutil
+import subprocess
 import threading
 import time
 import urllib.request
@@ -36,6 +42,67 @@ window.addEventListener("message", function (e) {
   window.received = {title: e.data.perfetto.title, base64: btoa(s), origin: e.origin};
 });
 </script>"""
+
+# A page that never answers, as ui.perfetto.dev is without internet.
+SILENT = b"<!doctype html><title>Perfetto stub that never answers</title>"
+PERFETTO_NOTE_S = 10  # the most a reader waits for the button to say something
+
+AXE_DIR = ROOT / "tests" / ".axe"
+AXE_JS = AXE_DIR / "node_modules" / "axe-core" / "axe.min.js"
+AXE_RUN = """
+const done = arguments[arguments.length - 1];
+axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}}).then(r => done(
+  r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical').map(v =>
+    `${v.id} (${v.impact}, ${v.nodes.length} nodes): ` + v.nodes.slice(0, 3).map(n =>
+      n.target.join(' ') + ' ' + ((n.any[0] || n.all[0] || {}).message || '')).join(' | '))));
+"""
+
+# On a phone: every op list's first time and every trace's GPU lane inside the viewport, as laid out
+# (closed tabs and details opened first, each figure looked at in its own tab).
+PHONE_CHECKS = """
+const out = [], vw = document.documentElement.clientWidth;
+document.querySelectorAll('article details').forEach(d => d.open = true);
+const shown = el => {  // open the tab that holds el
+  const block = el.closest('.tabbed-block');
+  if (!block) return;
+  const i = [...block.parentNode.children].indexOf(block);
+  block.closest('.tabbed-set').querySelectorAll(':scope > input')[i].click();
+  shown(block.parentNode);
+};
+const inside = (r, what) => { if (r.left < -0.5 || r.right > vw + 0.5 || r.width === 0)
+  out.push(`${what} at x ${Math.round(r.left)}..${Math.round(r.right)} of a ${vw} px viewport`); };
+document.querySelectorAll('article .attnprof-oplist table').forEach((t, k) => {
+  shown(t);
+  const cell = t.querySelector('tbody tr td:nth-child(2)');
+  const wrap = t.closest('.md-typeset__scrollwrap');
+  if (wrap) wrap.scrollLeft = 0;
+  inside(cell.getBoundingClientRect(), `op list ${k + 1}: the first row's time "${cell.textContent.trim()}"`);
+});
+document.querySelectorAll('article .attnprof-trace').forEach((f, k) => {
+  shown(f);
+  f.scrollLeft = 0;
+  const bars = [...f.querySelectorAll('.attnprof-gpu-op')].map(b => b.getBoundingClientRect()).filter(r => r.width > 0);
+  if (!bars.length) { out.push(`trace figure ${k + 1}: no GPU op drawn on screen`); return; }
+  inside({left: Math.min(...bars.map(r => r.left)), right: Math.max(...bars.map(r => r.right)), width: 1},
+         `trace figure ${k + 1}: the GPU lane`);
+  const text = [...f.querySelectorAll('text')].map(t => t.getBoundingClientRect().height).filter(h => h > 0);
+  if (Math.min(...text) < 10) out.push(`trace figure ${k + 1}: text ${Math.min(...text).toFixed(1)} px high`);
+});
+document.querySelectorAll('article table th').forEach(th => {  // a header word on one line, never broken
+  if (!th.offsetParent || th.closest('[data-cards]')) return;
+  const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+  for (let node; (node = walker.nextNode());) {
+    for (const m of node.data.matchAll(/\\S+/g)) {
+      const range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+      if (lines.size > 1) out.push(`table header "${th.textContent.trim()}": the word "${m[0]}" breaks across lines`);
+    }
+  }
+});
+return out;
+"""
 
 FITS = """
 const column = document.querySelector('article.md-content__inner');
@@ -77,6 +144,35 @@ def stub(tmp_path_factory):
     httpd, url = serve(folder)
     yield url + "/"
     httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def silent(tmp_path_factory):
+    """A page on a second origin that never answers the protocol: Perfetto's UI without internet."""
+    folder = tmp_path_factory.mktemp("silent")
+    (folder / "index.html").write_bytes(SILENT)
+    httpd, url = serve(folder)
+    yield url + "/"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def axe():
+    """axe-core 4's script, installed from npm into tests/.axe/ when it is not there yet."""
+    if not AXE_JS.exists():
+        npm = shutil.which("npm")
+        assert npm, "no npm on PATH: install Node.js and npm (apt-get install npm), which the test uses for axe-core"
+        r = subprocess.run([npm, "install", "--no-save", "--no-audit", "--no-fund", "--prefix", str(AXE_DIR),
+                            "axe-core@4"], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0 and AXE_JS.exists(), f"npm could not install axe-core@4 into {AXE_DIR}: {r.stderr[-500:]}"
+    return AXE_JS.read_text()
+
+
+def accessibility(browser, axe_js) -> list[str]:
+    """axe-core's serious and critical WCAG 2 A/AA violations on the open page."""
+    browser.set_script_timeout(60)
+    browser.execute_script(axe_js)
+    return browser.execute_async_script(AXE_RUN)
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +222,7 @@ def shoot(browser, name):
     (ARTIFACTS / f"{name}.png").write_bytes(base64.b64decode(shot["data"]))
 
 
-def test_every_page_in_a_real_browser(site, server, browser):
+def test_every_page_in_a_real_browser(site, server, browser, axe):
     ARTIFACTS.mkdir(exist_ok=True)
     for old in ARTIFACTS.glob("*.png"):
         old.unlink()
@@ -155,17 +251,22 @@ def test_every_page_in_a_real_browser(site, server, browser):
         if not path.startswith("notebooks"):
             problems += [f"{path} at {WIDE} px: {p}" for p in browser.execute_script(FITS)]
         shoot(browser, f"{name}-{WIDE}-light")
+        problems += [f"{path} at {WIDE} px, light: axe: {v}" for v in accessibility(browser, axe)]
         if not view(browser, WIDE, dark=True):
             problems.append(f"{path}: the light/dark toggle did not switch to the dark scheme")
         shoot(browser, f"{name}-{WIDE}-dark")
+        problems += [f"{path} at {WIDE} px, dark: axe: {v}" for v in accessibility(browser, axe)]
         view(browser, PHONE, dark=True)
         browser.refresh()  # laid out afresh at a phone's width, as a phone would load it (the scheme is kept)
         for dark in (True, False):
+            scheme = "dark" if dark else "light"
             view(browser, PHONE, dark)
             overflow = browser.execute_script("return document.documentElement.scrollWidth")
             if overflow > PHONE + 1:
                 problems.append(f"{path} at {PHONE} px: the page itself scrolls sideways ({overflow} px)")
-            shoot(browser, f"{name}-{PHONE}-{'dark' if dark else 'light'}")
+            shoot(browser, f"{name}-{PHONE}-{scheme}")
+            problems += [f"{path} at {PHONE} px, {scheme}: axe: {v}" for v in accessibility(browser, axe)]
+        problems += [f"{path} at {PHONE} px: {p}" for p in browser.execute_script(PHONE_CHECKS)]
     view(browser, WIDE, dark=False)
     assert not problems, "\n".join(problems)
     assert len(list(ARTIFACTS.glob("*.png"))) == 4 * len(page_paths(site))
@@ -210,3 +311,83 @@ def test_open_in_perfetto_posts_the_committed_trace(site, server, stub, browser)
     committed = (store.CAPTURES / "naive.trace.json.gz").read_bytes()
     assert gzip.decompress(base64.b64decode(received["base64"])) == gzip.decompress(committed)
     assert "Naive" in received["title"] and received["origin"] == server
+
+
+def perfetto_controls(browser) -> list[str]:
+    """Each trace figure of the open page without an Open-in-Perfetto link after it (before the next figure)."""
+    return browser.execute_script("""
+        const figures = [...document.querySelectorAll('article .attnprof-trace')];
+        const links = [...document.querySelectorAll('article a.attnprof-perfetto')];
+        const after = (a, b) => a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING;
+        return figures.filter((f, i) => !links.some(a => after(f, a) && (i + 1 === figures.length || after(a, figures[i + 1]))))
+            .map(f => f.querySelector('svg').getAttribute('aria-label'));
+    """)
+
+
+def test_every_trace_figure_has_an_open_in_perfetto_control_that_answers_offline(site, server, silent, browser):
+    """Every trace figure is followed by its own Open-in-Perfetto button; against a Perfetto page that never
+    answers, each says so within PERFETTO_NOTE_S seconds and offers the trace as a download."""
+    from selenium.webdriver.common.by import By
+    problems = []
+    for path in page_paths(site):
+        if path.startswith("notebooks"):
+            continue
+        metrics(browser, WIDE)
+        browser.get(f"{server}/{path}/" if path else f"{server}/")
+        home = browser.current_window_handle
+        problems += [f"{path}: trace figure '{f}' has no Open-in-Perfetto button after it" for f in perfetto_controls(browser)]
+        buttons = browser.find_elements(By.CSS_SELECTOR, "article a.attnprof-perfetto")
+        if not buttons:
+            continue
+        browser.execute_script("window.attnprofPerfettoUrl = arguments[0]", silent)
+        browser.execute_script("document.querySelectorAll('article details').forEach(d => d.open = true)")
+        start = time.monotonic()
+        for b in buttons:
+            browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", b)
+            browser.execute_script("arguments[0].click()", b)  # a reader's click, at once on every button
+        notes = []
+        while time.monotonic() - start < PERFETTO_NOTE_S + 1:
+            notes = browser.execute_script(
+                "return [...document.querySelectorAll('article a.attnprof-perfetto')].map(a => a.attnprofNote ?"
+                " [a.attnprofNote.textContent, !!a.attnprofNote.querySelector('a[href$=\".gz\"]'),"
+                " a.getAttribute('aria-busy')] : null)")
+            if all(n and "did not answer" in n[0] for n in notes):
+                break
+            time.sleep(0.25)
+        took = time.monotonic() - start
+        for i, n in enumerate(notes):
+            if not (n and "did not answer" in n[0] and n[1] and n[2] is None):
+                problems.append(f"{path}: Open-in-Perfetto button {i + 1} showed no message with a download link "
+                                f"within {PERFETTO_NOTE_S} s of a silent Perfetto page: {n}")
+        if took > PERFETTO_NOTE_S:
+            problems.append(f"{path}: the Perfetto buttons took {took:.1f} s to say that Perfetto did not answer")
+        for handle in browser.window_handles:  # any tab the script could not close
+            if handle != home:
+                browser.switch_to.window(handle)
+                browser.close()
+        browser.switch_to.window(home)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_tap_shows_a_full_name(site, server, browser):
+    """Touch has no hover: tapping a kernel's short name in the op list, or a GPU op in the trace, shows
+    its full name in a caption."""
+    from selenium.webdriver.common.by import By
+    metrics(browser, PHONE)
+    browser.get(f"{server}/naive/")
+    code = browser.find_element(By.CSS_SELECTOR, "article .attnprof-oplist td code[title]")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", code)
+    code.click()
+    tip = browser.find_element(By.CSS_SELECTOR, ".attnprof-tip")
+    shown = lambda: browser.execute_script("return arguments[0].textContent", tip)
+    assert tip.is_displayed() and shown() == code.get_attribute("title")
+    bar = browser.find_element(By.CSS_SELECTOR, "article .attnprof-trace svg.attnprof-narrow .attnprof-gpu-op")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", bar)
+    bar.click()
+    title = browser.execute_script("return arguments[0].querySelector('title').textContent", bar)
+    assert tip.is_displayed() and shown() == title and title.startswith("1. ")
+    text = browser.find_element(By.CSS_SELECTOR, "article > p")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", text)
+    text.click()
+    assert not tip.is_displayed()
+    metrics(browser, WIDE)

@@ -134,14 +134,32 @@ def test_series_that_draw_one_line_are_striped_and_said_to_overlap():
 
 
 def test_the_rank_timeline_never_shrinks_below_its_drawn_size():
+    """Wide, it keeps its drawn size; a phone gets the narrow drawing, fitted to its width with 12 px text."""
     record = "cp-allgather-w2-1x16x32768x128"
     html = plots.ranks_timeline(BUILD.summary(record), BUILD.trace(record))
-    root = ET.fromstring(html).find(f"{NS}svg")
+    wide, narrow = ET.fromstring(html).findall(f"{NS}svg")
     css = (ROOT / "docs" / "stylesheets" / "extra.css").read_text()
-    min_width = float(re.search(r"\.attnprof-figure svg \{ min-width: (\d+)px", css).group(1))
-    assert html.startswith('<div class="attnprof-figure">')
-    assert float(root.get("viewBox").split()[2]) <= min_width and root.get("font-size") == "12"
-    sizes = {t.get("font-size") for t in root.iter(f"{NS}text")}
-    assert sizes == {None}  # every label at the figure's 12 px
-    legend = [t for t in root.iter(f"{NS}text") if t.text in {label for _, label in plots.RANK_LANES.values()}]
-    assert len(legend) == 3 and all(float(t.get("x")) + len(t.text) * plots.CHAR_W <= PHONE_VIEW for t in legend)
+    min_width = float(re.search(r"\.attnprof-ranks svg\.attnprof-wide \{ min-width: (\d+)px", css).group(1))
+    assert html.startswith('<div class="attnprof-trace attnprof-ranks">')
+    assert wide.get("class") == "attnprof-wide" and narrow.get("class") == "attnprof-narrow"
+    assert float(wide.get("viewBox").split()[2]) <= min_width and wide.get("font-size") == "12"
+    assert float(narrow.get("viewBox").split()[2]) == plots.NARROW <= 390 and narrow.get("font-size") == "12"
+    for root in (wide, narrow):
+        sizes = {t.get("font-size") for t in root.iter(f"{NS}text")}
+        assert sizes == {None}  # every label at the figure's 12 px
+        legend = [t for t in root.iter(f"{NS}text") if t.text in {label for _, label in plots.RANK_LANES.values()}]
+        assert len(legend) == 3 and all(float(t.get("x")) + len(t.text) * plots.CHAR_W <= PHONE_VIEW for t in legend)
+
+
+def test_a_trace_has_a_narrow_drawing_whose_lines_fit_it():
+    """The phone's drawing of a trace: every line of its heading and legend ends inside its width."""
+    html = plots.timeline(BUILD.summary("fa4-1x16x8192x128"), BUILD.trace("fa4-1x16x8192x128"))
+    wide, narrow = ET.fromstring(html).findall(f"{NS}svg")
+    assert float(wide.get("viewBox").split()[2]) == 1040 and float(narrow.get("viewBox").split()[2]) == plots.NARROW
+    for t in narrow.iter(f"{NS}text"):
+        text = "".join(t.itertext()) if t.find(f"{NS}title") is None else "".join(
+            x.text or "" for x in t.iter(f"{NS}tspan")) + (t.find(f"{NS}tspan").tail or "")
+        for line in ([s.text for s in t.findall(f"{NS}tspan")] if t.get("font-weight") == "bold" else [text]):
+            if t.get("text-anchor") in (None, "start"):
+                assert float(t.get("x")) + len(line) * plots.CHAR_W <= plots.NARROW + 2, line
+    assert len(narrow.findall(f".//{NS}rect[@class='attnprof-gpu-op']")) == BUILD.summary("fa4-1x16x8192x128")["ops_per_forward"]

@@ -48,12 +48,17 @@ def test_diff_naive_to_inplace_is_the_memcpy(build):
 
 
 def test_timeline_is_well_formed_and_labels_every_op(h200, build):
-    svg = plots.timeline(build.summary("naive"), h200("naive"))
-    root = ET.fromstring(svg)
-    titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    """Both drawings (wide, and narrow for a phone) name every op once in its bar's hover text and once
+    in its legend entry's."""
+    ns = "{http://www.w3.org/2000/svg}"
+    drawings = ET.fromstring(plots.timeline(build.summary("naive"), h200("naive"))).findall(ns + "svg")
+    assert [d.get("class") for d in drawings] == ["attnprof-wide", "attnprof-narrow"]
     n = len(trace.median_forward(trace.forwards(h200("naive"), LABEL)).ops)
-    assert sum(1 for t in titles if t and t.split(".")[0].isdigit()) == n
-    assert any("masked_fill" in t for t in titles if t)
+    for root in drawings:
+        for mark in ("rect", "text"):
+            titles = [t.text for e in root.iter(ns + mark) if (t := e.find(ns + "title")) is not None]
+            assert sum(1 for t in titles if t and t.split(".")[0].isdigit()) == n, mark
+            assert any("masked_fill" in t for t in titles if t)
 
 
 def test_problem_captures_render_as_a_box():
@@ -77,7 +82,7 @@ def md(build, text):
 
 def test_extension_inlines_the_trace_svg_and_indents_inside_an_admonition(build):
     html = md(build, '!!! note "n"\n    <!-- attnprof: trace naive -->\n\nS: <!-- attnprof: value naive ops -->.')
-    assert '<div class="admonition note">' in html and html.count("<svg") == 1 and "<title>" in html
+    assert '<div class="admonition note">' in html and html.count("<svg") == 2 and "<title>" in html  # wide, narrow
     assert "<svg" in html and "&lt;svg" not in html  # raw HTML, not escaped into text
     assert f"S: {build.summary('naive')['ops_per_forward']}." in html and "attnprof:" not in html
 
@@ -92,21 +97,20 @@ def test_timeline_numbers_every_op_once_and_no_labels_overlap(h200, build):
     too close to label apart), and the labels under the lane never overlap."""
     import re
     svg = plots.timeline(build.summary("math"), h200("math"))
-    root = ET.fromstring(svg)
     ns = "{http://www.w3.org/2000/svg}"
-    texts = [(float(t.get("x")), float(t.get("y")), "".join(t.itertext()), t.get("fill")) for t in root.iter(ns + "text")]
     n = len(trace.median_forward(trace.forwards(h200("math"), LABEL)).ops)
-    inside = {int(m.group(1)) for x, y, s, fill in texts if fill == "white" and (m := re.match(r"^(\d+)\b", s))}
-    below = [(x, s) for x, y, s, fill in texts if fill != "white" and re.fullmatch(r"\d+(–\d+)?", s)]
-    covered = set()
-    for _, s in below:
-        a, _, b = s.partition("–")
-        covered |= set(range(int(a), int(b or a) + 1))
-    assert covered | inside == set(range(1, n + 1)) and not covered & inside
-    boxes = sorted((x - len(s) * plots.CHAR_W / 2, x + len(s) * plots.CHAR_W / 2) for x, s in below)
-    assert all(b[0] >= a[1] for a, b in zip(boxes, boxes[1:])), boxes
-    figure = root.find(ns + "svg")
-    assert figure.get("font-size") == "12" and figure.get("fill") == "currentColor"  # legible, in the page's colour
+    for figure in ET.fromstring(svg).findall(ns + "svg"):  # the wide drawing and the phone's
+        texts = [(float(t.get("x")), float(t.get("y")), "".join(t.itertext()), t.get("fill")) for t in figure.iter(ns + "text")]
+        inside = {int(m.group(1)) for x, y, s, fill in texts if fill == "white" and (m := re.match(r"^(\d+)\b", s))}
+        below = [(x, s) for x, y, s, fill in texts if fill != "white" and re.fullmatch(r"\d+(–\d+)?", s)]  # a bare number in a bar is inside
+        covered = set()
+        for _, s in below:
+            a, _, b = s.partition("–")
+            covered |= set(range(int(a), int(b or a) + 1))
+        assert covered | inside == set(range(1, n + 1)) and not covered & inside
+        boxes = sorted((x - len(s) * plots.CHAR_W / 2, x + len(s) * plots.CHAR_W / 2) for x, s in below)
+        assert all(b[0] >= a[1] for a, b in zip(boxes, boxes[1:])), boxes
+        assert figure.get("font-size") == "12" and figure.get("fill") == "currentColor"  # legible, in the page's colour
 
 
 def test_label_groups_merge_only_what_would_collide():

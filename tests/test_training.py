@@ -256,20 +256,23 @@ def test_rank_timeline_is_well_formed_and_lines_the_ranks_up():
     record = "cp-allgather-w2-1x16x32768x128"
     build = Build(problems={})
     svg = plots.ranks_timeline(build.summary(record), build.trace(record))
-    root = ET.fromstring(svg)
     ns = "{http://www.w3.org/2000/svg}"
-    texts = [t.text for t in root.iter(f"{ns}text")]
-    assert {"rank 0 compute", "rank 0 NCCL", "rank 1 compute", "rank 1 NCCL"} <= set(texts)
-    titles = [t.text for t in root.iter(f"{ns}title")]
-    kernels = sum(op["kind"] == "kernel" for r in build.summary(record)["ranks"] for op in r["ops"])
-    assert len(titles) == kernels and sum("AllGather" in t for t in titles) == 2
+    drawings = ET.fromstring(svg).findall(f"{ns}svg")
+    assert len(drawings) == 2  # wide, and narrow for a phone
+    for root in drawings:
+        texts = [t.text for t in root.iter(f"{ns}text")]
+        assert {"rank 0 compute", "rank 0 NCCL", "rank 1 compute", "rank 1 NCCL"} <= set(texts)
+        titles = [t.text for t in root.iter(f"{ns}title")]
+        kernels = sum(op["kind"] == "kernel" for r in build.summary(record)["ranks"] for op in r["ops"])
+        assert len(titles) == kernels and sum("AllGather" in t for t in titles) == 2
 
 
 def test_backward_timeline_follows_autograd():
     build = Build(problems={})
     s = build.summary("flash-bwd")
     root = ET.fromstring(plots.timeline(s, build.trace("flash-bwd"))).find("{http://www.w3.org/2000/svg}svg")
-    titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    ns = "{http://www.w3.org/2000/svg}"
+    titles = [t.text for r in root.iter(ns + "rect") if (t := r.find(ns + "title")) is not None]  # the bars'
     assert root.get("aria-label") == "flash backward trace"
     assert sum(t.startswith(f"{i}. ") for t in titles for i in range(1, len(s["ops"]) + 1)) == len(s["ops"]) == 5
 
@@ -281,5 +284,5 @@ def test_chapters_render_from_the_committed_captures(site):
     assert "Captured on NVIDIA H200" in bwd and "attnprof:" not in bwd
     two = (site / "two-gpus" / "index.html").read_text()
     assert "ncclDevKernel_AllGather_RING_LL" in two and "<code>SendRecv</code>" in two
-    assert "attnprof:" not in two and two.count('aria-label="cp-') == 2  # both rank timelines, inline
+    assert "attnprof:" not in two and two.count('aria-label="cp-') == 4  # both rank timelines, inline, each drawn wide and narrow
     assert "rank 0 NCCL" in two and "rank 1 compute" in two

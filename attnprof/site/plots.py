@@ -88,15 +88,43 @@ def pictured(summary, trace: dict) -> tuple[list, traces.Forward]:
     return fwds, typical_forward(fwds)
 
 
+NARROW = 380  # px; the phone variant of a trace figure, drawn for a 360-odd px column with the same 12 px text
+
+
+def wrap(text: str, room: float, char_w: float = CHAR_W) -> list[str]:
+    """`text` broken between words into lines of at most `room` px."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= room // char_w:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def _lines(lines: list[str], x, y, step: int = 16, **attrs) -> str:
+    """Lines of text, one under the other from baseline y, as one <text> of <tspan>s."""
+    return el("text", "".join(el("tspan", esc(t), x=x, dy=0 if i == 0 else step) for i, t in enumerate(lines)),
+              x=x, y=y, **attrs)
+
+
 def timeline(summary, trace: dict, width: int = 1040) -> str:
+    """The trace figure: the timeline drawn at `width` px for a wide column, and again at NARROW px for a
+    phone, where the stylesheet shows that one instead, fitted to the screen's width."""
+    return ('<div class="attnprof-trace">' + _timeline(summary, trace, width, "attnprof-wide") + "\n"
+            + _timeline(summary, trace, NARROW, "attnprof-narrow") + "</div>")
+
+
+def _timeline(summary, trace: dict, width: int, variant: str) -> str:
     """One forward (or backward) as a timeline: CPU ops (nested) above their launches, GPU ops below,
     and the GPU's idle gaps between the first launch and the last op's end shaded in the GPU lane.
     A backward capture's launches are followed onto autograd's thread, as its op list was counted.
 
-    Drawn at `width` px with 12 px text, to be shown at its own size or larger (it scrolls sideways on
-    a narrow screen rather than shrinking). GPU ops are numbered as in the op list; a number sits in
-    its bar when the bar has room, under it otherwise, and neighbours too close for separate numbers
-    share one range label. The legend names every op. Text takes the page's colour (dark or light).
+    Drawn at `width` px with 12 px text, to be shown at its own size or larger; a narrow one (a phone's)
+    wraps its heading and lists the legend in one column from the left edge. GPU ops are numbered as in
+    the op list; a number sits in its bar when the bar has room, under it otherwise, and neighbours too
+    close for separate numbers share one range label. The legend names every op (its full name on hover
+    or tap). Text takes the page's colour (dark or light).
     """
     what = summary.get("pass", "forward")
     _, fwd = pictured(summary, trace)
@@ -106,18 +134,22 @@ def timeline(summary, trace: dict, width: int = 1040) -> str:
     scale = (width - left - right) / end if end else 1
     x = lambda t: left + t * scale
     depth_rows = max([o.depth for o in cpu], default=0)
-    y_cpu = 34
+    narrow = width < 600
+    heading = (f'One {what} of {summary["stage"]}: {us(end)} from the start of the annotation to the end of its '
+               f'last GPU op')
+    heading_x = 4 if narrow else left
+    heading_lines = wrap(heading, width - heading_x - right, CHAR_W * 1.08)  # bold runs wider
+    y_cpu = 34 + 16 * (len(heading_lines) - 1)
     y_launch = y_cpu + (depth_rows + 1) * row_h + 8
     y_gpu = y_launch + 14 + 44
     y_numbers = y_gpu + lane + 16
     y_axis = y_numbers + 26
-    columns = 2 if len(fwd.ops) > 8 else 1
+    columns = 2 if len(fwd.ops) > 8 and not narrow else 1
     per_column = -(-len(fwd.ops) // columns)
     legend_y = y_axis + 34
     height = legend_y + 18 * per_column
-    parts = [header(width, height, f'{summary["stage"]} {what} trace', font_size=TRACE_FONT),
-             el("text", f'One {what} of {esc(summary["stage"])}: {us(end)} from the start of the annotation to '
-                        f'the end of its last GPU op', x=left, y=16, font_weight="bold")]
+    parts = [header(width, height, f'{summary["stage"]} {what} trace', font_size=TRACE_FONT, css_class=variant),
+             _lines(heading_lines, heading_x, 16, font_weight="bold")]
     for i, (t, label) in enumerate(time_ticks(end)):  # time axis at the bottom, clear of the launch connectors
         tx = f"{x(t):.1f}"
         parts.append(el("line", x1=tx, y1=y_cpu - 4, x2=tx, y2=y_axis - 14, stroke=GRID)
@@ -140,17 +172,19 @@ def timeline(summary, trace: dict, width: int = 1040) -> str:
             parts.append(el("text", esc(text), x=f"{x(op.start_us) + 3:.1f}", y=y + 14, fill="white"))
     for start, stop in traces.idle_intervals(fwd.ops):  # the GPU waiting for this forward's next launch
         parts.append(el("rect", hover(f"GPU idle {us(stop - start)}"), x=f"{x(start):.1f}", y=y_gpu,
-                        width=f"{max((stop - start) * scale, 1):.1f}", height=lane, fill=ROLE["idle"]))
+                        width=f"{max((stop - start) * scale, 1):.1f}", height=lane, fill=ROLE["idle"],
+                        style=f'fill: var(--attnprof-idle, {ROLE["idle"]})'))
     small, centres = [], []
     for i, op in enumerate(fwd.ops, 1):
         lx, gx = x(op.launch_start_us), x(op.start_us)
         gw = max(op.duration_us * scale, 2)
         parts.append(el("line", x1=f"{lx:.1f}", y1=y_launch + 12, x2=f"{gx:.1f}", y2=y_gpu, stroke=CONNECTOR,
-                        stroke_dasharray="2,2")
+                        stroke_dasharray="2,2", style=f"stroke: var(--attnprof-connector, {CONNECTOR})")
                      + el("rect", hover(f"{op.launch}: launches op {i}"), x=f"{lx:.1f}", y=y_launch, width=2,
                           height=12, fill=ROLE["launch"])
                      + el("rect", hover(f"{i}. {op.name} {us(op.duration_us)}"), x=f"{gx:.1f}", y=y_gpu,
-                          width=f"{gw - 1 if gw > 4 else gw:.1f}", height=lane, fill=ROLE[op.kind]))  # a hairline between neighbours
+                          width=f"{gw - 1 if gw > 4 else gw:.1f}", height=lane, fill=ROLE[op.kind],
+                          **{"class": "attnprof-gpu-op"}))  # a hairline between neighbours
         inside = _fit(f"{i} {names.label(op.name)}", gw - 6) or (str(i) if gw >= len(str(i)) * CHAR_W + 6 else None)
         if inside:
             parts.append(el("text", esc(inside), x=f"{gx + 3:.1f}", y=y_gpu + 15, fill="white"))
@@ -164,16 +198,17 @@ def timeline(summary, trace: dict, width: int = 1040) -> str:
         if len(group) > 1:  # a bracket under the ops the range names
             parts.append(el("path", d=f"M{x0:.1f},{y_gpu + lane + 3} v3 H{x1:.1f} v-3", fill="none", stroke=MUTED))
         parts.append(el("text", text, x=f"{(x0 + x1) / 2:.1f}", y=y_numbers, text_anchor="middle"))
-    column_w = (width - left - right) / columns
+    legend_left = 4 if narrow else left
+    column_w = (width - legend_left - right) / columns
     for i, op in enumerate(fwd.ops, 1):
         col, row = divmod(i - 1, per_column)
         text = f"{KIND_LABEL[op.kind]} · {us(op.duration_us)} · {names.label(op.name)}"
-        lx, ly = left + col * column_w, legend_y + 18 * row
+        lx, ly = legend_left + col * column_w, legend_y + 18 * row
         parts.append(el("rect", x=f"{lx:.1f}", y=ly - 10, width=10, height=10, fill=ROLE[op.kind])
-                     + el("text", f'{el("tspan", str(i), font_weight="bold")} {esc(_fit(text, column_w - 40) or "")}',
-                          x=f"{lx + 16:.1f}", y=ly))
+                     + el("text", f'{hover(f"{i}. {op.name} {us(op.duration_us)}")}{el("tspan", str(i), font_weight="bold")} '
+                                  f'{esc(_fit(text, column_w - 40) or "")}', x=f"{lx + 16:.1f}", y=ly))
     parts.append("</svg>")
-    return '<div class="attnprof-trace">' + "\n".join(parts) + "</div>"
+    return "\n".join(parts)
 
 
 RANK_LANES = {"attention": (SERIES[0], "attention kernel"), "other": (SERIES[1], "other compute (merge, copies)"),
@@ -181,6 +216,13 @@ RANK_LANES = {"attention": (SERIES[0], "attention kernel"), "other": (SERIES[1],
 
 
 def ranks_timeline(summary, trace: dict, width: int = 880) -> str:
+    """The ranks figure at `width` px for a wide column and at NARROW px for a phone (the stylesheet
+    shows one of the two)."""
+    return ('<div class="attnprof-trace attnprof-ranks">' + _ranks_timeline(summary, trace, width, "attnprof-wide")
+            + "\n" + _ranks_timeline(summary, trace, NARROW, "attnprof-narrow") + "</div>")
+
+
+def _ranks_timeline(summary, trace: dict, width: int, variant: str) -> str:
     """One forward on every rank of a capture on several GPUs, on the trace's one clock: per rank a
     compute lane and a communication (NCCL) lane. The forward shown is the same step on every rank,
     the one whose device time is rank 0's median.
@@ -195,14 +237,16 @@ def ranks_timeline(summary, trace: dict, width: int = 880) -> str:
     left, right, row_h = 122, 12, 20
     scale = (width - left - right) / end
     x = lambda t: left + t * scale
-    top = 48
+    heading = wrap(f'One forward on each of {len(fwds)} ranks, S={summary["shape"][2]:,}, rotation '
+                   f'{summary["rotate"]}:', width - 4 - right, CHAR_W * 1.08)
+    sub = wrap(f"{us(end)} from the first rank's annotation to the last GPU op", width - 4 - right)
+    top = 48 + 16 * (len(heading) + len(sub) - 2)
     lanes_bottom = top + len(fwds) * 2 * (row_h + 6)
     legend_y = lanes_bottom + 54
     height = legend_y + 18 * len(RANK_LANES)
-    parts = [header(width, height, f'{summary["record"]}: ranks on one timeline', font_size=TRACE_FONT),
-             el("text", f'One forward on each of {len(fwds)} ranks, S={summary["shape"][2]:,}, rotation '
-                        f'{esc(summary["rotate"])}:', x=4, y=16, font_weight="bold")
-             + el("text", f"{us(end)} from the first rank's annotation to the last GPU op", x=4, y=32)]
+    parts = [header(width, height, f'{summary["record"]}: ranks on one timeline', font_size=TRACE_FONT,
+                    css_class=variant),
+             _lines(heading, 4, 16, font_weight="bold") + _lines(sub, 4, 16 + 16 * len(heading))]
     for i, (t, label) in enumerate(time_ticks(end)):
         parts.append(el("line", x1=f"{x(t):.1f}", y1=top - 4, x2=f"{x(t):.1f}", y2=lanes_bottom, stroke=GRID)
                      + el("text", label, x=f"{x(t):.1f}", y=lanes_bottom + 16, fill=MUTED,
@@ -222,12 +266,13 @@ def ranks_timeline(summary, trace: dict, width: int = 880) -> str:
             lane = "nccl" if comm else "attention" if names.fingerprint([op.name]) != "math" else "other"
             parts.append(el("rect", hover(f"{names.label(op.name)} {us(op.duration_us)}"),
                             x=f"{x(offset + op.start_us):.1f}", y=y_comm if comm else y_comp,
-                            width=f"{max(op.duration_us * scale, 1.0):.1f}", height=row_h - 2, fill=RANK_LANES[lane][0]))
+                            width=f"{max(op.duration_us * scale, 1.0):.1f}", height=row_h - 2, fill=RANK_LANES[lane][0],
+                            **{"class": "attnprof-gpu-op"}))
     for i, (color, label) in enumerate(RANK_LANES.values()):
         parts.append(el("rect", x=4, y=legend_y + 18 * i - 10, width=12, height=12, fill=color)
                      + el("text", label, x=22, y=legend_y + 18 * i))
     parts.append("</svg>")
-    return '<div class="attnprof-figure">' + "\n".join(parts) + "</div>"  # scrolls sideways on a phone
+    return "\n".join(parts)
 
 
 # ---- charts of the measurement runs --------------------------------------------------------------

@@ -24,9 +24,10 @@ def esc(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-def header(width, height, label: str, font_size: int = 11) -> str:
+def header(width, height, label: str, font_size: int = 11, css_class: str = "") -> str:
     """The opening tag of every figure: scales to the page's width, named for screen readers."""
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
+    klass = f' class="{esc(css_class)}"' if css_class else ""
+    return (f'<svg xmlns="http://www.w3.org/2000/svg"{klass} viewBox="0 0 {width} {height}" width="100%" '
             f'font-family="sans-serif" font-size="{font_size}" fill="currentColor" role="img" aria-label="{esc(label)}">')
 
 

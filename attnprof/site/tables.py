@@ -148,8 +148,9 @@ def ops(summary, mark: str | None = None) -> str:
                 f"{summary['settings']['event_reps']} calls (no profiler)" if "event_median_us" in summary else "")
              + f". Shape {'×'.join(map(str, summary['shape']))}, {summary['dtype']}. Hover a kernel for its "
                f"full name, a launch call for its API.{where}")
-    return table(["#", "time", "kernel, copy or fill", "library", "math unit", "launched from", "launch API"],
-                 rows, "rr") + total
+    return ('<div class="attnprof-oplist" markdown>\n\n'  # on a phone the stylesheet stacks each row (extra.css)
+            + table(["#", "time", "kernel, copy or fill", "library", "math unit", "launched from", "launch API"],
+                    rows, "rr") + "\n\n</div>" + total)
 
 
 def ops_diff(a, b) -> str:
