@@ -16,7 +16,15 @@ BWD_FLOP_FACTOR = 2.5  # backward FLOPs counted as 2.5x the forward's (five matm
 # peak, the first call's clock); everything else in a record follows from its trace or raw samples.
 MEASURED_ONCE = {"rel_err": "relative error against float64", "grad_rel_err": "the gradients' relative errors",
                  "peak_extra_bytes": "peak memory", "memory": "memory held and peaks",
-                 "first_call_ms": "the first call's time"}
+                 "first_call_ms": "the first call's time", "saved": "what autograd saved for the backward",
+                 "rel_err_rows": "each rank's relative error", "rel_err_vs_single_gpu": "each rank's error against one GPU",
+                 "max_abs": "verification's largest error", "rel_frobenius": "verification's relative error",
+                 "worst_row": "verification's worst row",
+                 "device_ops": "a fallback case's profiled ops", "device_us": "a fallback case's profiled device time",
+                 "cpu_us": "a fallback case's profiled CPU time"}
+# The raw samples every median, percentile and rate is recomputed from: data, not derived figures.
+RAW_SAMPLES = ("event_times_us", "times_us", "timing", "one_call_us", "one_call_wall_us", "back_to_back_us_each",
+               "enqueue_us", "enqueue_late_us", "graph_us", "profiled")
 
 
 class CaptureError(RuntimeError):

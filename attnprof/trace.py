@@ -328,9 +328,11 @@ def summarize_rank(merged: dict, rank: int, label: str) -> dict:
 def ranks_disagreements(summary: dict, merged: dict) -> list[str]:
     """Where a context-parallel record differs from its merged trace, rank by rank, or from itself (the
     run is done when its slowest rank is; the speedup is the single GPU's time over that)."""
-    found = []
-    for r in summary["ranks"]:
+    found = []  # (a rank's key_averages are not held: no page shows them, and torch's per-rank table
+    for r in summary["ranks"]:  # also counts what the merged trace files under the other rank's lanes)
         derived = summarize_rank(merged, r["rank"], summary["label"])
+        if "positions" in r:  # the (query, key) pairs its queries see under the causal mask, from its positions
+            derived["causal_pairs"] = sum((a + b + 2) * (b - a + 1) // 2 for a, b in r["positions"])
         found += [line for key, value in derived.items()
                   for line in differences(r.get(key), value, f"ranks[{r['rank']}].{key}")]
     slowest = max(r["event_median_us"] for r in summary["ranks"])

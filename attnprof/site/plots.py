@@ -366,12 +366,16 @@ def _crosses(box, drawn, margin: float = 3) -> bool:
 
 def _reference_label(name: str, y: float, drawn) -> str:
     """The label of a reference line at pixel height y: above or below it, at the left or the right,
-    the first place no series crosses, on a backing of the page's colour."""
+    the first place no series crosses, on a backing of the page's colour; none where every place is
+    crossed (the legend under the plot names the line)."""
     w = len(name) * CHART_CHAR_W + 6
     places = [(x, top) for x in range(LEFT + 4, int(W - RIGHT - 4 - w) + 1, 2) for top in (y - 16, y + 3)
               if TOP <= top and top + 13 <= H - BOTTOM] or [(LEFT + 4, y - 16)]  # from the left, above then below
     clear = lambda margin: next((p for p in places if not _crosses((p[0], p[1], p[0] + w, p[1] + 13), drawn, margin)), None)
-    x, top = next(filter(None, map(clear, (8, 6, 4, 3.5))), places[0])  # the clearest place there is
+    spot = next(filter(None, map(clear, (8, 6, 4, 3.5))), None)  # the clearest place there is
+    if spot is None:
+        return ""
+    x, top = spot
     return (el("rect", x=f"{x:.1f}", y=f"{top:.1f}", width=f"{w:.1f}", height=14, rx=2,
                style=f"fill: {BACKGROUND}; fill-opacity: .85")
             + el("text", esc(name), x=f"{x + 3:.1f}", y=f"{top + 11:.1f}", style=HALO))

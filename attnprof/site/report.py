@@ -83,9 +83,9 @@ def page_markdown(record: str, against: str | None = None, title: str = "") -> s
     parts = [f"# {title}" if title else "",
              f"<!-- attnprof: stamp {record} -->",
              "## The op list", f"<!-- attnprof: ops {record} -->", f"<!-- attnprof: gaps {record} -->",
-             "## One forward", f"<!-- attnprof: trace {record} -->", f"<!-- attnprof: download {record} -->",
+             "## One forward", f"<!-- attnprof: trace {record} -->",
              "## The kernels, decoded", f"<!-- attnprof: kernels {record} -->",
-             "## key_averages", f"<!-- attnprof: table {record} -->"]
+             "## key_averages", f"<!-- attnprof: key-averages {record} -->"]
     if against:
         parts += [f"## Against <code>{html.escape(against)}</code>", f"<!-- attnprof: align {against} {record} -->"]
     return "\n\n".join(p for p in parts if p)

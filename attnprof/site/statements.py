@@ -363,6 +363,22 @@ def rates(build: Build, stage) -> Statement:
                      f"kernel {kernel_only}, back to back {b2b}, one call {one_call}")
 
 
+@statement("cpu-saving")
+def cpu_saving(build: Build, stage, against) -> Statement:
+    """Whether a stage's forward takes less CPU time than another's, by the profiled forwards' spread."""
+    a, b = build.summary(stage), build.summary(against)
+    ea, eb = a["cpu_forward_us_each"], b["cpu_forward_us_each"]
+    spread = lambda e: f"{us(min(e))} to {us(max(e))}"
+    head = (f"The annotated forward takes {us(a['cpu_forward_us'])} of CPU time here against "
+            f"{us(b['cpu_forward_us'])} for {name(against)} (median of {len(ea)} profiled forwards, profiler on")
+    if max(ea) < min(eb):
+        text = f"{head}): every profiled forward of {name(stage)} took less than every one of {name(against)}'s"
+    else:
+        text = (f"{head}; {spread(ea)} and {spread(eb)}): the ranges overlap, so this profile cannot tell the "
+                f"saving on the CPU apart from the forward-to-forward spread")
+    return Statement(text, bool(ea) and bool(eb), f"{ea} against {eb}")
+
+
 @statement("queued-vs-one-call")
 def queued_vs_one_call(build: Build, stage) -> Statement:
     """A stage's time per forward queued back to back against one call at a time, in the fastest-forward run."""
