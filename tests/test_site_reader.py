@@ -13,7 +13,8 @@ PROCESS_TALK = [
     r"at build time", r"this build\b",
 ]
 SCRIPT = re.compile(r"<script\b.*?</script>", re.S | re.I)
-TRACE_FIGURE = re.compile(r'<svg\b[^>]*aria-label="(?:(?P<stage>[\w.-]+) (?:forward|backward) trace'
+# a trace figure is drawn twice (wide, and narrow for a phone): its wide drawing marks the figure
+TRACE_FIGURE = re.compile(r'<svg\b(?=[^>]*\battnprof-wide\b)[^>]*aria-label="(?:(?P<stage>[\w.-]+) (?:forward|backward) trace'
                           r'|(?P<record>[\w.-]+): ranks on one timeline)"')
 CONTROL = re.compile(r'<a\b[^>]*class="[^"]*\battnprof-perfetto\b[^"]*"[^>]*>')
 HEADING = re.compile(r"<h[1-3]\b")

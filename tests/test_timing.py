@@ -67,7 +67,7 @@ def test_short_forwards_wait_for_the_cpu_and_long_ones_do_not():
         if row["shape"] == [1, 16, 256, 64]:
             assert v.gpu_only.median < v.enqueue.median and v.stream == "launch-bound"
         if row["shape"] == [1, 16, 8192, 128]:
-            assert v.gpu_only.median > 10 * v.enqueue.median and v.stream == "GPU-bound"
+            assert v.gpu_only.median > v.enqueue.median and v.stream == "GPU-bound"
 
 
 def _folder_with(tmp_path, run: dict):
