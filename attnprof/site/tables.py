@@ -19,6 +19,7 @@ LAUNCH_API = {"cu": "CUDA driver API", "cuda": "CUDA runtime API"}
 def table(headers, rows, align: str = "") -> str:
     """A Markdown table; `align` has one letter per column, l (the default) or r, e.g. "lrr"."""
     align = align.ljust(len(headers), "l")
+    headers = [h.replace("-", "\u2011") for h in headers]  # a header breaks between words, not at a hyphen
     lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---:" if a == "r" else "---" for a in align) + " |"]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)

@@ -48,7 +48,7 @@ def _signed(x: float) -> str:
 def _method_note(build: Build) -> str:
     r = build.run("timing")
     return (f"Unprofiled times are medians with p10–p90 in brackets, in µs: one call over {r['one_call_reps']} "
-            f"calls; back to back, GPU only and CPU enqueue over {r['reps']} runs of {r['calls']} calls each. "
+            f"calls; back to back, GPU only and CPU enqueue per call, over {r['reps']} runs of {r['calls']} calls each. "
             f"Profiled CPU time: the annotated range of each of the three forwards a capture profiles "
             f"(torch.profiler, as on every chapter). bf16, causal.")
 
@@ -65,10 +65,9 @@ def timing_table(build: Build, shape=None):
         out.append((title(r["stage"]), where(r["shape"]), spread(v.one_call), spread(v.back_to_back),
                      spread(v.gpu_only), spread(v.enqueue), us(v.profiled_cpu.median),
                      f"**{v.stream}**", _signed(v.launch_overhead_us)))
-    return (tables.table(["stage", "shape B×H×S×D", "one call (CUDA events)", "back to back, per call (CUDA events)",
-                          "GPU only, per call (CUDA-graph replay)", "CPU enqueue, per call (host clock)",
-                          "profiled CPU time / forward (torch.profiler)", "a stream of calls is",
-                          "launch overhead of one call (one call − GPU only)"], out, "llrrrrrlr")
+    return (tables.table(["stage", "shape B×H×S×D", "one call (CUDA events)", "back to back (CUDA events)",
+                          "GPU only (CUDA-graph replay)", "CPU enqueue (host clock)", "profiled CPU (torch.profiler)",
+                          "a stream is", "launch overhead (one call − GPU only)"], out, "llrrrrrlr")
             + "\n\n" + _method_note(build))
 
 
