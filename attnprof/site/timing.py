@@ -8,7 +8,7 @@ the data give another verdict.
 from __future__ import annotations
 
 from .. import timing
-from ..stages import DEFAULT_SHAPE
+from ..stages import DEFAULT_SHAPE, STAGES
 from ..text import shape as shape_text, us
 from . import tables
 from .build import Build
@@ -62,7 +62,7 @@ def timing_table(build: Build, shape=None):
         if shape and "x".join(map(str, r["shape"])) != shape:
             continue
         v = timing.verdict(r)
-        out.append((title(r["stage"]), where(r["shape"]), spread(v.one_call), spread(v.back_to_back),
+        out.append((STAGES[r["stage"]].short or title(r["stage"]), where(r["shape"]), spread(v.one_call), spread(v.back_to_back),
                      spread(v.gpu_only), spread(v.enqueue), us(v.profiled_cpu.median),
                      f"**{v.stream}**", _signed(v.launch_overhead_us)))
     return (tables.table(["stage", "shape B×H×S×D", "one call (CUDA events)", "back to back (CUDA events)",
