@@ -38,6 +38,28 @@ def h200():
 
 
 @pytest.fixture(scope="session")
+def perfetto_received():
+    return _perfetto_received
+
+
+def _perfetto_received(browser, stub) -> dict:
+    """Click the page's Open-in-Perfetto control with Perfetto's page replaced by `stub` (a local page that
+    speaks its postMessage protocol): what the stub received (base64, title, origin)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+    home = browser.current_window_handle
+    browser.execute_script("window.attnprofPerfettoUrl = arguments[0]", stub)
+    browser.find_element(By.CSS_SELECTOR, "a.attnprof-perfetto").click()
+    WebDriverWait(browser, 10).until(lambda b: len(b.window_handles) == 2)
+    browser.switch_to.window(next(h for h in browser.window_handles if h != home))
+    try:
+        return WebDriverWait(browser, 20).until(lambda b: b.execute_script("return window.received || null"))
+    finally:
+        browser.close()
+        browser.switch_to.window(home)
+
+
+@pytest.fixture(scope="session")
 def build_site():
     return build
 

@@ -292,22 +292,13 @@ def test_trace_figures_are_inline_and_answer_hover(site, server, browser, stage)
     assert figure["smallest"] >= figure["small"] * 0.9, figure
 
 
-def test_open_in_perfetto_posts_the_committed_trace(site, server, stub, browser):
+def test_open_in_perfetto_posts_the_committed_trace(site, server, stub, browser, perfetto_received):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
     browser.get(f"{server}/naive/")
-    home = browser.current_window_handle
     fetched = "return performance.getEntriesByType('resource').map(e => e.name).filter(n => n.endsWith('.gz'))"
     assert browser.execute_script(fetched) == [], "the trace was fetched before anyone clicked"
-    browser.execute_script("window.attnprofPerfettoUrl = arguments[0]", stub)
-    browser.find_element(By.CSS_SELECTOR, "a.attnprof-perfetto").click()
-    WebDriverWait(browser, 10).until(lambda b: len(b.window_handles) == 2)
-    browser.switch_to.window(next(h for h in browser.window_handles if h != home))
-    try:
-        received = WebDriverWait(browser, 20).until(lambda b: b.execute_script("return window.received || null"))
-    finally:
-        browser.close()
-        browser.switch_to.window(home)
+    received = perfetto_received(browser, stub)
     committed = (store.CAPTURES / "naive.trace.json.gz").read_bytes()
     assert gzip.decompress(base64.b64decode(received["base64"])) == gzip.decompress(committed)
     assert "Naive" in received["title"] and received["origin"] == server

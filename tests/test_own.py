@@ -232,7 +232,8 @@ def test_display_of_a_raw_profile_from_the_notebooks_loop(tmp_path):
 
 # ---- a report page in a real browser ------------------------------------------------------------------
 
-def test_report_page_in_a_browser(tmp_path, browser, stub):  # noqa: F811
+@pytest.mark.browser
+def test_report_page_in_a_browser(tmp_path, browser, stub, perfetto_received):  # noqa: F811
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
     report.write("window.sdpa", tmp_path / "page.html", against="auto")
@@ -254,16 +255,7 @@ def test_report_page_in_a_browser(tmp_path, browser, stub):  # noqa: F811
         assert found["over"] == [] and found["scroll"] <= found["width"], found
         assert found["bars"] >= records.load_summary("window.sdpa")["ops_per_forward"] and found["kernels"] > 0, found
         assert found["perfetto"] == 1
-        home = browser.current_window_handle
-        browser.execute_script("window.attnprofPerfettoUrl = arguments[0]", stub)
-        browser.find_element(By.CSS_SELECTOR, "a.attnprof-perfetto").click()
-        WebDriverWait(browser, 10).until(lambda b: len(b.window_handles) == 2)
-        browser.switch_to.window(next(h for h in browser.window_handles if h != home))
-        try:
-            received = WebDriverWait(browser, 20).until(lambda b: b.execute_script("return window.received || null"))
-        finally:
-            browser.close()
-            browser.switch_to.window(home)
+        received = perfetto_received(browser, stub)
         committed = (store.CAPTURES / "window.sdpa.trace.json.gz").read_bytes()
         assert gzip.decompress(base64.b64decode(received["base64"])) == gzip.decompress(committed)
         assert "SDPA with a boolean mask" in received["title"]
