@@ -293,8 +293,6 @@ def test_trace_figures_are_inline_and_answer_hover(site, server, browser, stage)
 
 
 def test_open_in_perfetto_posts_the_committed_trace(site, server, stub, browser, perfetto_received):
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
     browser.get(f"{server}/naive/")
     fetched = "return performance.getEntriesByType('resource').map(e => e.name).filter(n => n.endsWith('.gz'))"
     assert browser.execute_script(fetched) == [], "the trace was fetched before anyone clicked"

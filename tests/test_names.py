@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from attnprof import names, records, store, trace
+from attnprof import names, records, trace
 from attnprof.cli import main
 from attnprof.procedure import LABEL
 

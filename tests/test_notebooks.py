@@ -1,7 +1,7 @@
 """The generated notebooks run, as a reader would run them, on a CPU."""
 import pytest
 
-from attnprof import names, records, store
+from attnprof import names, records
 from attnprof.site import notebooks
 from attnprof.stages import ladder, STAGES, SNIPPETS, snippet_section
 

@@ -12,7 +12,6 @@ from attnprof import compare, own, records, store, timing, trace
 from attnprof.cli import main
 from attnprof.measure import own as capture_own
 from attnprof.site import report
-from attnprof.stages import ROOT, code_hash
 from test_browser import STUB, browser, serve, stub  # noqa: F401  (fixtures: headless Chromium, a Perfetto stub)
 
 EVIL = "<script>alert('x')</script> & \"q\""
@@ -234,8 +233,6 @@ def test_display_of_a_raw_profile_from_the_notebooks_loop(tmp_path):
 
 @pytest.mark.browser
 def test_report_page_in_a_browser(tmp_path, browser, stub, perfetto_received):  # noqa: F811
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
     report.write("window.sdpa", tmp_path / "page.html", against="auto")
     httpd, url = serve(tmp_path)
     try:

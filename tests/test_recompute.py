@@ -7,9 +7,8 @@ import shutil
 
 import pytest
 
-from attnprof import records, store, trace
+from attnprof import records, store
 from attnprof.procedure import MEASURED_ONCE, RAW_SAMPLES
-from attnprof.stages import DEFAULT_SHAPE
 
 PER_FILE = 6  # numbers mutated in each file, spread over all of its numbers
 

@@ -468,7 +468,7 @@ def flash_vs_hopper_kernels(build: Build) -> Statement:
     def kernel_us(stage):
         return _longest_kernel(build.summary(records.record_name(stage, LONG_SHAPE)))["duration_us"]
     ratio = {s: kernel_us(s) / kernel_us("flash") for s in hopper_kernels(build)}  # flash's rate over theirs
-    text = (f"runs at " + " and ".join(f"{pct(r)} of {name(s)}'s rate" for s, r in ratio.items())
+    text = ("runs at " + " and ".join(f"{pct(r)} of {name(s)}'s rate" for s, r in ratio.items())
             + " (kernel time in the profiler, the table above)")
     return Statement(text, bool(ratio) and max(ratio.values()) < 1, f"{ratio}")
 

@@ -119,7 +119,7 @@ def methods(build: Build, stage="cudnn", shape="8x16x1024x64"):
                   + " this run's p10–p90 for one call"))
     return (tables.table([f"method ({title(stage)}, {where(r['shape'])})", "what it measures",
                           "time (median, p10–p90 in µs)", "why it differs"], lines, "llrl")
-            + f"\n\nAll but the last two rows from one timing run (the three profiled forwards give a median only). "
+            + "\n\nAll but the last two rows from one timing run (the three profiled forwards give a median only). "
               + _method_note(build))
 
 
