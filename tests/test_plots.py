@@ -164,3 +164,10 @@ def test_a_trace_has_a_narrow_drawing_whose_lines_fit_it():
             if t.get("text-anchor") in (None, "start"):
                 assert float(t.get("x")) + len(line) * plots.CHAR_W <= plots.NARROW + 2, line
     assert len(narrow.findall(f".//{NS}rect[@class='attnprof-gpu-op']")) == BUILD.summary("fa4-1x16x8192x128")["ops_per_forward"]
+
+
+def test_a_narrow_trace_keeps_its_time_labels_apart():
+    """On a phone's 380 px drawing, one tick at least every 80 px, so labels like "125 µs" never touch."""
+    for end in (61.0, 210.0, 1163.0, 98_000.0):
+        ticks = plots.time_ticks(end, 380)
+        assert 2 <= len(ticks) <= 380 // 80 + 1, (end, ticks)

@@ -25,9 +25,8 @@ def markdown(d: dict) -> str:
            for r in d["ops"]]
     c = d["counts"]
     return (tables.table(["", f"A: {name(a)}", f"B: {name(b)}", "B ÷ A"], rows, "lrrr")
-            + f"\n\nA is *{tables.cell(a['title'])}*, B is *{tables.cell(b['title'])}*; "
-              f"{tables.cell(a['device'])} and {tables.cell(b['device'])}, shapes {shape(a['shape'])} {a['dtype']} and "
-              f"{shape(b['shape'])} {b['dtype']}. Device and CPU time per forward from the profiler (the median "
+            + f"\n\nA is *{tables.cell(a['title'])}*, B is *{tables.cell(b['title'])}*; {_both(a, b)}. "
+              f"Device and CPU time per forward from the profiler (the median "
               f"profiled forward), the CUDA-event median over single calls; a stream of calls is launch-bound when, "
               f"unprofiled, back to back runs at the CPU's enqueue pace rather than a CUDA-graph replay's "
               f"([the rule](launch-bound.md)). Relative error of A against "
@@ -36,6 +35,14 @@ def markdown(d: dict) -> str:
             + f"\n\nOp lists aligned by kernel family (the library that made a kernel; Memcpy, Memset): "
               f"{c['same']} the same (=), {c['changed']} changed to another kernel of the family (~), "
               f"{c['removed']} only in A (−), {c['added']} only in B (+). Hover a kernel for its full name.")
+
+
+def _both(a, b) -> str:
+    """Where and at what shape the two ran, said once when it is the same."""
+    where = (f"both on {tables.cell(a['device'])}" if a["device"] == b["device"]
+             else f"on {tables.cell(a['device'])} and {tables.cell(b['device'])}")
+    sa, sb = f"{shape(a['shape'])} {a['dtype']}", f"{shape(b['shape'])} {b['dtype']}"
+    return f"{where}, {'at ' + sa if sa == sb else f'at {sa} and {sb}'}"
 
 
 @piece("align", captures=2)

@@ -17,18 +17,19 @@ HALO = "paint-order: stroke; stroke: var(--md-default-bg-color, white); stroke-w
 
 # ---- one forward's trace -------------------------------------------------------------------------
 
-def nice_step(span_us: float) -> float:
-    """A round tick interval giving 4 to 10 ticks over the span."""
-    for step in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000, 20000, 25000, 50000, 100000):
-        if span_us / step <= 10:
+def nice_step(span_us: float, most: int = 10) -> float:
+    """A round tick interval giving at most `most` ticks over the span."""
+    for step in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000, 20000, 25000, 50000, 100000,
+                 200000, 250000, 500000):
+        if span_us / step <= most:
             return step
-    return span_us / 10
+    return span_us / most
 
 
-def time_ticks(end_us: float) -> list[tuple[float, str]]:
-    """The ticks of a time axis from 0 to end_us: (µs, label), labelled with as few digits as they need
-    in one unit for the axis ("0 ms", "20 ms", "40 ms"; "0 µs", "2.5 µs")."""
-    step = nice_step(end_us)
+def time_ticks(end_us: float, width: float = 1040) -> list[tuple[float, str]]:
+    """The ticks of a time axis from 0 to end_us drawn `width` px wide, one at least every 80 px: (µs,
+    label), labelled with as few digits as they need in one unit ("0 ms", "20 ms"; "0 µs", "2.5 µs")."""
+    step = nice_step(end_us, max(3, min(10, int(width // 80))))
     ticks = [i * step for i in range(int(end_us // step) + 1)]
     ms = ticks[-1] >= 1000
     return [(t, f"{round(t / 1000, 6):g} ms" if ms else f"{round(t, 6):g} µs") for t in ticks]
@@ -150,7 +151,7 @@ def _timeline(summary, trace: dict, width: int, variant: str) -> str:
     height = legend_y + 18 * per_column
     parts = [header(width, height, f'{summary["stage"]} {what} trace', font_size=TRACE_FONT, css_class=variant),
              _lines(heading_lines, heading_x, 16, font_weight="bold")]
-    for i, (t, label) in enumerate(time_ticks(end)):  # time axis at the bottom, clear of the launch connectors
+    for i, (t, label) in enumerate(time_ticks(end, width)):  # time axis at the bottom, clear of the launch connectors
         tx = f"{x(t):.1f}"
         parts.append(el("line", x1=tx, y1=y_cpu - 4, x2=tx, y2=y_axis - 14, stroke=GRID)
                      + el("text", label, x=tx, y=y_axis, fill=MUTED,
@@ -247,7 +248,7 @@ def _ranks_timeline(summary, trace: dict, width: int, variant: str) -> str:
     parts = [header(width, height, f'{summary["record"]}: ranks on one timeline', font_size=TRACE_FONT,
                     css_class=variant),
              _lines(heading, 4, 16, font_weight="bold") + _lines(sub, 4, 16 + 16 * len(heading))]
-    for i, (t, label) in enumerate(time_ticks(end)):
+    for i, (t, label) in enumerate(time_ticks(end, width)):
         parts.append(el("line", x1=f"{x(t):.1f}", y1=top - 4, x2=f"{x(t):.1f}", y2=lanes_bottom, stroke=GRID)
                      + el("text", label, x=f"{x(t):.1f}", y=lanes_bottom + 16, fill=MUTED,
                           text_anchor=_tick_anchor(i, x(t), label, width - 2, CHAR_W)))

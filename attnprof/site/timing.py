@@ -178,7 +178,7 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
 
 def queue_never_full(build: Build) -> list[str]:
     """Rows whose enqueue slowed in its second half (a sign that launches waited for room in the GPU's queue)."""
-    return [f"{title(r['stage'])} at {where(r['shape'])}" for r in rows(build)
+    return [f"{STAGES[r['stage']].short or title(r['stage'])} at {where(r['shape'])}" for r in rows(build)
             if not timing.agree(timing.stats(r["enqueue_late_us"]), timing.stats(r["enqueue_us"]))]
 
 
@@ -186,7 +186,7 @@ def queue_never_full(build: Build) -> list[str]:
 def queue_check(build: Build):
     slow = queue_never_full(build)
     if slow:
-        return ("in " + ", ".join(slow) + " the second half of the enqueue loop ran slower than the whole, so "
+        return ("in " + "; ".join(slow) + " the second half of the enqueue loop ran slower than the whole, so "
                 "some launches may have waited for room in the GPU's queue: read their CPU enqueue as an upper bound")
     return ("in every row the second half of the enqueue loop ran at the pace of the whole loop (within the "
             "tolerance of the rule above), so no launch waited for room in the GPU's queue")
