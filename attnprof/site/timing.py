@@ -38,6 +38,8 @@ def where(s) -> str:
 
 def spread(x: timing.Stats) -> str:
     """A median with its p10–p90 range, for a table cell."""
+    if x.median >= 1000:  # the range in the median's unit
+        return f"{us(x.median)} ({x.p10 / 1000:.3f}–{x.p90 / 1000:.3f})"
     return f"{us(x.median)} ({x.p10:.1f}–{x.p90:.1f})"
 
 
@@ -47,7 +49,7 @@ def _signed(x: float) -> str:
 
 def _method_note(build: Build) -> str:
     r = build.run("timing")
-    return (f"Unprofiled times are medians with p10–p90 in brackets, in µs: one call over {r['one_call_reps']} "
+    return (f"Unprofiled times are medians with p10–p90 in brackets, in the median's unit: one call over {r['one_call_reps']} "
             f"calls; back to back, GPU only and CPU enqueue per call, over {r['reps']} runs of {r['calls']} calls each. "
             f"Profiled CPU time: the annotated range of each of the three forwards a capture profiles "
             f"(torch.profiler, as on every chapter). bf16, causal.")
@@ -62,13 +64,13 @@ def timing_table(build: Build, shape=None):
         if shape and "x".join(map(str, r["shape"])) != shape:
             continue
         v = timing.verdict(r)
-        out.append((STAGES[r["stage"]].short or title(r["stage"]), where(r["shape"]), spread(v.one_call), spread(v.back_to_back),
-                     spread(v.gpu_only), spread(v.enqueue), us(v.profiled_cpu.median),
+        out.append((STAGES[r["stage"]].short or title(r["stage"]), shape_text(r["shape"]), spread(v.one_call),
+                     spread(v.back_to_back), spread(v.gpu_only), spread(v.enqueue), us(v.profiled_cpu.median),
                      f"**{v.stream}**", _signed(v.launch_overhead_us)))
-    return (tables.table(["stage", "shape B×H×S×D", "one call (CUDA events)", "back to back (CUDA events)",
-                          "GPU only (CUDA-graph replay)", "CPU enqueue (host clock)", "profiled CPU (torch.profiler)",
-                          "a stream is", "launch overhead (one call − GPU only)"], out, "llrrrrrlr")
-            + "\n\n" + _method_note(build))
+    return (tables.table(["stage", "shape", "one call (CUDA events)", "back to back (CUDA events)",
+                          "GPU only (graph replay)", "CPU enqueue (host clock)", "profiled CPU (torch.profiler)",
+                          "a stream is", "launch overhead"], out, "llrrrrrlr")
+            + "\n\nShape B×H×S×D; launch overhead: one call less GPU only. " + _method_note(build))
 
 
 def _cell(x: timing.Stats | None) -> str:
