@@ -64,11 +64,35 @@ def build_site():
     return build
 
 
-def build(dest, strict=True, env_extra=None):
-    """`mkdocs build` into `dest`, never recapturing; returns the finished process."""
+def build(dest, strict=True, env_extra=None, root=ROOT):
+    """`mkdocs build` of the project at `root` into `dest`, never recapturing; returns the finished process."""
     env = dict(os.environ, ATTNPROF_RECAPTURE="never", NO_MKDOCS_2_WARNING="1", **(env_extra or {}))
     cmd = [sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(dest)] + (["--strict"] if strict else [])
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env, timeout=300)
+
+
+def project_copy(tree, pages):
+    """A copy of the project in `tree` with only these chapters (and the home page), a nav of them and no
+    notebook pages, so that a build of it is quick; the code, snippets, captures and assets are all there."""
+    import shutil
+    for part in ("snippets", "attnprof"):
+        shutil.copytree(ROOT / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
+    keep = {"index.md", *(f"{p}.md" for p in pages)}
+    shutil.copytree(ROOT / "docs", tree / "docs",
+                    ignore=lambda d, names: [n for n in names if n.endswith(".md") and n not in keep])
+    lines = (ROOT / "mkdocs.yml").read_text().splitlines()
+    jupyter = lines.index("  - mkdocs-jupyter:")  # the notebook pages are not what these builds test
+    lines = lines[:jupyter] + [l for l in lines[jupyter + 1:] if not l.startswith("      ")]
+    start = lines.index("nav:")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i] and not lines[i].startswith(" ")), len(lines))
+    nav = ["nav:", "  - Home: index.md", *(f"  - {p}: {p}.md" for p in pages)]
+    (tree / "mkdocs.yml").write_text("\n".join(lines[:start] + nav + lines[end:]) + "\n")
+    return tree
+
+
+@pytest.fixture(scope="session")
+def copy_project():
+    return project_copy
 
 
 @pytest.fixture(scope="session")

@@ -142,12 +142,19 @@ def test_every_kind_of_record_is_mutated():
 
 @pytest.mark.site
 def test_the_strict_build_fails_on_a_changed_number_and_on_a_missing_run(clean, tmp_path, build_site):
-    for record, name, path in [CASES[0], next(c for c in CASES if c[0].startswith("run-"))]:
-        folder = mutated_copy(clean, name, path, tmp_path / record)
-        r = build_site(tmp_path / f"site-{record}", env_extra={"ATTNPROF_CAPTURES": str(folder)})
-        assert r.returncode != 0 and name.removesuffix(".json") in r.stderr, r.stderr[-500:]
-    folder = tmp_path / "no-run"
-    shutil.copytree(clean, folder)
-    (folder / "run-fastest.json").unlink()
-    r = build_site(tmp_path / "site-no-run", env_extra={"ATTNPROF_CAPTURES": str(folder)})
-    assert r.returncode != 0 and "run-fastest.json is missing" in r.stderr and "sweep --only fastest" in r.stderr
+    """In one copy: a number changed in a capture, another in a run, and a run file the site uses deleted."""
+    (record, name, path), (run, run_name, run_path) = CASES[0], next(c for c in CASES if c[0].startswith("run-"))
+    folder = mutated_copy(clean, name, path, tmp_path / "captures")
+    data = json.loads((folder / run_name).read_text())
+    node = data
+    for p in run_path:
+        node = node[p]
+    set_at(data, run_path, mutated(node))
+    (folder / run_name).write_text(json.dumps(data, indent=1))
+    missing = "run-fastest" if run != "run-fastest" else "run-graphs"
+    (folder / f"{missing}.json").unlink()
+    r = build_site(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    assert r.returncode != 0
+    assert [line for line in r.stderr.splitlines() if name in line and "python -m attnprof" in line], r.stderr[-500:]
+    assert [line for line in r.stderr.splitlines() if run_name in line and "python -m attnprof sweep" in line]
+    assert f"{missing}.json is missing" in r.stderr and f"sweep --only {missing.removeprefix('run-')}" in r.stderr

@@ -34,14 +34,15 @@ def test_notebooks_are_built_and_downloadable(site):
         assert any("profile_forward" in "".join(c["source"]) for c in nb["cells"])
 
 
-def test_a_corrupt_capture_fails_the_strict_build_in_one_line(tmp_path, build_site):
+def test_a_corrupt_capture_fails_the_strict_build_in_one_line(tmp_path, build_site, copy_project):
     folder = tmp_path / "captures"
     shutil.copytree(store.CAPTURES, folder)
     (folder / "inplace.json").write_text("{ truncated")
     r = build_site(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
     assert r.returncode != 0
     assert "capture inplace.json is corrupt" in r.stderr and "python -m attnprof capture inplace" in r.stderr
-    r = build_site(tmp_path / "site2", strict=False, env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    tree = copy_project(tmp_path / "tree", ["inplace"])  # served, not strict: the page shows a box instead
+    r = build_site(tmp_path / "site2", strict=False, env_extra={"ATTNPROF_CAPTURES": str(folder)}, root=tree)
     assert r.returncode == 0, r.stderr
     page = (tmp_path / "site2" / "inplace" / "index.html").read_text()
     assert "Capture not usable" in page and "corrupt" in page
@@ -71,19 +72,6 @@ def test_pages_beyond_the_post_are_built_from_the_runs(site):
     assert not (site / "figures").exists()  # figures are inline, no generated files
     cost = (site / "end-to-end" / "index.html").read_text()
     assert 'id="attnprof-price"' in cost and "javascripts/cost.js" in cost
-
-
-@pytest.mark.parametrize("damage, message", [
-    (lambda folder: (folder / "flash.json").unlink(), "no capture 'flash' (flash.json is missing)"),
-    (lambda folder: (folder / "cudnn.trace.json.gz").unlink(), "trace of 'cudnn' is missing"),
-    (lambda folder: _stale(folder / "math.json"), "capture 'math' is stale"),
-])
-def test_missing_or_stale_captures_fail_the_strict_build(tmp_path, damage, message, build_site):
-    folder = tmp_path / "captures"
-    shutil.copytree(store.CAPTURES, folder)
-    damage(folder)
-    r = build_site(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
-    assert r.returncode != 0 and message in r.stderr and "python -m attnprof capture" in r.stderr
 
 
 def _stale(path):
@@ -121,22 +109,26 @@ def _tamper(path, change):
     path.write_text(json.dumps(summary))
 
 
-FLASH_US = records.load_summary("flash")["forward_device_us"]
-
-
-@pytest.mark.parametrize("change, message", [
-    (lambda s: s.update(forward_device_us=FLASH_US + 100), f"forward_device_us {FLASH_US + 100!r} (the trace: {FLASH_US!r})"),
-    (lambda s: s["ops"][0].update(duration_us=s["ops"][0]["duration_us"] + 10), "ops[0].duration_us"),
-])
-def test_a_summary_that_disagrees_with_its_trace_fails_the_strict_build_in_one_line(tmp_path, change, message, build_site):
+def test_missing_stale_and_disagreeing_captures_fail_the_strict_build_one_line_each(tmp_path, build_site):
+    """Five captures damaged five ways in one copy: the strict build fails, with one line for each naming
+    what is wrong and the command that retakes it."""
     folder = tmp_path / "captures"
     shutil.copytree(store.CAPTURES, folder)
-    _tamper(folder / "flash.json", change)
+    (folder / "flash.json").unlink()
+    (folder / "cudnn.trace.json.gz").unlink()
+    _stale(folder / "math.json")
+    efficient = records.load_summary("efficient")["forward_device_us"]
+    _tamper(folder / "efficient.json", lambda s: s.update(forward_device_us=efficient + 100))
+    _tamper(folder / "auto.json", lambda s: s["ops"][0].update(duration_us=s["ops"][0]["duration_us"] + 10))
     r = build_site(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
     assert r.returncode != 0
-    [line] = [l for l in r.stderr.splitlines() if "flash.json" in l]
-    assert "disagrees with its trace flash.trace.json.gz" in line and message in line
-    assert "`python -m attnprof capture flash`" in line
+    for stage, said in [("flash", "no capture 'flash' (flash.json is missing)"),
+                        ("cudnn", "trace of 'cudnn' is missing"), ("math", "capture 'math' is stale"),
+                        ("efficient", f"efficient.json disagrees with its trace efficient.trace.json.gz: forward_device_us "
+                                      f"{efficient + 100!r} (the trace: {efficient!r})"),
+                        ("auto", "auto.json disagrees with its trace auto.trace.json.gz: ops[0].duration_us")]:
+        [line] = [line for line in r.stderr.splitlines() if said in line]
+        assert f"`python -m attnprof capture {stage}`" in line, line
 
 
 BUILD_WITHOUT_TORCH = ("import sys; sys.modules['torch'] = None; from mkdocs.__main__ import cli; "
@@ -144,18 +136,14 @@ BUILD_WITHOUT_TORCH = ("import sys; sys.modules['torch'] = None; from mkdocs.__m
 
 
 @pytest.fixture(scope="module")
-def edited_site(tmp_path_factory):
+def edited_site(tmp_path_factory, copy_project):
     """The site built strictly from a copy of the project in which torch cannot be imported and
     snippets/naive.py has gained a comment, a blank line and other spacing."""
     import os
     import subprocess
     import sys
     from attnprof.stages import ROOT
-    tree = tmp_path_factory.mktemp("tree")
-    skip = shutil.ignore_patterns("__pycache__", ".cache")
-    for name in ("attnprof", "docs", "snippets"):
-        shutil.copytree(ROOT / name, tree / name, ignore=skip)
-    shutil.copy(ROOT / "mkdocs.yml", tree)
+    tree = copy_project(tmp_path_factory.mktemp("tree"), ["naive", "flash", "scaling"])
     naive = tree / "snippets" / "naive.py"
     naive.write_text(naive.read_text().replace(
         "def attention(", "# Six lines, six kernels: read them against the op list below.\n\n\ndef attention(", 1)

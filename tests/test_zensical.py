@@ -1,7 +1,6 @@
 """The same chapters under Zensical, which reads mkdocs.yml and runs its Markdown extensions but
 neither MkDocs hooks nor plugins: the pieces must render from the extension alone."""
 import os
-import shutil
 import subprocess
 import sys
 
@@ -14,12 +13,10 @@ from attnprof.stages import ROOT
 pytest.importorskip("zensical")  # the test extra installs it
 
 
-def test_zensical_renders_a_chapter_with_its_tables_and_trace(tmp_path):
+def test_zensical_renders_a_chapter_with_its_tables_and_trace(tmp_path, copy_project):
     # Zensical builds the project around its config file, into site/ beside it: build a copy of the
-    # parts the pages include (chapters, snippets, the profiling loop), never the checkout itself
-    for part in ("docs", "snippets", "attnprof"):
-        shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "mkdocs.yml", tmp_path)
+    # parts the pages include (the chapter, snippets, the profiling loop), never the checkout itself
+    copy_project(tmp_path, ["flash"])
     env = dict(os.environ, ATTNPROF_RECAPTURE="never")
     r = subprocess.run([sys.executable, "-m", "zensical", "build", "--clean"], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=300)
