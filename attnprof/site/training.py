@@ -230,7 +230,7 @@ def stamp_cp(build: Build, record):
     return tables.environment(s, "Captured", detail)
 
 
-RANK_VALUES = {  # cp-value RECORD rank0.exposed, rank1.hidden_pct ...
+RANK_VALUES = {  # value CP-RECORD rank0.exposed, rank1.hidden_pct ...
     "exposed": lambda r: us(r["overlap"]["exposed_us"]),
     "comm": lambda r: us(r["overlap"]["communication_us"]),
     "hidden": lambda r: us(r["overlap"]["overlap_us"]),
