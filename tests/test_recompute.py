@@ -85,15 +85,20 @@ def clean(tmp_path_factory):
     return folder
 
 
-def mutated_copy(clean, name, path, folder):
-    """A copy of the clean records in `folder`, with the number at `path` of file `name` changed."""
-    shutil.copytree(clean, folder)
+def mutate(folder, name, path):
+    """Change the number at `path` of the file `name` in `folder`."""
     data = json.loads((folder / name).read_text())
     node = data
     for p in path:
         node = node[p]
     set_at(data, path, mutated(node))
     (folder / name).write_text(json.dumps(data, indent=1))
+
+
+def mutated_copy(clean, name, path, folder):
+    """A copy of the clean records in `folder`, with the number at `path` of file `name` changed."""
+    shutil.copytree(clean, folder)
+    mutate(folder, name, path)
     return folder
 
 
@@ -145,12 +150,7 @@ def test_the_strict_build_fails_on_a_changed_number_and_on_a_missing_run(clean, 
     """In one copy: a number changed in a capture, another in a run, and a run file the site uses deleted."""
     (record, name, path), (run, run_name, run_path) = CASES[0], next(c for c in CASES if c[0].startswith("run-"))
     folder = mutated_copy(clean, name, path, tmp_path / "captures")
-    data = json.loads((folder / run_name).read_text())
-    node = data
-    for p in run_path:
-        node = node[p]
-    set_at(data, run_path, mutated(node))
-    (folder / run_name).write_text(json.dumps(data, indent=1))
+    mutate(folder, run_name, run_path)
     missing = "run-fastest" if run != "run-fastest" else "run-graphs"
     (folder / f"{missing}.json").unlink()
     r = build_site(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
