@@ -29,6 +29,7 @@ METRICS = {
     "limit_warps": "launch__occupancy_limit_warps",
     "limit_blocks": "launch__occupancy_limit_blocks",
 }
+MARKER = "spin_kernel"  # torch.cuda._sleep's kernel: in a report of several forwards, one opens each forward's rows
 BOUND_AT = 60.0  # % of peak: a unit this busy is what limits the kernel (Nsight Compute's own rule of thumb)
 
 
@@ -72,9 +73,34 @@ def parse_csv(text: str) -> list[dict]:
     return kernels
 
 
+def split_report(text: str, forwards: int) -> list[str]:
+    """An ncu raw CSV report of several forwards, each opened by a MARKER kernel, as one report per
+    forward: the header (and units) rows, then that forward's rows as ncu printed them."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        raise ValueError("not an ncu raw CSV report: no header row starting with \"ID\"")
+    name = next(csv.reader([lines[start]])).index("Kernel Name")
+    head, body = lines[start:start + 1], lines[start + 1:]
+    if body and not next(csv.reader([body[0]]))[0].strip().isdigit():  # the units row
+        head, body = head + body[:1], body[1:]
+    parts: list[list[str]] = []
+    for line in body:
+        if base_name(next(csv.reader([line]))[name]) == MARKER:
+            parts.append([])
+        elif not parts:
+            raise ValueError("a kernel before the first marker: not a report of `python -m attnprof counters`")
+        else:
+            parts[-1].append(line)
+    if len(parts) != forwards:
+        raise ValueError(f"{len(parts)} forwards in the report, {forwards} expected")
+    return ["".join(head + part) for part in parts]
+
+
 def base_name(name: str) -> str:
     """A kernel's function name without namespaces, template arguments or parameters: ncu and the
     profiler spell the rest differently (ncu drops some namespaces)."""
+    name = re.sub(r"<unnamed>::|\(anonymous namespace\)::", "", name)  # ncu and the profiler's anonymous namespaces
     name = name.removeprefix("void ").split("<")[0].split("(")[0]
     return name.split("::")[-1].strip()
 

@@ -397,6 +397,7 @@ class Take:
     retake: str  # a function of attnprof/measure/worker.py: (record, out_dir) -> outcome
     gpus: int = 1  # GPUs one take holds; more than one: the whole machine, with nothing else running
     ncu: bool = False  # Nsight Compute (`ncu` on PATH)
+    together: bool = False  # the records a GPU is given are taken in one go (`retake` gets the list)
 
 
 @dataclass(frozen=True)
@@ -441,7 +442,7 @@ COUNTERS = Kind("counters", lambda: [f"{record_name(s, shape)}.counters" for s, 
                 lambda r: f"run {_capture_command(r.removesuffix('.counters'), 'counters')} on a CUDA GPU with "
                           f"Nsight Compute",
                 _profiled_sources(COUNTERS_CODE), lambda r: counters_settings(*_parsed(r)[1:]),
-                lambda r: [_parsed(r)[0]], Take("take_counters", ncu=True), noun="counters record")
+                lambda r: [_parsed(r)[0]], Take("take_counters", ncu=True, together=True), noun="counters record")
 RUN = Kind("run", lambda: [f"run-{n}" for n in RUNS], lambda r: r.startswith("run-"), _run_status,
            lambda r: f"run `python -m attnprof sweep --only {r.removeprefix('run-')}` on a CUDA GPU",
            lambda r: run_sources(r.removeprefix("run-")), lambda r: run_settings(r.removeprefix("run-")),

@@ -5,7 +5,8 @@ record needs is its kind's `Take` (records.py): one GPU for forward, backward an
 Compute for counters, CP_WORLD GPUs for context parallelism, and the packages of any provider it runs.
 What this machine cannot take is named in one line each; the rest is taken by one worker process per GPU
 (attnprof/measure/worker.py, CUDA_VISIBLE_DEVICES set), each taking the next record from one queue, the
-longest first; a record that needs several GPUs runs first, alone, on all of them. Nothing here imports
+longest first; a record that needs several GPUs runs first, alone, on all of them. The records of a kind
+taken together (counters: one Nsight Compute child starts once for many records) are one job per GPU. Nothing here imports
 torch: planning (and `--dry-run`) works on a machine without a GPU.
 """
 from __future__ import annotations
@@ -94,10 +95,15 @@ def why_not(record: str, machine: Machine) -> str | None:
 
 @dataclass
 class Job:
-    record: str
+    record: str  # the record it takes; for several taken together, a label naming them
     kind: str
     gpus: int  # GPUs it holds; more than one: all of them, with nothing else running
     estimate_s: float
+    together: tuple[str, ...] = ()  # the records, where one take takes several (a kind's Take.together)
+
+    @property
+    def records(self) -> tuple[str, ...]:
+        return self.together or (self.record,)
 
 
 @dataclass
@@ -123,14 +129,22 @@ def _estimate(record: str, kind: str, folder) -> float:
 def plan(wanted: list[str], machine: Machine, folder=None) -> tuple[list[Job], dict[str, str]]:
     """The jobs this machine can take, longest first, and why each other record cannot be taken here."""
     folder = folder or store.CAPTURES
-    jobs, cannot = [], {}
+    jobs, cannot, together = [], {}, {}
     for record in wanted:
         why = why_not(record, machine)
         if why:
             cannot[record] = why
             continue
         kind = records.kind_of(record)
+        if kind.take.together:
+            together.setdefault(kind.name, []).append(record)
+            continue
         jobs.append(Job(record, kind.name, kind.take.gpus, _estimate(record, kind.name, folder)))
+    for name, group in together.items():  # one take per GPU, each of its share of the records
+        share = min(len(machine.gpus), len(group))
+        for chunk in (tuple(group[i::share]) for i in range(share)):
+            label = chunk[0] if len(chunk) == 1 else f"{len(chunk)} {name} records"
+            jobs.append(Job(label, name, 1, sum(_estimate(r, name, folder) for r in chunk), chunk))
     jobs.sort(key=lambda j: (j.gpus == 1, -j.estimate_s))  # the whole-machine ones first, then longest first
     return jobs, cannot
 
@@ -233,7 +247,7 @@ class Workers:
     def take(self, job: Job, devices: tuple[str, ...]) -> str:
         proc, answers = self.start(devices)
         try:
-            proc.stdin.write(json.dumps({"record": job.record}) + "\n")
+            proc.stdin.write(json.dumps({"records": list(job.records)}) + "\n")
             proc.stdin.flush()
             ready, _, _ = select.select([answers], [], [], TAKE_TIMEOUT_S)
             line = answers.readline() if ready else ""

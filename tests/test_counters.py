@@ -1,5 +1,7 @@
 """Hardware counters: the committed Nsight Compute reports (real, from the H200) parse on a CPU into
 exactly the committed records, and the records say what the chapters say they say."""
+import csv
+import io
 import json
 import shutil
 
@@ -51,6 +53,44 @@ def test_kernels_pair_with_the_capture_despite_ncus_spelling():
                                               ("latency-bound", 59, 59)])
 def test_verdict(verdict, sm, mem):
     assert counters.verdict({"sm_throughput_pct": sm, "memory_throughput_pct": mem}) == verdict
+
+
+def _marker_line(report: str) -> str:
+    """A row of `report` renamed to the marker kernel, as ncu spells torch.cuda._sleep's kernel."""
+    row = next(csv.reader([report.splitlines()[2]]))
+    row[next(csv.reader([report.splitlines()[0]])).index("Kernel Name")] = "void at::cuda::<unnamed>::spin_kernel(long)"
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerow(row)
+    return out.getvalue()
+
+
+def test_a_report_of_several_forwards_splits_at_its_markers_into_each_forwards_report():
+    """One ncu child profiles many records: a marker opens each forward's rows (real rows, from the
+    committed reports of three records, one of which failed and ran no kernel)."""
+    names = ["naive", "flash", "cudnn-1x16x8192x128"]
+    reports = [(store.CAPTURES / f"{n}.ncu.csv").read_text() for n in names]
+    head = "".join(reports[0].splitlines(keepends=True)[:2])
+    marker = _marker_line(reports[1])
+    bodies = ["".join(r.splitlines(keepends=True)[2:]) for r in reports]
+    joined = head + marker + bodies[0] + marker + marker + bodies[1] + marker + bodies[2]
+    parts = counters.split_report(joined, 4)
+    assert [parts[0], parts[2], parts[3]] == reports  # each forward's report, byte for byte
+    assert parts[1] == head  # the failed record: the header alone, which parse_csv refuses
+    with pytest.raises(ValueError, match="holds no kernel"):
+        counters.parse_csv(parts[1])
+    for name, part in zip(names, [parts[0], parts[2], parts[3]]):
+        assert counters.parse_csv(part) == records.load_counters(name)["kernels"]
+    with pytest.raises(ValueError, match="4 forwards in the report, 3 expected"):
+        counters.split_report(joined, 3)
+    with pytest.raises(ValueError, match="a kernel before the first marker"):
+        counters.split_report(head + bodies[0] + marker, 1)
+
+
+def test_kernel_names_in_anonymous_namespaces_keep_their_name():
+    assert counters.base_name("void <unnamed>::softmax_warp_forward<c10::BFloat16, float, 10>(T2 *)") == \
+        counters.base_name("void (anonymous namespace)::softmax_warp_forward<c10::BFloat16>(c10::BFloat16*)") == \
+        "softmax_warp_forward"
+    assert counters.base_name("void at::cuda::<unnamed>::spin_kernel(long)") == counters.MARKER
 
 
 def test_not_a_report_is_one_clear_line():

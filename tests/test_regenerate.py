@@ -189,6 +189,39 @@ def test_the_dry_run_places_a_two_gpu_record_on_the_whole_machine_first():
     assert placed[0][1] == ("0", "1") and {on for _, on in placed[1:]} == {("0",), ("1",)}
 
 
+def test_counters_records_are_taken_together_one_job_per_gpu():
+    """Nsight Compute's child starts once for all the counters records a GPU is given."""
+    wanted = ["naive.counters", "flash.counters", "math.counters", "naive", "cudnn.counters"]
+    one, two = (regenerate.Machine(gpus=g, ncu="ncu") for g in (("0",), ("0", "1")))
+    jobs, _ = regenerate.plan(wanted, one)
+    (together,) = [j for j in jobs if j.kind == "counters"]
+    assert together.records == ("naive.counters", "flash.counters", "math.counters", "cudnn.counters")
+    assert together.record == "4 counters records" and jobs[1].records == ("naive",)
+    jobs, _ = regenerate.plan(wanted, two)
+    shares = [j.records for j in jobs if j.kind == "counters"]
+    assert sorted(r for share in shares for r in share) == sorted(w for w in wanted if w.endswith(".counters"))
+    assert [len(s) for s in shares] == [2, 2]
+    jobs, _ = regenerate.plan(["flash.counters"], two)
+    assert [(j.record, j.records) for j in jobs] == [("flash.counters", ("flash.counters",))]
+
+
+def test_a_worker_hands_a_together_kind_its_list_and_any_other_kind_one_record(monkeypatch):
+    pytest.importorskip("torch")
+    from attnprof.measure import counters, worker
+    real_take_counters, seen = worker.take_counters, []
+    monkeypatch.setattr(worker, "take_counters", lambda names, out: seen.append(names) or "retaken")
+    monkeypatch.setattr(worker, "take_stage", lambda name, out: seen.append(name) or "retaken")
+    assert worker.take(["naive.counters", "flash.counters"], "out") == "retaken"
+    assert worker.take(["naive"], "out") == "retaken"
+    assert seen == [["naive.counters", "flash.counters"], "naive"]
+    # the real take over a fake ncu: one outcome for the take, naming what failed
+    monkeypatch.setattr(worker, "take_counters", real_take_counters)
+    monkeypatch.setattr(counters, "collect", lambda names, out: [{"record": "naive.counters", "kernels": []},
+                                                                 {"record": "flash", "error": "a kernel broke"}])
+    assert worker.take(["naive.counters", "flash.counters"], "out") == \
+        "retaken 1 of 2; flash.counters failed: a kernel broke"
+
+
 def _run_cli(*args):
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # no GPU, whatever this machine has
     return subprocess.run([sys.executable, "-m", "attnprof", *args], cwd=ROOT, capture_output=True, text=True,

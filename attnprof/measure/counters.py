@@ -1,9 +1,12 @@
-"""Hardware counters on a CUDA GPU: one forward of a stage under Nsight Compute.
+"""Hardware counters on a CUDA GPU: one forward of each stage record under Nsight Compute.
 
-`collect` runs this module as a child under `ncu`: the child warms the forward up outside the
-profiled range, then runs exactly one forward between cudaProfilerStart and cudaProfilerStop, so
-ncu profiles that forward's kernels and nothing else (`--profile-from-start off`). Clocks are left
-as they are (`--clock-control none`), so durations compare with the captures'.
+`collect` runs this module as a child under `ncu`, one child per GPU for all the records it is given
+(Python, PyTorch and each provider's compiler then start once, not once per record). For each record
+the child profiles a marker kernel (counters.MARKER), warms the forward up outside the profiled
+ranges, then runs exactly one forward between cudaProfilerStart and cudaProfilerStop, so ncu profiles
+that forward's kernels and nothing else (`--profile-from-start off`); the markers cut ncu's report into
+one report per record. Clocks are left as they are (`--clock-control none`), so durations compare with
+the captures'.
 """
 from __future__ import annotations
 
@@ -17,15 +20,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import counters, records, store
-from ..stages import get_stage, parse_shape
+from ..stages import get_stage
 from ..procedure import WARMUP_CALLS, CaptureError
+from ..text import first_line
+
+FAILED = "attnprof-counters failed: "  # how the child reports a record it could not run (on stderr)
 
 
-def ncu_command(ncu: str, record: str, metrics: list[str], report: Path) -> list[str]:
-    stage, shape, dtype_name = records.parse_record(record)
+def ncu_command(ncu: str, names: list[str], metrics: list[str], report: Path) -> list[str]:
     return [ncu, "--profile-from-start", "off", "--clock-control", "none", "--metrics", ",".join(metrics),
-            "--export", str(report), "--force-overwrite",
-            sys.executable, "-m", "attnprof.measure.counters", stage, ",".join(map(str, shape)), dtype_name]
+            "--export", str(report), "--force-overwrite", sys.executable, "-m", "attnprof.measure.counters", *names]
 
 
 def shown_command(cmd: list[str]) -> str:
@@ -47,20 +51,27 @@ def available(ncu: str, metrics: list[str]) -> list[str]:
     return [m for m in metrics if m.split(".")[0] in known]
 
 
-def _profile(ncu: str, record: str, metrics: list[str], gpu: int) -> tuple[str, list[str], str | None]:
-    """ncu over one forward of `record` on GPU `gpu`: (raw CSV report, the ncu command, error or None)."""
+def _profile(ncu: str, names: list[str], metrics: list[str], gpu: int) -> tuple[dict[str, tuple[str, str | None]], list[str]]:
+    """ncu over one forward of each of `names` on GPU `gpu`, in one child: ({record: (its raw CSV
+    report, error or None)}, the ncu command)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")  # `gpu` counts the GPUs this process sees
     env = dict(os.environ, CUDA_VISIBLE_DEVICES=visible[gpu] if gpu < len(visible) and visible[gpu] else str(gpu))
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.ncu-rep"
-        cmd = ncu_command(ncu, record, metrics, report)
-        run = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+        cmd = ncu_command(ncu, names, metrics, report)
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env)
         if run.returncode != 0 or not report.exists():
             tail = (run.stderr or run.stdout).strip().splitlines()[-1:] or ["no output"]
-            return "", cmd, f"ncu failed: {tail[0][:300]}"
+            return {name: ("", f"ncu failed: {tail[0][:300]}") for name in names}, cmd
         raw = subprocess.run([ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"],
                              capture_output=True, text=True, timeout=300).stdout
-    return raw, cmd, None
+    failed = dict(line.removeprefix(FAILED).split(": ", 1) for line in (run.stdout + run.stderr).splitlines()
+                  if line.startswith(FAILED))
+    try:
+        parts = counters.split_report(raw, len(names))
+    except ValueError as e:
+        return {name: ("", f"ncu's report: {e}") for name in names}, cmd
+    return {name: (part, failed.get(name)) for name, part in zip(names, parts)}, cmd
 
 
 def collect(names, out_dir=store.CAPTURES) -> list[dict]:
@@ -77,10 +88,18 @@ def collect(names, out_dir=store.CAPTURES) -> list[dict]:
     version = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
     metrics = available(ncu, list(counters.METRICS.values()))
     gpus = torch.cuda.device_count()
-    with ThreadPoolExecutor(max_workers=gpus) as pool:
-        reports = list(pool.map(lambda ir: _profile(ncu, ir[1], metrics, ir[0] % gpus), enumerate(names)))
+    chunks = [names[i::gpus] for i in range(min(gpus, len(names)))]  # one ncu child per GPU
+    with ThreadPoolExecutor(max_workers=max(1, len(chunks))) as pool:
+        taken = list(pool.map(lambda ic: _profile(ncu, ic[1], metrics, ic[0]), enumerate(chunks)))
+    reports = {name: (*taken[i][0][name], taken[i][1]) for i, chunk in enumerate(chunks) for name in chunk}
     results = []
-    for record, (raw, cmd, error) in zip(names, reports):
+    for record in names:
+        raw, error, cmd = reports[record]
+        if not error:
+            try:
+                kernels = counters.parse_csv(raw)
+            except ValueError as e:
+                error = f"ncu's report for this forward: {e}"
         if error:
             results.append({"record": record, "error": error})
             continue
@@ -89,29 +108,43 @@ def collect(names, out_dir=store.CAPTURES) -> list[dict]:
                    "dtype": dtype_name, "key": records.COUNTERS.key(f"{record}.counters"),
                    "code": records.COUNTERS.code(f"{record}.counters"),
                    "ncu": version, "command": shown_command(cmd),
-                   "metrics": metrics, **environment(get_stage(stage)), "kernels": counters.parse_csv(raw)}
+                   "metrics": metrics, **environment(get_stage(stage)), "kernels": kernels}
         store.write_text(out_dir, f"{record}.ncu.csv", raw)  # the report first: the record is derived from it
         store.write_json(out_dir, f"{record}.counters", summary)
         results.append(summary)
     return results
 
 
-def child(stage_name: str, shape_text: str, dtype_name: str):
-    """Warm up outside the profiled range, then one forward inside it (run under ncu)."""
+def child(names: list[str]):
+    """For each record: a marker kernel, the warm-up outside the profiled ranges, then one forward
+    inside one (run under ncu). A record that fails is reported on stderr and costs the others nothing."""
     import torch
     from .numerics import make_inputs, torch_dtype
-    stage = get_stage(stage_name)
-    q, k, v = make_inputs(parse_shape(shape_text), torch_dtype(dtype_name), "cuda")
-    forward = stage.prepare(q, k, v)
-    with stage.context(), torch.no_grad():
-        for _ in range(WARMUP_CALLS):
-            forward()
+
+    def profiled(run):
         torch.cuda.synchronize()
         torch.cuda.cudart().cudaProfilerStart()
-        forward()
+        run()
         torch.cuda.synchronize()
         torch.cuda.cudart().cudaProfilerStop()
 
+    for record in names:
+        profiled(lambda: torch.cuda._sleep(1))  # the marker: this record's kernels follow it in ncu's report
+        try:
+            stage_name, shape, dtype_name = records.parse_record(record)
+            stage = get_stage(stage_name)
+            q, k, v = make_inputs(shape, torch_dtype(dtype_name), "cuda")
+            forward = stage.prepare(q, k, v)
+            with stage.context(), torch.no_grad():
+                for _ in range(WARMUP_CALLS):
+                    forward()
+                profiled(forward)
+        except Exception as e:  # the marker is out: the next record's rows stay its own
+            print(f"{FAILED}{record}: {type(e).__name__}: {first_line(e)}"[:400], file=sys.stderr, flush=True)
+        finally:
+            q = k = v = forward = None
+            torch.cuda.empty_cache()
+
 
 if __name__ == "__main__":
-    child(*sys.argv[1:4])
+    child(sys.argv[1:])

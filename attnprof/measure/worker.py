@@ -3,8 +3,8 @@ the GPUs it is given (CUDA_VISIBLE_DEVICES), through the same code as `capture`,
 
     python -m attnprof.measure.worker OUT_DIR FD
 
-It reads one JSON line per record from stdin ({"record": NAME}) and answers each with one JSON line on
-file descriptor FD ({"record": NAME, "outcome": ...}); what the measuring code prints goes to its own
+It reads one JSON line per take from stdin ({"records": [NAME, ...]}: one record, or several of a kind
+taken together) and answers each with one JSON line on file descriptor FD ({"records": [...], "outcome": ...}); what the measuring code prints goes to its own
 stdout and stderr (the regeneration's log). The outcome is "retaken", "unavailable here: why" (a record
 of why it cannot run, written with the current key), "kept the old record: why" or "failed: why".
 Each kind's `Take.retake` in records.py names its function here.
@@ -45,9 +45,15 @@ def take_backward(record, out_dir) -> str:
     return outcome(capture([stage], shape, dtype_name, out_dir)[0])
 
 
-def take_counters(record, out_dir) -> str:
+def take_counters(names, out_dir) -> str:
+    """Every record in `names` under one Nsight Compute child."""
     from .counters import collect
-    return outcome(collect([record.removesuffix(".counters")], out_dir)[0])
+    results = collect([r.removesuffix(".counters") for r in names], out_dir)
+    outcomes = {f"{r['record'].removesuffix('.counters')}.counters": outcome(r) for r in results}
+    bad = {r: o for r, o in outcomes.items() if o != "retaken"}
+    if not bad:
+        return "retaken"
+    return f"retaken {len(outcomes) - len(bad)} of {len(outcomes)}; " + "; ".join(f"{r} {o}" for r, o in bad.items())
 
 
 def take_run(record, out_dir) -> str:
@@ -70,10 +76,10 @@ def take_cp(record, out_dir) -> str:
     return outcome(results[0]) if results else "failed: the context-parallel run wrote nothing (see the log)"
 
 
-def take(record: str, out_dir) -> str:
-    kind = records.kind_of(record)
+def take(names: list[str], out_dir) -> str:
+    kind = records.kind_of(names[0])
     try:
-        return globals()[kind.take.retake](record, out_dir)
+        return globals()[kind.take.retake](names if kind.take.together else names[0], out_dir)
     except Exception as e:  # one record that breaks is its outcome; the worker goes on with the next
         return f"failed: {type(e).__name__}: {first_line(e)}"[:400]
     finally:
@@ -85,9 +91,9 @@ def take(record: str, out_dir) -> str:
 def main(out_dir: str, fd: str):
     answers = os.fdopen(int(fd), "w")
     for line in sys.stdin:
-        record = json.loads(line)["record"]
-        print(f"== {record}", flush=True)
-        answers.write(json.dumps({"record": record, "outcome": take(record, out_dir)}) + "\n")
+        names = json.loads(line)["records"]
+        print(f"== {', '.join(names)}", flush=True)
+        answers.write(json.dumps({"records": names, "outcome": take(names, out_dir)}) + "\n")
         answers.flush()
 
 
