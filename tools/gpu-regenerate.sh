@@ -12,6 +12,7 @@
 set -uo pipefail
 out=${OUT:-/tmp/regen-out}; mkdir -p "$out" /tmp/regen
 export PYTHONPATH=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages:/tmp/docsite PYTHONUNBUFFERED=1
+export JUPYTER_PATH=/tmp/docsite/share/jupyter  # nbconvert's templates, where pip --target puts them
 keep() { cp docs/captures/* /tmp/regen/; tar czf "$out/captures.tgz" docs/captures; }
 case "${1:-}" in
   stage) mkdir -p /tmp/fa4a && cp "$2"/* /tmp/fa4a/ && ls /tmp/fa4a ;;
