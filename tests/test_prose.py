@@ -112,12 +112,13 @@ def test_ratios_follow_what_bounds_each_rung():  # at-a-glance.md, math.md, inpl
     assert a100.FIGURES["cudnn"]["forward_us"] > a100.FIGURES["flash"]["forward_us"]  # slower than flash on the A100
 
 
-def test_cudnn_is_no_longer_the_most_expensive_on_the_cpu():  # cudnn.md, at-a-glance.md
+def test_the_post_found_cudnn_the_most_expensive_on_the_cpu_and_our_ranking_is_computed():  # cudnn.md, at-a-glance.md
     from attnprof import a100
     fused = ("efficient", "flash", "cudnn")
     assert max(fused, key=lambda s: a100.FIGURES[s]["cpu_us"]) == "cudnn"
-    assert max(fused, key=lambda s: summary(s)["cpu_forward_us"]) != "cudnn"
-    assert summary("cudnn")["cpu_forward_us"] < summary("flash")["cpu_forward_us"]
+    for page in ("cudnn.md", "at-a-glance.md"):  # where cuDNN ranks here is the timing run's, never typed
+        text = (store.ROOT / "docs" / page).read_text()
+        assert "say cpu-rank cudnn flash efficient" in text and "no longer the most expensive" not in text
 
 
 def test_the_nvjet_kernels_are_persistent():  # naive.md

@@ -157,3 +157,17 @@ def test_a_flipped_number_fails_the_strict_build_naming_its_sentence(tmp_path, b
     assert r.returncode != 0
     [line] = [line for line in r.stderr.splitlines() if "'leads-long'" in line]
     assert "is false for the committed records" in line and "It leads from S=" in line
+
+
+def test_the_cpu_ranking_follows_the_unprofiled_enqueue_samples(copy):
+    def scale(stage, factor):
+        def change(run):
+            for row in run["result"]["rows"]:
+                if row["stage"] == stage and row["shape"] == [8, 16, 1024, 64]:
+                    row["enqueue_us"] = [x * factor for x in row["enqueue_us"]]
+        return change
+    build = copy("run-timing.json", scale("cudnn", 10.0))
+    assert check(build, "cpu-rank", "cudnn", "flash", "efficient").text.endswith("so the most expensive of these here")
+    build = copy("run-timing.json", scale("cudnn", 0.01))
+    text = check(build, "cpu-rank", "cudnn", "flash", "efficient").text
+    assert text.endswith("so the cheapest of these here") and "below flash's" in text

@@ -482,6 +482,33 @@ def causal_halves(build: Build) -> Statement:
     return Statement(text, abs(last / first - 3) < 0.01, f"pairs {first} and {last}")
 
 
+@statement("cpu-rank")
+def cpu_rank(build: Build, stage, *others) -> Statement:
+    """Where a stage's CPU cost per forward ranks among others at the post's shape, by the timing run's
+    unprofiled CPU enqueue: above or below each, or not told apart from it (timing.agree)."""
+    from .. import timing
+    from .timing import rows, spread
+    enqueue = {r["stage"]: timing.verdict(r).enqueue for r in rows(build)
+               if r["stage"] in (stage, *others) and tuple(r["shape"]) == DEFAULT_SHAPE}
+    mine = enqueue[stage]
+    words = {"above": [], "below": [], "not told apart from": []}
+    for other in others:
+        theirs = enqueue[other]
+        place = ("not told apart from" if timing.agree(mine, theirs)
+                 else "above" if mine.median > theirs.median else "below")
+        words[place].append(f"{name(other)}'s {spread(theirs)}")
+    said = "; ".join(f"{w} {' and '.join(v)}" for w, v in words.items() if v)
+    n = len(others)
+    rank = ("the most expensive of these here" if len(words["above"]) == n
+            else "the cheapest of these here" if len(words["below"]) == n
+            else "not the most expensive of these here" if words["below"]
+            else "this run cannot rank it among them" if len(words["not told apart from"]) == n
+            else "not told apart from the most expensive here")
+    text = (f"by unprofiled CPU enqueue (host clock, back-to-back calls, per forward, median and p10–p90, "
+            f"{'×'.join(map(str, DEFAULT_SHAPE))}), {name(stage)} takes {spread(mine)}: {said}, so {rank}")
+    return Statement(text, all(o in enqueue for o in others), f"{ {k: v.median for k, v in enqueue.items()} }")
+
+
 @statement("cudnn-cpu-inside")
 def cudnn_cpu_inside(build: Build) -> Statement:
     """Where cuDNN's forward spends its CPU time: inside `_cudnn_attention_forward`, in the pictured forward."""
