@@ -5,7 +5,9 @@ record needs is its kind's `Take` (records.py): one GPU for forward, backward an
 Compute for counters, CP_WORLD GPUs for context parallelism, and the packages of any provider it runs.
 What this machine cannot take is named in one line each; the rest is taken by one worker process per GPU
 (attnprof/measure/worker.py, CUDA_VISIBLE_DEVICES set), each taking the next record from one queue, the
-longest first; a record that needs several GPUs runs first, alone, on all of them. The records of a kind
+longest first; a record that needs several GPUs runs first, alone, on all of them. Stage records come
+before the rest, in the table's order, and each worker starts with empty compile caches: a stage's first
+call then pays its compilation, as it would in a fresh `python -m attnprof capture`. The records of a kind
 taken together (counters: one Nsight Compute child starts once for many records) are one job per GPU. Nothing here imports
 torch: planning (and `--dry-run`) works on a machine without a GPU.
 """
@@ -145,7 +147,10 @@ def plan(wanted: list[str], machine: Machine, folder=None) -> tuple[list[Job], d
         for chunk in (tuple(group[i::share]) for i in range(share)):
             label = chunk[0] if len(chunk) == 1 else f"{len(chunk)} {name} records"
             jobs.append(Job(label, name, 1, sum(_estimate(r, name, folder) for r in chunk), chunk))
-    jobs.sort(key=lambda j: (j.gpus == 1, -j.estimate_s))  # the whole-machine ones first, then longest first
+    # the whole-machine ones first; then the stage records in the table's order, so that a stage's first
+    # call compiles it in its worker (no run or backward has compiled it there before); then longest first
+    order = {r: i for i, r in enumerate(records.STAGE.records())}
+    jobs.sort(key=lambda j: (j.gpus == 1, j.kind != "stage", order.get(j.record, 0), -j.estimate_s))
     return jobs, cannot
 
 
@@ -228,8 +233,10 @@ class Workers:
     def _start(self, devices):
         read_fd, write_fd = os.pipe()
         path = [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+        cache = self.log_dir / f"gpu{'-'.join(devices)}-caches"  # empty compile caches: a first call compiles
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(devices), PYTHONUNBUFFERED="1",
-                   PYTHONPATH=os.pathsep.join(path))
+                   PYTHONPATH=os.pathsep.join(path), TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"),
+                   TRITON_CACHE_DIR=str(cache / "triton"))
         with open(self.log(devices), "ab") as log:
             proc = subprocess.Popen([sys.executable, "-m", "attnprof.measure.worker", str(self.out_dir), str(write_fd)],
                                     stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT,

@@ -184,7 +184,8 @@ def test_independent_records_spread_over_two_gpus_and_a_two_gpu_record_runs_alon
 def test_the_dry_run_places_a_two_gpu_record_on_the_whole_machine_first():
     machine = regenerate.Machine(gpus=("0", "1"), ncu="ncu")
     jobs, cannot = regenerate.plan(["naive", "run-sweep", records.CP.records()[0], "flash-bwd"], machine)
-    assert not cannot and jobs[0].kind == "cp" and jobs[1].record == "run-sweep"  # then the longest first
+    assert not cannot and jobs[0].kind == "cp" and jobs[1].record == "naive"  # then the stage records
+    assert jobs[2].record == "run-sweep"  # then the longest first
     placed = regenerate.assign(jobs, machine.gpus)
     assert placed[0][1] == ("0", "1") and {on for _, on in placed[1:]} == {("0",), ("1",)}
 
@@ -196,7 +197,7 @@ def test_counters_records_are_taken_together_one_job_per_gpu():
     jobs, _ = regenerate.plan(wanted, one)
     (together,) = [j for j in jobs if j.kind == "counters"]
     assert together.records == ("naive.counters", "flash.counters", "math.counters", "cudnn.counters")
-    assert together.record == "4 counters records" and jobs[1].records == ("naive",)
+    assert together.record == "4 counters records" and jobs[0].records == ("naive",)  # a stage record first
     jobs, _ = regenerate.plan(wanted, two)
     shares = [j.records for j in jobs if j.kind == "counters"]
     assert sorted(r for share in shares for r in share) == sorted(w for w in wanted if w.endswith(".counters"))
@@ -220,6 +221,29 @@ def test_a_worker_hands_a_together_kind_its_list_and_any_other_kind_one_record(m
                                                                  {"record": "flash", "error": "a kernel broke"}])
     assert worker.take(["naive.counters", "flash.counters"], "out") == \
         "retaken 1 of 2; flash.counters failed: a kernel broke"
+
+
+def test_stage_records_come_first_in_the_tables_order_so_their_first_call_compiles():
+    machine = regenerate.Machine(gpus=("0",), ncu="ncu")
+    wanted = ["run-sweep", "fa4-bwd", "fa4-1x16x8192x128", "flex.counters", "naive_compiled", "fa4", "run-graphs"]
+    jobs, _ = regenerate.plan(wanted, machine)
+    assert [j.record for j in jobs][:3] == ["fa4", "naive_compiled", "fa4-1x16x8192x128"]  # as STAGE lists them
+    assert all(j.kind != "stage" for j in jobs[3:])
+
+
+def test_a_worker_starts_with_empty_compile_caches_of_its_own(tmp_path, monkeypatch):
+    started = {}
+
+    class Popen:
+        def __init__(self, cmd, env, **kw):
+            started[env["CUDA_VISIBLE_DEVICES"]] = env
+    monkeypatch.setattr(regenerate.subprocess, "Popen", Popen)
+    workers = regenerate.Workers(tmp_path / "out", tmp_path / "logs")
+    (tmp_path / "logs").mkdir()
+    for device in ("0", "1"):
+        workers._start((device,))
+    caches = {started[d][v] for d in ("0", "1") for v in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
+    assert len(caches) == 4 and all(c.startswith(str(tmp_path / "logs")) for c in caches)
 
 
 def _run_cli(*args):

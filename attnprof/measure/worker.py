@@ -78,6 +78,9 @@ def take_cp(record, out_dir) -> str:
 
 def take(names: list[str], out_dir) -> str:
     kind = records.kind_of(names[0])
+    # what an earlier record compiled stays with the function's code (torch.compile marks sizes it saw
+    # change as dynamic, and the next compile of that code is a dynamic one): each record starts afresh
+    torch._dynamo.reset()
     try:
         return globals()[kind.take.retake](names if kind.take.together else names[0], out_dir)
     except Exception as e:  # one record that breaks is its outcome; the worker goes on with the next
