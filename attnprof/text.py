@@ -12,6 +12,13 @@ def us(x: float | None) -> str:
     return f"{x / 1000:.3f}{NBSP}ms" if x >= 1000 else f"{x:.1f}{NBSP}µs"
 
 
+def ms(x: float) -> str:
+    """A wall time in milliseconds (a first call, a compilation): seconds from one second up."""
+    if x >= 1000:
+        return f"{x / 1000:.1f}{NBSP}s"
+    return f"{x:.0f}{NBSP}ms" if x >= 10 else f"{x:.1f}{NBSP}ms"
+
+
 def shape(dims, sep: str = "×") -> str:
     """A shape as 8×16×1024×64 (with sep="x": 8x16x1024x64)."""
     return sep.join(map(str, dims))

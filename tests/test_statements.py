@@ -171,3 +171,27 @@ def test_the_cpu_ranking_follows_the_unprofiled_enqueue_samples(copy):
     build = copy("run-timing.json", scale("cudnn", 0.01))
     text = check(build, "cpu-rank", "cudnn", "flash", "efficient").text
     assert text.endswith("so the cheapest of these here") and "below flash's" in text
+
+
+def test_the_compiled_forward_between_eager_and_flash_fails_when_it_is_not(copy):
+    build = copy("naive_compiled.json", lambda s: s.update(event_median_us=s["event_median_us"] * 10))
+    with pytest.raises(FalseStatement, match="'between'"):
+        check(build, "between", "naive_compiled", "naive", "flash")
+
+
+def test_a_kernels_verdict_follows_its_counters(committed, monkeypatch):
+    measured = records.load_counters("naive")
+    for k in measured["kernels"]:
+        if "softmax" in k["name"]:
+            k.update(sm_throughput_pct=10.0, memory_throughput_pct=90.0)
+    monkeypatch.setattr(committed, "counters", lambda record: measured)
+    assert check(committed, "verdict", "naive", "softmax_warp_forward").text.startswith("memory-bound by")
+
+
+def test_two_compiled_variants_with_different_kernels_are_said_to_differ(copy):
+    def rename(summary):
+        next(op for op in summary["ops"] if op["name"].startswith("triton_"))["name"] = "triton_red_fused_other_0"
+    build = copy("inplace_compiled.json", rename)
+    text = check(build, "same-kernels", "naive_compiled", "inplace_compiled").text
+    assert text.startswith("generates different kernels") and "is gone" not in text
+    assert "Inductor most likely" not in check(build, "second-compile", "naive_compiled", "inplace_compiled").text

@@ -11,7 +11,7 @@ from .. import a100, names, oplist, records
 from .. import trace as traces
 from ..flops import causal_flops
 from ..stages import STAGES, ladder, select
-from ..text import shape, us
+from ..text import ms, shape, us
 from . import plots, tables
 from .build import Build
 from .registry import ALL, piece, problem_box
@@ -123,7 +123,7 @@ VALUES = {
     "idle_share": lambda b, s: f"{100 * oplist.gaps(s).idle_share:.0f} %",
     "a100_ops": lambda b, s: str(a100.FIGURES[s["stage"]]["ops"]),
     "scores_size": lambda b, s: f"{scores_bytes(s) / 2**20:.0f} MiB",
-    "first_call": lambda b, s: f"{s['first_call_ms'] / 1000:.1f} s" if s["first_call_ms"] >= 1000 else "< 1 s",
+    "first_call": lambda b, s: ms(s["first_call_ms"]),
 }
 
 
@@ -368,7 +368,7 @@ def providers(build: Build):
 @piece("compile", captures=1)
 def compile_time(build: Build, record):
     s = build.summary(record)
-    return (f"First call (compilation included): **{s['first_call_ms'] / 1000:.2f} s**; steady state: "
+    return (f"First call (compilation included): **{ms(s['first_call_ms'])}**; steady state: "
             f"**{us(s['event_median_us'])}** per forward (one call: CUDA-event median of "
             f"{s['settings']['event_reps']} calls after {s['settings']['warmup_calls']} warm-up calls; "
             f"shape {'×'.join(map(str, s['shape']))}).")

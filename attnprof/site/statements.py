@@ -7,12 +7,13 @@ statement the records contradict stops the build with one line that names it and
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 
 from .. import a100, names, records
 from ..stages import DEFAULT_SHAPE, LONG_SHAPE, STAGES, select
-from ..text import us
+from ..text import ms, us
 from .build import Build, RecordUnusable
 from .pieces import title
 from .training import busy_us
@@ -480,6 +481,130 @@ def causal_halves(build: Build) -> Statement:
     first, last = (r["causal_pairs"] for r in s["ranks"])
     text = f"{last / first:.0f} times as many keys as rank 0's"
     return Statement(text, abs(last / first - 3) < 0.01, f"pairs {first} and {last}")
+
+
+# ---- what torch.compile made of the naive forward ----------------------------------------------
+
+def kernel_names(build: Build, record: str) -> list[str]:
+    return [op["name"] for op in build.summary(record)["ops"] if op["kind"] == "kernel"]
+
+
+@statement("inductor-fused")
+def inductor_fused(build: Build, compiled="naive_compiled", eager="naive") -> Statement:
+    """Which eager kernels Inductor replaced by generated Triton kernels, and which it left alone."""
+    mine, theirs = kernel_names(build, compiled), kernel_names(build, eager)
+    generated = [k for k in mine if k.startswith("triton_")]
+    kept = [k for k in mine if not k.startswith("triton_")]
+    replaced = [names.label(k) for k in theirs if k not in kept]
+    lists = "; ".join(f"`{m.group(1)}`" for k in generated if (m := re.match(r"triton_[a-z]+_fused_+(.*?)_\d+$", k)))
+    text = (f"the {len(replaced)} eager kernels between the matmuls ({', '.join(f'`{r}`' for r in replaced)}) became "
+            f"{len(generated)} generated Triton kernel{'s' if len(generated) != 1 else ''} (its name lists what it "
+            f"fused: {lists}), and the {len(kept)} matmul kernels are the eager forward's own "
+            f"({', '.join(sorted({names.explain(k)['library'] for k in kept}))})")
+    return Statement(text, bool(generated) and all(k in theirs for k in kept), f"{mine} against {theirs}")
+
+
+@statement("between")
+def between(build: Build, stage, slower, faster) -> Statement:
+    """A stage's one-call time between two others' (CUDA-event medians of the captures)."""
+    a, b, c = (build.summary(r)["event_median_us"] for r in (stage, slower, faster))
+    text = (f"{us(a)} per forward (CUDA-event median of one call, {'×'.join(map(str, DEFAULT_SHAPE))}) against "
+            f"{us(b)} for {name(slower)} and {us(c)} for {name(faster)}: {times(b / a)} faster than the first, "
+            f"{times(a / c)} slower than the second")
+    return Statement(text, c < a < b, f"{a:.1f} between {c:.1f} and {b:.1f}")
+
+
+@statement("same-kernels")
+def same_kernels(build: Build, a, b) -> Statement:
+    """Whether two compiled variants run the same kernels, and their one-call times."""
+    ka, kb = kernel_names(build, a), kernel_names(build, b)
+    ta, tb = (build.summary(r)["event_median_us"] for r in (a, b))
+    if ka == kb:
+        text = (f"generates the same {len(kb)} kernels ({us(tb)} against {us(ta)} per forward, CUDA-event medians "
+                f"of one call): once compiled, the difference between `masked_fill` and `masked_fill_` is gone")
+    else:
+        text = (f"generates different kernels ({', '.join(f'`{names.label(k)}`' for k in kb if k not in ka)} in "
+                f"place of {', '.join(f'`{names.label(k)}`' for k in ka if k not in kb)})")
+    return Statement(text, bool(ka) and bool(kb), f"{ka} against {kb}")
+
+
+@statement("second-compile")
+def second_compile(build: Build, first="naive_compiled", second="inplace_compiled") -> Statement:
+    """The first call of two compiled stages taken one after the other in one process."""
+    fa, fb = (build.summary(r)["first_call_ms"] for r in (first, second))
+    text = f"{ms(fa)} here, and {ms(fb)} for the second"
+    if kernel_names(build, first) == kernel_names(build, second) and fb < fa / 2:
+        text += (": it runs the same kernels, and compiled after the first in the same process (as a regeneration "
+                 "and `capture all` take them) Inductor most likely found their code in its cache (an inference: "
+                 "the capture does not record cache hits)")
+    return Statement(text, True, f"{fa:.0f} and {fb:.0f} ms")
+
+
+@statement("graph-gains")
+def graph_gains(build: Build) -> Statement:
+    """What a CUDA graph replay saves one call (CUDA-event medians of the graphs run), at the post's shape
+    and at the decode steps, and which path gains most where."""
+    rows = [r for r in build.run("graphs") if "error" not in r]
+    places = list(dict.fromkeys(r["where"] for r in rows))
+    kv = {r["where"]: r.get("kv_len") for r in rows}
+    speedup = {(r["where"], r["path"]): r["eager"]["median_us"] / r["graph"]["median_us"] for r in rows}
+    saves = ", ".join(f"{us(r['eager']['median_us'] - r['graph']['median_us'])} of {r['path']}'s "
+                      f"{us(r['eager']['median_us'])} ({pct(1 - r['graph']['median_us'] / r['eager']['median_us'])})"
+                      for r in rows if r["where"] == places[0])
+    at = lambda w: [v for (w2, _), v in speedup.items() if w2 == w]
+    replayed = lambda w: min(r["graph"]["median_us"] for r in rows if r["where"] == w)
+    first, last = places[1], places[-1]
+    gains = {}
+    for w in places:
+        gains.setdefault(max((p for (w2, p) in speedup if w2 == w), key=lambda p: speedup[(w, p)]), []).append(w)
+    where = lambda ws: ("every decode step" if ws == places[1:] else ", ".join(
+        "the post's shape" if w == places[0] else f"KV {kv[w]:,}" for w in ws))
+    text = (f"At {places[0]} a replay saves {saves}, one call each (CUDA-event medians). At a decode step with a "
+            f"KV cache of {kv[first]:,} the replay is {times(min(at(first)))}–{times(max(at(first)))} faster per "
+            f"call; at {kv[last]:,}, {times(min(at(last)))}–{times(max(at(last)))}: the fastest replayed call grows "
+            f"from {us(replayed(first))} to {us(replayed(last))} as the kernel reads more K and V. The path that "
+            f"gains most is " + "; ".join(f"{p} at {where(ws)}" for p, ws in gains.items()))
+    return Statement(text, len(places) > 2, f"{ {k: round(v, 2) for k, v in speedup.items()} }")
+
+
+@statement("reduce-overhead")
+def reduce_overhead(build: Build, reduce="naive_reduce", default="naive_compiled") -> Statement:
+    """Whether torch.compile's reduce-overhead mode, copying its inputs in, beats the default mode per call."""
+    a, b = (build.summary(r)["event_median_us"] for r in (reduce, default))
+    verb = "cost more than" if a > b else "cost less than"
+    text = (f"those copies {verb} the launches they save: {us(a)} per forward against {us(b)} for the default "
+            f"mode (CUDA-event medians of one call)")
+    return Statement(text, True, f"{a:.1f} against {b:.1f}")
+
+
+@statement("pays-most")
+def pays_most(build: Build) -> Statement:
+    """Which path of the fastest-forward run adds most to one call over its back-to-back time."""
+    rows = [r for r in build.run("fastest") if "back_to_back_us" in r and "median_us" in r]
+    extra = lambda r: r["median_us"] - r["back_to_back_us"]
+    top = sorted(rows, key=extra, reverse=True)
+    label = lambda r: f"{name(r['path'])} ({r['layout']})"
+    text = (f"{label(top[0])} pays most there, {us(extra(top[0]))} per call ({us(top[0]['median_us'])} one call "
+            f"against {us(top[0]['back_to_back_us'])} back to back), then {label(top[1])}, {us(extra(top[1]))}")
+    return Statement(text, len(rows) > 1, ", ".join(f"{label(r)} {extra(r):.1f}" for r in top))
+
+
+# ---- Nsight Compute's verdicts ------------------------------------------------------------------
+
+@statement("verdict")
+def verdict(build: Build, record, part) -> Statement:
+    """What Nsight Compute's rule makes of the kernels of a record whose name is `part` (or holds it)."""
+    from .. import counters
+    measured = build.counters(record)
+    if measured is None:
+        raise RecordUnusable(f"the counters of {record!r} are not usable: run `python -m attnprof check`")
+    ks = [k for k in measured["kernels"] if counters.base_name(k["name"]) == part] or \
+        [k for k in measured["kernels"] if part in k["name"]]
+    found = sorted({counters.verdict(k) for k in ks})
+    both = lambda field: " and ".join(f"{k[field]:.1f} %" for k in ks)
+    text = (f"{' and '.join(found)} by Nsight Compute's rule (SM throughput {both('sm_throughput_pct')}, memory "
+            f"throughput {both('memory_throughput_pct')} of peak)")
+    return Statement(text, bool(ks), f"{len(ks)} kernel(s) named {part!r}")
 
 
 @statement("cpu-rank")

@@ -7,6 +7,8 @@ the data give another verdict.
 """
 from __future__ import annotations
 
+import math
+
 from .. import timing
 from ..stages import DEFAULT_SHAPE, STAGES
 from ..text import shape as shape_text, us
@@ -51,8 +53,9 @@ def _method_note(build: Build) -> str:
     r = build.run("timing")
     return (f"Unprofiled times are medians with p10–p90 in brackets, in the median's unit: one call over {r['one_call_reps']} "
             f"calls; back to back, GPU only and CPU enqueue per call, over {r['reps']} runs of {r['calls']} calls each. "
-            f"Profiled CPU time: the annotated range of each of the three forwards a capture profiles "
-            f"(torch.profiler, as on every chapter). bf16, causal.")
+            f"Profiled CPU time: the annotated range of each of the three forwards this run profiles "
+            f"(torch.profiler, as the captures do; a chapter's own capture is another run and gives its own "
+            f"numbers). bf16, causal.")
 
 
 @piece("timing-table")
@@ -138,8 +141,8 @@ def kernel_clocks(build: Build, stage="cudnn", shape="8x16x1024x64"):
     measured = build.counters(_record(r["stage"], r["shape"]))
     if measured:
         times["Nsight Compute"] = sum(k["duration_ns"] or 0 for k in measured["kernels"]) / 1000
-    apart = 100 * (max(times.values()) - min(times.values())) / min(times.values())
-    return (f"they lie within {apart:.0f} % of each other (" + ", ".join(f"{k} {us(t)}" for k, t in times.items())
+    apart = 100 * (max(times.values()) - min(times.values())) / min(times.values())  # of the smallest
+    return (f"they lie within {math.ceil(apart)} % of each other (" + ", ".join(f"{k} {us(t)}" for k, t in times.items())
             + ")")
 
 
@@ -274,6 +277,7 @@ def stream_line(build: Build, stage: str, shape) -> str:
     v = timing.verdict(r)
     return (f" Unprofiled ([timing run](launch-bound.md#launch-bound-or-gpu-bound)), a stream of these forwards is "
             f"**{v.stream}**: {us(v.back_to_back.median)} per call back to back against {us(v.gpu_only.median)} "
-            f"GPU only and {us(v.enqueue.median)} CPU enqueue; one call takes {us(v.one_call.median)}, "
-            f"{_signed(v.launch_overhead_us)} over GPU only. Profiled, the CPU side takes {us(v.profiled_cpu.median)} "
-            f"per forward, {v.profiler_inflation:.1f}× its unprofiled enqueue.")
+            f"GPU only and {us(v.enqueue.median)} CPU enqueue; one call takes {us(v.one_call.median)} in that run "
+            f"(the capture above measured its own), {_signed(v.launch_overhead_us)} over GPU only. Profiled in that "
+            f"run, the CPU side takes {us(v.profiled_cpu.median)} per forward, {v.profiler_inflation:.1f}× its "
+            f"unprofiled enqueue.")
