@@ -66,6 +66,11 @@ def times(x: float, digits: int = 1) -> str:
     return f"{x:.{digits}f}×"
 
 
+def count(n: int) -> str:
+    """A small count in words, as a sentence says it."""
+    return ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")[n] if n < 10 else str(n)
+
+
 def pct(x: float) -> str:
     return f"{100 * x:.0f} %"
 
@@ -497,9 +502,9 @@ def inductor_fused(build: Build, compiled="naive_compiled", eager="naive") -> St
     kept = [k for k in mine if not k.startswith("triton_")]
     replaced = [names.label(k) for k in theirs if k not in kept]
     lists = "; ".join(f"`{m.group(1)}`" for k in generated if (m := re.match(r"triton_[a-z]+_fused_+(.*?)_\d+$", k)))
-    text = (f"the {len(replaced)} eager kernels between the matmuls ({', '.join(f'`{r}`' for r in replaced)}) became "
-            f"{len(generated)} generated Triton kernel{'s' if len(generated) != 1 else ''} (its name lists what it "
-            f"fused: {lists}), and the {len(kept)} matmul kernels are the eager forward's own "
+    text = (f"the {count(len(replaced))} eager kernels between the matmuls ({', '.join(f'`{r}`' for r in replaced)}) "
+            f"became {count(len(generated))} generated Triton kernel{'s' if len(generated) != 1 else ''} (its name lists "
+            f"what it fused: {lists}), and the {count(len(kept))} matmul kernels are the eager forward's own "
             f"({', '.join(sorted({names.explain(k)['library'] for k in kept}))})")
     return Statement(text, bool(generated) and all(k in theirs for k in kept), f"{mine} against {theirs}")
 
@@ -520,7 +525,7 @@ def same_kernels(build: Build, a, b) -> Statement:
     ka, kb = kernel_names(build, a), kernel_names(build, b)
     ta, tb = (build.summary(r)["event_median_us"] for r in (a, b))
     if ka == kb:
-        text = (f"generates the same {len(kb)} kernels ({us(tb)} against {us(ta)} per forward, CUDA-event medians "
+        text = (f"generates the same {count(len(kb))} kernels ({us(tb)} against {us(ta)} per forward, CUDA-event medians "
                 f"of one call): once compiled, the difference between `masked_fill` and `masked_fill_` is gone")
     else:
         text = (f"generates different kernels ({', '.join(f'`{names.label(k)}`' for k in kb if k not in ka)} in "
@@ -576,7 +581,7 @@ def reduce_overhead(build: Build, reduce="naive_reduce", default="naive_compiled
     text = (f"the graph replay with its copies takes {us(a)} per forward against {us(b)} for the default mode "
             f"(CUDA-event medians of one call)")
     if a > b:
-        text += (f"; the {len(copies)} copies themselves take {us(sum(copies))} of device time (profiler), "
+        text += (f"; the {count(len(copies))} copies themselves take {us(sum(copies))} of device time (profiler), "
                  f"{pct(sum(copies) / (a - b))} of that difference, so most of it lies elsewhere, on the host side "
                  f"of the compiled wrapper most likely (an inference: the capture does not split it)")
     return Statement(text, bool(copies), f"{a:.1f} against {b:.1f}, copies {sum(copies):.1f}")
