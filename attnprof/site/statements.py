@@ -501,12 +501,16 @@ def inductor_fused(build: Build, compiled="naive_compiled", eager="naive") -> St
     generated = [k for k in mine if k.startswith("triton_")]
     kept = [k for k in mine if not k.startswith("triton_")]
     replaced = [names.label(k) for k in theirs if k not in kept]
+    copies = [op for op in build.summary(eager)["ops"] if op["kind"] == "memcpy"]
+    copied = f" and {count(len(copies))} cop{'ies' if len(copies) != 1 else 'y'}" if copies else ""
     lists = "; ".join(f"`{m.group(1)}`" for k in generated if (m := re.match(r"triton_[a-z]+_fused_+(.*?)_\d+$", k)))
-    text = (f"the {count(len(replaced))} eager kernels between the matmuls ({', '.join(f'`{r}`' for r in replaced)}) "
+    text = (f"the {count(len(replaced))} eager kernels{copied} between the matmuls "
+            f"({', '.join(f'`{r}`' for r in replaced)}) "
             f"became {count(len(generated))} generated Triton kernel{'s' if len(generated) != 1 else ''} (its name lists "
             f"what it fused: {lists}), and the {count(len(kept))} matmul kernels are the eager forward's own "
             f"({', '.join(sorted({names.explain(k)['library'] for k in kept}))})")
-    return Statement(text, bool(generated) and all(k in theirs for k in kept), f"{mine} against {theirs}")
+    gone = not any(op["kind"] == "memcpy" for op in build.summary(compiled)["ops"])
+    return Statement(text, bool(generated) and all(k in theirs for k in kept) and gone, f"{mine} against {theirs}")
 
 
 @statement("between")
