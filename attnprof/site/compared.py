@@ -55,4 +55,4 @@ def least_device_time(build: Build, *records):
     """Inline: the title of the capture with the least device time per forward (profiler), so a ranking in
     the prose is computed."""
     best = min(records, key=lambda r: build.summary(r)["forward_device_us"])
-    return f"*{pieces.title(build.summary(best))}*"
+    return f"the *{pieces.title(build.summary(best))}* capture"

@@ -424,7 +424,7 @@ def verify_table(build: Build):
     rows = []
     for r in build.run("verify"):
         note = tables.MASKED_ROW.get(r.get("masked_row"), r.get("masked_row")) or r.get("reason", "")
-        note += f" ({r['note']})" if r.get("note") else ""
+        note += f"{'; ' if note else ''}{r['note']}" if r.get("note") else ""
         rows.append((r["path"], r["dtype"], shape(r["shape"]), "yes" if r["fully_masked_row"] else "",
                      f"**{r['status']}**" if r["status"] == "fail" else r["status"],
                      f"{r['rel_frobenius']:.1e}" if r.get("rel_frobenius") == r.get("rel_frobenius") and "rel_frobenius" in r else

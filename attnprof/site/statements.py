@@ -603,6 +603,18 @@ def pays_most(build: Build) -> Statement:
     return Statement(text, len(rows) > 1, ", ".join(f"{label(r)} {extra(r):.1f}" for r in top))
 
 
+@statement("kernel-ahead")
+def kernel_ahead(build: Build, a, b) -> Statement:
+    """Which of two captures' forwards takes less device time (profiler), and by how much."""
+    ta, tb = (build.summary(r)["forward_device_us"] for r in (a, b))
+    first, second = (a, b) if ta <= tb else (b, a)
+    lo, hi = min(ta, tb), max(ta, tb)
+    text = (f"{name(records.parse_record(first)[0])}'s forward takes {us(lo)} of device time against {us(hi)} for "
+            f"{name(records.parse_record(second)[0])} (profiler, {'×'.join(map(str, build.summary(a)['shape']))}), "
+            f"{pct(1 - lo / hi)} less")
+    return Statement(text, True, f"{ta:.1f} against {tb:.1f}")
+
+
 # ---- Nsight Compute's verdicts ------------------------------------------------------------------
 
 @statement("verdict")
