@@ -62,23 +62,18 @@ def _method_note(build: Build) -> str:
 def timing_table(build: Build, shape=None):
     """Every stage of the timing run (at one shape, or all): the four unprofiled methods, the profiled
     CPU time, the verdict for a stream and the launch overhead of one call."""
-    out, below = [], []
+    out = []
     for r in rows(build):
         if shape and "x".join(map(str, r["shape"])) != shape:
             continue
         v = timing.verdict(r)
-        if v.launch_overhead_us < 0:
-            below.append(f"{short(r['stage'])} at {shape_text(r['shape'])}")
         out.append((STAGES[r["stage"]].short or title(r["stage"]), shape_text(r["shape"]), spread(v.one_call),
                      spread(v.back_to_back), spread(v.gpu_only), spread(v.enqueue), us(v.profiled_cpu.median),
                      f"**{v.stream}**", _signed(v.launch_overhead_us)))
     return (tables.table(["stage", "shape", "one call (CUDA events)", "back to back (CUDA events)",
                           "GPU only (graph replay)", "CPU enqueue (host clock)", "profiled CPU (torch.profiler)",
                           "a stream is", "launch overhead"], out, "llrrrrrlr")
-            + "\n\nShape B×H×S×D; launch overhead: one call less GPU only. " + _method_note(build)
-            + ("" if not below else
-               f" A negative overhead ({', '.join(below)}) means one call ran faster than the same kernels replayed "
-               f"back to back in a graph; the run did not read the GPU's clocks, so it cannot say why."))
+            + "\n\nShape B×H×S×D; launch overhead: one call less GPU only. " + _method_note(build))
 
 
 def _cell(x: timing.Stats | None) -> str:
