@@ -371,7 +371,7 @@ def compile_time(build: Build, record):
     return (f"First call (compilation included): **{ms(s['first_call_ms'])}**; steady state: "
             f"**{us(s['event_median_us'])}** per forward (one call: CUDA-event median of "
             f"{s['settings']['event_reps']} calls after {s['settings']['warmup_calls']} warm-up calls; "
-            f"shape {'×'.join(map(str, s['shape']))}).")
+            f"shape {shape(s['shape'])}).")
 
 
 LESSONS = {

@@ -13,7 +13,7 @@ from typing import Callable
 
 from .. import a100, names, records
 from ..stages import DEFAULT_SHAPE, LONG_SHAPE, STAGES, select
-from ..text import ms, us
+from ..text import ms, shape as shape_text, us
 from .build import Build, RecordUnusable
 from .pieces import title
 from .training import busy_us
@@ -517,7 +517,7 @@ def inductor_fused(build: Build, compiled="naive_compiled", eager="naive") -> St
 def between(build: Build, stage, slower, faster) -> Statement:
     """A stage's one-call time between two others' (CUDA-event medians of the captures)."""
     a, b, c = (build.summary(r)["event_median_us"] for r in (stage, slower, faster))
-    text = (f"{us(a)} per forward (CUDA-event median of one call, {'×'.join(map(str, DEFAULT_SHAPE))}) against "
+    text = (f"{us(a)} per forward (CUDA-event median of one call, {shape_text(DEFAULT_SHAPE)}) against "
             f"{us(b)} for {name(slower)} and {us(c)} for {name(faster)}: {times(b / a)} faster than the first, "
             f"{times(a / c)} slower than the second")
     return Statement(text, c < a < b, f"{a:.1f} between {c:.1f} and {b:.1f}")
@@ -610,7 +610,7 @@ def kernel_ahead(build: Build, a, b) -> Statement:
     first, second = (a, b) if ta <= tb else (b, a)
     lo, hi = min(ta, tb), max(ta, tb)
     text = (f"{name(records.parse_record(first)[0])}'s forward takes {us(lo)} of device time against {us(hi)} for "
-            f"{name(records.parse_record(second)[0])} (profiler, {'×'.join(map(str, build.summary(a)['shape']))}), "
+            f"{name(records.parse_record(second)[0])} (profiler, {shape_text(build.summary(a)['shape'])}), "
             f"{pct(1 - lo / hi)} less")
     return Statement(text, True, f"{ta:.1f} against {tb:.1f}")
 
@@ -656,7 +656,7 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
             else "this run cannot rank it among them" if len(words["not told apart from"]) == n
             else "not told apart from the most expensive here")
     text = (f"by unprofiled CPU enqueue (host clock, back-to-back calls, per forward, median and p10–p90, "
-            f"{'×'.join(map(str, DEFAULT_SHAPE))}), {name(stage)} takes {spread(mine)}: {said}, so {rank}")
+            f"{shape_text(DEFAULT_SHAPE)}), {name(stage)} takes {spread(mine)}: {said}, so {rank}")
     return Statement(text, all(o in enqueue for o in others), f"{ {k: v.median for k, v in enqueue.items()} }")
 
 
