@@ -8,20 +8,13 @@ import math
 import sys
 import textwrap
 
-from . import own, records, store
-from .oplist import KIND_LABEL
-from .procedure import CaptureError
-from .stages import DEFAULT_SHAPE, DTYPES, STAGES, get_stage, parse_shape, select
-from .text import shape, short, us
+from .model import names, own, store
+from .analysis import records
+from .analysis.oplist import KIND_LABEL
+from .model.procedure import DEFAULT_DTYPE, CaptureError
+from .model.stages import DEFAULT_SHAPE, DTYPES, STAGES, get_stage, parse_shape, select
+from .text import shape, short, text_table, us
 
-
-
-def text_table(headers, rows) -> str:
-    """Columns padded to their widest cell, for the terminal."""
-    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join([fmt.format(*headers), fmt.format(*("-" * w for w in widths))]
-                     + [fmt.format(*map(str, r)) for r in rows])
 
 
 def show_text(summary) -> str:
@@ -98,12 +91,12 @@ def cmd_capture(args) -> int:
     shape = parse_shape(args.shape)
     if args.backward:
         from .measure.backward import capture
-        names = select(backward=True) if args.stages == ["all"] else args.stages
-        results = capture(names, shape, args.dtype, args.out)
+        chosen = select(backward=True) if args.stages == ["all"] else args.stages
+        results = capture(chosen, shape, args.dtype, args.out)
     else:
         from .measure.capture import capture
-        names = list(STAGES) if args.stages == ["all"] else args.stages
-        results = capture(names, shape, args.dtype, args.out, args.record_unavailable)
+        chosen = list(STAGES) if args.stages == ["all"] else args.stages
+        results = capture(chosen, shape, args.dtype, args.out, args.record_unavailable)
     for r in results:
         if "error" in r:
             print(f"{r['stage']:>10}: FAILED {r['error']}")
@@ -153,10 +146,10 @@ def cmd_capture_cp(args) -> int:
 def cmd_show(args) -> int:
     record = args.record
     if args.shape:  # `show flash --shape 1,16,8192,128` is `show flash-1x16x8192x128`
-        record = records.record_name(get_stage(args.record).name, parse_shape(args.shape))
+        record = names.record_name(get_stage(args.record).name, parse_shape(args.shape))
     kind = records.kind_of(record)
     if kind is records.STAGE:
-        records.parse_record(record)  # a bad name is one line naming the forms a name takes
+        names.parse_record(record)  # a bad name is one line naming the forms a name takes
     summary = records.load_summary(record, args.captures)
     if args.json or kind not in (records.STAGE, records.OWN):  # a backward or two-GPU record is printed as JSON
         print(json.dumps(summary, indent=1))
@@ -166,7 +159,7 @@ def cmd_show(args) -> int:
 
 
 def cmd_diff(args) -> int:
-    from . import compare
+    from .analysis import compare
     d = compare.diff(compare.load(args.a, args.captures), compare.load(args.b, args.captures))
     print(json.dumps(d, indent=1) if args.json else compare.text(d))
     return 0
@@ -193,10 +186,10 @@ def cmd_counters(args) -> int:
     needs_torch("counters")
     from .measure.counters import collect
     shape = parse_shape(args.shape)
-    names = ([r.removesuffix(".counters") for r in records.COUNTERS.records()] if args.stages == ["all"]
-             else [records.record_name(get_stage(n).name, shape) for n in args.stages])
+    chosen = ([r.removesuffix(".counters") for r in records.COUNTERS.records()] if args.stages == ["all"]
+             else [names.record_name(get_stage(n).name, shape) for n in args.stages])
     failed = False
-    for r in collect(names, args.out):
+    for r in collect(chosen, args.out):
         if "error" in r:
             failed = True
             print(f"{r['record']:>10}: FAILED {r['error']}")
@@ -206,7 +199,7 @@ def cmd_counters(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from .names import explain
+    from .analysis.kernel_names import explain
     if not args.name.strip():
         raise ValueError("give a kernel name, e.g. python -m attnprof explain 'flash_fwd_kernel'")
     info = explain(args.name)
@@ -268,9 +261,9 @@ def cmd_verify(args) -> int:
 
 def cmd_sweep(args) -> int:
     needs_torch("sweep")
-    from .measure.runs import RUNS, run
-    names = list(RUNS) if args.only == "all" else args.only.split(",")
-    status = run(names, args.out)
+    from .measure.runs import run
+    chosen = list(names.RUNS) if args.only == "all" else args.only.split(",")
+    status = run(chosen, args.out)
     for name, s in status.items():
         print(f"{name:>12}: {s}")
     return 0 if all(s == "ok" for s in status.values()) else 1
@@ -311,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"one or more of: {', '.join(STAGES)}, or all; or cp (context parallelism); or "
                         f"FILE.py:FUNCTION, your own attention, called as FUNCTION(q, k, v)")
     c.add_argument("--shape", default=shape(DEFAULT_SHAPE, ","), help="B,H,S,D (default: %(default)s)")
-    c.add_argument("--dtype", default=records.DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)} (default: %(default)s)")
+    c.add_argument("--dtype", default=DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)} (default: %(default)s)")
     c.add_argument("--out", help=f"captures folder (default: docs/captures for stages, {own.DEFAULT_OUT}/ for "
                                  f"FILE.py:FUNCTION)")
     c.add_argument("--mask", help="FILE.py:FUNCTION: also pass a boolean [S, S] mask, True where a query may see "
@@ -321,9 +314,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where a stage cannot run here, replace its capture with a record of why "
                         "(by default an existing capture is kept)")
     c.add_argument("--backward", action="store_true", help="capture forward + backward (records STAGE-bwd)")
-    c.add_argument("--world-size", type=int, default=records.CP_WORLD,
+    c.add_argument("--world-size", type=int, default=names.CP_WORLD,
                    help="`capture cp`: GPUs, one process each (default: %(default)s)")
-    c.add_argument("--lengths", default=",".join(map(str, records.CP_LENGTHS)),
+    c.add_argument("--lengths", default=",".join(map(str, names.CP_LENGTHS)),
                    help="`capture cp`: sequence lengths (default: %(default)s)")
     c.add_argument("--rotate", default="allgather,alltoall",
                    help="`capture cp`: how keys and values travel; the first at every length, others at the longest")
@@ -367,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(run=cmd_explain)
     w = sub.add_parser("which", help="which SDPA backend really runs for these inputs, and why not the others")
     w.add_argument("--shape", default=shape(DEFAULT_SHAPE, ","), help="B,H,S,D (default: %(default)s)")
-    w.add_argument("--dtype", default=records.DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)}")
+    w.add_argument("--dtype", default=DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)}")
     w.add_argument("--mask", default="causal", help="none, causal, bool or float (default: causal)")
     w.add_argument("--dropout", default="0", help="dropout probability, 0 to 1 (default: 0)")
     w.add_argument("--layout", default="contiguous", help="contiguous, transposed or strided")

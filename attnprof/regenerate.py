@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import records, store
-from .stages import ROOT, STAGES
+from .model import store
+from .analysis import records
+from .model.stages import ROOT, STAGES
 from .text import first_line
 
 # seconds a record of each kind takes, to hand out the longest first (a run record's own wall_s, where
@@ -307,7 +308,7 @@ def _short(outcome: str, width=90) -> str:
 
 
 def table(results: list[Result], cannot: dict[str, str]) -> str:
-    from .cli import text_table
+    from .text import text_table
     rows = [(r.record, r.kind, ",".join(r.devices), f"{r.seconds:.1f}", _short(r.outcome)) for r in results]
     rows += [(record, records.kind_of(record).name, "-", "-", _short(f"not taken: {why}"))
              for record, why in cannot.items()]
@@ -362,7 +363,7 @@ def regenerate(wanted: list[str], out_dir=None, machine: Machine | None = None, 
 
 def plan_text(jobs: list[Job], devices) -> str:
     """`--dry-run`: where each record is expected to run, and about how long it all takes."""
-    from .cli import text_table
+    from .text import text_table
     placed = assign(jobs, devices)
     rows = [(job.record, job.kind, ",".join(on), f"{job.estimate_s:.0f}") for job, on in placed]
     load = {d: sum(j.estimate_s for j, on in placed if d in on) for d in devices}

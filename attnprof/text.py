@@ -47,3 +47,11 @@ def first_line(error: BaseException | str) -> str:
     """The first line of an error's message ("" when it has none)."""
     message = str(error).strip()
     return message.splitlines()[0] if message else ""
+
+
+def text_table(headers, rows) -> str:
+    """Columns padded to their widest cell, for the terminal."""
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt.format(*headers), fmt.format(*("-" * w for w in widths))]
+                     + [fmt.format(*map(str, r)) for r in rows])

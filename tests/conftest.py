@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from attnprof import trace
-from attnprof.stages import ROOT
+from attnprof.analysis import trace
+from attnprof.model.stages import ROOT
 
 FIXTURES = Path(__file__).parent / "fixtures"  # real H200 traces: h200-<record>.trace.json.gz
 

@@ -22,8 +22,9 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-from attnprof import records, store
-from attnprof.stages import ladder, ROOT
+from attnprof.model import store
+from attnprof.analysis import records
+from attnprof.model.stages import ladder, ROOT
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
 NO_TABLE = {"", "reading-a-profile"}  # pages of prose; every other page shows measurements as tables

@@ -7,10 +7,12 @@ import shutil
 import pytest
 import torch
 
-from attnprof import records, stages, store, trace
+from attnprof.model import stages, store
+from attnprof.analysis import records
+from attnprof.analysis import trace
 from attnprof.cli import main
-from attnprof.measure import capture
-from attnprof.stages import ProviderUnavailable
+from attnprof.measure import capture, profiling
+from attnprof.model.stages import ProviderUnavailable
 
 SMALL = (1, 2, 64, 32)
 
@@ -151,7 +153,7 @@ def test_profiling_keeps_the_profilers_chatter_and_passes_on_the_rest(tmp_path, 
         warnings.warn("Warning: Profiler clears events at the end of each cycle.")
         return torch.ones(2) * 2
     with torch.no_grad():
-        capture.profile_quietly(forward, tmp_path / "trace.json")
+        profiling.profile_quietly(forward, tmp_path / "trace.json")
     err = capfd.readouterr().err
     assert err.count("a warning from the kernel itself") >= 1
     assert "USDT" not in err and "profiler_start" not in err and "clears events" not in err

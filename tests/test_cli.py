@@ -6,9 +6,10 @@ import sys
 
 import pytest
 
-from attnprof import records, store
+from attnprof.model import store
+from attnprof.analysis import records
 from attnprof.cli import main
-from attnprof.stages import ladder, ROOT
+from attnprof.model.stages import ladder, ROOT
 
 REQUIRED = {"stage", "device", "shape", "dtype", "ops_per_forward", "ops", "forward_device_us",
             "event_median_us", "rel_err"}
@@ -295,7 +296,7 @@ def test_the_test_command_waits_for_the_dpkg_lock():
 # ---- a comment is not a code change ----------------------------------------------------------------
 
 def test_comments_and_blank_lines_do_not_change_a_snippets_hash(tmp_path, monkeypatch):
-    from attnprof import stages
+    from attnprof.model import stages
     snippets = tmp_path / "snippets"
     shutil.copytree(stages.SNIPPETS, snippets)
     monkeypatch.setattr(stages, "SNIPPETS", snippets)

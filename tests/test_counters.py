@@ -7,7 +7,9 @@ import shutil
 
 import pytest
 
-from attnprof import counters, records, store
+from attnprof.analysis import counters
+from attnprof.model import store
+from attnprof.analysis import records
 from attnprof.cli import main
 
 
@@ -121,7 +123,7 @@ def test_counters_without_a_gpu_say_so_in_one_line(capsys):
 
 
 def test_the_claims_page_holds_occupancy_and_boundness_to_the_counters():
-    from attnprof.site import claims
+    from attnprof.site.claims import published as claims
     from attnprof.site.build import Build
     build = Build()
     rows = {claim.__name__: claim(build) for claim in claims.MEASURED}

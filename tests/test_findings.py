@@ -4,7 +4,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from attnprof.site import claims, findings, plots
+from attnprof.site.claims import published as claims
+from attnprof.site.pieces import runs as findings
+from attnprof.site.render import plots
 from attnprof.site.build import Build
 
 BUILD = Build(problems={})

@@ -1,9 +1,9 @@
 """Gaps between a forward's device ops, read off real H200 traces: when the GPU waits for the CPU."""
 import pytest
 
-from attnprof import trace
-from attnprof.stages import STAGES
-from attnprof.procedure import LABEL
+from attnprof.analysis import trace
+from attnprof.model.stages import STAGES
+from attnprof.model.procedure import LABEL
 
 
 def median_gaps(h200, stage):

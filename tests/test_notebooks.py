@@ -1,9 +1,10 @@
 """The generated notebooks run, as a reader would run them, on a CPU."""
 import pytest
 
-from attnprof import names, records
+from attnprof.analysis import kernel_names
+from attnprof.analysis import records
 from attnprof.site import notebooks
-from attnprof.stages import ladder, STAGES, SNIPPETS, snippet_section
+from attnprof.model.stages import ladder, STAGES, SNIPPETS, snippet_section
 
 
 @pytest.mark.parametrize("stage", ladder())
@@ -20,7 +21,7 @@ def test_notebook_runs_on_cpu(stage, tmp_path, monkeypatch):
     assert "holds no GPU work" in shown  # a CPU runs no device ops
     h200 = records.load_summary(stage)
     assert "NVIDIA H200" in shown and shown.count('class="attnprof-trace"') == 1
-    assert all(names.label(op["name"]) in shown for op in h200["ops"] if op["kind"] == "kernel")
+    assert all(kernel_names.label(op["name"]) in shown for op in h200["ops"] if op["kind"] == "kernel")
 
 
 def test_notebooks_hold_the_snippet_not_a_copy():

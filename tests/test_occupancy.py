@@ -1,5 +1,5 @@
-from attnprof import occupancy
-from attnprof import oplist
+from attnprof.analysis import occupancy
+from attnprof.analysis import oplist
 
 A100 = {"maxThreadsPerMultiprocessor": 2048, "regsPerMultiprocessor": 65536,
         "sharedMemPerMultiprocessor": 167936, "computeMajor": 8, "warpSize": 32}
@@ -20,7 +20,7 @@ def test_each_limit_can_bind():
 
 
 def test_footprint_rows_use_the_traces_device_properties(h200):
-    from attnprof import trace
+    from attnprof.analysis import trace
     t = h200("flash")
     fwd = trace.forwards(t, "attention_forward")[0]
     summary = {"ops": [op.__dict__ for op in fwd.ops]}

@@ -8,7 +8,10 @@ import shutil
 import pytest
 
 import attnprof
-from attnprof import compare, own, records, store, timing, trace
+from attnprof.analysis import compare, timing, trace
+from attnprof.model import own, store
+from attnprof.analysis import records
+from attnprof.model.procedure import LABEL
 from attnprof.cli import main
 from attnprof.measure import own as capture_own
 from attnprof.site import report
@@ -176,7 +179,7 @@ def test_only_the_block_mask_saves_device_time():  # own-attention.md, "What the
     d = compare.diff(records.load_summary("naive"), records.load_summary("window.naive"))
     assert d["counts"]["same"] == records.load_summary("naive")["ops_per_forward"]  # the same op list
     sdpa = records.load_summary("window.sdpa")
-    from attnprof.oplist import launching_path
+    from attnprof.analysis.oplist import launching_path
     assert any("aten::where" in launching_path(sdpa, op) for op in sdpa["ops"])  # the mask converted per call
 
 
@@ -192,7 +195,7 @@ def evil(tmp_path_factory):
     for ev in events["traceEvents"]:  # the kernels, and any CPU op named like one (Triton's launcher)
         if ev.get("ph") == "X" and ev.get("name") in kernels:
             ev["name"] = f"{ev['name']}<b>&\"'<i>"
-    s.update(trace.summarize(events, store.LABEL), record="evil.attention", stage="evil.attention", title=EVIL)
+    s.update(trace.summarize(events, LABEL), record="evil.attention", stage="evil.attention", title=EVIL)
     s["key_averages"] = [dict(r, name=r["name"] + "<b>&\"'<i>" if r["name"] in kernels else r["name"])
                          for r in s["key_averages"]]
     store.write_capture(folder, s, events)

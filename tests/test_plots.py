@@ -6,10 +6,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from attnprof.site import findings, plots
+from attnprof.site.pieces import runs as findings
+from attnprof.site.render import plots
 from attnprof.site.build import Build
-from attnprof.site.svg import PATH_COLOR, INK
-from attnprof.stages import ROOT, STAGES
+from attnprof.site.render.svg import PATH_COLOR, INK
+from attnprof.model.stages import ROOT, STAGES
 
 BUILD = Build(problems={})
 NS = "{http://www.w3.org/2000/svg}"

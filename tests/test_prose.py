@@ -1,7 +1,8 @@
 """Sentences in the chapters that state what the captures show are checked here against the committed
 captures, so a recapture that changes the picture fails the tests instead of leaving the prose wrong."""
-from attnprof import names
-from attnprof import records, store
+from attnprof.analysis import kernel_names
+from attnprof.model import store
+from attnprof.analysis import records
 
 summary = records.load_summary
 
@@ -18,9 +19,9 @@ def test_inplace_masking_kernel_is_the_slowest_op():  # inplace.md, naive.md
 
 def test_elementwise_passes_cost_more_than_both_matmuls():  # claims.md
     ops = summary("inplace")["ops"]
-    matmuls = sum(op["duration_us"] for op in ops if names.explain(op["name"])["library"].startswith("cuBLAS"))
+    matmuls = sum(op["duration_us"] for op in ops if kernel_names.explain(op["name"])["library"].startswith("cuBLAS"))
     others = sum(op["duration_us"] for op in ops if op["kind"] == "kernel"
-                 and not names.explain(op["name"])["library"].startswith("cuBLAS"))
+                 and not kernel_names.explain(op["name"])["library"].startswith("cuBLAS"))
     assert others > matmuls
 
 
@@ -28,13 +29,13 @@ def test_cudnn_is_the_fastest_backend_and_auto_picks_it():  # auto.md, at-a-glan
     times = {b: summary(b)["forward_device_us"] for b in ("math", "efficient", "flash", "cudnn")}
     assert min(times, key=times.get) == "cudnn"
     auto = summary("auto")
-    assert auto["sdpa_choice"] == "cudnn" and names.fingerprint(op["name"] for op in auto["ops"]) == "cudnn"
+    assert auto["sdpa_choice"] == "cudnn" and kernel_names.fingerprint(op["name"] for op in auto["ops"]) == "cudnn"
 
 
 def test_hopper_kernels_as_described():  # naive.md, efficient.md, flash.md, cudnn.md, math.md
     assert all(k["name"].startswith("nvjet_sm90") for k in kernels("naive") if "nvjet" in k["name"])
     assert any(k["launch"] == "cuLaunchKernelEx" for k in kernels("naive"))
-    assert names.explain(kernels("efficient")[0]["name"])["arch"] == "sm_80"
+    assert kernel_names.explain(kernels("efficient")[0]["name"])["arch"] == "sm_80"
     cudnn = kernels("cudnn")[0]
     assert "wgmma" in cudnn["name"] and cudnn["launch"] == "cuLaunchKernelEx" and cudnn["grid"] == [132, 1, 1]
     flash = kernels("flash")[0]
@@ -61,8 +62,8 @@ def test_layout_work_on_the_cpu_side():  # efficient.md, cudnn.md
 
 
 def test_efficient_runs_the_posts_a100_kernel():  # efficient.md
-    from attnprof import a100
-    assert names.label(kernels("efficient")[0]["name"]) == a100.KERNELS["efficient"]
+    from attnprof.analysis import hardware
+    assert kernel_names.label(kernels("efficient")[0]["name"]) == hardware.KERNELS["efficient"]
 
 
 def test_fa4_beats_cudnn_as_the_roofline_chapter_says():  # roofline.md, fused.md, scaling.md
@@ -73,7 +74,7 @@ def test_fa4_beats_cudnn_as_the_roofline_chapter_says():  # roofline.md, fused.m
     assert k["block"] == ck["block"] == [384, 1, 1] and k["registers"] == ck["registers"]
     assert ck["grid"] == [cudnn["sm_count"], 1, 1] and k["grid"] == [16 * 8192 // 128, 1, 1]  # persistent vs per tile
     assert k["shared_memory"] < ck["shared_memory"]
-    assert names.explain(k["name"])["library"] == "FlashAttention-4 (CuTe DSL)"
+    assert kernel_names.explain(k["name"])["library"] == "FlashAttention-4 (CuTe DSL)"
     fastest = records.load_run("fastest")["result"]
     best = {layout: max((r for r in fastest if r["layout"] == layout), key=lambda r: r.get("tflops_back_to_back", 0))
             for layout in ("BHSD", "BSHD")}
@@ -85,37 +86,37 @@ def test_fa4_beats_cudnn_as_the_roofline_chapter_says():  # roofline.md, fused.m
 # ---- statements of the new explanations, held to the captures and the hardware run ----------------
 
 def test_math_gap_is_smaller_here_than_on_the_a100_and_math_leans_on_fp32_matmuls():  # math.md, at-a-glance.md
-    from attnprof import a100
-    from attnprof.site.pieces import gemm_us
+    from attnprof.analysis import hardware
+    from attnprof.site.pieces.captures import gemm_us
     ours = summary("math")["forward_device_us"] / summary("inplace")["forward_device_us"]
-    theirs = a100.FIGURES["math"]["forward_us"] / a100.FIGURES["inplace"]["forward_us"]
+    theirs = hardware.FIGURES["math"]["forward_us"] / hardware.FIGURES["inplace"]["forward_us"]
     assert ours < theirs
     assert gemm_us(summary("math")) / summary("math")["forward_device_us"] > \
         2 * gemm_us(summary("inplace")) / summary("inplace")["forward_device_us"]
     assert gemm_us(summary("math")) < summary("math")["forward_device_us"] - gemm_us(summary("math"))  # "more still"
-    gemms = [op for op in summary("math")["ops"] if names.explain(op["name"])["library"].startswith("cuBLAS")]
-    assert len(gemms) == 2 and all(names.explain(op["name"])["math_unit"] == "cuda cores" for op in gemms)
+    gemms = [op for op in summary("math")["ops"] if kernel_names.explain(op["name"])["library"].startswith("cuBLAS")]
+    assert len(gemms) == 2 and all(kernel_names.explain(op["name"])["math_unit"] == "cuda cores" for op in gemms)
     longest = sorted(summary("math")["ops"], key=lambda op: -op["duration_us"])[:2]
     assert {op["name"] for op in longest} == {op["name"] for op in gemms}  # "the two longest ops"
 
 
 def test_ratios_follow_what_bounds_each_rung():  # at-a-glance.md, math.md, inplace.md: peak to peak
     from attnprof.site.build import Build
-    from attnprof.site.statements import peak_ratios, rung_ratio
+    from attnprof.site.claims.statements import peak_ratios, rung_ratio
     build = Build(store.CAPTURES, problems={})
     p, ratio = peak_ratios(build), lambda s: rung_ratio(build, s)
     assert min(p, key=lambda k: abs(p[k] - ratio("inplace"))) == "hbm_gbs"  # in place: nearest bandwidth
     assert p["hbm_gbs"] < ratio("math") < p["fp32_tflops"]  # math: between bandwidth and FP32
     assert max(ratio("efficient"), ratio("flash")) < min(p.values())  # Ampere kernels: below every ratio
     assert ratio("cudnn") == max(ratio(s) for s in ("inplace", "math", "efficient", "flash", "cudnn"))
-    from attnprof import a100
-    assert a100.FIGURES["cudnn"]["forward_us"] > a100.FIGURES["flash"]["forward_us"]  # slower than flash on the A100
+    from attnprof.analysis import hardware
+    assert hardware.FIGURES["cudnn"]["forward_us"] > hardware.FIGURES["flash"]["forward_us"]  # slower than flash on the A100
 
 
 def test_the_post_found_cudnn_the_most_expensive_on_the_cpu_and_our_ranking_is_computed():  # cudnn.md, at-a-glance.md
-    from attnprof import a100
+    from attnprof.analysis import hardware
     fused = ("efficient", "flash", "cudnn")
-    assert max(fused, key=lambda s: a100.FIGURES[s]["cpu_us"]) == "cudnn"
+    assert max(fused, key=lambda s: hardware.FIGURES[s]["cpu_us"]) == "cudnn"
     for page in ("cudnn.md", "at-a-glance.md"):  # where cuDNN ranks here is the timing run's, never typed
         text = (store.ROOT / "docs" / page).read_text()
         assert "say cpu-rank cudnn flash efficient" in text and "no longer the most expensive" not in text
@@ -144,7 +145,7 @@ def nav():
 
 
 def test_nav_labels_are_the_chapter_titles():
-    from attnprof.stages import STAGES
+    from attnprof.model.stages import STAGES
     for section, entries in nav().items():
         for entry in entries:
             (label, path), = entry.items()
@@ -169,7 +170,7 @@ def test_every_ladder_chapter_asks_a_titled_guess_first():
 
 
 def test_every_profiled_stage_chapter_links_its_notebook():  # the home page's promise
-    from attnprof.stages import ladder
+    from attnprof.model.stages import ladder
     for stage in ladder():
         assert f"(notebooks/{stage}.ipynb)" in (store.ROOT / "docs" / f"{stage}.md").read_text(), stage
 

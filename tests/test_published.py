@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from attnprof import store
+from attnprof.model import store
 
 ABSOLUTE_PATH = re.compile(r"(?:^|[\s'\"(=])/(?:home|root|tmp|opt|usr|var|work|Users|mnt|srv)/")
 pytestmark = pytest.mark.site

@@ -7,8 +7,9 @@ import shutil
 
 import pytest
 
-from attnprof import records, store
-from attnprof.procedure import MEASURED_ONCE, RAW_SAMPLES
+from attnprof.model import names, store
+from attnprof.analysis import records
+from attnprof.model.procedure import MEASURED_ONCE, RAW_SAMPLES
 
 PER_FILE = 6  # numbers mutated in each file, spread over all of its numbers
 
@@ -141,7 +142,7 @@ def test_every_kind_of_record_is_mutated():
     assert {records.kind_of(r).name for r, _, _ in CASES if r.startswith("run-")} == {"run"}
     # every run file but two: the timing run stores only raw samples (its pages compute from them as they
     # render) and verification only errors measured once; each of the others holds derived numbers
-    unheld = {f"run-{n}" for n in records.RUNS} - {r for r, _, _ in CASES}
+    unheld = {f"run-{n}" for n in names.RUNS} - {r for r, _, _ in CASES}
     assert unheld == {"run-timing", "run-verify"}
 
 

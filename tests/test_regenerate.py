@@ -11,8 +11,10 @@ import time
 
 import pytest
 
-from attnprof import records, regenerate, stages, store
-from attnprof.stages import DEFAULT_SHAPE, ROOT, STAGES, Stage
+from attnprof.model import names, stages, store
+from attnprof.analysis import records
+from attnprof import regenerate
+from attnprof.model.stages import DEFAULT_SHAPE, ROOT, STAGES, Stage
 
 # one record of each kind, each running several files (two snippets, a provider, a measuring module)
 SAMPLES = ["naive_compiled", "flash-bwd", "flash-1x16x8192x128.counters", "run-graphs", records.CP.records()[0]]
@@ -26,8 +28,9 @@ def tree(tmp_path, monkeypatch):
     root = tmp_path / "code"
     shutil.copytree(stages.SNIPPETS, root / "snippets")
     shutil.copytree(ROOT / "attnprof" / "measure", root / "attnprof" / "measure")
-    shutil.copy(ROOT / "attnprof" / "derived.py", root / "attnprof" / "derived.py")  # every run's figures
-    monkeypatch.setattr(records, "CODE_ROOT", root)
+    (root / "attnprof" / "analysis").mkdir()
+    shutil.copy(ROOT / "attnprof" / "analysis" / "derived.py", root / "attnprof" / "analysis" / "derived.py")  # every run's figures
+    monkeypatch.setattr(names, "CODE_ROOT", root)
     monkeypatch.setattr(stages, "SNIPPETS", root / "snippets")
     return root
 
@@ -70,13 +73,13 @@ def test_each_kind_goes_stale_when_its_code_changes_and_not_on_a_comment(record,
 def test_each_kind_goes_stale_when_its_settings_change(record, tree, tmp_path, monkeypatch):
     folder = tmp_path / "captures"
     _made(folder, record)
-    monkeypatch.setattr(records, "FORMAT", records.FORMAT + 1)  # the capture procedure changed
+    monkeypatch.setattr(names, "FORMAT", names.FORMAT + 1)  # the capture procedure changed
     why = records._stale(record, folder)
     assert why and "its settings changed" in why
 
 
 def test_counters_go_stale_with_their_metrics_and_a_run_with_its_stages(tree, tmp_path, monkeypatch):
-    from attnprof import counters
+    from attnprof.analysis import counters
     folder = tmp_path / "captures"
     for record in ("flash.counters", "run-sweep", "run-ceilings"):
         _made(folder, record)
@@ -102,31 +105,31 @@ def test_a_record_made_before_it_named_its_code_lists_what_keys_it(tree, tmp_pat
 def test_two_gpu_records_keep_their_key():
     """No two-GPU machine retakes them: their key is still the token hash of context_parallel.py alone."""
     for record in records.CP.records():
-        n, rotate, balanced = records._cp_config(record)
+        n, rotate, balanced = names.cp_config(record)
         assert records.CP.sources(record) == ("attnprof/measure/context_parallel.py",)
-        assert records.CP.key(record) == records.cp_key(records.cp_settings(n, records.CP_WORLD, rotate, balanced))
+        assert records.CP.key(record) == names.cp_key(names.cp_settings(n, names.CP_WORLD, rotate, balanced))
         assert records._stale(record, store.CAPTURES) is None
 
 
-def test_every_run_names_its_code_in_one_place():
+def test_every_run_names_a_function_that_exists_and_code_files_that_exist():
     pytest.importorskip("torch")
     from attnprof.measure import runs
-    assert set(records.RUN_CODE) == set(records.RUNS) == set(runs.RUNS)
-    for name in records.RUNS:
-        for path in records.run_sources(name):
-            assert records._code_path(path).is_file(), (name, path)
+    for name in names.RUNS:
+        assert callable(runs.function(name)), name
+        for path in names.run_sources(name):
+            assert names.code_path(path).is_file(), (name, path)
 
 
 def test_a_capture_and_a_run_are_written_under_the_key_check_computes(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     from attnprof.measure import capture, runs
-    for record, made_with in [("flash", records.settings), ("flash-bwd", records.backward_settings)]:
+    for record, made_with in [("flash", names.settings), ("flash-bwd", names.backward_settings)]:
         head = capture.head(STAGES["flash"], record, DEFAULT_SHAPE, "bf16", made_with(DEFAULT_SHAPE, "bf16"), "x")
         kind = records.kind_of(record)
         assert head["key"] == kind.key(record) and head["code"] == kind.code(record)
     monkeypatch.setattr(capture, "require_cuda", lambda *a: None)
     monkeypatch.setattr(capture, "environment", lambda *a: {"device": "a test"})
-    monkeypatch.setitem(runs.RUNS, "gqa", lambda: [{"measured": 1}])
+    monkeypatch.setattr(runs, "function", lambda name: lambda: [{"measured": 1}])
     assert runs.run(["gqa"], tmp_path) == {"gqa": "ok"}
     assert records.status("run-gqa", tmp_path) is None
 

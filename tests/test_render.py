@@ -5,11 +5,14 @@ import xml.etree.ElementTree as ET
 import markdown
 import pytest
 
-from attnprof import records, store, trace
-from attnprof.site import extension, plots, tables
+from attnprof.model import store
+from attnprof.analysis import records
+from attnprof.analysis import trace
+from attnprof.site import extension
+from attnprof.site.render import plots, tables
 from attnprof.site.build import Build
 from attnprof.site.registry import PIECES, expand
-from attnprof.procedure import LABEL
+from attnprof.model.procedure import LABEL
 
 MASKED_FILL = next(op["name"] for op in records.load_summary("naive")["ops"] if "masked_fill" in op["name"])
 

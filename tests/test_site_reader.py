@@ -3,7 +3,7 @@ history, and an Open-in-Perfetto control beside every trace figure."""
 import html
 import re
 
-from attnprof.stages import ladder
+from attnprof.model.stages import ladder
 
 # Phrases about where or how the site was built rather than about attention, GPUs and software.
 PROCESS_TALK = [

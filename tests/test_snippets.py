@@ -3,7 +3,7 @@ import torch
 import pytest
 
 from attnprof.measure.numerics import make_inputs, reference, relative_error
-from attnprof.stages import STAGES
+from attnprof.model.stages import STAGES
 
 CPU_STAGES = ["naive", "inplace", "math", "flash", "auto"]  # efficient and cuDNN need a GPU
 
@@ -62,7 +62,7 @@ def test_a_provider_that_cannot_load_says_why(stage, module):
     """Where the package is missing (as in CI), loading fails with one line naming it; where it is
     installed, the provider must compute attention."""
     import importlib.util
-    from attnprof.stages import ProviderUnavailable
+    from attnprof.model.stages import ProviderUnavailable
     q, k, v = make_inputs((1, 2, 64, 32), torch.float16, "cpu")
     if importlib.util.find_spec(module) is None:
         with pytest.raises(ProviderUnavailable) as info:
@@ -84,10 +84,10 @@ def test_the_code_hash_is_the_same_under_every_python_at_hand():
     import shutil
     import subprocess
     import sys
-    from attnprof.stages import ROOT, SNIPPETS, code_hash
+    from attnprof.model.stages import ROOT, SNIPPETS, code_hash
     here = [code_hash(p) for p in sorted(SNIPPETS.glob("*.py"))]
     others = [p for p in (shutil.which(f"python3.{minor}") for minor in (10, 11, 12, 13)) if p]
-    script = ("import sys; sys.path.insert(0, sys.argv[1]); from attnprof.stages import SNIPPETS, code_hash; "
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); from attnprof.model.stages import SNIPPETS, code_hash; "
               "print(' '.join(code_hash(p) for p in sorted(SNIPPETS.glob('*.py'))))")
     compared = 0
     for python in others:

@@ -4,10 +4,11 @@ import shutil
 
 import markdown
 
-from attnprof import records, stages, store
+from attnprof.model import names, stages, store
+from attnprof.analysis import records
 from attnprof.cli import main
 from attnprof.site.build import Build
-from attnprof.stages import STAGES, Stage
+from attnprof.model.stages import STAGES, Stage
 
 SNIPPET = '''import torch.nn.functional as F
 
@@ -44,7 +45,7 @@ def test_a_new_stage_is_one_snippet_and_one_table_entry(tmp_path, monkeypatch, c
     # measure it too (their stage list and code changed), and show and a page render it
     summary = json.loads((folder / "flash.json").read_text())
     summary.update(record="mine", stage="mine", title="My attention",
-                   key=records.capture_key(STAGES["mine"], records.settings(summary["shape"], summary["dtype"])))
+                   key=names.capture_key(STAGES["mine"], names.settings(summary["shape"], summary["dtype"])))
     store.write_json(folder, "mine", summary)
     shutil.copy(folder / "flash.trace.json.gz", folder / "mine.trace.json.gz")
     problems = records.problems(folder)
@@ -64,7 +65,7 @@ def test_no_provider_is_named_outside_the_stage_table_and_the_kernel_names():
         quoted = {f'"{provider}"', f"'{provider}'"}
         modules = {p.relative_to(stages.ROOT).as_posix() for p in Path(stages.ROOT, "attnprof").rglob("*.py")
                    if any(q in p.read_text() for q in quoted)}
-        assert modules <= {"attnprof/stages.py", "attnprof/names.py", "attnprof/site/findings.py"}, (provider, modules)
+        assert modules <= {"attnprof/model/stages.py", "attnprof/analysis/kernel_names.py", "attnprof/site/pieces/runs.py"}, (provider, modules)
         assert len(modules) <= 2, (provider, modules)
 
 

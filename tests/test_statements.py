@@ -6,12 +6,14 @@ import shutil
 
 import pytest
 
-from attnprof import records, store, trace
-from attnprof.site import statements
+from attnprof.model import store
+from attnprof.analysis import records
+from attnprof.analysis import hardware, trace
+from attnprof.site.claims import statements
 from attnprof.site.build import Build
-from attnprof.site.plots import typical_forward
-from attnprof.site.statements import FalseStatement, STATEMENTS, check
-from attnprof.site.training import busy_us
+from attnprof.site.render.plots import typical_forward
+from attnprof.site.build import FalseStatement
+from attnprof.site.claims.statements import STATEMENTS, check
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +24,7 @@ def committed():
 def said():
     """Every `say` directive of the chapters, with its arguments: what the pages ask the statements."""
     import re
-    from attnprof.stages import ROOT
+    from attnprof.model.stages import ROOT
     found = {tuple(m.group(1).split()) for page in (ROOT / "docs").glob("*.md")
              for m in re.finditer(r"<!--\s*attnprof:\s*say\s+([^>]*?)\s*-->", page.read_text())}
     return sorted(found)
@@ -80,7 +82,7 @@ def test_a100_ratios_are_peak_to_peak(committed):
     p = statements.peak_ratios(committed)
     assert p["hbm_gbs"] == pytest.approx(4815 / 2039, rel=0.01)  # 2 × 3201 MHz × 6016 bits against 2039 GB/s
     assert p["fp32_tflops"] == pytest.approx(132 * 128 * 2 * 1.98e-3 / 19.5, rel=0.01)
-    assert statements.h200_peaks({"query": {"multi_processor_count": 108, "smi_clocks_max_sm_mhz": 1410,
+    assert hardware.h200_peaks({"query": {"multi_processor_count": 108, "smi_clocks_max_sm_mhz": 1410,
                                             "memory_clock_rate": 1593000, "memory_bus_width": 5120}}) == \
         pytest.approx({"fp32_tflops": 19.5 * 2, "hbm_gbs": 2039, "sm_clock": 108 * 1410}, rel=0.01)  # A100 formulas
 
@@ -122,9 +124,9 @@ def test_the_scaling_sentence_fails_if_the_speedup_is_clearly_superlinear(copy):
 def test_busy_time_is_the_union_of_overlapping_ops():
     ops = [{"start_us": 0.0, "duration_us": 10.0}, {"start_us": 5.0, "duration_us": 10.0},
            {"start_us": 20.0, "duration_us": 1.0}]
-    assert busy_us(ops) == pytest.approx(16.0)
+    assert trace.busy_us(ops) == pytest.approx(16.0)
     r = records.load_summary("cp-allgather-w2-1x16x32768x128")["ranks"][0]
-    assert busy_us(r["ops"]) < r["event_median_us"] < r["forward_device_us"]  # what the two-GPU page says
+    assert trace.busy_us(r["ops"]) < r["event_median_us"] < r["forward_device_us"]  # what the two-GPU page says
 
 
 def test_the_picture_shows_the_forward_nearest_both_medians(h200):
@@ -142,7 +144,7 @@ def test_the_picture_shows_the_forward_nearest_both_medians(h200):
 
 def test_a_flipped_number_fails_the_strict_build_naming_its_sentence(tmp_path, build_site):
     """A run whose samples say otherwise (consistent in itself, so `check` passes) makes the sentence false."""
-    from attnprof import derived
+    from attnprof.analysis import derived
     folder = tmp_path / "captures"
     shutil.copytree(store.CAPTURES, folder)
     path = folder / "run-sweep.json"

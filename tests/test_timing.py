@@ -7,7 +7,9 @@ import statistics
 import markdown
 import pytest
 
-from attnprof import records, store, timing
+from attnprof.model import store
+from attnprof.analysis import records
+from attnprof.analysis import timing
 from attnprof.site import extension
 from attnprof.site.build import Build
 

@@ -2,7 +2,7 @@
 import subprocess
 import sys
 
-from attnprof.stages import ROOT
+from attnprof.model.stages import ROOT
 
 BLOCKED = """
 import sys

@@ -4,8 +4,8 @@ import gzip
 
 import pytest
 
-from attnprof import names, oplist, trace
-from attnprof.procedure import LABEL
+from attnprof.analysis import kernel_names, oplist, trace
+from attnprof.model.procedure import LABEL
 
 
 def kinds(fwd):
@@ -22,7 +22,7 @@ def test_three_annotated_forwards_with_equal_counts(h200):
 def test_naive_forward_in_launch_order(h200):
     fwd = trace.forwards(h200("naive"), LABEL)[0]
     assert kinds(fwd) == ["memset", "kernel", "kernel", "memcpy", "kernel", "kernel", "kernel"]
-    labels = [names.label(op.name) for op in fwd.ops]
+    labels = [kernel_names.label(op.name) for op in fwd.ops]
     assert labels[1].startswith("nvjet_sm90") and labels[6].startswith("nvjet_sm90")
     assert "[Mul]" in labels[2] and "[masked_fill]" in labels[4] and labels[5] == "softmax_warp_forward"
     starts = [op.launch_start_us for op in fwd.ops]

@@ -5,15 +5,17 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from attnprof import names, records, store, trace
-from attnprof.stages import select
+from attnprof.analysis import kernel_names, trace
+from attnprof.model import names, store
+from attnprof.analysis import records
+from attnprof.model.stages import select
 from attnprof.cli import main
-from attnprof.site import plots
+from attnprof.site.render import plots
 from attnprof.site.build import Build
 from attnprof.site.registry import expand
-from attnprof.procedure import LABEL
+from attnprof.model.procedure import BWD_LABEL, LABEL
 
-BWD = records.BWD_LABEL
+BWD = BWD_LABEL
 
 
 # ---- the backward, launched from autograd's thread -----------------------------------------------
@@ -69,7 +71,7 @@ def test_following_autograd_ignores_launches_outside_the_range(h200):
 
 def test_backward_summaries_match_their_traces():
     for stage in select(backward=True):
-        record = records.backward_record(stage)
+        record = names.backward_record(stage)
         s = json.loads(store.summary_path(store.CAPTURES, record).read_text())
         bwds = trace.forwards(trace.load(store.trace_path(store.CAPTURES, record)), BWD, follow_autograd=True)
         assert s["ops_per_backward_each"] == [len(b.ops) for b in bwds], stage
@@ -80,7 +82,7 @@ def test_backward_summaries_match_their_traces():
 
 def test_what_the_backends_save():
     def saved(stage):
-        return json.loads(store.summary_path(store.CAPTURES, records.backward_record(stage)).read_text())
+        return json.loads(store.summary_path(store.CAPTURES, names.backward_record(stage)).read_text())
     b, h, n, d = saved("naive")["shape"]
     naive = saved("naive")
     assert any(r["shape"] == [b, h, n, n] for r in naive["saved"])  # the S x S probabilities
@@ -95,7 +97,7 @@ def test_what_the_backends_save():
 
 def test_in_place_masking_is_allowed_by_autograd_and_saves_what_naive_saves():
     def saved(stage):
-        return json.loads(store.summary_path(store.CAPTURES, records.backward_record(stage)).read_text())
+        return json.loads(store.summary_path(store.CAPTURES, names.backward_record(stage)).read_text())
     naive, inplace = saved("naive"), saved("inplace")
     assert "unavailable" not in inplace  # masked_fill_ overwrote a tensor that no op had saved
     assert inplace["saved"] == naive["saved"]
@@ -118,21 +120,21 @@ def test_backward_kernel_names_decode():
     cases = {
         "void pytorch_flash::flash_bwd_convert_dq_kernel<Flash_bwd_kernel_traits<64, 128, 128, 8, 4, 4, 4, false, "
         "false, cutlass::bfloat16_t, Flash_kernel_traits<64, 128, 128, 8, cutlass::bfloat16_t> > >"
-        "(pytorch_flash::Flash_bwd_params, int)": ("FlashAttention-2 (PyTorch's copy)", names.NONE),
+        "(pytorch_flash::Flash_bwd_params, int)": ("FlashAttention-2 (PyTorch's copy)", kernel_names.NONE),
         "cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x64_1x4x1_cga1x1x1_kernel0_0":
-            ("cuDNN (fused flash attention)", names.TENSOR),
+            ("cuDNN (fused flash attention)", kernel_names.TENSOR),
         "fmha_cutlassB_bf16_aligned_64x64_k64_seqaligned_sm80(PyTorchMemEffAttention::AttentionBackwardKernel"
         "<cutlass::arch::Sm80, cutlass::bfloat16_t, true, false, true, 64, 64, 64, true>::Params)":
-            ("memory-efficient attention (xFormers / CUTLASS)", names.TENSOR),
-        "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)": ("NCCL", names.NONE),
+            ("memory-efficient attention (xFormers / CUTLASS)", kernel_names.TENSOR),
+        "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)": ("NCCL", kernel_names.NONE),
     }
     for name, (library, unit) in cases.items():
-        e = names.explain(name)
+        e = kernel_names.explain(name)
         assert (e["library"], e["math_unit"]) == (library, unit), name
-    assert "backward" in names.explain("fmha_cutlassB_bf16_aligned_64x64_k64_seqaligned_sm80")["summary"]
-    ag = names.explain("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)")["summary"]
+    assert "backward" in kernel_names.explain("fmha_cutlassB_bf16_aligned_64x64_k64_seqaligned_sm80")["summary"]
+    ag = kernel_names.explain("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)")["summary"]
     assert "AllGather, algorithm RING, protocol LL" in ag
-    assert names.fingerprint(["cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x64_1x4x1"
+    assert kernel_names.fingerprint(["cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x64_1x4x1"
                               "_cga1x1x1_kernel0_0"]) == "cudnn"
 
 

@@ -17,7 +17,8 @@ import threading
 import time
 from pathlib import Path
 
-from attnprof import records, regenerate
+from attnprof.analysis import records
+from attnprof import regenerate
 
 FIELDS = ("event_median_us", "forward_device_us")  # CUDA-event median of single calls; profiler device time
 

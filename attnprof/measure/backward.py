@@ -13,12 +13,14 @@ from pathlib import Path
 import torch
 from torch.profiler import record_function
 
-from .. import records, store, trace
-from ..procedure import BWD_FLOP_FACTOR, BWD_LABEL, EVENT_REPS, LABEL
-from ..stages import ProviderUnavailable, get_stage
-from ..stats import event_stats
+from ..model import names, store
+from ..analysis import trace
+from ..model.procedure import BWD_FLOP_FACTOR, BWD_LABEL, EVENT_REPS, LABEL
+from ..model.stages import ProviderUnavailable, get_stage
+from ..analysis.stats import event_stats
 from .bench import sync
-from .capture import cannot_run, each, head, key_average_rows, profiled
+from .capture import cannot_run, each, head
+from .profiling import key_average_rows, profiled
 from .numerics import make_inputs, reference, relative_error, torch_dtype
 
 
@@ -119,8 +121,8 @@ def capture_backward(name, shape, dtype_name, out_dir, device="cuda") -> dict:
     """Capture forward + backward of one stage; returns the summary (also written)."""
     stage = get_stage(name)
     out_dir = Path(out_dir)
-    summary = head(stage, records.backward_record(name, shape, dtype_name), shape, dtype_name,
-                   records.backward_settings(shape, dtype_name), BWD_LABEL)
+    summary = head(stage, names.backward_record(name, shape, dtype_name), shape, dtype_name,
+                   names.backward_settings(shape, dtype_name), BWD_LABEL)
     summary.update({"pass": "backward", "forward_label": LABEL, "follow_autograd": True,
                     "bwd_flop_factor": BWD_FLOP_FACTOR})
     q, k, v = (t.requires_grad_() for t in make_inputs(shape, torch_dtype(dtype_name), device))
@@ -156,6 +158,6 @@ def capture_backward(name, shape, dtype_name, out_dir, device="cuda") -> dict:
     return summary
 
 
-def capture(names, shape, dtype_name, out_dir) -> list[dict]:
-    return each(names, lambda name: capture_backward(name, shape, dtype_name, out_dir),
-                lambda name: records.backward_record(name, shape, dtype_name), "backward capture")
+def capture(stage_names, shape, dtype_name, out_dir) -> list[dict]:
+    return each(stage_names, lambda name: capture_backward(name, shape, dtype_name, out_dir),
+                lambda name: names.backward_record(name, shape, dtype_name), "backward capture")

@@ -1,7 +1,8 @@
 """Capture: run one stage on a CUDA GPU under torch.profiler and write its record.
 
-The one capture path: the profiling loop, the environment stamp, the keep-the-good-capture rule and
-the loop over stages here are what forward captures and backward captures (backward.py) share.
+The one capture path: the environment stamp, the measured tail of a forward (`measure_forward`, which a
+reader's capture reuses), the keep-the-good-capture rule and the loop over stages here are what forward,
+backward (backward.py) and readers' (own.py) captures share; the profiled loop is profiling.py.
 Per record this writes two files into the captures folder, as a pair (both or neither, each through a
 temp file + rename): `<record>.json` (summary) and `<record>.trace.json.gz` (the Chrome trace). A stage
 that cannot run here keeps its existing capture (it is recorded as unavailable, with the reason, only
@@ -10,104 +11,29 @@ where it has none, or when asked); a stage that fails never touches any stage's 
 from __future__ import annotations
 
 import datetime
-import json
-import re
 import subprocess
-import sys
-import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import torch
-from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 from . import bench, dispatch, timing
-from .. import records, store, trace
-from ..procedure import EVENT_REPS, LABEL, SCHEDULE, WARMUP_CALLS, CaptureError
-from ..stages import ProviderUnavailable, get_stage
-from ..stats import event_stats
+from ..analysis import trace
+from ..analysis.stats import event_stats
+from ..model import names, store
+from ..analysis import records
+from ..model.procedure import EVENT_REPS, LABEL, CaptureError
+from ..model.stages import ProviderUnavailable, get_stage
 from ..text import first_line
 from .bench import sync
 from .numerics import make_inputs, reference, relative_error, torch_dtype
+from .profiling import forward_step, key_average_rows, profiled
 
 
 def require_cuda(command="capture"):
     if not torch.cuda.is_available():
         raise CaptureError(f"no CUDA GPU on this machine: `python -m attnprof {command}` needs one; the "
                            "committed captures stay as they are, and the site builds from them")
-
-
-# --8<-- [start:profile]
-def profile_steps(step, trace_path):
-    """Warm up, then profile five steps (wait 1, warm-up 1, active 3). Each step() runs the annotated
-    work once (a forward; or a forward and a backward) and waits for the GPU, so that each step's
-    GPU work stays apart from the next one's in the trace."""
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
-    for _ in range(WARMUP_CALLS):
-        step()
-    with profile(activities=activities, schedule=schedule(**SCHEDULE), record_shapes=True) as prof:
-        for _ in range(sum(SCHEDULE[k] for k in ("wait", "warmup", "active"))):
-            step()
-            prof.step()
-    prof.export_chrome_trace(str(trace_path))
-    return prof.key_averages()
-
-
-def forward_step(forward):
-    """One step: one annotated forward, then wait for the GPU."""
-    def step():
-        with torch.no_grad(), record_function(LABEL):
-            forward()
-        sync()
-    return step
-
-
-def profile_forward(forward, trace_path):
-    return profile_steps(forward_step(forward), trace_path)
-# --8<-- [end:profile]
-
-
-# What the profiler itself says on every start and stop (Kineto's USDT/STAGE lines on the stderr file,
-# torch.profiler's note on cycles); nothing a reader of the terminal or of a build log needs.
-PROFILER_CHATTER = re.compile(r"^(USDT|STAGE):|profiler_(start|stop)\b|Profiler clears events|Completed Stage")
-
-
-def quietly(profiling, *args):
-    """profiling(*args) with the profiler's chatter kept off the terminal; anything else it says
-    (a warning from the code being profiled) is passed on to stderr."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*Profiler clears events")
-        with dispatch.captured_stderr() as printed:
-            result = profiling(*args)
-    for line in printed:
-        if not PROFILER_CHATTER.search(line):
-            print(line, file=sys.stderr)
-    return result
-
-
-def profile_quietly(forward, trace_path):
-    return quietly(profile_forward, forward, trace_path)
-
-
-def profiled(step) -> tuple[dict, object]:
-    """Profile `step` (see profile_steps) quietly; returns the trace as committed (scrubbed) and the
-    profiler's key_averages."""
-    with tempfile.TemporaryDirectory() as tmp:
-        raw = Path(tmp) / "trace.json"
-        averages = quietly(profile_steps, step, raw)
-        return store.scrub(json.loads(raw.read_text())), averages
-
-
-def key_average_rows(averages, limit=25):
-    def us(ev, name):
-        return float(getattr(ev, name, 0.0) or 0.0)
-    rows = [{"name": ev.key, "calls": ev.count,
-             "self_cpu_us": us(ev, "self_cpu_time_total"), "cpu_total_us": us(ev, "cpu_time_total"),
-             "self_device_us": us(ev, "self_device_time_total"), "device_total_us": us(ev, "device_time_total")}
-            for ev in averages]
-    rows.sort(key=lambda r: (r["self_device_us"], r["cpu_total_us"]), reverse=True)
-    return rows[:limit]
 
 
 def environment(stage=None) -> dict:
@@ -142,8 +68,8 @@ def capture_stage(name, shape, dtype_name, out_dir, record_unavailable=False) ->
     run: that returns what `cannot_run` did."""
     stage = get_stage(name)
     out_dir = Path(out_dir)
-    summary = head(stage, records.record_name(name, shape, dtype_name), shape, dtype_name,
-                   records.settings(shape, dtype_name), LABEL)
+    summary = head(stage, names.record_name(name, shape, dtype_name), shape, dtype_name,
+                   names.settings(shape, dtype_name), LABEL)
     q, k, v = make_inputs(shape, torch_dtype(dtype_name), "cuda")
     try:
         forward = stage.prepare(q, k, v)
@@ -168,15 +94,22 @@ def capture_stage(name, shape, dtype_name, out_dir, record_unavailable=False) ->
         summary["first_call_ms"] = first_ms  # includes any compilation
         summary["rel_err"] = relative_error(out, reference(q, k, v))
         del out
-        events, averages = profiled(forward_step(forward))
-        times = bench.time_forward(forward, reps=EVENT_REPS, warmup=0)
-        summary["timing"] = timing.stream(forward)  # what a stream of these calls waits for (attnprof/timing.py)
-        summary["peak_extra_bytes"] = bench.peak_extra_bytes(forward)
-
-    summary.update(trace.summarize(events, LABEL))  # from exactly the trace that is committed
-    summary.update({**event_stats(times), "event_times_us": times, "key_averages": key_average_rows(averages)})
+        events, measured = measure_forward(forward)
+    summary.update(measured)
     store.write_capture(out_dir, summary, events)  # last, so a failure above leaves the old pair intact
     return summary
+
+
+def measure_forward(forward) -> tuple[dict, dict]:
+    """What every forward capture measures once its output is checked: the profiled trace (returned to be
+    written) and the summary's fields from it and from unprofiled timing: the CUDA-event samples, what a
+    stream of calls waits for (analysis/timing.py) and the allocator's peak."""
+    events, averages = profiled(forward_step(forward))
+    times = bench.time_forward(forward, reps=EVENT_REPS, warmup=0)
+    fields = {"timing": timing.stream(forward), "peak_extra_bytes": bench.peak_extra_bytes(forward)}
+    fields.update(trace.summarize(events, LABEL))  # from exactly the trace that is committed
+    fields.update({**event_stats(times), "event_times_us": times, "key_averages": key_average_rows(averages)})
+    return events, fields
 
 
 def plain_reason(provider: str, reason: str) -> str:
@@ -198,14 +131,14 @@ def cannot_run(out_dir, summary, reason, record_unavailable=False) -> dict:
     return summary
 
 
-def each(names, take, record_of, what="capture") -> list[dict]:
+def each(stage_names, take, record_of, what="capture") -> list[dict]:
     """take(name) for every stage name, after checking them all; one that fails is reported in one
     line and costs no other stage its record, nor itself its old one."""
-    for name in names:
+    for name in stage_names:
         get_stage(name)  # a bad name is reported before anything else
     require_cuda()
     results = []
-    for name in names:
+    for name in stage_names:
         try:
             results.append(take(name))
         except Exception as e:  # one broken stage must not cost the others their captures
@@ -219,6 +152,6 @@ def each(names, take, record_of, what="capture") -> list[dict]:
     return results
 
 
-def capture(names, shape, dtype_name, out_dir, record_unavailable=False) -> list[dict]:
-    return each(names, lambda name: capture_stage(name, shape, dtype_name, out_dir, record_unavailable=record_unavailable),
-                lambda name: records.record_name(name, shape, dtype_name))
+def capture(stage_names, shape, dtype_name, out_dir, record_unavailable=False) -> list[dict]:
+    return each(stage_names, lambda name: capture_stage(name, shape, dtype_name, out_dir, record_unavailable=record_unavailable),
+                lambda name: names.record_name(name, shape, dtype_name))

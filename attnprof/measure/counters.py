@@ -19,17 +19,19 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .. import counters, records, store
-from ..stages import get_stage
-from ..procedure import WARMUP_CALLS, CaptureError
+from ..analysis import counters
+from ..model import names, store
+from ..analysis import records
+from ..model.stages import get_stage
+from ..model.procedure import WARMUP_CALLS, CaptureError
 from ..text import first_line
 
 FAILED = "attnprof-counters failed: "  # how the child reports a record it could not run (on stderr)
 
 
-def ncu_command(ncu: str, names: list[str], metrics: list[str], report: Path) -> list[str]:
+def ncu_command(ncu: str, record_names: list[str], metrics: list[str], report: Path) -> list[str]:
     return [ncu, "--profile-from-start", "off", "--clock-control", "none", "--metrics", ",".join(metrics),
-            "--export", str(report), "--force-overwrite", sys.executable, "-m", "attnprof.measure.counters", *names]
+            "--export", str(report), "--force-overwrite", sys.executable, "-m", "attnprof.measure.counters", *record_names]
 
 
 def shown_command(cmd: list[str]) -> str:
@@ -51,36 +53,36 @@ def available(ncu: str, metrics: list[str]) -> list[str]:
     return [m for m in metrics if m.split(".")[0] in known]
 
 
-def _profile(ncu: str, names: list[str], metrics: list[str], gpu: int) -> tuple[dict[str, tuple[str, str | None]], list[str]]:
-    """ncu over one forward of each of `names` on GPU `gpu`, in one child: ({record: (its raw CSV
+def _profile(ncu: str, record_names: list[str], metrics: list[str], gpu: int) -> tuple[dict[str, tuple[str, str | None]], list[str]]:
+    """ncu over one forward of each of `record_names` on GPU `gpu`, in one child: ({record: (its raw CSV
     report, error or None)}, the ncu command)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")  # `gpu` counts the GPUs this process sees
     env = dict(os.environ, CUDA_VISIBLE_DEVICES=visible[gpu] if gpu < len(visible) and visible[gpu] else str(gpu))
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.ncu-rep"
-        cmd = ncu_command(ncu, names, metrics, report)
+        cmd = ncu_command(ncu, record_names, metrics, report)
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env)
         if run.returncode != 0 or not report.exists():
             tail = (run.stderr or run.stdout).strip().splitlines()[-1:] or ["no output"]
-            return {name: ("", f"ncu failed: {tail[0][:300]}") for name in names}, cmd
+            return {name: ("", f"ncu failed: {tail[0][:300]}") for name in record_names}, cmd
         raw = subprocess.run([ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"],
                              capture_output=True, text=True, timeout=300).stdout
     failed = dict(line.removeprefix(FAILED).split(": ", 1) for line in (run.stdout + run.stderr).splitlines()
                   if line.startswith(FAILED))
     try:
-        parts = counters.split_report(raw, len(names))
+        parts = counters.split_report(raw, len(record_names))
     except ValueError as e:
-        return {name: ("", f"ncu's report: {e}") for name in names}, cmd
-    return {name: (part, failed.get(name)) for name, part in zip(names, parts)}, cmd
+        return {name: ("", f"ncu's report: {e}") for name in record_names}, cmd
+    return {name: (part, failed.get(name)) for name, part in zip(record_names, parts)}, cmd
 
 
-def collect(names, out_dir=store.CAPTURES) -> list[dict]:
+def collect(record_names, out_dir=store.CAPTURES) -> list[dict]:
     """Counters of each capture record's forward, spread over the GPUs present (one ncu per GPU);
     writes `<record>.ncu.csv` (ncu's raw report) and `<record>.counters.json` (parsed from it)."""
     import torch
     from .capture import environment
-    for record in names:
-        records.parse_record(record)  # a bad name is reported before anything runs
+    for record in record_names:
+        names.parse_record(record)  # a bad name is reported before anything runs
     ncu = shutil.which("ncu")
     if not torch.cuda.is_available() or ncu is None:
         missing = "a CUDA GPU" if not torch.cuda.is_available() else "Nsight Compute (`ncu` on PATH)"
@@ -88,12 +90,12 @@ def collect(names, out_dir=store.CAPTURES) -> list[dict]:
     version = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
     metrics = available(ncu, list(counters.METRICS.values()))
     gpus = torch.cuda.device_count()
-    chunks = [names[i::gpus] for i in range(min(gpus, len(names)))]  # one ncu child per GPU
+    chunks = [record_names[i::gpus] for i in range(min(gpus, len(record_names)))]  # one ncu child per GPU
     with ThreadPoolExecutor(max_workers=max(1, len(chunks))) as pool:
         taken = list(pool.map(lambda ic: _profile(ncu, ic[1], metrics, ic[0]), enumerate(chunks)))
     reports = {name: (*taken[i][0][name], taken[i][1]) for i, chunk in enumerate(chunks) for name in chunk}
     results = []
-    for record in names:
+    for record in record_names:
         raw, error, cmd = reports[record]
         if not error:
             try:
@@ -103,7 +105,7 @@ def collect(names, out_dir=store.CAPTURES) -> list[dict]:
         if error:
             results.append({"record": record, "error": error})
             continue
-        stage, shape, dtype_name = records.parse_record(record)
+        stage, shape, dtype_name = names.parse_record(record)
         summary = {"record": f"{record}.counters", "capture": record, "stage": stage, "shape": list(shape),
                    "dtype": dtype_name, "key": records.COUNTERS.key(f"{record}.counters"),
                    "code": records.COUNTERS.code(f"{record}.counters"),
@@ -115,7 +117,7 @@ def collect(names, out_dir=store.CAPTURES) -> list[dict]:
     return results
 
 
-def child(names: list[str]):
+def child(record_names: list[str]):
     """For each record: a marker kernel, the warm-up outside the profiled ranges, then one forward
     inside one (run under ncu). A record that fails is reported on stderr and costs the others nothing."""
     import torch
@@ -128,10 +130,10 @@ def child(names: list[str]):
         torch.cuda.synchronize()
         torch.cuda.cudart().cudaProfilerStop()
 
-    for record in names:
+    for record in record_names:
         profiled(lambda: torch.cuda._sleep(1))  # the marker: this record's kernels follow it in ncu's report
         try:
-            stage_name, shape, dtype_name = records.parse_record(record)
+            stage_name, shape, dtype_name = names.parse_record(record)
             stage = get_stage(stage_name)
             q, k, v = make_inputs(shape, torch_dtype(dtype_name), "cuda")
             forward = stage.prepare(q, k, v)

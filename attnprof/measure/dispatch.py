@@ -12,7 +12,7 @@ import torch
 import torch.backends.cuda as cuda_backends
 from torch.nn.attention import SDPBackend
 
-from ..reasons import clean
+from ..analysis.reasons import clean
 
 BACKEND_NAMES = {SDPBackend.MATH: "math", SDPBackend.FLASH_ATTENTION: "flash",
                  SDPBackend.EFFICIENT_ATTENTION: "efficient", SDPBackend.CUDNN_ATTENTION: "cudnn"}

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from . import bench
-from ..stages import DEFAULT_SHAPE, load_snippet
+from ..model.stages import DEFAULT_SHAPE, load_snippet
 from .numerics import make_inputs
 
 

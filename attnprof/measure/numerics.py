@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from ..stages import DTYPES
+from ..model.stages import DTYPES
 
 
 def default_device() -> str:

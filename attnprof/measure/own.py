@@ -18,12 +18,11 @@ from pathlib import Path
 
 import torch
 
-from . import bench, timing
-from .capture import environment, forward_step, key_average_rows, profiled
+from . import bench
+from .capture import environment, measure_forward
 from .numerics import make_inputs, reference, relative_error, torch_dtype
-from .. import own, store, trace
-from ..procedure import EVENT_REPS, LABEL, CaptureError
-from ..stats import event_stats
+from ..model import own, store
+from ..model.procedure import LABEL, CaptureError
 from ..text import first_line
 from ..text import shape as shape_text
 
@@ -152,12 +151,7 @@ def capture_own(target: str, shape, dtype_name: str, mask: str | None = None, re
         if reference_name == "causal":
             summary["rel_err_causal"] = relative_error(out, reference(q, k, v))
         del out
-        events, averages = profiled(forward_step(forward))
-        times = bench.time_forward(forward, reps=EVENT_REPS, warmup=0)
-        summary["timing"] = timing.stream(forward)
-        summary["peak_extra_bytes"] = bench.peak_extra_bytes(forward)
-    summary.update({**environment(), "source_hash": source_hash})
-    summary.update(trace.summarize(events, LABEL))  # from exactly the trace that is written
-    summary.update({**event_stats(times), "event_times_us": times, "key_averages": key_average_rows(averages)})
+        events, measured = measure_forward(forward)
+    summary.update({**environment(), "source_hash": source_hash, **measured})
     store.write_capture(Path(out_dir), summary, events)  # last: a failure above writes nothing
     return summary

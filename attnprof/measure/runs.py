@@ -2,47 +2,37 @@
 one stamped JSON record in the captures folder: `python -m attnprof sweep [--only NAME,...]`."""
 from __future__ import annotations
 
+import importlib
 import time
 import traceback
 
 import torch
 
-from . import graphs, serving, sweep, timing, verify
-from .. import derived, records, store
+from ..analysis import derived
+from ..model import names, store
+from ..analysis import records
 from ..text import first_line
 
-RUNS = {
-    "ceilings": lambda: sweep.ceilings(),
-    "hardware": lambda: sweep.hardware(),
-    "sweep": lambda: sweep.sweep(),
-    "fastest": lambda: sweep.fastest(),
-    "recompile": lambda: sweep.recompile_limit(),
-    "fallback": lambda: verify.fallbacks(),
-    "verify": lambda: verify.verify(),
-    "gqa": lambda: serving.gqa(),
-    "decode": lambda: serving.decode(),
-    "varlen": lambda: serving.varlen(),
-    "e2e": lambda: serving.end_to_end(),
-    "decode_step": lambda: serving.decode_step(),
-    "graphs": lambda: graphs.graphs(),
-    "timing": lambda: timing.timing(),
-}
+def function(name: str):
+    """The function that makes run `name` (model/names.py's RUN_CODE says which)."""
+    module, attribute = names.RUN_CODE[name].function.split(".")
+    return getattr(importlib.import_module(f"{__package__}.{module}"), attribute)
 
 
-def run(names, out_dir=store.CAPTURES) -> dict[str, str]:
+def run(chosen, out_dir=store.CAPTURES) -> dict[str, str]:
     """Run each named measurement and write `run-<name>.json`; a failing run is reported and the
     others go on. Returns {name: "ok" | error line}."""
     from .capture import environment, require_cuda
     require_cuda("sweep")
     status = {}
-    for name in names:
-        if name not in RUNS:
-            raise ValueError(f"unknown run {name!r}: choose from {', '.join(RUNS)}")
-    for name in names:
+    for name in chosen:
+        if name not in names.RUNS:
+            raise ValueError(f"unknown run {name!r}: choose from {', '.join(names.RUNS)}")
+    for name in chosen:
         print(f"== {name}", flush=True)
         start = time.perf_counter()
         try:
-            result = RUNS[name]()
+            result = function(name)()
         except Exception as e:
             traceback.print_exc()
             status[name] = f"{type(e).__name__}: {first_line(e)}"

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import bench, dispatch
-from ..stages import load_snippet
+from ..model.stages import load_snippet
 from ..text import first_line
 from .numerics import default_device
 

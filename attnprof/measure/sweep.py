@@ -11,8 +11,8 @@ import sys
 import torch
 
 from . import bench
-from .. import derived
-from ..stages import LONG_SHAPE, STAGES, ProviderUnavailable, select
+from ..analysis import derived
+from ..model.stages import LONG_SHAPE, STAGES, ProviderUnavailable, select
 from ..text import first_line
 from .numerics import default_device, make_inputs
 

@@ -2,7 +2,7 @@
 CPU enqueue) and profiled (device time, CPU time, span), with the raw samples of each.
 
 The forwards are the stage table's own (`Stage.prepare` under `Stage.context`). The verdicts are
-drawn from these samples by attnprof/timing.py, which needs no torch. On a machine without a CUDA GPU
+drawn from these samples by attnprof/analysis/timing.py, which needs no torch. On a machine without a CUDA GPU
 the same code runs on the CPU (wall clock for events, no graph), to try it at a tiny size.
 """
 from __future__ import annotations
@@ -14,15 +14,13 @@ from pathlib import Path
 import torch
 
 from . import bench
-from .. import trace
-from ..stages import DEFAULT_SHAPE, LONG_SHAPE, SHORT_SHAPE, STAGES, load_snippet
-from ..procedure import LABEL
+from ..analysis import trace
+from ..model.stages import STAGES, load_snippet, timing_points
+from ..model.procedure import LABEL
 from ..text import first_line
 from .numerics import default_device, make_inputs
+from .profiling import profile_quietly
 
-POST = ("naive", "math", "efficient", "flash", "cudnn", "auto")
-FUSED = ("efficient", "flash", "cudnn", "auto")
-POINTS = [(s, DEFAULT_SHAPE) for s in POST] + [(s, SHORT_SHAPE) for s in FUSED] + [(s, LONG_SHAPE) for s in FUSED]
 CALLS, REPS, ONE_CALL_REPS = 20, 30, 50
 
 
@@ -79,7 +77,6 @@ def graph_only(forward, calls: int, reps: int) -> list[float]:
 def profiled(forward) -> dict:
     """The forward profiled exactly as a capture profiles it: per annotated forward, device time
     (sum of its ops), CPU time (the annotated range) and span (first launch to last op end)."""
-    from .capture import profile_quietly
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "trace.json"
         profile_quietly(forward, path)
@@ -89,7 +86,7 @@ def profiled(forward) -> dict:
 
 
 def stream(forward, calls=CALLS, reps=REPS) -> dict:
-    """The samples a stream verdict rests on (attnprof/timing.py): back to back, CPU enqueue (and its
+    """The samples a stream verdict rests on (attnprof/analysis/timing.py): back to back, CPU enqueue (and its
     second half), and GPU only where the forward can be recorded into a CUDA graph."""
     row = dict(zip(("back_to_back_us", "enqueue_us", "enqueue_late_us"), queued(forward, calls, reps)))
     if torch.cuda.is_available():
@@ -123,9 +120,9 @@ def point(name: str, shape, calls=CALLS, reps=REPS, one_call_reps=ONE_CALL_REPS)
     return row
 
 
-def timing(points=POINTS, **kw) -> dict:
+def timing(points=None, **kw) -> dict:
     rows = []
-    for name, shape in points:
+    for name, shape in points or timing_points():
         print(f"   timing {name} {'x'.join(map(str, shape))}", flush=True)
         rows.append(point(name, shape, **kw))
     return {"calls": kw.get("calls", CALLS), "reps": kw.get("reps", REPS),

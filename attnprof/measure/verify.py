@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 
 from . import bench, dispatch
-from .. import names, trace
-from ..stages import DEFAULT_SHAPE, STAGES, ProviderUnavailable, load_snippet, select
+from ..analysis import kernel_names, trace
+from ..model.stages import DEFAULT_SHAPE, STAGES, ProviderUnavailable, load_snippet, select
 from ..text import first_line
 from .numerics import default_device, reference, torch_dtype
 from .sweep import Progress
@@ -69,7 +69,8 @@ def _steps(total, progress):
 
 def which(shape, dtype_name, mask="causal", dropout=0.0, layout="contiguous", progress=False) -> dict:
     """Profile one SDPA call on this machine and report the backend that ran, and why others did not."""
-    from .capture import LABEL, profile_quietly
+    from ..model.procedure import LABEL
+    from .profiling import profile_quietly
     if not 0.0 <= dropout <= 1.0:
         raise ValueError(f"bad dropout {dropout!r}: give a probability between 0 and 1")
     step = _steps(3, progress)
@@ -93,7 +94,7 @@ def which(shape, dtype_name, mask="causal", dropout=0.0, layout="contiguous", pr
     timing = bench.measure(lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, **kwargs))
     return {"device": torch.cuda.get_device_name(0) if q.is_cuda else "cpu", "shape": list(shape),
             "dtype": dtype_name, "mask": mask, "dropout": dropout, "layout": layout,
-            "ran": names.fingerprint(kernels) if q.is_cuda else aten, "aten_backend": aten,
+            "ran": kernel_names.fingerprint(kernels) if q.is_cuda else aten, "aten_backend": aten,
             "dispatcher_choice": choice, "eligibility": eligibility,
             "device_ops": len(fwd.ops), "device_us": fwd.device_us, "cpu_us": fwd.cpu_us,
             "kernels": kernels, **timing}

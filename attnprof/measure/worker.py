@@ -7,7 +7,7 @@ It reads one JSON line per take from stdin ({"records": [NAME, ...]}: one record
 taken together) and answers each with one JSON line on file descriptor FD ({"records": [...], "outcome": ...}); what the measuring code prints goes to its own
 stdout and stderr (the regeneration's log). The outcome is "retaken", "unavailable here: why" (a record
 of why it cannot run, written with the current key), "kept the old record: why" or "failed: why".
-Each kind's `Take.retake` in records.py names its function here.
+Each kind's `Take.retake` in analysis/records.py names its function here.
 """
 from __future__ import annotations
 
@@ -18,7 +18,10 @@ import sys
 
 import torch
 
-from .. import records
+from ..model import names, own
+from ..analysis import records
+from ..model.procedure import DEFAULT_DTYPE
+from ..model.stages import DEFAULT_SHAPE, ROOT
 from ..text import first_line
 
 
@@ -35,20 +38,20 @@ def outcome(result: dict) -> str:
 
 def take_stage(record, out_dir) -> str:
     from .capture import capture
-    stage, shape, dtype_name = records.parse_record(record)
+    stage, shape, dtype_name = names.parse_record(record)
     return outcome(capture([stage], shape, dtype_name, out_dir)[0])
 
 
 def take_backward(record, out_dir) -> str:
     from .backward import capture
-    stage, shape, dtype_name = records.parse_record(record.removesuffix("-bwd"))
+    stage, shape, dtype_name = names.parse_record(record.removesuffix("-bwd"))
     return outcome(capture([stage], shape, dtype_name, out_dir)[0])
 
 
-def take_counters(names, out_dir) -> str:
-    """Every record in `names` under one Nsight Compute child."""
+def take_counters(record_names, out_dir) -> str:
+    """Every record in `record_names` under one Nsight Compute child."""
     from .counters import collect
-    results = collect([r.removesuffix(".counters") for r in names], out_dir)
+    results = collect([r.removesuffix(".counters") for r in record_names], out_dir)
     outcomes = {f"{r['record'].removesuffix('.counters')}.counters": outcome(r) for r in results}
     bad = {r: o for r, o in outcomes.items() if o != "retaken"}
     if not bad:
@@ -64,25 +67,25 @@ def take_run(record, out_dir) -> str:
 
 def take_own(record, out_dir) -> str:
     from .own import capture_own
-    path, function = records._own(record)
-    target = f"{os.path.relpath(records.ROOT / path)}:{function}"  # as the reader would name it, from here
-    capture_own(target, records.DEFAULT_SHAPE, records.DEFAULT_DTYPE, out_dir=out_dir)
+    path, function = own.target(record)
+    target = f"{os.path.relpath(ROOT / path)}:{function}"  # as the reader would name it, from here
+    capture_own(target, DEFAULT_SHAPE, DEFAULT_DTYPE, out_dir=out_dir)
     return "retaken"
 
 
 def take_cp(record, out_dir) -> str:
     from .context_parallel import capture
-    results = capture([records._cp_config(record)], records.CP_WORLD, out_dir)
+    results = capture([names.cp_config(record)], names.CP_WORLD, out_dir)
     return outcome(results[0]) if results else "failed: the context-parallel run wrote nothing (see the log)"
 
 
-def take(names: list[str], out_dir) -> str:
-    kind = records.kind_of(names[0])
+def take(record_names: list[str], out_dir) -> str:
+    kind = records.kind_of(record_names[0])
     # what an earlier record compiled stays with the function's code (torch.compile marks sizes it saw
     # change as dynamic, and the next compile of that code is a dynamic one): each record starts afresh
     torch._dynamo.reset()
     try:
-        return globals()[kind.take.retake](names if kind.take.together else names[0], out_dir)
+        return globals()[kind.take.retake](record_names if kind.take.together else record_names[0], out_dir)
     except Exception as e:  # one record that breaks is its outcome; the worker goes on with the next
         return f"failed: {type(e).__name__}: {first_line(e)}"[:400]
     finally:
@@ -94,9 +97,9 @@ def take(names: list[str], out_dir) -> str:
 def main(out_dir: str, fd: str):
     answers = os.fdopen(int(fd), "w")
     for line in sys.stdin:
-        names = json.loads(line)["records"]
-        print(f"== {', '.join(names)}", flush=True)
-        answers.write(json.dumps({"records": names, "outcome": take(names, out_dir)}) + "\n")
+        record_names = json.loads(line)["records"]
+        print(f"== {', '.join(record_names)}", flush=True)
+        answers.write(json.dumps({"records": record_names, "outcome": take(record_names, out_dir)}) + "\n")
         answers.flush()
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import records, store, trace
+from ..model import store
+from ..analysis import records
+from ..analysis import trace
 
 
 class RecordUnusable(Exception):
@@ -63,3 +65,7 @@ class Build:
     def run_record(self, name: str) -> dict:
         self.run(name)
         return self._runs[name]
+
+
+class FalseStatement(Exception):
+    """A sentence on a page that the committed records contradict."""

@@ -14,8 +14,7 @@ from markdown import Markdown
 from markdown.extensions import Extension
 from markdown.preprocessors import Preprocessor
 
-from .build import Build
-from .statements import FalseStatement
+from .build import Build, FalseStatement
 from .registry import expand
 
 DIRECTIVE = re.compile(r"^([ \t]*)?<!--\s*attnprof:\s*([\w-]+)((?:\s+[^\s>]+)*)\s*-->", re.M)

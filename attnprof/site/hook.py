@@ -19,7 +19,8 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
-from attnprof import records, store
+from attnprof.model import store
+from attnprof.analysis import records
 from attnprof.site import notebooks
 from attnprof.site.build import Build
 

@@ -12,8 +12,8 @@ from string import Template
 
 import nbformat
 
-from .. import procedure
-from ..stages import ROOT, STAGES, Stage, fill_includes, ladder
+from ..model import procedure
+from ..model.stages import ROOT, STAGES, Stage, fill_includes, ladder
 
 OUT = ROOT / ".cache" / "notebooks"
 TEMPLATE = Path(__file__).with_name("notebook.py.tmpl")

@@ -26,8 +26,8 @@ from typing import Callable
 
 import importlib
 
-from .. import records
-from . import tables
+from ..analysis import records
+from .render import tables
 from .build import Build, RecordUnusable
 
 ALL = -1  # captures=ALL: every positional argument is a record
@@ -45,7 +45,8 @@ class Piece:
 
 PIECES: dict[str, dict[str | None, Piece]] = {}  # name -> kind -> piece
 PROFILED = ("backward", "own")  # kinds of profiled capture that a stage record's piece renders too
-MODULES = ("pieces", "training", "findings", "claims", "guides", "statements", "timing", "compared")  # every module that registers pieces
+MODULES = ("pieces.captures", "pieces.training", "pieces.runs", "pieces.guides", "pieces.timing", "pieces.compared",
+           "claims.published", "claims.statements")  # every module that registers pieces
 
 
 def piece(name: str, captures: int = 0, unavailable: bool = False, inline: bool = False, kind: str | None = None):

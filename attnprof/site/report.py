@@ -13,10 +13,11 @@ import html
 import re
 from pathlib import Path
 
-from .. import compare, records, store
-from ..procedure import LABEL, CaptureError
-from .. import trace as traces
-from ..stages import ROOT
+from ..analysis import compare
+from ..model import names, store
+from ..model.procedure import LABEL, CaptureError
+from ..analysis import trace as traces
+from ..model.stages import ROOT
 from .build import Build
 
 PERFETTO_JS = ROOT / "docs" / "javascripts" / "perfetto.js"
@@ -160,14 +161,14 @@ class Display:
 
 
 def from_trace(path, shape, dtype_name: str = "bf16", rel_err: float | None = None, name: str = "this-gpu") -> tuple[dict, dict]:
-    """(summary, trace) of a profile written by the stages' loop (capture.profile_forward) outside attnprof,
+    """(summary, trace) of a profile written by the stages' loop (measure/profiling.profile_forward) outside attnprof,
     e.g. by a "Run it yourself" notebook: what trace.summarize reads off it, and what it cannot (no CUDA-event
     timing; the numerics only when given)."""
     events = traces.load(path)
     props = (events.get("deviceProperties") or [{}])[0]
     summary = {"record": name, "stage": name, "title": f"Your profile on {props.get('name', 'the CPU')}",
                "device": props.get("name", "CPU"), "shape": list(shape), "dtype": dtype_name, "label": LABEL,
-               "settings": records.settings(shape, dtype_name), "rel_err": rel_err,
+               "settings": names.settings(shape, dtype_name), "rel_err": rel_err,
                "reference": "attention in float64 (causal)", **traces.summarize(events, LABEL)}
     return summary, events
 

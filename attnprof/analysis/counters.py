@@ -11,24 +11,8 @@ import csv
 import io
 import re
 
-# what we ask ncu for: our name → ncu metric
-METRICS = {
-    "duration_ns": "gpu__time_duration.sum",
-    "warps_active_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",  # achieved occupancy
-    "theoretical_occupancy_pct": "sm__maximum_warps_per_active_cycle_pct",
-    "tensor_pipe_pct": "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",  # mma and wgmma
-    "wgmma_instructions": "sm__inst_executed_pipe_tensor_op_gmma.sum",
-    "fma_pipe_pct": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",  # FP32 FFMA on CUDA cores
-    "sm_throughput_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-    "memory_throughput_pct": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
-    "dram_throughput_pct": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-    "dram_bytes": "dram__bytes.sum",
-    "l2_hit_pct": "lts__t_sector_hit_rate.pct",
-    "limit_registers": "launch__occupancy_limit_registers",
-    "limit_shared_memory": "launch__occupancy_limit_shared_mem",
-    "limit_warps": "launch__occupancy_limit_warps",
-    "limit_blocks": "launch__occupancy_limit_blocks",
-}
+from ..model.procedure import METRICS
+
 MARKER = "spin_kernel"  # torch.cuda._sleep's kernel: in a report of several forwards, one opens each forward's rows
 BOUND_AT = 60.0  # % of peak: a unit this busy is what limits the kernel (Nsight Compute's own rule of thumb)
 

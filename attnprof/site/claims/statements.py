@@ -11,17 +11,13 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from .. import a100, names, records
-from ..stages import DEFAULT_SHAPE, LONG_SHAPE, STAGES, select
-from ..text import ms, shape as shape_text, us
-from .build import Build, RecordUnusable
-from .pieces import title
-from .training import busy_us
-from .registry import piece
-
-
-class FalseStatement(Exception):
-    """A sentence on a page that the committed records contradict."""
+from ...analysis import hardware, kernel_names, trace
+from ...model import names
+from ...model.stages import DEFAULT_SHAPE, LONG_SHAPE, STAGES, select
+from ...text import ms, shape as shape_text, us
+from ..build import Build, FalseStatement, RecordUnusable
+from ..words import title
+from ..registry import piece
 
 
 @dataclass(frozen=True)
@@ -104,7 +100,7 @@ UNFUSED_BWD = tuple(select(backward=True, fused=False))
 def _bwd(build: Build, stages) -> dict[str, dict]:
     out = {}
     for stage in stages:
-        record = records.backward_record(stage)
+        record = names.backward_record(stage)
         if record in build.problems:  # a sentence over records that cannot be used says nothing
             raise RecordUnusable(build.problems[record])
         if build.is_unavailable(record):
@@ -153,7 +149,7 @@ def bwd_fastest(build: Build) -> Statement:
 @statement("bwd-host")
 def bwd_host(build: Build, stage) -> Statement:
     """Why a backward's one-call time is several times its device time: its host side, not its kernels."""
-    s = build.summary(records.backward_record(stage))
+    s = build.summary(names.backward_record(stage))
     text = (f"The two methods measure different things. Device time adds up the kernels only; one call's CUDA-event "
             f"time also holds everything the GPU waited for, the CPU's work before and between the launches "
             f"included. {name(stage)}'s backward has {us(s['backward_device_us'])} of kernels but spends "
@@ -168,36 +164,19 @@ def bwd_host(build: Build, stage) -> Statement:
 
 
 # ---- the A100 beside the H200 --------------------------------------------------------------------
-# A100: NVIDIA's datasheet peaks (a100.HARDWARE). H200: its peaks computed the same way from its device
+# A100: NVIDIA's datasheet peaks (hardware.HARDWARE). H200: its peaks computed the same way from its device
 # query, so that every hardware ratio is peak to peak; the rungs' ratios are measured to measured (the
 # post's profiler device time on the A100 over ours on the H200).
 
-FP32_LANES_PER_SM = {"A100": 64, "H200": 128}  # FP32 CUDA cores per SM: GA100 and GH100 whitepapers
-
-
-def h200_peaks(hw: dict) -> dict:
-    """The H200's peak FP32 rate and memory bandwidth from its device query (SMs × lanes × 2 × clock;
-    2 transfers × memory clock × bus width), the formulas that give the A100's datasheet figures."""
-    q = hw["query"]
-    return {"fp32_tflops": q["multi_processor_count"] * FP32_LANES_PER_SM["H200"] * 2 * q["smi_clocks_max_sm_mhz"] / 1e6,
-            "hbm_gbs": 2 * q["memory_clock_rate"] * 1e3 * q["memory_bus_width"] / 8 / 1e9,
-            "sm_clock": q["multi_processor_count"] * q["smi_clocks_max_sm_mhz"]}
-
-
-def a100_peaks() -> dict:
-    a = a100.HARDWARE
-    return {"fp32_tflops": a["fp32_tflops"], "hbm_gbs": a["hbm_gbs"], "sm_clock": a["sms"] * a["boost_mhz"]}
-
-
 def peak_ratios(build: Build) -> dict:
     """H200 ÷ A100, peak to peak: bandwidth, FP32 on the CUDA cores, SMs × clock."""
-    h, a = h200_peaks(build.run("hardware")), a100_peaks()
+    h, a = hardware.h200_peaks(build.run("hardware")), hardware.a100_peaks()
     return {k: h[k] / a[k] for k in ("hbm_gbs", "fp32_tflops", "sm_clock")}
 
 
 def rung_ratio(build: Build, stage: str) -> float:
     """The post's A100 forward time (profiler) over our H200 device time per forward (profiler)."""
-    return a100.FIGURES[stage]["forward_us"] / build.summary(stage)["forward_device_us"]
+    return hardware.FIGURES[stage]["forward_us"] / build.summary(stage)["forward_device_us"]
 
 
 HW_NAMES = {"hbm_gbs": "memory bandwidth", "fp32_tflops": "FP32 on the CUDA cores", "sm_clock": "SMs × clock"}
@@ -208,7 +187,7 @@ def a100_inplace(build: Build) -> Statement:
     p, r = peak_ratios(build), rung_ratio(build, "inplace")
     nearest = min(p, key=lambda k: abs(p[k] - r))
     hw = build.run("hardware")
-    of_peak = hw["copy_gbs"] / h200_peaks(hw)["hbm_gbs"]
+    of_peak = hw["copy_gbs"] / hardware.h200_peaks(hw)["hbm_gbs"]
     text = (f"{times(r, 2)}, of the three hardware ratios nearest the bandwidth ratio ({times(p['hbm_gbs'], 2)}, peak to "
             f"peak), and {relation(r, p['hbm_gbs'], p['hbm_gbs'])} it by {pct(abs(1 - r / p['hbm_gbs']))}: a copy "
             f"measured on the H200 reaches {pct(of_peak)} of its peak, and how near its own peak the A100 ran the "
@@ -239,14 +218,14 @@ def a100_cudnn(build: Build) -> Statement:
     rs = {s: rung_ratio(build, s) for s in ("inplace", "math", "efficient", "flash", "cudnn")}
     text = f"{times(rs['cudnn'], 2)}, the largest of the rungs"
     return Statement(text, max(rs, key=rs.get) == "cudnn" and
-                     a100.FIGURES["cudnn"]["forward_us"] > a100.FIGURES["flash"]["forward_us"], f"ratios {rs}")
+                     hardware.FIGURES["cudnn"]["forward_us"] > hardware.FIGURES["flash"]["forward_us"], f"ratios {rs}")
 
 
 @statement("math-gap")
 def math_gap(build: Build) -> Statement:
     """The math forward over the in-place forward: here against the post's A100."""
     ours = build.summary("math")["forward_device_us"] / build.summary("inplace")["forward_device_us"]
-    theirs = a100.FIGURES["math"]["forward_us"] / a100.FIGURES["inplace"]["forward_us"]
+    theirs = hardware.FIGURES["math"]["forward_us"] / hardware.FIGURES["inplace"]["forward_us"]
     text = (f"the math forward takes {ours:.1f} times as long as the in-place one here, against "
             f"{theirs:.1f} times on the A100 (device time per forward on both, profiler)")
     return Statement(text, ours < theirs, f"H200 {ours:.2f}, A100 {theirs:.2f}")
@@ -284,7 +263,7 @@ def cp_scaling(build: Build) -> Statement:
 def cp_device_over_event(build: Build) -> Statement:
     s = build.summary("cp-allgather-w2-1x16x32768x128")
     r = s["ranks"][0]
-    union = busy_us(r["ops"])
+    union = trace.busy_us(r["ops"])
     text = (f"Rank 0's device time at this length, {us(r['forward_device_us'])} (profiler), is longer than its "
             f"one-call CUDA-event median, {us(r['event_median_us'])}, though the kernels run inside the call. Device "
             f"time adds up every op, and the NCCL kernel runs on its own stream while attention runs, so that "
@@ -321,7 +300,7 @@ def kernel_value(build: Build, record, part, field):
 @statement("grid")
 def grid(build: Build, stage, tile="128") -> Statement:
     """A stage's longest kernel at the long shape: one block per query tile of `tile` rows and head."""
-    s = build.summary(records.record_name(stage, LONG_SHAPE))
+    s = build.summary(names.record_name(stage, LONG_SHAPE))
     op = _longest_kernel(s)
     b, h, n, _ = s["shape"]
     rows = int(tile)
@@ -335,15 +314,14 @@ def grid(build: Build, stage, tile="128") -> Statement:
 @statement("rates")
 def rates(build: Build, stage) -> Statement:
     """A stage's rate at the long shape by every method the site shows it with."""
-    from ..flops import causal_flops
-    from .pieces import causal_tflops
-    rec = records.record_name(stage, LONG_SHAPE)
+    from ...analysis.flops import causal_flops, causal_tflops, tflops
+    rec = names.record_name(stage, LONG_SHAPE)
     s = build.summary(rec)
     flops = causal_flops(s["shape"])
     kernel = _longest_kernel(s)
-    profiler = flops / (kernel["duration_us"] * 1e-6) / 1e12
+    profiler = tflops(flops, kernel["duration_us"])
     measured = build.counters(rec)
-    ncu = flops / (sum(k["duration_ns"] or 0 for k in measured["kernels"]) * 1e-9) / 1e12 if measured else None
+    ncu = tflops(flops, sum(k["duration_ns"] or 0 for k in measured["kernels"]) / 1e3) if measured else None
     fastest = {r["layout"]: r for r in build.run("fastest") if r["path"] == stage and "tflops" in r}
     sweep = [r for r in build.run("sweep") if r["path"] == stage and r["shape"][2:] == s["shape"][2:]
              and r.get("tflops_back_to_back")]
@@ -423,7 +401,7 @@ def one_call_runs(build: Build) -> Statement:
                          f"{us(g['eager']['median_us'])} in the CUDA-graph run of "
                          f"[When the GPU waits for Python](launch-bound.md)")
             holds &= g["eager"]["median_us"] > s["forward_device_us"] and s["event_median_us"] > s["forward_device_us"]
-    long = build.summary(records.record_name("cudnn", LONG_SHAPE))
+    long = build.summary(names.record_name("cudnn", LONG_SHAPE))
     fast = next((r for r in build.run("fastest") if r["path"] == "cudnn" and r.get("layout", "BHSD") == "BHSD"), None)
     holds &= long["event_median_us"] > long["forward_device_us"]
     if fast:
@@ -459,11 +437,11 @@ def hopper_kernels(build: Build) -> list[str]:
     """The fused stages whose longest kernel at the long shape is built for Hopper (its name says sm_90)."""
     out = []
     for stage in select(fused=True):
-        record = records.record_name(stage, LONG_SHAPE)
+        record = names.record_name(stage, LONG_SHAPE)
         if record in build.problems:
             raise RecordUnusable(build.problems[record])
         if not build.is_unavailable(record):
-            if names.explain(_longest_kernel(build.summary(record))["name"])["arch"] == "sm_90":
+            if kernel_names.explain(_longest_kernel(build.summary(record))["name"])["arch"] == "sm_90":
                 out.append(stage)
     return out
 
@@ -472,7 +450,7 @@ def hopper_kernels(build: Build) -> list[str]:
 def flash_vs_hopper_kernels(build: Build) -> Statement:
     """SDPA's flash kernel at the long shape against the Hopper kernels, by profiled kernel time."""
     def kernel_us(stage):
-        return _longest_kernel(build.summary(records.record_name(stage, LONG_SHAPE)))["duration_us"]
+        return _longest_kernel(build.summary(names.record_name(stage, LONG_SHAPE)))["duration_us"]
     ratio = {s: kernel_us(s) / kernel_us("flash") for s in hopper_kernels(build)}  # flash's rate over theirs
     text = ("runs at " + " and ".join(f"{pct(r)} of {name(s)}'s rate" for s, r in ratio.items())
             + " (kernel time in the profiler, the table above)")
@@ -490,17 +468,17 @@ def causal_halves(build: Build) -> Statement:
 
 # ---- what torch.compile made of the naive forward ----------------------------------------------
 
-def kernel_names(build: Build, record: str) -> list[str]:
+def kernels_of(build: Build, record: str) -> list[str]:
     return [op["name"] for op in build.summary(record)["ops"] if op["kind"] == "kernel"]
 
 
 @statement("inductor-fused")
 def inductor_fused(build: Build, compiled="naive_compiled", eager="naive") -> Statement:
     """Which eager kernels Inductor replaced by generated Triton kernels, and which it left alone."""
-    mine, theirs = kernel_names(build, compiled), kernel_names(build, eager)
+    mine, theirs = kernels_of(build, compiled), kernels_of(build, eager)
     generated = [k for k in mine if k.startswith("triton_")]
     kept = [k for k in mine if not k.startswith("triton_")]
-    replaced = [names.label(k) for k in theirs if k not in kept]
+    replaced = [kernel_names.label(k) for k in theirs if k not in kept]
     copies = [op for op in build.summary(eager)["ops"] if op["kind"] == "memcpy"]
     copied = f" and {count(len(copies))} cop{'ies' if len(copies) != 1 else 'y'}" if copies else ""
     lists = "; ".join(f"`{m.group(1)}`" for k in generated if (m := re.match(r"triton_[a-z]+_fused_+(.*?)_\d+$", k)))
@@ -508,7 +486,7 @@ def inductor_fused(build: Build, compiled="naive_compiled", eager="naive") -> St
             f"({', '.join(f'`{r}`' for r in replaced)}) "
             f"became {count(len(generated))} generated Triton kernel{'s' if len(generated) != 1 else ''} (its name lists "
             f"what it fused: {lists}), and the {count(len(kept))} matmul kernels are the eager forward's own "
-            f"({', '.join(sorted({names.explain(k)['library'] for k in kept}))})")
+            f"({', '.join(sorted({kernel_names.explain(k)['library'] for k in kept}))})")
     gone = not any(op["kind"] == "memcpy" for op in build.summary(compiled)["ops"])
     return Statement(text, bool(generated) and all(k in theirs for k in kept) and gone, f"{mine} against {theirs}")
 
@@ -526,14 +504,14 @@ def between(build: Build, stage, slower, faster) -> Statement:
 @statement("same-kernels")
 def same_kernels(build: Build, a, b) -> Statement:
     """Whether two compiled variants run the same kernels, and their one-call times."""
-    ka, kb = kernel_names(build, a), kernel_names(build, b)
+    ka, kb = kernels_of(build, a), kernels_of(build, b)
     ta, tb = (build.summary(r)["event_median_us"] for r in (a, b))
     if ka == kb:
         text = (f"generates the same {count(len(kb))} kernels ({us(tb)} against {us(ta)} per forward, CUDA-event medians "
                 f"of one call): once compiled, the difference between `masked_fill` and `masked_fill_` is gone")
     else:
-        text = (f"generates different kernels ({', '.join(f'`{names.label(k)}`' for k in kb if k not in ka)} in "
-                f"place of {', '.join(f'`{names.label(k)}`' for k in ka if k not in kb)})")
+        text = (f"generates different kernels ({', '.join(f'`{kernel_names.label(k)}`' for k in kb if k not in ka)} in "
+                f"place of {', '.join(f'`{kernel_names.label(k)}`' for k in ka if k not in kb)})")
     return Statement(text, bool(ka) and bool(kb), f"{ka} against {kb}")
 
 
@@ -542,7 +520,7 @@ def second_compile(build: Build, first="naive_compiled", second="inplace_compile
     """The first call of two compiled stages taken one after the other in one process."""
     fa, fb = (build.summary(r)["first_call_ms"] for r in (first, second))
     text = f"{ms(fa)} here, and {ms(fb)} for the second"
-    if kernel_names(build, first) == kernel_names(build, second) and fb < fa / 2:
+    if kernels_of(build, first) == kernels_of(build, second) and fb < fa / 2:
         text += (": it runs the same kernels, and compiled after the first in the same process (as a regeneration "
                  "and `capture all` take them) Inductor most likely found their code in its cache (an inference: "
                  "the capture does not record cache hits)")
@@ -609,8 +587,8 @@ def kernel_ahead(build: Build, a, b) -> Statement:
     ta, tb = (build.summary(r)["forward_device_us"] for r in (a, b))
     first, second = (a, b) if ta <= tb else (b, a)
     lo, hi = min(ta, tb), max(ta, tb)
-    text = (f"{name(records.parse_record(first)[0])}'s forward takes {us(lo)} of device time against {us(hi)} for "
-            f"{name(records.parse_record(second)[0])} (profiler, {shape_text(build.summary(a)['shape'])}), "
+    text = (f"{name(names.parse_record(first)[0])}'s forward takes {us(lo)} of device time against {us(hi)} for "
+            f"{name(names.parse_record(second)[0])} (profiler, {shape_text(build.summary(a)['shape'])}), "
             f"{pct(1 - lo / hi)} less")
     return Statement(text, True, f"{ta:.1f} against {tb:.1f}")
 
@@ -620,7 +598,7 @@ def kernel_ahead(build: Build, a, b) -> Statement:
 @statement("verdict")
 def verdict(build: Build, record, part) -> Statement:
     """What Nsight Compute's rule makes of the kernels of a record whose name is `part` (or holds it)."""
-    from .. import counters
+    from ...analysis import counters
     measured = build.counters(record)
     if measured is None:
         raise RecordUnusable(f"the counters of {record!r} are not usable: run `python -m attnprof check`")
@@ -637,8 +615,8 @@ def verdict(build: Build, record, part) -> Statement:
 def cpu_rank(build: Build, stage, *others) -> Statement:
     """Where a stage's CPU cost per forward ranks among others at the post's shape, by the timing run's
     unprofiled CPU enqueue: above or below each, or not told apart from it (timing.agree)."""
-    from .. import timing
-    from .timing import rows, spread
+    from ...analysis import timing
+    from ..pieces.timing import rows, spread
     enqueue = {r["stage"]: timing.verdict(r).enqueue for r in rows(build)
                if r["stage"] in (stage, *others) and tuple(r["shape"]) == DEFAULT_SHAPE}
     mine = enqueue[stage]
@@ -663,7 +641,7 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
 @statement("cudnn-cpu-inside")
 def cudnn_cpu_inside(build: Build) -> Statement:
     """Where cuDNN's forward spends its CPU time: inside `_cudnn_attention_forward`, in the pictured forward."""
-    from .plots import pictured
+    from ..render.plots import pictured
     s = build.summary("cudnn")
     _, shown = pictured(s, build.trace("cudnn"))
     inside = next(c.duration_us for c in shown.cpu_ops if c.name == "aten::_cudnn_attention_forward")
@@ -676,7 +654,7 @@ def cudnn_cpu_inside(build: Build) -> Statement:
 def flash_register_limit(build: Build) -> Statement:
     """FlashAttention-2's occupancy from its registers: what a warp takes, how many warps and blocks fit."""
     import math
-    from .. import occupancy
+    from ...analysis import occupancy
     s = build.summary("flash")
     op = next(op for op in s["ops"] if "flash_fwd" in op["name"])
     props = build.device_properties("flash")
@@ -722,9 +700,9 @@ def layout_gap(build: Build, stage) -> Statement:
 @statement("hopper-compute-bound")
 def hopper_compute_bound(build: Build) -> Statement:
     """Which fused kernels the counters call compute-bound at the long shape."""
-    from .. import counters
+    from ...analysis import counters
     verdicts = {}
-    for stage, record in records.counted_at(LONG_SHAPE):
+    for stage, record in names.counted_at(LONG_SHAPE):
         if f"{record}.counters" in build.problems:
             raise RecordUnusable(build.problems[f"{record}.counters"])
         measured = build.counters(record)
@@ -741,7 +719,7 @@ def hopper_compute_bound(build: Build) -> Statement:
 @statement("causal-tile-work")
 def causal_tile_work(build: Build, stage, tile="128") -> Statement:
     """Under a causal mask a head's last query tile meets every key tile, the first only one."""
-    s = build.summary(records.record_name(stage, LONG_SHAPE))
+    s = build.summary(names.record_name(stage, LONG_SHAPE))
     rows = int(tile)
     tiles = s["shape"][2] // rows
     op = _longest_kernel(s)
@@ -764,7 +742,7 @@ def naive_ops_vs_a100(build: Build) -> Statement:
     """Our naive op count against the post's: the same kernels plus cuBLAS's memset."""
     s = build.summary("naive")
     memsets = sum(op["kind"] == "memset" for op in s["ops"])
-    theirs = a100.FIGURES["naive"]["ops"]
+    theirs = hardware.FIGURES["naive"]["ops"]
     text = (f"here the list has {s['ops_per_forward']} entries because the Memset is counted too")
     return Statement(text, memsets == 1 and s["ops_per_forward"] == theirs + memsets,
                      f"ours {s['ops_per_forward']} with {memsets} memset(s), the post's {theirs}")

@@ -1,5 +1,5 @@
 """Pieces over the timing run (`run-timing.json`): one forward under every timing method, and the
-launch-bound / GPU-bound verdict drawn from unprofiled measurements (attnprof/timing.py).
+launch-bound / GPU-bound verdict drawn from unprofiled measurements (attnprof/analysis/timing.py).
 
 A verdict in prose is a claim: `<!-- attnprof: verdict cudnn 8x16x1024x64 stream expect=GPU-bound -->`
 renders the sentence with the numbers it rests on, and fails the build, naming the sentence, when
@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import math
 
-from .. import timing
-from ..stages import DEFAULT_SHAPE, STAGES
-from ..text import shape as shape_text, us
-from . import tables
-from .build import Build
-from .pieces import title
-from .registry import piece
-from .statements import FalseStatement
+from ...analysis import timing
+from ...model.stages import DEFAULT_SHAPE, STAGES
+from ...text import shape as shape_text, us
+from ..render import tables
+from ..build import Build, FalseStatement
+from ..words import title
+from ..registry import piece
 
 
 

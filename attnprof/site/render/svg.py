@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from ..stages import STAGES
+from ...model.stages import STAGES
 
 # one palette: the series colours, and the trace's roles taken from them
 SERIES = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import html
 
-from .. import names, oplist
-from ..oplist import KIND_LABEL
-from ..procedure import MEASURED_ONCE
-from ..text import shape, size, us
+from ...analysis import kernel_names, oplist
+from ...analysis.oplist import KIND_LABEL
+from ...model.procedure import MEASURED_ONCE
+from ...text import shape, size, us
 
 KEY_AVERAGES_HEADERS = ["Name", "Calls", "Self CPU", "CPU total", "Self CUDA", "CUDA total"]
 def unit(math_unit: str) -> str:
@@ -47,7 +47,7 @@ def launch(api: str) -> str:
 
 def kernel(name: str) -> str:
     """A kernel's short label as code, its full name in the tooltip (both escaped)."""
-    return f'<code title="{html.escape(name, quote=True)}">{cell(names.label(name))}</code>'
+    return f'<code title="{html.escape(name, quote=True)}">{cell(kernel_names.label(name))}</code>'
 
 
 def environment(record: dict, verb: str, detail: str) -> str:
@@ -110,7 +110,7 @@ def key_averages(summary) -> str:
     rows = [(kernel(r["name"]), r["calls"], us(r["self_cpu_us"]), us(r["cpu_total_us"]),
              us(r["self_device_us"]), us(r["device_total_us"])) for r in summary["key_averages"]]
     names = [r["name"] for r in summary["key_averages"]]
-    twice = sorted({n for n in names if names.count(n) > 1})
+    twice = sorted({n for n in names if kernel_names.count(n) > 1})
     note = (f"\n\n{', '.join(f'`{cell(n)}`' for n in twice)} appears twice: PyTorch lists a "
             f"`record_function` range once for the CPU and once for the GPU work inside it."
             if twice else "")
@@ -135,7 +135,7 @@ def ops(summary, mark: str | None = None) -> str:
     rows = []
     for i, (op, path) in enumerate(zip(summary["ops"], paths), 1):
         flagged = mark and (mark.lower() in op["kind"].lower() or mark.lower() in op["name"].lower())
-        info = names.explain(op["name"])
+        info = kernel_names.explain(op["name"])
         name = f"<strong>{kernel(op['name'])}</strong> ⟵" if flagged else kernel(op["name"])
         rows.append((i, us(op["duration_us"]), name, info["library"], unit(info["math_unit"]),
                      cell(" › ".join(path[len(shared):])).replace("_", "&#95;") or "—",  # _to_copy: no emphasis
@@ -177,7 +177,7 @@ def footprint_columns(summary, props: dict, measured: list[dict] | None = None, 
     """Each kernel of one forward with what it asks of an SM: (footprint row, achieved occupancy) pairs, the
     achieved value measured by Nsight Compute (`measured`: a counters record's kernels, in launch order)
     where counters exist, else the trace's own estimate; and whether it was measured."""
-    from ..counters import paired
+    from ...analysis.counters import paired
     rows = oplist.footprint_rows(summary, props)
     pairs = paired(summary["ops"], measured) if measured is not None else None
     achieved = ([k.get("warps_active_pct") for _, k in pairs] if pairs else [r["achieved_occupancy"] for r in rows])
@@ -222,7 +222,7 @@ def footprint(summary, props: dict, measured: list[dict] | None = None, only: st
 def counters(record: dict, capture: dict) -> str:
     """Each kernel of one forward as Nsight Compute measured it: occupancy, pipes, throughput, verdict.
     Kernels are named as the capture names them where the two lists agree."""
-    from .. import counters as c
+    from ...analysis import counters as c
     pairs = c.paired(capture["ops"], record["kernels"]) or [({"name": k["name"]}, k) for k in record["kernels"]]
     rows = []
     for op, k in pairs:

@@ -1,7 +1,7 @@
 """Two captures compared: `python -m attnprof diff A B`, the `align` piece and the notebooks' diff.
 
 A and B are committed records (`flash`, `window.flex`) or captures by path (`attnprof-captures/x.f.json`).
-The op lists are aligned by kernel family (kind and the library that made the kernel, as names.explain
+The op lists are aligned by kernel family (kind and the library that made the kernel, as kernel_names.explain
 decodes it): an op of the same family at the same place is the same op (the same name) or a changed one
 (another name); the rest were removed from A or added in B. Beside them: device and CPU time per
 forward, the launch-bound verdict (trace.Gaps, as the site defines it), TFLOP/s and numerics.
@@ -12,8 +12,10 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from pathlib import Path
 
-from . import names, oplist, records, store, timing
-from .flops import causal_flops
+from . import kernel_names, oplist, timing
+from ..model import store
+from . import records
+from .flops import causal_tflops
 from .oplist import KIND_LABEL
 
 
@@ -49,7 +51,7 @@ def load(arg: str, folder=None) -> dict:
 
 def family(op: dict) -> str:
     """A kernel's family is the library that made it (e.g. "ATen softmax"); a copy or fill is Memcpy or Memset."""
-    return names.explain(op["name"])["library"] if op["kind"] == "kernel" else KIND_LABEL[op["kind"]]
+    return kernel_names.explain(op["name"])["library"] if op["kind"] == "kernel" else KIND_LABEL[op["kind"]]
 
 
 def align(a: dict, b: dict) -> list[dict]:
@@ -76,16 +78,9 @@ def align(a: dict, b: dict) -> list[dict]:
     return rows
 
 
-def tflops(s: dict) -> float:
-    """TFLOP/s as the site counts it: causal FLOPs over the CUDA-event median (pieces.causal_tflops)."""
-    if s.get("event_median_us") is None:  # a profile without CUDA-event timing (a notebook's)
-        return None
-    return causal_flops(s["shape"]) / (s["event_median_us"] * 1e-6) / 1e12
-
-
 def stream_verdict(s: dict) -> str | None:
     """Launch-bound or GPU-bound for a stream of calls, from the capture's unprofiled timing samples
-    (attnprof/timing.py: back to back against GPU only and CPU enqueue); None where it has none."""
+    (attnprof/analysis/timing.py: back to back against GPU only and CPU enqueue); None where it has none."""
     v = timing.record_verdict(s)
     return v.stream if v else None
 
@@ -95,7 +90,7 @@ def metrics(s: dict) -> dict:
     return {"record": s["record"], "title": s.get("title", s["stage"]), "device": s["device"], "shape": s["shape"],
             "dtype": s["dtype"], "ops_per_forward": s["ops_per_forward"],
             "device_us": s["forward_device_us"], "cpu_us": s["cpu_forward_us"], "event_median_us": s.get("event_median_us"),
-            "gpu_idle_share": g.idle_share, "stream": stream_verdict(s), "tflops": tflops(s), "rel_err": s.get("rel_err"),
+            "gpu_idle_share": g.idle_share, "stream": stream_verdict(s), "tflops": causal_tflops(s), "rel_err": s.get("rel_err"),
             "reference": s.get("reference", "attention in float64 (causal)"),
             "event_reps": s.get("settings", {}).get("event_reps")}
 
@@ -122,14 +117,14 @@ METRIC_ROWS = [  # (label, key, format)
 
 
 def _cell(key, fmt, m):
-    from .text import us
+    from ..text import us
     return (fmt or us)(m[key])
 
 
 def text(d: dict, width: int = 100) -> str:
     """The comparison for a terminal, no line longer than `width` characters."""
-    from .text import shape, short, us
-    from .cli import text_table
+    from ..text import shape, short, us
+    from ..text import text_table
     a, b = d["a"], d["b"]
     head = [short(f"{tag}  {m['record']}: {m['title']} · {m['device']} · {shape(m['shape'])} {m['dtype']}", width)
             for tag, m in (("A", a), ("B", b))]
@@ -138,7 +133,7 @@ def text(d: dict, width: int = 100) -> str:
                      f"{d['ratios'][key]:.2f}×" if key in ratio and d["ratios"][key] is not None else "")
                     for label, key, fmt in METRIC_ROWS]
     sign = {"same": "=", "changed": "~", "removed": "−", "added": "+"}
-    op = lambda name, t: "" if name is None else f"{short(names.label(name, 20), 20)} {us(t)}"
+    op = lambda name, t: "" if name is None else f"{short(kernel_names.label(name, 20), 20)} {us(t)}"
     rows = [(r["a_index"] or "", r["b_index"] or "", sign[r["status"]], short(r["family"], 22),
              op(r["a_name"], r["a_us"]), op(r["b_name"], r["b_us"])) for r in d["ops"]]
     c = d["counts"]
@@ -151,7 +146,7 @@ def text(d: dict, width: int = 100) -> str:
         "",
         "Times per forward: profiler device time (median profiled forward), its CPU time, and the CUDA-event",
         f"median of {a['event_reps'] or 'the'} single calls. A stream of calls: launch-bound when back to back runs at",
-        "the CPU's enqueue pace, GPU-bound when at a CUDA-graph replay's (unprofiled, attnprof/timing.py).",
+        "the CPU's enqueue pace, GPU-bound when at a CUDA-graph replay's (unprofiled, attnprof/analysis/timing.py).",
         *(short(f"Numerics of {tag}: relative error against {m['reference']}.", width) for tag, m in (("A", a), ("B", b))),
     ]
     return "\n".join(line.rstrip() for line in "\n".join(lines).split("\n"))

@@ -40,3 +40,20 @@ HARDWARE = {
     "sms": 108,  # streaming multiprocessors (whitepaper)
     "boost_mhz": 1410,  # GPU boost clock (whitepaper)
 }
+
+
+FP32_LANES_PER_SM = {"A100": 64, "H200": 128}  # FP32 CUDA cores per SM: GA100 and GH100 whitepapers
+
+
+def h200_peaks(hw: dict) -> dict:
+    """The H200's peak FP32 rate and memory bandwidth from its device query (SMs × lanes × 2 × clock;
+    2 transfers × memory clock × bus width), the formulas that give the A100's datasheet figures."""
+    q = hw["query"]
+    return {"fp32_tflops": q["multi_processor_count"] * FP32_LANES_PER_SM["H200"] * 2 * q["smi_clocks_max_sm_mhz"] / 1e6,
+            "hbm_gbs": 2 * q["memory_clock_rate"] * 1e3 * q["memory_bus_width"] / 8 / 1e9,
+            "sm_clock": q["multi_processor_count"] * q["smi_clocks_max_sm_mhz"]}
+
+
+def a100_peaks() -> dict:
+    a = HARDWARE
+    return {"fp32_tflops": a["fp32_tflops"], "hbm_gbs": a["hbm_gbs"], "sm_clock": a["sms"] * a["boost_mhz"]}

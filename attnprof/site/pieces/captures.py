@@ -7,27 +7,17 @@ from __future__ import annotations
 
 import statistics
 
-from .. import a100, names, oplist, records
-from .. import trace as traces
-from ..flops import causal_flops
-from ..stages import STAGES, ladder, select
-from ..text import ms, shape, us
-from . import plots, tables
-from .build import Build
-from .registry import ALL, piece, problem_box
-
-
-def causal_tflops(s: dict) -> float:
-    """TFLOP/s of a captured forward: causal FLOPs over its CUDA-event median."""
-    return causal_flops(s["shape"]) / (s["event_median_us"] * 1e-6) / 1e12
-
-
-def title(record_or_summary) -> str:
-    """The one title of a stage, from a record name or a capture summary."""
-    stage = record_or_summary["stage"] if isinstance(record_or_summary, dict) else record_or_summary.split("-")[0]
-    if stage not in STAGES:  # a reader's capture: its own title (from its docstring), escaped
-        return tables.cell(record_or_summary.get("title", stage) if isinstance(record_or_summary, dict) else stage)
-    return STAGES[stage].title
+from ...analysis import hardware, kernel_names, oplist
+from ...analysis import records
+from ...analysis import trace as traces
+from ...analysis.flops import causal_flops, causal_tflops, tflops
+from ...model.stages import STAGES, ladder, select
+from ...text import ms, shape, us
+from ..render import plots, tables
+from ..build import Build
+from ..words import title
+from ..registry import ALL, piece, problem_box
+from .timing import stream_line
 
 
 @piece("stamp", captures=1, unavailable=True)
@@ -93,11 +83,11 @@ def download(build: Build, record):
 
 def gemm_us(s: dict) -> float:
     """Device time of one forward's matmuls (the cuBLAS kernels)."""
-    return sum(op["duration_us"] for op in s["ops"] if names.explain(op["name"])["library"].startswith("cuBLAS"))
+    return sum(op["duration_us"] for op in s["ops"] if kernel_names.explain(op["name"])["library"].startswith("cuBLAS"))
 
 
 def _a100_ratio(s: dict) -> str:
-    ref = a100.FIGURES[s["stage"]]["forward_us"]
+    ref = hardware.FIGURES[s["stage"]]["forward_us"]
     return f"{ref / s['forward_device_us']:.1f}×" if ref else "—"
 
 
@@ -106,8 +96,8 @@ VALUES = {
     "gemm_time": lambda b, s: us(gemm_us(s)),
     "gemm_share": lambda b, s: f"{100 * gemm_us(s) / s['forward_device_us']:.0f} %",
     "other_time": lambda b, s: us(s["forward_device_us"] - gemm_us(s)),
-    "a100_time": lambda b, s: us(a100.FIGURES[s["stage"]]["forward_us"]),
-    "a100_cpu": lambda b, s: us(a100.FIGURES[s["stage"]]["cpu_us"]),
+    "a100_time": lambda b, s: us(hardware.FIGURES[s["stage"]]["forward_us"]),
+    "a100_cpu": lambda b, s: us(hardware.FIGURES[s["stage"]]["cpu_us"]),
     "a100_ratio": lambda b, s: _a100_ratio(s),
     "sms": lambda b, s: str(b.device_properties(s["record"])["numSms"]),
     "device_time": lambda b, s: us(s["forward_device_us"]),
@@ -115,13 +105,13 @@ VALUES = {
     "cpu_time": lambda b, s: us(s["cpu_forward_us"]),
     "rel_err": lambda b, s: f"{s['rel_err']:.1e}",
     "device": lambda b, s: s["device"],
-    "backend_ran": lambda b, s: names.fingerprint(op["name"] for op in s["ops"]),
+    "backend_ran": lambda b, s: kernel_names.fingerprint(op["name"] for op in s["ops"]),
     "sdpa_choice": lambda b, s: s["sdpa_choice"],
     "occupancy": lambda b, s: ", ".join(f"{r['occupancy_pct']:.1f} %" for r in
                                         oplist.footprint_rows(s, b.device_properties(s["record"]))),
     "peak_memory": lambda b, s: f"{s['peak_extra_bytes'] / 2**20:.0f} MiB",
     "idle_share": lambda b, s: f"{100 * oplist.gaps(s).idle_share:.0f} %",
-    "a100_ops": lambda b, s: str(a100.FIGURES[s["stage"]]["ops"]),
+    "a100_ops": lambda b, s: str(hardware.FIGURES[s["stage"]]["ops"]),
     "scores_size": lambda b, s: f"{scores_bytes(s) / 2**20:.0f} MiB",
     "first_call": lambda b, s: ms(s["first_call_ms"]),
 }
@@ -144,7 +134,6 @@ def median_latency(g) -> float:
 def gaps(build: Build, record):
     """One line: how much of a profiled forward's span the GPU spent waiting for launches, and the
     verdict of the unprofiled timing run where it measured this stage and shape."""
-    from .timing import stream_line  # the timing pieces import this module
     s = build.summary(record)
     g = oplist.gaps(s)
     return (f"**Gaps** (profiled, [defined here](launch-bound.md#reading-the-gaps)): the GPU ran this "
@@ -188,7 +177,7 @@ def ratio(build: Build, a, b, field="device"):
 @piece("a100-ratio", inline=True)
 def a100_ratio(build: Build, a, b):
     """The same ratio from the post's A100 forward times."""
-    ta, tb = a100.FIGURES[a]["forward_us"], a100.FIGURES[b]["forward_us"]
+    ta, tb = hardware.FIGURES[a]["forward_us"], hardware.FIGURES[b]["forward_us"]
     return f"{ta / tb:.1f}×"
 
 
@@ -257,7 +246,7 @@ def kernels(build: Build, record):
         if op["kind"] != "kernel" or op["name"] in seen:
             continue
         seen.add(op["name"])
-        e = names.explain(op["name"])
+        e = kernel_names.explain(op["name"])
         # a description is said once per table; a later kernel of the same kind points back to the first
         what = f"as for {said[e['summary']]}, above" if e["summary"] in said else tables.cell(e["summary"])
         said.setdefault(e["summary"], tables.kernel(op["name"]))
@@ -272,7 +261,7 @@ def dispatch(build: Build, record):
     s = build.summary(record)
     rows = [(b, "yes" if e["eligible"] else "no", tables.cell("; ".join(e["reasons"])) or "—")
             for b, e in s["eligibility"].items()]
-    ran = names.fingerprint(op["name"] for op in s["ops"])
+    ran = kernel_names.fingerprint(op["name"] for op in s["ops"])
     return (tables.table(["fused backend", "eligible for these inputs", "PyTorch's reasons (can_use_*, debug)"], rows)
             + f"\n\nLeft free, the dispatcher picks **{s['sdpa_choice']}** (`torch._fused_sdp_choice`). "
               f"The kernels of this capture show that **{ran}** ran.")
@@ -312,7 +301,7 @@ def side_by_side(build: Build, *records):
         s = build.summary(record)
         longest = max(s["ops"], key=lambda op: op["duration_us"])
         rows.append((f"[{title(s)}]({s['stage']}.md)", s["ops_per_forward"],
-                     names.fingerprint(op["name"] for op in s["ops"]), tables.kernel(longest["name"]),
+                     kernel_names.fingerprint(op["name"] for op in s["ops"]), tables.kernel(longest["name"]),
                      f"{100 * longest['duration_us'] / s['forward_device_us']:.0f} %",
                      us(s["forward_device_us"]), us(s["cpu_forward_us"]),
                      ", ".join(tables.launch(a) for a in sorted({op["launch"] for op in s["ops"]}))))
@@ -334,7 +323,7 @@ def kernel_compare(build: Build, *records):
         time = s["ops"][k["index"] - 1]["duration_us"]
         blocks = k["grid"][0] * k["grid"][1] * k["grid"][2]
         rows.append((title(s), tables.kernel(k["name"]), s["ops_per_forward"], us(time),
-                     f"{causal_flops(s['shape']) / time / 1e6:.0f}",
+                     f"{tflops(causal_flops(s['shape']), time):.0f}",
                      f"{shape(k['grid'])} ({blocks / s['sm_count']:.2f} per SM)",
                      f"{k['threads']} ({k['threads'] // 128} warpgroup{'s' if k['threads'] >= 256 else ''})",
                      k["registers"], f"{k['shared_memory'] / 1024:.0f} KiB", k["blocks_per_sm"]))
@@ -414,14 +403,14 @@ def glance_a100(build: Build):
     for name in ladder():
         if name in build.problems or build.is_unavailable(name):
             continue
-        s, ref = build.summary(name), a100.FIGURES[name]
+        s, ref = build.summary(name), hardware.FIGURES[name]
         rows.append((f"[{STAGES[name].title}]({name}.md)", s["ops_per_forward"], "—" if ref["ops"] is None else ref["ops"],
                      us(s["forward_device_us"]), us(ref["forward_us"]), _a100_ratio(s),
                      us(s["cpu_forward_us"]), us(ref["cpu_us"])))
     return (tables.table(["stage", "ops (H200)", "ops (A100)", "device time / forward (H200, profiler)",
                           "forward CUDA time (A100, profiler)", "A100 ÷ H200", "CPU time / forward (H200, profiler)",
                           "CPU time (A100, profiler)"], rows, "lrrrrrrr")
-            + f"\n\nA100 columns: the figures published in [*{a100.SOURCE_TITLE}*]({a100.SOURCE}) "
+            + f"\n\nA100 columns: the figures published in [*{hardware.SOURCE_TITLE}*]({hardware.SOURCE}) "
               f"(NVIDIA A100-SXM4-80GB), quoted, not measured by us; — where the post gives none.")
 
 
@@ -429,15 +418,15 @@ def glance_a100(build: Build):
 def a100_kernels(build: Build):
     """The kernel the post saw on the A100 beside the longest matmul or attention kernel of ours, per stage."""
     rows = []
-    for name, theirs in a100.KERNELS.items():
+    for name, theirs in hardware.KERNELS.items():
         if name in build.problems:
             continue
         compute = [op for op in build.summary(name)["ops"] if op["kind"] == "kernel"  # the matmul or attention kernel
-                   and not names.explain(op["name"])["library"].startswith(("ATen", "CUDA runtime"))]
+                   and not kernel_names.explain(op["name"])["library"].startswith(("ATen", "CUDA runtime"))]
         ours = max(compute, key=lambda op: op["duration_us"])["name"]
         rows.append((f"[{STAGES[name].title}]({name}.md)", tables.kernel(theirs) if " " not in theirs
                      else tables.cell(theirs), tables.kernel(ours),
-                     names.explain(ours)["arch"] or "—"))
+                     kernel_names.explain(ours)["arch"] or "—"))
     return (tables.table(["stage", "A100 kernel (the post)", "H200 kernel (ours: its longest matmul or attention kernel)",
                           "arch in our kernel's name"], rows)
-            + f"\n\nA100 kernels as published in [*{a100.SOURCE_TITLE}*]({a100.SOURCE}).")
+            + f"\n\nA100 kernels as published in [*{hardware.SOURCE_TITLE}*]({hardware.SOURCE}).")

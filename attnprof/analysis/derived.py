@@ -13,7 +13,7 @@ import copy
 import statistics
 from math import prod
 
-from .flops import causal_flops
+from .flops import causal_flops, tflops
 
 SAMPLES = {"median_us": "times_us", "back_to_back_us": "back_to_back_us_each"}  # median -> its samples
 
@@ -39,9 +39,9 @@ def medians(node):
 def _rates(row):
     """TFLOP/s of a forward at its shape (causal FLOPs), per call and back to back."""
     if "median_us" in row:
-        row["tflops"] = causal_flops(row["shape"]) / row["median_us"] / 1e6
+        row["tflops"] = tflops(causal_flops(row["shape"]), row["median_us"])
     if "back_to_back_us" in row:
-        row["tflops_back_to_back"] = causal_flops(row["shape"]) / row["back_to_back_us"] / 1e6
+        row["tflops_back_to_back"] = tflops(causal_flops(row["shape"]), row["back_to_back_us"])
     return row
 
 
@@ -50,16 +50,16 @@ def _per_row(fn):
 
 
 def _ceilings(r):
-    r["matmul_tflops"] = 2 * prod(r["matmul_shape"]) / r["matmul_us"] / 1e6
+    r["matmul_tflops"] = tflops(2 * prod(r["matmul_shape"]), r["matmul_us"])
     r["copy_gbs"] = 2 * r["copy_bytes"] / r["copy_us"] / 1e3  # bytes read + written
     return r
 
 
 def _hardware(r):
     bmm_flops = 2 * prod(r["bmm_shape"])  # [B×H, S, D, S]: a batch of S×D by D×S products
-    r["fp32_matmul_tflops"] = 2 * prod(r["fp32_matmul_shape"]) / r["fp32_matmul_us"] / 1e6
-    r["fp32_bmm_tflops"] = bmm_flops / r["fp32_bmm_us"] / 1e6
-    r["bf16_bmm_tflops"] = bmm_flops / r["bf16_bmm_us"] / 1e6
+    r["fp32_matmul_tflops"] = tflops(2 * prod(r["fp32_matmul_shape"]), r["fp32_matmul_us"])
+    r["fp32_bmm_tflops"] = tflops(bmm_flops, r["fp32_bmm_us"])
+    r["bf16_bmm_tflops"] = tflops(bmm_flops, r["bf16_bmm_us"])
     r["copy_gbs"] = 2 * r["copy_bytes"] / r["copy_us"] / 1e3
     return r
 

@@ -6,14 +6,16 @@ rank. Their stamp, kernels and footprint are the stage pieces' own (`stamp flash
 """
 from __future__ import annotations
 
-from .. import names, oplist, trace
-from ..oplist import KIND_LABEL
-from ..stages import STAGES
-from ..text import shape, size, us
-from . import plots, tables
-from .build import Build
-from .pieces import causal_tflops, title, trace_controls
-from .registry import ALL, piece
+from ...analysis import kernel_names, oplist, trace
+from ...analysis.flops import causal_tflops
+from ...analysis.oplist import KIND_LABEL
+from ...model.stages import STAGES
+from ...text import shape, size, us
+from ..render import plots, tables
+from ..build import Build
+from ..words import title
+from .captures import trace_controls
+from ..registry import ALL, piece
 
 GRADIENTS = ("dq", "dk", "dv")
 
@@ -90,7 +92,7 @@ def ops_backward(build: Build, record):
     for i, op in enumerate(s["ops"], 1):
         nodes = [n.removeprefix(trace.AUTOGRAD_ENGINE + ": ") for n in oplist.launching_path(s, op)
                  if n.startswith(trace.AUTOGRAD_ENGINE)]
-        info = names.explain(op["name"])
+        info = kernel_names.explain(op["name"])
         rows.append((i, KIND_LABEL[op["kind"]], us(op["duration_us"]), tables.kernel(op["name"]), info["library"],
                      tables.unit(info["math_unit"]), f"{tables.code(' › '.join(nodes)) if nodes else '—'} › {op['launch']}"))
     each = ", ".join(map(str, s["ops_per_backward_each"]))
@@ -142,11 +144,6 @@ def download_backward(build: Build, record):
 
 # ---- two GPUs ------------------------------------------------------------------------------------
 
-def busy_us(ops: list[dict]) -> float:
-    """The time at least one of `ops` ran: the union of their intervals (ops on two streams count once)."""
-    return trace._length(trace._union((o["start_us"], o["start_us"] + o["duration_us"]) for o in ops))
-
-
 def whole(duration_us) -> str:
     """A duration that a table cell does not break between number and unit."""
     return us(duration_us).replace(" ", "&nbsp;")
@@ -191,10 +188,10 @@ def ranks(build: Build, record):
     for r in s["ranks"]:
         o = r["overlap"]
         held = ", ".join(f"{a:,}–{b:,}" for a, b in r["positions"])
-        flash = [op for op in r["ops"] if op["kind"] == "kernel" and names.fingerprint([op["name"]]) == "flash"]
+        flash = [op for op in r["ops"] if op["kind"] == "kernel" and kernel_names.fingerprint([op["name"]]) == "flash"]
         rows.append((r["rank"], held, f"{r['causal_pairs'] / total:.1%}", r["ops_per_forward"],
                      " + ".join(whole(op["duration_us"]) for op in flash), us(r["forward_device_us"]),
-                     us(busy_us(r["ops"])),
+                     us(trace.busy_us(r["ops"])),
                      f"{whole(o['communication_us'])}: {whole(o['overlap_us'])} hidden, {whole(o['exposed_us'])} exposed",
                      us(r["event_median_us"])))
     return tables.table(["rank", "query positions held", "share of the causal (query, key) pairs",
@@ -213,7 +210,7 @@ def ranks(build: Build, record):
 def ops_cp(build: Build, record, rank="0"):
     """One rank's forward, in launch order."""
     r = build.summary(record)["ranks"][int(rank)]
-    rows = [(i, us(op["start_us"]), us(op["duration_us"]), tables.kernel(op["name"]), names.explain(op["name"])["library"],
+    rows = [(i, us(op["start_us"]), us(op["duration_us"]), tables.kernel(op["name"]), kernel_names.explain(op["name"])["library"],
              shape(op["grid"]) if op.get("grid") else "—") for i, op in enumerate(r["ops"], 1)]
     return tables.table(["#", "starts at", "time", "kernel (hover for the full name)", "library", "grid"], rows,
                         "rrr") + (

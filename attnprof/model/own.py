@@ -4,18 +4,16 @@ Pure (no torch): records.py (the `own` kind), the site and `diff`/`report` read 
 attnprof/measure/own.py writes them.
 A reader's capture is named `<file stem>.<function>` (with `-BxHxSxD` and `-dtype` as stage records
 are), keyed by the token hash of the reader's file and of the capture code it runs
-(records.OWN_CODE) and the capture settings, and
+(names.OWN_CODE) and the capture settings, and
 written as the same summary + trace pair as a stage's. OWN_RECORDS lists the ones the site renders.
 """
 from __future__ import annotations
 
 import ast
-import hashlib
-import json
 import re
 from pathlib import Path
 
-from . import records
+from . import names
 from .procedure import DEFAULT_DTYPE
 from .stages import DEFAULT_SHAPE, ROOT, code_hash
 
@@ -39,27 +37,22 @@ def record_name(path: str | Path, function: str, shape=DEFAULT_SHAPE, dtype_name
     """`window.naive` for snippets/window.py:naive at the default shape and dtype; a file stem's characters
     other than letters, digits and _ become _ (my-attn.py:f is my_attn.f), so a name is safe in any page."""
     stem = re.sub(r"\W", "_", Path(path).stem)
-    return records.record_name(f"{stem}.{function}", shape, dtype_name)
-
-
-def is_own(record: str) -> bool:
-    """A reader's capture has a dot in its base name; a stage, backward or two-GPU record has none."""
-    return records.kind_of(record) is records.OWN
+    return names.record_name(f"{stem}.{function}", shape, dtype_name)
 
 
 def settings(shape, dtype_name, function: str, mask: str | None, reference: str | None) -> dict:
     """The stages' capture settings, without their `causal` (the reader's code decides what it masks)."""
-    base = {k: v for k, v in records.settings(shape, dtype_name).items() if k != "causal"}
+    base = {k: v for k, v in names.settings(shape, dtype_name).items() if k != "causal"}
     return {**base, "function": function, "mask": mask, "reference": reference}
 
 
 def source_hash(path: str | Path) -> str:
     """The token hash of the reader's file and of the capture code that runs it."""
-    return code_hash(Path(path), *(records.ROOT / p for p in records.OWN_CODE))
+    return code_hash(Path(path), *(ROOT / p for p in names.OWN_CODE))
 
 
 def file_key(path: str | Path, own_settings: dict) -> str:
-    return hashlib.sha256((source_hash(path) + json.dumps(own_settings, sort_keys=True)).encode()).hexdigest()[:16]
+    return names.make_key(source_hash(path), own_settings)
 
 
 def command(path: str, function: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE, mask=None,
@@ -83,3 +76,16 @@ def recapture_fix(record: str) -> str:
             return f"run `{command(path, function, out='docs/captures')}` on a CUDA GPU"
     stem, function = record.split("-")[0].split(".", 1)
     return f"run `python -m attnprof capture {stem}.py:{function}` (with the options it was taken with) on a CUDA GPU"
+
+
+def target(record: str) -> tuple[str, str]:
+    """(file, function) of a reader's capture the site renders."""
+    for path, function in OWN_RECORDS:
+        if record_name(path, function) == record:
+            return path, function
+    raise ValueError(f"{record!r} is not a reader's capture the site renders")
+
+
+def record_settings(record: str) -> dict:
+    """The settings a reader's capture the site renders is keyed by."""
+    return settings(DEFAULT_SHAPE, DEFAULT_DTYPE, target(record)[1], None, None)

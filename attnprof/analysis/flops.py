@@ -7,6 +7,19 @@ def causal_flops(shape) -> float:
     return 4 * b * h * s * s * d / 2
 
 
+def tflops(flop: float, us: float) -> float:
+    """A rate in TFLOP/s: `flop` operations in `us` microseconds."""
+    return flop / us / 1e6
+
+
+def causal_tflops(summary: dict) -> float | None:
+    """TFLOP/s of a captured forward as the site counts it: causal FLOPs over its CUDA-event median;
+    None for a profile without CUDA-event timing (a notebook's)."""
+    if summary.get("event_median_us") is None:
+        return None
+    return tflops(causal_flops(summary["shape"]), summary["event_median_us"])
+
+
 def min_bytes(shape, itemsize=2) -> float:
     """The fewest bytes any attention must move: read q, k, v once, write the output once."""
     b, h, s, d = shape

@@ -3,12 +3,12 @@ rendered as Markdown: times, the stream verdict, TFLOP/s and numerics side by si
 kernel family. Names from a reader's code or from kernels are escaped (tables.cell, tables.kernel)."""
 from __future__ import annotations
 
-from .. import compare
-from ..text import shape, us
-from . import tables
-from .build import Build
-from . import pieces
-from .registry import ALL, piece
+from ...analysis import compare
+from ...text import shape, us
+from ..render import tables
+from ..build import Build
+from . import captures as pieces
+from ..registry import ALL, piece
 
 SIGN = {"same": "=", "changed": "~", "removed": "−", "added": "+"}
 

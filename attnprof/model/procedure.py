@@ -12,6 +12,26 @@ SCHEDULE = dict(wait=1, warmup=1, active=3, repeat=1)
 BWD_FLOP_FACTOR = 2.5  # backward FLOPs counted as 2.5x the forward's (five matmuls against two)
 
 
+# what we ask ncu for: our name → ncu metric
+METRICS = {
+    "duration_ns": "gpu__time_duration.sum",
+    "warps_active_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",  # achieved occupancy
+    "theoretical_occupancy_pct": "sm__maximum_warps_per_active_cycle_pct",
+    "tensor_pipe_pct": "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",  # mma and wgmma
+    "wgmma_instructions": "sm__inst_executed_pipe_tensor_op_gmma.sum",
+    "fma_pipe_pct": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",  # FP32 FFMA on CUDA cores
+    "sm_throughput_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "memory_throughput_pct": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram_throughput_pct": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram_bytes": "dram__bytes.sum",
+    "l2_hit_pct": "lts__t_sector_hit_rate.pct",
+    "limit_registers": "launch__occupancy_limit_registers",
+    "limit_shared_memory": "launch__occupancy_limit_shared_mem",
+    "limit_warps": "launch__occupancy_limit_warps",
+    "limit_blocks": "launch__occupancy_limit_blocks",
+}
+
+
 # What a capture measures once and keeps no data to recompute from (the output itself, the allocator's
 # peak, the first call's clock); everything else in a record follows from its trace or raw samples.
 MEASURED_ONCE = {"rel_err": "relative error against float64", "grad_rel_err": "the gradients' relative errors",

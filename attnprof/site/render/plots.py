@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 import statistics
 
-from .. import names, trace as traces
-from ..oplist import KIND_LABEL
-from ..text import us
-from ..stages import STAGES
+from ...analysis import kernel_names, trace as traces
+from ...analysis.oplist import KIND_LABEL
+from ...text import us
+from ...model.stages import STAGES
 from .svg import BACKGROUND, CONNECTOR, FRAME, GRID, INK, MUTED, PATH_COLOR, ROLE, SERIES, el, esc, header, hover
 
 W, H, LEFT, RIGHT, TOP, BOTTOM = 880, 400, 70, 24, 30, 50
@@ -186,7 +186,7 @@ def _timeline(summary, trace: dict, width: int, variant: str) -> str:
                      + el("rect", hover(f"{i}. {op.name} {us(op.duration_us)}"), x=f"{gx:.1f}", y=y_gpu,
                           width=f"{gw - 1 if gw > 4 else gw:.1f}", height=lane, fill=ROLE[op.kind],
                           **{"class": "attnprof-gpu-op"}))  # a hairline between neighbours
-        inside = _fit(f"{i} {names.label(op.name)}", gw - 6) or (str(i) if gw >= len(str(i)) * CHAR_W + 6 else None)
+        inside = _fit(f"{i} {kernel_names.label(op.name)}", gw - 6) or (str(i) if gw >= len(str(i)) * CHAR_W + 6 else None)
         if inside:
             parts.append(el("text", esc(inside), x=f"{gx + 3:.1f}", y=y_gpu + 15, fill="white"))
         else:
@@ -203,7 +203,7 @@ def _timeline(summary, trace: dict, width: int, variant: str) -> str:
     column_w = (width - legend_left - right) / columns
     for i, op in enumerate(fwd.ops, 1):
         col, row = divmod(i - 1, per_column)
-        text = f"{KIND_LABEL[op.kind]} · {us(op.duration_us)} · {names.label(op.name)}"
+        text = f"{KIND_LABEL[op.kind]} · {us(op.duration_us)} · {kernel_names.label(op.name)}"
         lx, ly = legend_left + col * column_w, legend_y + 18 * row
         parts.append(el("rect", x=f"{lx:.1f}", y=ly - 10, width=10, height=10, fill=ROLE[op.kind])
                      + el("text", f'{hover(f"{i}. {op.name} {us(op.duration_us)}")}{el("tspan", str(i), font_weight="bold")} '
@@ -264,8 +264,8 @@ def _ranks_timeline(summary, trace: dict, width: int, variant: str) -> str:
             if op.kind != "kernel":
                 continue
             comm = traces.is_communication(op.name)
-            lane = "nccl" if comm else "attention" if names.fingerprint([op.name]) != "math" else "other"
-            parts.append(el("rect", hover(f"{names.label(op.name)} {us(op.duration_us)}"),
+            lane = "nccl" if comm else "attention" if kernel_names.fingerprint([op.name]) != "math" else "other"
+            parts.append(el("rect", hover(f"{kernel_names.label(op.name)} {us(op.duration_us)}"),
                             x=f"{x(offset + op.start_us):.1f}", y=y_comm if comm else y_comp,
                             width=f"{max(op.duration_us * scale, 1.0):.1f}", height=row_h - 2, fill=RANK_LANES[lane][0],
                             **{"class": "attnprof-gpu-op"}))

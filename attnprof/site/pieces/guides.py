@@ -5,11 +5,11 @@ The parts that are numbers (the GPU's per-SM limits, the verdict's threshold) ar
 and from the code that applies them, so the explanation stays true when either changes."""
 from __future__ import annotations
 
-from .. import counters
-from ..occupancy import REG_ALLOC_UNIT, SMEM_RESERVED_PER_BLOCK
-from . import tables
-from .build import Build
-from .registry import piece
+from ...analysis import counters
+from ...analysis.occupancy import REG_ALLOC_UNIT, SMEM_RESERVED_PER_BLOCK
+from ..render import tables
+from ..build import Build
+from ..registry import piece
 
 
 @piece("occupancy-guide", captures=1)

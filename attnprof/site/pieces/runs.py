@@ -3,17 +3,16 @@ chapters beyond the post: tables, and charts as inline SVG. Each reads committed
 records; nothing is typed in by hand."""
 from __future__ import annotations
 
-from .. import a100, reasons
-from ..counters import verdict as counter_verdict
-from ..flops import causal_flops, min_bytes, naive_bytes
-from ..records import counted_at
-from ..stages import LONG_SHAPE, select
-from ..text import dims, shape, size, us
-from . import plots, tables
-from .build import Build
-from .pieces import title
-from .registry import piece
-from .statements import FP32_LANES_PER_SM, h200_peaks
+from ...analysis import hardware, reasons
+from ...analysis.counters import verdict as counter_verdict
+from ...analysis.flops import causal_flops, min_bytes, naive_bytes, tflops
+from ...model.names import counted_at
+from ...model.stages import LONG_SHAPE, select
+from ...text import dims, shape, size, us
+from ..render import plots, tables
+from ..build import Build
+from ..words import title
+from ..registry import piece
 
 LAYOUT_TITLES = {"BHSD": "[B, H, S, D]", "BSHD": "[B, S, H, D]"}  # how q, k, v sat in memory
 DEFAULT_PRICE = 3.50  # $ per GPU-hour: an assumption the reader changes on the page, not a quote
@@ -183,10 +182,10 @@ def softmax_share_text(build: Build, record="inplace"):
 def roofline_table(build: Build):
     c = build.run("ceilings")
     rows = []
-    for name, intensity, tflops in _roofline_points(build):
+    for name, intensity, rate in _roofline_points(build):
         attainable = min(c["matmul_tflops"], c["copy_gbs"] * intensity / 1e3)
-        rows.append((name, f"{intensity:.0f}", f"{tflops:.0f}", f"{attainable:.0f}",
-                     f"{100 * tflops / c['matmul_tflops']:.0f} %", f"{100 * tflops / attainable:.0f} %"))
+        rows.append((name, f"{intensity:.0f}", f"{rate:.0f}", f"{attainable:.0f}",
+                     f"{100 * rate / c['matmul_tflops']:.0f} %", f"{100 * rate / attainable:.0f} %"))
     return tables.table(["path", "FLOP / byte", "TFLOP/s (back to back, B=2)", "roof at that intensity",
                          "of matmul peak", "of the roof"], rows, "lrrrrr") + (
         "\n\nShape B=2, H=16, S=8192, D=128, bf16, causal: the sweep's point, the same as the figure's; TFLOP/s "
@@ -209,7 +208,7 @@ def counters_roofline(build: Build):
         moved = sum(k["dram_bytes"] or 0 for k in kernels)
         flops = causal_flops(measured["shape"])
         rows.append((title(stage), size(moved), f"{flops / moved:,.0f}",
-                     f"{flops / (sum(k['duration_ns'] or 0 for k in kernels) * 1e-9) / 1e12:.0f}",
+                     f"{tflops(flops, sum(k['duration_ns'] or 0 for k in kernels) / 1e3):.0f}",
                      f"{main['tensor_pipe_pct']:.0f} %", f"{main['dram_throughput_pct']:.0f} %",
                      f"**{counter_verdict(main)}**"))
     return (tables.table(["path", "DRAM bytes (measured)", "FLOP / DRAM byte", "TFLOP/s (kernel time, Nsight Compute)",
@@ -449,17 +448,17 @@ HARDWARE = {  # what the H200 is and does, from the device query and measurement
     "bf16_bmm_time": lambda r: us(r["bf16_bmm_us"]),
     "fp32_over_bf16": lambda r: f"{r['fp32_bmm_us'] / r['bf16_bmm_us']:.1f}×",
     "copy": lambda r: f"{r['copy_gbs'] / 1000:.2f} TB/s",
-    "fp32_vs_a100": lambda r: f"{r['fp32_matmul_tflops'] / a100.HARDWARE['fp32_tflops']:.1f}×",
-    "copy_vs_a100": lambda r: f"{r['copy_gbs'] / a100.HARDWARE['hbm_gbs']:.1f}×",
-    "sm_clock_vs_a100": lambda r: f"{r['query']['multi_processor_count'] * r['query']['smi_clocks_max_sm_mhz'] / (a100.HARDWARE['sms'] * a100.HARDWARE['boost_mhz']):.1f}×",
-    "l2_vs_a100": lambda r: f"{r['query']['L2_cache_size'] / 1e6 / a100.HARDWARE['l2_mb']:.1f}×",
+    "fp32_vs_a100": lambda r: f"{r['fp32_matmul_tflops'] / hardware.HARDWARE['fp32_tflops']:.1f}×",
+    "copy_vs_a100": lambda r: f"{r['copy_gbs'] / hardware.HARDWARE['hbm_gbs']:.1f}×",
+    "sm_clock_vs_a100": lambda r: f"{r['query']['multi_processor_count'] * r['query']['smi_clocks_max_sm_mhz'] / (hardware.HARDWARE['sms'] * hardware.HARDWARE['boost_mhz']):.1f}×",
+    "l2_vs_a100": lambda r: f"{r['query']['L2_cache_size'] / 1e6 / hardware.HARDWARE['l2_mb']:.1f}×",
     # peak to peak: the H200's peaks computed from its device query as the A100's datasheet ones are
-    "copy_peak": lambda r: f"{h200_peaks(r)['hbm_gbs'] / 1000:.2f} TB/s",
-    "fp32_peak": lambda r: f"{h200_peaks(r)['fp32_tflops']:.1f} TFLOP/s",
-    "copy_peak_vs_a100": lambda r: f"{h200_peaks(r)['hbm_gbs'] / a100.HARDWARE['hbm_gbs']:.2f}×",
-    "fp32_peak_vs_a100": lambda r: f"{h200_peaks(r)['fp32_tflops'] / a100.HARDWARE['fp32_tflops']:.2f}×",
-    "copy_of_peak": lambda r: f"{100 * r['copy_gbs'] / h200_peaks(r)['hbm_gbs']:.0f} %",
-    "fp32_of_peak": lambda r: f"{100 * r['fp32_matmul_tflops'] / h200_peaks(r)['fp32_tflops']:.0f} %",
+    "copy_peak": lambda r: f"{hardware.h200_peaks(r)['hbm_gbs'] / 1000:.2f} TB/s",
+    "fp32_peak": lambda r: f"{hardware.h200_peaks(r)['fp32_tflops']:.1f} TFLOP/s",
+    "copy_peak_vs_a100": lambda r: f"{hardware.h200_peaks(r)['hbm_gbs'] / hardware.HARDWARE['hbm_gbs']:.2f}×",
+    "fp32_peak_vs_a100": lambda r: f"{hardware.h200_peaks(r)['fp32_tflops'] / hardware.HARDWARE['fp32_tflops']:.2f}×",
+    "copy_of_peak": lambda r: f"{100 * r['copy_gbs'] / hardware.h200_peaks(r)['hbm_gbs']:.0f} %",
+    "fp32_of_peak": lambda r: f"{100 * r['fp32_matmul_tflops'] / hardware.h200_peaks(r)['fp32_tflops']:.0f} %",
 }
 
 
@@ -474,11 +473,11 @@ def value_run(build: Build, record, field):
 @piece("hardware")
 def hardware_table(build: Build):
     """The H200's figures that explain the rungs beside the A100's published peaks, compared peak to peak."""
-    r, a = build.run("hardware"), a100.HARDWARE
-    p, q = h200_peaks(r), r["query"]
+    r, a = build.run("hardware"), hardware.HARDWARE
+    p, q = hardware.h200_peaks(r), r["query"]
     rows = [
         ("FP32 on the CUDA cores (TF32 off)",
-         f"{p['fp32_tflops']:.1f} TFLOP/s ({q['multi_processor_count']} SMs × {FP32_LANES_PER_SM['H200']} lanes × 2 × "
+         f"{p['fp32_tflops']:.1f} TFLOP/s ({q['multi_processor_count']} SMs × {hardware.FP32_LANES_PER_SM['H200']} lanes × 2 × "
          f"{HARDWARE['clock'](r)})", f"{r['fp32_matmul_tflops']:.0f} TFLOP/s (8192³ matmul, {HARDWARE['fp32_of_peak'](r)})",
          f"{a['fp32_tflops']:g} TFLOP/s", HARDWARE["fp32_peak_vs_a100"](r)),
         ("device memory bandwidth",
@@ -495,9 +494,9 @@ def hardware_table(build: Build):
     ]
     return (tables.table(["", "H200 peak (from its device query)", "H200 measured (share of its peak)",
                           "A100-SXM4-80GB peak (NVIDIA)", "H200 ÷ A100, peak to peak"], rows, "lrrrr")
-            + f"\n\nA100 figures are NVIDIA's published peaks ([datasheet]({a100.SPEC_SOURCE}); L2 and SM count "
-              f"from the [architecture whitepaper]({a100.WHITEPAPER})). The H200's peaks are computed from its device "
+            + f"\n\nA100 figures are NVIDIA's published peaks ([datasheet]({hardware.SPEC_SOURCE}); L2 and SM count "
+              f"from the [architecture whitepaper]({hardware.WHITEPAPER})). The H200's peaks are computed from its device "
               f"query by the formulas that give the A100's datasheet figures (FP32: SMs × FP32 lanes per SM, "
-              f"{FP32_LANES_PER_SM['A100']} on the A100 and {FP32_LANES_PER_SM['H200']} on Hopper, × 2 per fused "
+              f"{hardware.FP32_LANES_PER_SM['A100']} on the A100 and {hardware.FP32_LANES_PER_SM['H200']} on Hopper, × 2 per fused "
               f"multiply-add × clock; bandwidth: 2 transfers per memory clock × bus width), so each ratio compares a "
               f"peak with a peak. A measured H200 rate set against an A100 peak would mix the two methods.")

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .. import counters, names
-from ..records import counted_at
-from ..stages import LONG_SHAPE
-from ..text import dims
-from . import tables
-from .build import Build
-from .findings import softmax_share, speedups
-from .pieces import title
-from .registry import piece
+from ...analysis import counters, kernel_names
+from ...model.names import counted_at
+from ...model.stages import LONG_SHAPE
+from ...text import dims
+from ..render import tables
+from ..build import Build
+from ..pieces.runs import softmax_share, speedups
+from ..words import title
+from ..registry import piece
 
 ARTICLES = "articles about the post"
 
@@ -163,9 +163,9 @@ def share_verdict(hits: int, total: int) -> str:
 def elementwise_memory_bound(build: Build):
     kernels = [(op, k) for record in ("naive", "inplace", "math")
                for op, k in counters.paired(build.summary(record)["ops"], build.counters(record)["kernels"]) or []
-               if names.explain(op["name"])["library"] == "ATen elementwise"]
+               if kernel_names.explain(op["name"])["library"] == "ATen elementwise"]
     memory = [op for op, k in kernels if counters.verdict(k) == "memory-bound"]
-    rest = Counter(f"{names.label(op['name'])} ({counters.verdict(k)})" for op, k in kernels
+    rest = Counter(f"{kernel_names.label(op['name'])} ({counters.verdict(k)})" for op, k in kernels
                    if counters.verdict(k) != "memory-bound")
     return ("PyTorch's elementwise kernels are memory-bound (they do little arithmetic per byte)",
             "the usual reading of a profile",

@@ -1,0 +1,426 @@
+"""Reading a torch.profiler Chrome trace: one annotated forward and the device work it launched.
+
+A forward is the CPU range of the `record_function` annotation. Its device work is every kernel,
+memcpy and memset whose correlation id matches a runtime/driver launch made inside that range on
+the same thread, in launch order. Nothing is ever divided by a step count.
+
+A backward is annotated the same way, but autograd runs it on its own thread: with `follow_autograd`
+the launches inside the range are also taken from every thread of the process that runs autograd's
+engine inside that range (`autograd::engine::evaluate_function: ...` ops), and only from those.
+A capture from several GPUs is one trace whose events carry their rank (`args.rank`); `rank_trace`
+gives one rank's events back, and `overlap` measures how much communication hid behind compute.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEVICE_KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+AUTOGRAD_ENGINE = "autograd::engine::evaluate_function"
+
+
+class TraceError(ValueError):
+    pass
+
+
+@dataclass
+class DeviceOp:
+    name: str
+    kind: str  # kernel | memcpy | memset
+    duration_us: float
+    start_us: float  # relative to the start of the forward's CPU range
+    launch: str  # the runtime/driver call that launched it, e.g. cudaLaunchKernel
+    launch_start_us: float
+    grid: list | None = None
+    block: list | None = None
+    registers: int | None = None  # per thread
+    shared_memory: int | None = None  # bytes per block
+    achieved_occupancy: float | None = None  # the trace's "est. achieved occupancy %", as recorded
+
+
+@dataclass
+class CpuOp:
+    name: str
+    start_us: float
+    duration_us: float
+    depth: int  # 1 = called directly inside the annotation
+
+
+@dataclass
+class Forward:
+    cpu_us: float
+    start_ts: float = 0.0  # the annotation's start in the trace's clock (to line ranks up on one timeline)
+    ops: list[DeviceOp] = field(default_factory=list)
+    cpu_ops: list[CpuOp] = field(default_factory=list)
+
+    @property
+    def device_us(self) -> float:
+        return sum(op.duration_us for op in self.ops)
+
+
+def load(path: str | Path) -> dict:
+    """Read a Chrome trace, gzipped or plain; a damaged file raises TraceError naming it."""
+    path = Path(path)
+    if not path.exists():
+        raise TraceError(f"trace file {path} is missing: recapture with `python -m attnprof capture`")
+    try:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt") as f:
+            trace = json.load(f)
+    except (OSError, EOFError, json.JSONDecodeError) as e:
+        raise TraceError(f"trace file {path} is unreadable ({e}): recapture with `python -m attnprof capture`")
+    if "traceEvents" not in trace:
+        raise TraceError(f"trace file {path} has no traceEvents: not a torch.profiler Chrome trace")
+    return trace
+
+
+def _within(ev, start, end):
+    return start <= ev["ts"] <= end
+
+
+def _nesting_depths(events):
+    """Depth of each complete event among the others (1 = outermost)."""
+    depths, stack = [], []
+    for ev in events:
+        while stack and ev["ts"] >= stack[-1]:
+            stack.pop()
+        stack.append(ev["ts"] + ev.get("dur", 0))
+        depths.append(len(stack))
+    return depths
+
+
+def _threads_of(events, ann, follow_autograd):
+    """(pid, tid) of the threads whose launches belong to the annotation `ann`: its own thread and,
+    when following autograd, each thread of its process running autograd's engine inside the range."""
+    own = (ann.get("pid"), ann.get("tid"))
+    if not follow_autograd:
+        return {own}
+    start, end = ann["ts"], ann["ts"] + ann["dur"]
+    return {own} | {(e.get("pid"), e.get("tid")) for e in events
+                    if e.get("cat") == "cpu_op" and e.get("pid") == own[0] and e["name"].startswith(AUTOGRAD_ENGINE)
+                    and _within(e, start, end)}
+
+
+def forwards(trace: dict, label: str, follow_autograd: bool = False) -> list[Forward]:
+    """Every annotated forward (or backward) named `label`, in time order, with its device and CPU work."""
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    annotations = sorted((e for e in events if e.get("cat") == "user_annotation" and e.get("name") == label),
+                         key=lambda e: e["ts"])
+    if not annotations:
+        raise TraceError(f"no forward annotated {label!r} in the trace")
+    device_by_corr: dict[int, list] = {}
+    for e in events:
+        if e.get("cat") in DEVICE_KINDS and "correlation" in e.get("args", {}):
+            device_by_corr.setdefault(e["args"]["correlation"], []).append(e)
+
+    result = []
+    for ann in annotations:
+        start, end = ann["ts"], ann["ts"] + ann["dur"]
+        threads = _threads_of(events, ann, follow_autograd)
+        same_thread = [e for e in events if (e.get("pid"), e.get("tid")) in threads]
+        launches = sorted((e for e in same_thread if e.get("cat") in LAUNCH_CATS and _within(e, start, end)),
+                          key=lambda e: e["ts"])
+        fwd = Forward(cpu_us=ann["dur"], start_ts=ann["ts"])
+        for launch in launches:
+            for dev in sorted(device_by_corr.get(launch["args"].get("correlation"), []), key=lambda e: e["ts"]):
+                a = dev.get("args", {})
+                fwd.ops.append(DeviceOp(
+                    name=dev["name"], kind=DEVICE_KINDS[dev["cat"]], duration_us=float(dev["dur"]),
+                    start_us=dev["ts"] - start, launch=launch["name"], launch_start_us=launch["ts"] - start,
+                    grid=a.get("grid"), block=a.get("block"), registers=a.get("registers per thread"),
+                    shared_memory=a.get("shared memory"),
+                    achieved_occupancy=a.get("est. achieved occupancy %")))
+        for thread in sorted(threads, key=str):  # nesting is per thread
+            cpu = sorted((e for e in same_thread if (e.get("pid"), e.get("tid")) == thread
+                          and e.get("cat") == "cpu_op" and _within(e, start, end)),
+                         key=lambda e: (e["ts"], -e.get("dur", 0)))
+            for ev, depth in zip(cpu, _nesting_depths(cpu)):
+                fwd.cpu_ops.append(CpuOp(ev["name"], ev["ts"] - start, float(ev.get("dur", 0)), depth))
+        fwd.cpu_ops.sort(key=lambda c: (c.start_us, c.depth))
+        result.append(fwd)
+    return result
+
+
+def median_forward(fwds: list[Forward]) -> Forward:
+    """The forward whose device time is the median: a real forward, not an average of several."""
+    return sorted(fwds, key=lambda f: f.device_us)[len(fwds) // 2]
+
+
+def summarize(trace: dict, label: str) -> dict:
+    """What a capture's summary says about its trace: the median forward's device ops (in launch
+    order) and CPU ops, its device time, the op count of every forward and their median CPU time.
+    Capture writes exactly this; `check` recomputes it from the committed trace and compares."""
+    fwds = forwards(trace, label)
+    chosen = median_forward(fwds)
+    return {
+        "ops_per_forward": len(chosen.ops),
+        "ops_per_forward_each": [len(f.ops) for f in fwds],  # one entry per profiled forward: they should agree
+        "forward_device_us": chosen.device_us,
+        "forward_device_us_each": [f.device_us for f in fwds],  # every forward, not only the median one
+        "cpu_forward_us_each": [f.cpu_us for f in fwds],
+        "cpu_forward_us": statistics.median(f.cpu_us for f in fwds),
+        "ops": [dict(op.__dict__) for op in chosen.ops],
+        "cpu_ops": [dict(op.__dict__) for op in chosen.cpu_ops],
+    }
+
+
+def summarize_backward(trace: dict, label: str, forward_label: str) -> dict:
+    """What a backward capture's summary says about its trace: the median backward's device ops,
+    counted on autograd's engine thread, and what counting on the calling thread alone would find."""
+    bwds = forwards(trace, label, follow_autograd=True)
+    chosen = median_forward(bwds)
+    fwds = forwards(trace, forward_label)
+    return {
+        "ops_per_backward": len(chosen.ops),
+        "ops_per_backward_each": [len(b.ops) for b in bwds],
+        "ops_on_calling_thread_each": [len(b.ops) for b in forwards(trace, label)],
+        "backward_device_us": chosen.device_us,
+        "backward_device_us_each": [b.device_us for b in bwds],
+        "cpu_backward_us": statistics.median(b.cpu_us for b in bwds),
+        "cpu_backward_us_each": [b.cpu_us for b in bwds],
+        "forward_ops_each": [len(f.ops) for f in fwds],
+        "forward_device_us": median_forward(fwds).device_us,
+        "ops": [dict(op.__dict__) for op in chosen.ops],
+        "cpu_ops": [dict(op.__dict__) for op in chosen.cpu_ops],
+    }
+
+
+def _same(a, b) -> bool:
+    """Equal, up to the last bits of a float (a sum taken in another order); NaN is NaN."""
+    if isinstance(a, float) or isinstance(b, float):
+        if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+            return True
+        return (isinstance(a, (int, float)) and isinstance(b, (int, float))
+                and abs(a - b) <= 1e-9 * max(1.0, abs(b)))
+    return a == b
+
+
+def differences(mine, theirs, path, source="the trace"):
+    """Every place where `mine` (a record) differs from `theirs` (what `source` gives), one line each."""
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        for key in sorted(set(mine) | set(theirs)):
+            yield from differences(mine.get(key), theirs.get(key), f"{path}.{key}", source)
+    elif isinstance(mine, list) and isinstance(theirs, list) and len(mine) == len(theirs):
+        for i, (a, b) in enumerate(zip(mine, theirs)):
+            yield from differences(a, b, f"{path}[{i}]", source)
+    elif isinstance(mine, list) and isinstance(theirs, list) and path in ("ops", "cpu_ops"):
+        yield f"{path}: {len(mine)} entries ({source}: {len(theirs)})"
+    elif not _same(mine, theirs):
+        yield f"{path} {mine!r} ({source}: {theirs!r})"
+
+
+def disagreements(summary: dict, trace: dict) -> list[str]:
+    """Where a summary differs from what its trace says (empty when it is derivable from it), e.g.
+    `forward_device_us 194.847 (the trace: 94.847)` or `ops[1].duration_us 20.0 (the trace: 2.1)`;
+    every profiled forward is held, and so is every key_averages row the page shows."""
+    if summary.get("pass") == "backward":
+        derived = summarize_backward(trace, summary["label"], summary["forward_label"])
+    else:
+        derived = summarize(trace, summary.get("label", ""))
+    found = [line for key, value in derived.items() for line in differences(summary.get(key), value, key)]
+    return found + key_averages_disagreements(summary.get("key_averages", []), trace)
+
+
+CPU_SIDE = ("cpu_op", "cuda_runtime", "cuda_driver", "user_annotation")
+DEVICE_SIDE = (*DEVICE_KINDS, "gpu_user_annotation")
+
+
+def key_averages(trace: dict) -> dict[tuple[str, str], dict]:
+    """torch.profiler's key_averages() rebuilt from a trace, one row per (side, name): on the CPU side
+    calls and self time (its time less its children's, per thread); on the device side calls and
+    time. (torch's own inclusive totals follow rules of its own where an op nests in itself.)"""
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    rows: dict[tuple[str, str], dict] = {}
+
+    def row(side, name):
+        name = "ProfilerStep*" if name.startswith("ProfilerStep#") else name
+        return rows.setdefault((side, name), {"calls": 0, "self_cpu_us": 0.0, "device_us": 0.0})
+    threads: dict[tuple, list] = {}
+    for e in events:
+        if e.get("cat") in CPU_SIDE:
+            threads.setdefault((e.get("pid"), e.get("tid")), []).append(e)
+        elif e.get("cat") in DEVICE_SIDE:
+            r = row("device", e["name"])
+            r["calls"] += 1
+            r["device_us"] += e["dur"]
+    for evs in threads.values():
+        stack: list[list] = []  # [event, end, children's time]
+
+        def close():
+            e, _, children = stack.pop()
+            r = row("cpu", e["name"])
+            r["calls"] += 1
+            r["self_cpu_us"] += e["dur"] - children
+            if stack:
+                stack[-1][2] += e["dur"]
+        for e in sorted(evs, key=lambda e: (e["ts"], -e["dur"])):
+            while stack and e["ts"] >= stack[-1][1]:
+                close()
+            stack.append([e, e["ts"] + e["dur"], 0.0])
+        while stack:
+            close()
+    return rows
+
+
+def key_averages_disagreements(shown: list[dict], trace: dict) -> list[str]:
+    """The key_averages rows a summary keeps that its trace does not give: a device row's calls and
+    time, a CPU row's calls and self time (within the trace's rounding to nanoseconds)."""
+    rows, found = key_averages(trace), []
+    for i, r in enumerate(shown):
+        def near(a, b, calls):
+            return abs(a - b) <= 0.003 * max(calls, 1) + 1e-9 * abs(b)
+        device = rows.get(("device", r["name"]))
+        cpu = rows.get(("cpu", r["name"]))
+        ok = (device and r["self_cpu_us"] == 0 and device["calls"] == r["calls"]
+              and near(device["device_us"], r["self_device_us"], r["calls"])) or (
+              cpu and cpu["calls"] >= r["calls"] and near(cpu["self_cpu_us"], r["self_cpu_us"], r["calls"]))
+        if not ok:
+            found.append(f"key_averages[{i}] {r['name'][:60]!r}: {r['calls']} calls, self CPU {r['self_cpu_us']:.3f} us, "
+                         f"self device {r['self_device_us']:.3f} us (not what the trace holds)")
+    return found
+
+
+def rank_trace(trace: dict, rank: int) -> dict:
+    """One rank's events of a trace made on several GPUs (each event's `args.rank` says whose it is)."""
+    events = [e for e in trace["traceEvents"] if e.get("args", {}).get("rank") == rank]
+    if not events:
+        raise TraceError(f"no events of rank {rank} in the trace")
+    return {**{k: v for k, v in trace.items() if k != "traceEvents"}, "traceEvents": events}
+
+
+def merge_ranks(traces: list[dict]) -> dict:
+    """One trace from each rank's own trace: every event is tagged with its rank, and each process that
+    holds events is named after its rank (and sorted by it), so a trace viewer shows the ranks as lanes
+    of one timeline. Rank r runs on GPU r, so device lanes (pid = device index) do not collide; the
+    metadata of devices a rank never used is dropped."""
+    events = []
+    for rank, t in enumerate(traces):
+        used = {e.get("pid") for e in t["traceEvents"] if e.get("ph") != "M"}
+        cpu_pids = {e.get("pid") for e in t["traceEvents"] if e.get("cat") in ("cpu_op", "user_annotation")}
+        for e in t["traceEvents"]:
+            if e.get("ph") == "M" and e.get("pid") not in used:
+                continue
+            e = dict(e, args=dict(e.get("args", {}), rank=rank))
+            if e.get("ph") == "M" and e.get("name") == "process_name":
+                e["args"]["name"] = f"rank {rank} CPU" if e["pid"] in cpu_pids else f"rank {rank} GPU {e['pid']}"
+            if e.get("ph") == "M" and e.get("name") == "process_sort_index":
+                e["args"]["sort_index"] = 2 * rank + (0 if e["pid"] in cpu_pids else 1)
+            events.append(e)
+    first = traces[0]
+    return {**{k: v for k, v in first.items() if k != "traceEvents"}, "traceEvents": events,
+            "deviceProperties": [p for t in traces for p in t.get("deviceProperties", [])]}
+
+
+def summarize_rank(merged: dict, rank: int, label: str) -> dict:
+    """What a context-parallel record says of one rank, from the merged trace: its median forward's
+    ops, their count in every forward, device and CPU time, and how much communication the compute hid."""
+    fwds = forwards(rank_trace(merged, rank), label)
+    chosen = median_forward(fwds)
+    return {"ops_per_forward": len(chosen.ops), "ops_per_forward_each": [len(f.ops) for f in fwds],
+            "forward_device_us": chosen.device_us, "cpu_forward_us": statistics.median(f.cpu_us for f in fwds),
+            "overlap": overlap(chosen.ops), "ops": [dict(op.__dict__) for op in chosen.ops]}
+
+
+def ranks_disagreements(summary: dict, merged: dict) -> list[str]:
+    """Where a context-parallel record differs from its merged trace, rank by rank, or from itself (the
+    run is done when its slowest rank is; the speedup is the single GPU's time over that)."""
+    found = []  # (a rank's key_averages are not held: no page shows them, and torch's per-rank table
+    for r in summary["ranks"]:  # also counts what the merged trace files under the other rank's lanes)
+        derived = summarize_rank(merged, r["rank"], summary["label"])
+        if "positions" in r:  # the (query, key) pairs its queries see under the causal mask, from its positions
+            derived["causal_pairs"] = sum((a + b + 2) * (b - a + 1) // 2 for a, b in r["positions"])
+        found += [line for key, value in derived.items()
+                  for line in differences(r.get(key), value, f"ranks[{r['rank']}].{key}")]
+    slowest = max(r["event_median_us"] for r in summary["ranks"])
+    found += list(differences(summary.get("cp_event_median_us"), slowest, "cp_event_median_us"))
+    found += list(differences(summary.get("speedup"), summary["single_gpu"]["event_median_us"] / slowest, "speedup"))
+    return found
+
+
+def is_communication(name: str) -> bool:
+    """NCCL's kernels (all-gather, send/recv, all-to-all) move data between GPUs; everything else computes."""
+    return name.startswith("nccl")
+
+
+def _union(intervals):
+    merged = []
+    for a, b in sorted(intervals):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return merged
+
+
+def _length(intervals) -> float:
+    return sum(b - a for a, b in intervals)
+
+
+def overlap(ops: list[DeviceOp]) -> dict:
+    """Communication time, and how much of it ran while a compute kernel ran on the same GPU.
+
+    Times are unions of intervals (two NCCL kernels at once count once): `communication_us` is the
+    time any NCCL kernel ran, `overlap_us` the part of it during which a compute kernel also ran,
+    `exposed_us` the rest, and `compute_us` the time any other kernel ran."""
+    comm = _union((o.start_us, o.start_us + o.duration_us) for o in ops if o.kind == "kernel" and is_communication(o.name))
+    comp = _union((o.start_us, o.start_us + o.duration_us) for o in ops if o.kind == "kernel" and not is_communication(o.name))
+    both = []
+    for a, b in comm:
+        for c, d in comp:
+            if c < b and a < d:
+                both.append((max(a, c), min(b, d)))
+    communication, hidden = _length(comm), _length(_union(both))
+    return {"communication_us": communication, "overlap_us": hidden, "exposed_us": communication - hidden,
+            "compute_us": _length(comp),
+            "hidden_fraction": hidden / communication if communication else None}
+
+
+@dataclass
+class Gaps:
+    """Where one forward's GPU time went, read off its trace. The span runs from the first launch
+    on the CPU to the end of the last device op; the GPU is busy while any of the forward's ops
+    runs and idle for the rest of the span, waiting for the CPU to launch more work. A profiled span is
+    no verdict on what bounds a stream of calls: that comes from unprofiled timing (attnprof/analysis/timing.py)."""
+    span_us: float
+    busy_us: float
+    launch_latency_us: list[float]  # per op: its launch call's start on the CPU → its start on the GPU
+
+    @property
+    def idle_us(self) -> float:
+        return self.span_us - self.busy_us
+
+    @property
+    def idle_share(self) -> float:
+        return self.idle_us / self.span_us if self.span_us else 0.0
+
+
+def idle_intervals(ops: list[DeviceOp]) -> list[tuple[float, float]]:
+    """The stretches between a forward's first launch and its last op's end in which none of its ops ran."""
+    if not ops:
+        return []
+    t, idle = min(op.launch_start_us for op in ops), []
+    for a, b in _union((op.start_us, op.start_us + op.duration_us) for op in ops):
+        if a > t:
+            idle.append((t, a))
+        t = max(t, b)
+    return idle
+
+
+def gaps(ops: list[DeviceOp]) -> Gaps:
+    """The gaps of one forward's device ops (a Forward's `ops`, or a summary's rebuilt as DeviceOps)."""
+    if not ops:
+        return Gaps(0.0, 0.0, [])
+    end = max(op.start_us + op.duration_us for op in ops)
+    busy = _length(_union((op.start_us, op.start_us + op.duration_us) for op in ops))
+    return Gaps(span_us=end - min(op.launch_start_us for op in ops), busy_us=busy,
+                launch_latency_us=[op.start_us - op.launch_start_us for op in ops])
+
+
+def busy_us(ops: list[dict]) -> float:
+    """The time at least one of `ops` (as a summary keeps them) ran: the union of their intervals, so
+    ops on two streams at once count once."""
+    return _length(_union((o["start_us"], o["start_us"] + o["duration_us"]) for o in ops))

@@ -1,0 +1,212 @@
+"""Record names, settings and keys: the grammar every kind of record is named by, and what keys it.
+
+    stage     `<stage>[-BxHxSxD][-dtype]`: one forward, profiled (measure/capture.py)
+    backward  `<stage>-bwd`: forward + backward, profiled (measure/backward.py)
+    cp        `cp-<rotation>[-unbalanced]-w<world>-1xHxSxD`: context parallelism, every rank (measure/context_parallel.py)
+    counters  `<record>.counters`: Nsight Compute over one forward of a stage record (measure/counters.py)
+    run       `run-<name>`: a measurement run (measure/runs.py)
+    own       `<file stem>.<function>`: a reader's attention, profiled like a stage (measure/own.py, model/own.py)
+
+A record's key is the token hash of the code it ran and its settings (a comment-only edit stales nothing).
+Pure: records.py (the kinds) and own.py (readers' captures) build on this; nothing here reads a record.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import text
+from . import stages
+from .procedure import BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, FORMAT, METRICS, SCHEDULE, WARMUP_CALLS
+from .stages import DEFAULT_SHAPE, ROOT, STAGES, Stage, code_hash, counter_records, get_stage, select, timing_stages
+
+
+
+
+def record_name(stage: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE) -> str:
+    """`flash` at the default shape and dtype, `flash-1x16x8192x128` (and `-fp16`) otherwise."""
+    name = stage if tuple(shape) == tuple(DEFAULT_SHAPE) else f"{stage}-{text.shape(shape, 'x')}"
+    return name if dtype_name == DEFAULT_DTYPE else f"{name}-{dtype_name}"
+
+
+def parse_record(record: str):
+    """The inverse of record_name: (stage, shape, dtype); raises ValueError naming a bad record."""
+    parts = record.split("-")
+    stage, shape, dtype_name = parts[0], tuple(DEFAULT_SHAPE), DEFAULT_DTYPE
+    get_stage(stage)
+    for part in parts[1:]:
+        if part.count("x") == 3 and all(p.isdigit() for p in part.split("x")):
+            shape = tuple(int(p) for p in part.split("x"))
+        else:
+            dtype_name = part
+    if record_name(stage, shape, dtype_name) != record:
+        raise ValueError(f"{record!r} is not a capture name: use STAGE or STAGE-BxHxSxD, e.g. flash-1x16x8192x128")
+    return stage, shape, dtype_name
+
+
+def settings(shape, dtype_name) -> dict:
+    return {"shape": list(shape), "dtype": dtype_name, "causal": True, "schedule": SCHEDULE,
+            "warmup_calls": WARMUP_CALLS, "event_reps": EVENT_REPS, "format": FORMAT}
+
+
+def make_key(source_hash: str, record_settings: dict) -> str:
+    return hashlib.sha256((source_hash + json.dumps(record_settings, sort_keys=True)).encode()).hexdigest()[:16]
+
+
+# ---- the code each record runs --------------------------------------------------------------------
+# Paths are relative to the repository (read from stages.SNIPPETS and CODE_ROOT: a test points them at a
+# copy). A record's key is the token hash of these files and its settings, so an edit of any of them,
+# comments aside, stales it.
+
+CODE_ROOT = ROOT
+MEASURE = "attnprof/measure"
+FORWARD_CODE = tuple(f"{MEASURE}/{m}.py" for m in ("capture", "profiling", "bench", "numerics", "dispatch", "timing"))  # the capture path
+BACKWARD_CODE = FORWARD_CODE + (f"{MEASURE}/backward.py",)
+COUNTERS_CODE = tuple(f"{MEASURE}/{m}.py" for m in ("counters", "numerics", "capture", "profiling"))
+OWN_CODE = (f"{MEASURE}/own.py",) + FORWARD_CODE  # a reader's capture: its own checks, then the capture path
+CP_CODE = (f"{MEASURE}/context_parallel.py",)  # as the committed two-GPU records were keyed: kept as it is
+
+@dataclass(frozen=True)
+class Run:
+    """A measurement run: the function that makes it (`module.function` in attnprof/measure/), the other
+    measuring modules it runs, the stages it measures (`select` facts, or a tuple of names) and other
+    snippets it loads. Its key hashes all of these and analysis/derived.py, which computes its figures."""
+    function: str
+    modules: tuple[str, ...] = ()
+    stages: dict | tuple | None = None
+    snippets: tuple[str, ...] = ()
+
+    @property
+    def code(self) -> tuple[str, ...]:
+        """The measuring modules it runs, the function's own first."""
+        return (self.function.split(".")[0],) + self.modules
+
+
+RUN_CODE = {
+    "ceilings": Run("sweep.ceilings", ("bench",)),
+    "hardware": Run("sweep.hardware", ("bench",)),
+    "sweep": Run("sweep.sweep", ("bench", "numerics"), dict(sweep=True)),
+    "fastest": Run("sweep.fastest", ("bench", "numerics"), dict(fused=True, sweep=True)),
+    "recompile": Run("sweep.recompile_limit", ("bench", "numerics"), dict(fresh_compile=True)),
+    "fallback": Run("verify.fallbacks", ("dispatch", "bench", "numerics"), snippets=("sdpa",)),
+    "verify": Run("verify.verify", ("numerics",), dict(verify=True), ("sdpa",)),
+    "gqa": Run("serving.gqa", ("bench", "dispatch", "numerics")),
+    "decode": Run("serving.decode", ("bench", "dispatch", "numerics")),
+    "varlen": Run("serving.varlen", ("bench", "dispatch", "numerics")),
+    "e2e": Run("serving.end_to_end", ("bench", "numerics"), snippets=("inplace",)),
+    "decode_step": Run("serving.decode_step", ("bench", "numerics")),
+    "graphs": Run("graphs.graphs", ("bench", "numerics"), snippets=("naive", "compiled", "graphed", "sdpa")),
+    "timing": Run("timing.timing", ("bench", "numerics", "capture", "profiling"), timing_stages(), ("graphed",)),
+}
+
+
+def snippet_paths(names) -> tuple[str, ...]:
+    return tuple(f"snippets/{n}.py" for n in dict.fromkeys(names))
+
+
+def run_stages(name: str) -> list[str]:
+    """The stages a measurement run measures (their snippets key it; a provider among them must load)."""
+    facts = RUN_CODE[name].stages
+    return select(**facts) if isinstance(facts, dict) else list(facts or [])
+
+
+def run_sources(name: str) -> tuple[str, ...]:
+    run = RUN_CODE[name]
+    stage_snippets = [n for s in run_stages(name) for n in STAGES[s].snippets]
+    return (tuple(f"{MEASURE}/{m}.py" for m in run.code) + ("attnprof/analysis/derived.py",)
+            + snippet_paths(stage_snippets + list(run.snippets)))
+
+
+def run_settings(name: str) -> dict:
+    return {"run": name, "stages": run_stages(name), "format": FORMAT}
+
+
+def code_path(path: str) -> Path:
+    """Where a file a key hashes lies: snippets under stages.SNIPPETS, the rest under CODE_ROOT."""
+    if path.startswith("snippets/"):
+        return stages.SNIPPETS / path.removeprefix("snippets/")
+    return Path(CODE_ROOT) / path
+
+
+def source_hash_of(paths) -> str:
+    """The token hash of these files (relative to the repository), in this order."""
+    return code_hash(*(code_path(p) for p in paths))
+
+
+def capture_key(stage: Stage, stage_settings: dict, code=FORWARD_CODE) -> str:
+    """The key of a profiled record of `stage`: its snippets and the measuring code, and its settings."""
+    return make_key(source_hash_of(snippet_paths(stage.snippets) + tuple(code)), stage_settings)
+
+
+def backward_record(stage: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE) -> str:
+    return f"{record_name(stage, shape, dtype_name)}-bwd"
+
+
+def backward_settings(shape, dtype_name) -> dict:
+    return {**settings(shape, dtype_name), "pass": "backward", "label": BWD_LABEL}
+
+
+CP_HEADS, CP_HEAD_DIM, CP_BACKEND = 16, 128, "flash"
+CP_WORLD = 2
+CP_LENGTHS = (32768, 65536, 131072)
+# (length, rotation, load-balanced) of every context-parallel capture the site renders
+CP_CONFIGS = [(n, "allgather", True) for n in CP_LENGTHS] + [
+    (CP_LENGTHS[-1], "alltoall", True), (CP_LENGTHS[-1], "allgather", False)]
+
+
+def cp_record(seq_len: int, world: int = CP_WORLD, rotate: str = "allgather", balanced: bool = True) -> str:
+    return f"cp-{rotate}{'' if balanced else '-unbalanced'}-w{world}-1x{CP_HEADS}x{seq_len}x{CP_HEAD_DIM}"
+
+
+def cp_settings(seq_len, world, rotate, balanced) -> dict:
+    return {**settings((1, CP_HEADS, seq_len, CP_HEAD_DIM), "bf16"), "world_size": world, "rotate": rotate,
+            "load_balance": balanced, "backend": CP_BACKEND}
+
+
+def cp_source_hash() -> str:
+    """The token hash of the context-parallel capture code, as every other key uses."""
+    return source_hash_of(CP_CODE)
+
+
+def cp_key(cp_settings_: dict) -> str:
+    return make_key(cp_source_hash(), cp_settings_)
+
+
+def counted_at(shape) -> list[tuple[str, str]]:
+    """(stage, capture record) of every stage whose forward at `shape` also ran under Nsight Compute."""
+    return [(s, record_name(s, shape)) for s, at in counter_records() if tuple(at) == tuple(shape)]
+
+
+RUNS = tuple(RUN_CODE)  # every measurement run the site renders (measure/runs.py makes them)
+
+
+def capture_command(record: str, verb="capture") -> str:
+    stage, shape, dtype_name = parse_record(record)
+    extra = "" if tuple(shape) == tuple(DEFAULT_SHAPE) else f" --shape {text.shape(shape, ',')}"
+    extra += "" if dtype_name == DEFAULT_DTYPE else f" --dtype {dtype_name}"
+    return f"`python -m attnprof {verb} {stage}{extra}`"
+
+
+def parsed(record: str):
+    """(stage, shape, dtype) of a stage, backward or counters record."""
+    return parse_record(record.removesuffix("-bwd").removesuffix(".counters"))
+
+
+def profiled_sources(code):
+    """The files a stage, backward or counters record runs: its stage's snippets, then `code`."""
+    return lambda r: snippet_paths(get_stage(parsed(r)[0]).snippets) + tuple(code)
+
+
+def cp_config(record: str):
+    """(length, rotation, load-balanced) of a context-parallel record the site renders."""
+    for n, rotate, balanced in CP_CONFIGS:
+        if cp_record(n, CP_WORLD, rotate, balanced) == record:
+            return n, rotate, balanced
+    raise ValueError(f"{record!r} is not a context-parallel record the site renders: choose from "
+                     f"{', '.join(cp_record(n, CP_WORLD, r, b) for n, r, b in CP_CONFIGS)}")
+
+
+def counters_settings(shape, dtype_name) -> dict:
+    return {**settings(shape, dtype_name), "metrics": list(METRICS.values())}

@@ -1,0 +1,13 @@
+"""Words the pages put numbers and names into: a stage's title, said one way everywhere."""
+from __future__ import annotations
+
+from ..model.stages import STAGES
+from .render import tables
+
+
+def title(record_or_summary) -> str:
+    """The one title of a stage, from a record name or a capture summary."""
+    stage = record_or_summary["stage"] if isinstance(record_or_summary, dict) else record_or_summary.split("-")[0]
+    if stage not in STAGES:  # a reader's capture: its own title (from its docstring), escaped
+        return tables.cell(record_or_summary.get("title", stage) if isinstance(record_or_summary, dict) else stage)
+    return STAGES[stage].title
