@@ -12,9 +12,9 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from pathlib import Path
 
-from . import kernel_names, oplist, timing
+from . import kernel_names, oplist, records, timing
 from ..model import store
-from . import records
+from ..text import shape, short, text_table, us
 from .flops import causal_tflops
 from .oplist import KIND_LABEL
 
@@ -117,14 +117,11 @@ METRIC_ROWS = [  # (label, key, format)
 
 
 def _cell(key, fmt, m):
-    from ..text import us
     return (fmt or us)(m[key])
 
 
 def text(d: dict, width: int = 100) -> str:
     """The comparison for a terminal, no line longer than `width` characters."""
-    from ..text import shape, short, us
-    from ..text import text_table
     a, b = d["a"], d["b"]
     head = [short(f"{tag}  {m['record']}: {m['title']} · {m['device']} · {shape(m['shape'])} {m['dtype']}", width)
             for tag, m in (("A", a), ("B", b))]
@@ -146,7 +143,7 @@ def text(d: dict, width: int = 100) -> str:
         "",
         "Times per forward: profiler device time (median profiled forward), its CPU time, and the CUDA-event",
         f"median of {a['event_reps'] or 'the'} single calls. A stream of calls: launch-bound when back to back runs at",
-        "the CPU's enqueue pace, GPU-bound when at a CUDA-graph replay's (unprofiled, attnprof/analysis/timing.py).",
+        "the CPU's enqueue pace, GPU-bound when at a CUDA-graph replay's (unprofiled; analysis/timing.py).",
         *(short(f"Numerics of {tag}: relative error against {m['reference']}.", width) for tag, m in (("A", a), ("B", b))),
     ]
     return "\n".join(line.rstrip() for line in "\n".join(lines).split("\n"))

@@ -110,7 +110,7 @@ def key_averages(summary) -> str:
     rows = [(kernel(r["name"]), r["calls"], us(r["self_cpu_us"]), us(r["cpu_total_us"]),
              us(r["self_device_us"]), us(r["device_total_us"])) for r in summary["key_averages"]]
     names = [r["name"] for r in summary["key_averages"]]
-    twice = sorted({n for n in names if kernel_names.count(n) > 1})
+    twice = sorted({n for n in names if names.count(n) > 1})
     note = (f"\n\n{', '.join(f'`{cell(n)}`' for n in twice)} appears twice: PyTorch lists a "
             f"`record_function` range once for the CPU and once for the GPU work inside it."
             if twice else "")
