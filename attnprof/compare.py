@@ -1,6 +1,7 @@
 """Two captures compared: `python -m attnprof diff A B`, the `align` piece and the notebooks' diff.
 
-A and B are committed records (`flash`, `window.flex`) or captures by path (`attnprof-captures/x.f.json`).
+A and B are records (`flash`, `window.flex`, `my.attention`: looked for in attnprof-captures/ or --captures DIR,
+then in docs/captures/) or captures by path (`attnprof-captures/x.f.json`).
 The op lists are aligned by kernel family (kind and the library that made the kernel, as names.explain
 decodes it): an op of the same family at the same place is the same op (the same name) or a changed one
 (another name); the rest were removed from A or added in B. Beside them: device and CPU time per
@@ -12,26 +13,49 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from pathlib import Path
 
-from . import names, oplist, records, store, timing
+from . import names, oplist, own, records, store, timing
 from .flops import causal_flops
 from .oplist import KIND_LABEL
 
 
-def locate(arg: str, folder=None) -> tuple[str, Path]:
-    """(record, folder) of a capture named by its record or by the path of its summary JSON."""
+def folders(captures=None) -> list[Path]:
+    """Where a record name is looked for, in order: the reader's captures (`--captures DIR`; by default
+    attnprof-captures/ in the current folder, where `capture FILE.py:FUNCTION` writes), then the site's."""
+    mine, site = Path(captures or own.DEFAULT_OUT), Path(store.CAPTURES)
+    return [site] if mine.resolve() == site.resolve() else [mine, site]
+
+
+def locate(arg: str, captures=None) -> tuple[str, Path]:
+    """(record, folder) of a capture named by its record or by the path of its summary JSON. A record is
+    looked for in `folders(captures)`; found in two of them, it is one line naming both files."""
     path = Path(arg)
     if arg.endswith(".json"):
         if not path.is_file():
             raise FileNotFoundError(f"no capture {arg!r}: give a record such as flash, or the path of a capture's .json")
         return path.name.removesuffix(".json"), path.parent
-    return arg, Path(folder or store.CAPTURES)
+    if "/" in arg or arg.startswith("."):
+        raise ValueError(f"bad record {arg!r}: give a record such as flash or my.attention, or the path of a "
+                         f"capture's .json")
+    where = folders(captures)
+    found = [f for f in where if store.summary_path(f, arg).is_file()]
+    if len(found) > 1:
+        raise ValueError(f"two captures are named {arg!r}: {' and '.join(str(store.summary_path(f, arg)) for f in found)}"
+                         f"; give the path of the one you mean")
+    if not found:
+        try:
+            fix = records.kind_of(arg).fix(arg)
+        except ValueError:  # not a name any record has
+            raise ValueError(f"no capture {arg!r}: give a record such as flash or window.flex, or the path of "
+                             f"a capture's .json") from None
+        places = " nor ".join(f"{f}/" for f in where)
+        raise store.CaptureMissing(f"no capture {arg!r} ({arg}.json is {'in neither' if len(where) > 1 else 'not in'} "
+                                   f"{places}): {fix}")
+    return arg, found[0]
 
 
-def load(arg: str, folder=None) -> dict:
+def load(arg: str, captures=None) -> dict:
     """A usable capture (present, with a trace it agrees with, not unavailable); one line when it is not."""
-    record, where = locate(arg, folder)
-    if "/" in record or record.startswith("."):
-        raise ValueError(f"bad record {arg!r}")
+    record, where = locate(arg, captures)
     try:
         summary = records.load_summary(record, where)
     except ValueError as e:

@@ -79,10 +79,11 @@ def test_bad_input_is_one_line(args, message, capsys):
     assert len(err) == 1 and message in err[0]
 
 
-def test_corrupt_capture_is_one_line(tmp_path, capsys):
-    folder = tmp_path / "captures"
-    shutil.copytree(store.CAPTURES, folder)
+def test_corrupt_capture_is_one_line(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "captures"  # a reader's folder, looked in first: its math is the one shown
+    folder.mkdir()
     (folder / "math.json").write_text('{"stage": "math", "ops": [')
+    monkeypatch.setattr(store, "CAPTURES", tmp_path / "site")  # math is nowhere else
     assert main(["show", "math", "--captures", str(folder)]) == 2
     err = capsys.readouterr().err.strip()
     assert "corrupt" in err and "python -m attnprof capture math" in err and "\n" not in err

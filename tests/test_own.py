@@ -166,6 +166,68 @@ def test_diff_and_report_answer_a_bad_name_in_one_line(tmp_path, monkeypatch, ca
     assert not (tmp_path / "x.html").exists()
 
 
+# ---- a reader's captures found by name, where `capture` wrote them ---------------------------------------
+
+def as_readers(folder, record, name):
+    """The committed reader's capture `record` as a reader's own capture `name` in `folder` (its summary
+    renamed, its trace as it is): what `capture` writes into attnprof-captures/."""
+    folder.mkdir(exist_ok=True)
+    s = records.load_summary(record)
+    s.update(record=name, stage=name, title=f"My {s['title']}")
+    store.write_json(folder, name, s)
+    shutil.copy(store.trace_path(store.CAPTURES, record), store.trace_path(folder, name))
+
+
+def test_show_diff_report_and_display_find_a_readers_capture_by_name(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / own.DEFAULT_OUT  # where `capture my.py:FUNCTION` writes, in the current folder
+    as_readers(mine, "window.flex", "my.flex")
+    as_readers(mine, "window.naive", "my.naive")
+    assert main(["show", "my.flex"]) == 0
+    assert capsys.readouterr().out.startswith("my.flex on NVIDIA H200")
+    assert main(["show", f"{own.DEFAULT_OUT}/my.naive.json", "--json"]) == 0  # by path too
+    assert json.loads(capsys.readouterr().out)["record"] == "my.naive"
+    assert main(["diff", "my.naive", "my.flex", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["a"]["record"], d["b"]["record"]) == ("my.naive", "my.flex")
+    assert main(["diff", "my.flex", "flex"]) == 0  # one of the reader's against one of the site's
+    assert "B  flex: " in capsys.readouterr().out
+    assert main(["report", "my.flex", "--against", "window.flex", "-o", "page.html"]) == 0
+    page = (tmp_path / "page.html").read_text()
+    assert "My Sliding window" in page and "Op lists aligned by kernel family" in page
+    html = attnprof.display("my.flex", against="my.naive")._repr_html_()
+    assert html.count('class="attnprof-trace"') == 2 and "triton_tem_fused_flex_attention_0" in html
+
+    # elsewhere, with --captures DIR (and captures= in a notebook)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    monkeypatch.chdir(other)
+    assert main(["show", "my.flex"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no capture 'my.flex'" in err and own.DEFAULT_OUT in err
+    assert main(["show", "my.flex", "--captures", str(mine)]) == 0
+    assert main(["diff", "my.flex", "my.naive", "--captures", str(mine)]) == 0
+    assert main(["report", "my.naive", "--captures", str(mine), "-o", "p.html"]) == 0 and (other / "p.html").is_file()
+    assert "<svg" in attnprof.display("my.naive", captures=mine)._repr_html_()
+
+
+def test_a_name_in_both_folders_is_one_line_naming_both_files(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / own.DEFAULT_OUT
+    mine.mkdir()
+    for name in ("window.flex.json", "window.flex.trace.json.gz"):  # a reader's window.flex beside the site's
+        shutil.copy(store.CAPTURES / name, mine / name)
+    for args in (["show", "window.flex"], ["diff", "flex", "window.flex"], ["report", "window.flex", "-o", "x.html"]):
+        assert main(args) == 2, args
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "two captures are named 'window.flex'" in err, err
+        assert f"{own.DEFAULT_OUT}/window.flex.json and {store.CAPTURES / 'window.flex.json'}" in err
+    assert not (tmp_path / "x.html").exists()
+    with pytest.raises(ValueError, match="two captures are named"):
+        attnprof.display("window.flex")
+    assert main(["show", str(store.CAPTURES / "window.flex.json")]) == 0  # a path says which
+
+
 # ---- what the chapter says, checked -------------------------------------------------------------------
 
 def test_only_the_block_mask_saves_device_time():  # own-attention.md, "What the comparison teaches"
