@@ -95,14 +95,14 @@ def page_markdown(record: str, against: str | None = None, title: str = "") -> s
 def render(build: Captures, text: str) -> str:
     """Markdown with directives to HTML, through the site's extension, then made self-contained:
     each trace and summary a data: URL, links into the site's chapters kept as their text."""
-    try:
+    try:  # the measure extra installs both (pyproject.toml); nothing of MkDocs is needed
         import markdown
-    except ImportError:
-        raise CaptureError("the report renders through Python-Markdown, which is not installed here: "
-                                 "pip install -e '.[docs]'") from None
-    from .extension import PiecesExtension
-    md = markdown.Markdown(extensions=["admonition", "attr_list", "md_in_html", "tables", "pymdownx.details",
-                                       "pymdownx.superfences", PiecesExtension(build=build)])
+        from .extension import PiecesExtension
+        md = markdown.Markdown(extensions=["admonition", "attr_list", "md_in_html", "tables", "pymdownx.details",
+                                           "pymdownx.superfences", PiecesExtension(build=build)])
+    except ImportError as e:
+        raise CaptureError(f"a report renders through Python-Markdown and pymdown-extensions, and {e.name or 'one'} "
+                           f"is not installed here: pip install -e '.[measure]'") from None
     out = md.convert(text)
     for record, folder in build.found.items():
         for path, kind in ((store.trace_path(folder, record), "application/gzip"),
