@@ -10,6 +10,7 @@ Pure (no torch).
 """
 from __future__ import annotations
 
+import textwrap
 from difflib import SequenceMatcher
 from pathlib import Path
 
@@ -107,19 +108,17 @@ def tflops(s: dict) -> float:
     return causal_flops(s["shape"]) / (s["event_median_us"] * 1e-6) / 1e12
 
 
-def stream_verdict(s: dict) -> str | None:
-    """Launch-bound or GPU-bound for a stream of calls, from the capture's unprofiled timing samples
-    (attnprof/timing.py: back to back against GPU only and CPU enqueue); None where it has none."""
-    v = timing.record_verdict(s)
-    return v.stream if v else None
-
-
 def metrics(s: dict) -> dict:
+    """What diff sets side by side. The stream verdict is the capture's own (attnprof/timing.py: back to back
+    against GPU only and CPU enqueue); `stream_gpu_only` says how GPU only was had, `stream_note` what the
+    verdict cell cannot (an estimate and why, or why there is none)."""
     g = oplist.gaps(s)
+    st = timing.record_stream(s)
     return {"record": s["record"], "title": s.get("title", s["stage"]), "device": s["device"], "shape": s["shape"],
             "dtype": s["dtype"], "ops_per_forward": s["ops_per_forward"],
             "device_us": s["forward_device_us"], "cpu_us": s["cpu_forward_us"], "event_median_us": s.get("event_median_us"),
-            "gpu_idle_share": g.idle_share, "stream": stream_verdict(s), "tflops": tflops(s), "rel_err": s.get("rel_err"),
+            "gpu_idle_share": g.idle_share, "stream": st.verdict, "stream_gpu_only": st.basis,
+            "stream_label": st.label, "stream_note": st.note, "tflops": tflops(s), "rel_err": s.get("rel_err"),
             "reference": s.get("reference", "attention in float64 (causal)"),
             "event_reps": s.get("settings", {}).get("event_reps")}
 
@@ -139,7 +138,7 @@ METRIC_ROWS = [  # (label, key, format)
     ("CPU time / forward (profiler)", "cpu_us", None),
     ("CUDA-event median, one call", "event_median_us", None),
     ("GPU idle (of span)", "gpu_idle_share", lambda x: f"{100 * x:.0f} %"),
-    ("a stream of calls", "stream", lambda x: x or "not measured"),
+    ("a stream of calls", "stream_label", str),
     ("TFLOP/s (causal FLOPs, event median)", "tflops", lambda x: "—" if x is None else f"{x:.0f}"),
     ("rel. error vs float64", "rel_err", lambda x: "—" if x is None else f"{x:.1e}"),
 ]
@@ -177,5 +176,7 @@ def text(d: dict, width: int = 100) -> str:
         f"median of {a['event_reps'] or 'the'} single calls. A stream of calls: launch-bound when back to back runs at",
         "the CPU's enqueue pace, GPU-bound when at a CUDA-graph replay's (unprofiled, attnprof/timing.py).",
         *(short(f"Numerics of {tag}: relative error against {m['reference']}.", width) for tag, m in (("A", a), ("B", b))),
+        *(line for tag, m in (("A", a), ("B", b)) if m["stream_note"]
+          for line in textwrap.wrap(f"A stream of calls of {tag}: {m['stream_note']}.", width)),
     ]
     return "\n".join(line.rstrip() for line in "\n".join(lines).split("\n"))
