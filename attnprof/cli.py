@@ -17,6 +17,9 @@ from .text import shape, short, text_table, us
 
 
 
+MINE = f"your captures' folder, looked in before docs/captures (default: {own.DEFAULT_OUT})"
+
+
 def show_text(summary) -> str:
     """A capture as `show` prints it: the per-forward op list and the key_averages table."""
     head = f"{summary['stage']} on {summary['device']} ({summary['capability']}), shape {summary['shape']}, {summary['dtype']}"
@@ -144,14 +147,15 @@ def cmd_capture_cp(args) -> int:
 
 
 def cmd_show(args) -> int:
+    from .analysis.compare import locate
     record = args.record
     if args.shape:  # `show flash --shape 1,16,8192,128` is `show flash-1x16x8192x128`
         record = names.record_name(get_stage(args.record).name, parse_shape(args.shape))
-    kind = records.kind_of(record)
-    if kind is records.STAGE:
+    if not record.endswith(".json") and records.kind_of(record) is records.STAGE:
         names.parse_record(record)  # a bad name is one line naming the forms a name takes
-    summary = records.load_summary(record, args.captures)
-    if args.json or kind not in (records.STAGE, records.OWN):  # a backward or two-GPU record is printed as JSON
+    record, folder = locate(record, args.captures)
+    summary = records.load_summary(record, folder)
+    if args.json or records.kind_of(record) not in (records.STAGE, records.OWN):  # backward, two-GPU: JSON
         print(json.dumps(summary, indent=1))
     else:
         print(show_text(summary))
@@ -323,25 +327,26 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--unbalanced", action="store_true", help="`capture cp`: also one run without the causal shard")
     c.set_defaults(run=cmd_capture)
 
-    s = sub.add_parser("show", help="print a committed capture (no GPU needed)")
-    s.add_argument("record", metavar="STAGE", help="a stage, or a capture name such as flash-1x16x8192x128 or flash-bwd")
+    s = sub.add_parser("show", help="print a capture, yours or the site's (no GPU needed)")
+    s.add_argument("record", metavar="RECORD", help="a stage, a capture name such as flash-1x16x8192x128, flash-bwd or "
+                   "my.attention, or the path of a capture's .json")
     s.add_argument("--shape", help="B,H,S,D of the capture, if not the default")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
-    s.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
+    s.add_argument("--captures", metavar="DIR", help=MINE)
     s.set_defaults(run=cmd_show)
 
     d = sub.add_parser("diff", help="compare two captures: op lists by kernel family, times, verdict, numerics")
-    d.add_argument("a", metavar="A", help="a committed record (flash, window.flex) or the path of a capture's .json")
+    d.add_argument("a", metavar="A", help="a record (flash, window.flex, my.attention) or the path of a capture's .json")
     d.add_argument("b", metavar="B", help="the same, compared against A")
     d.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    d.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
+    d.add_argument("--captures", metavar="DIR", help=MINE)
     d.set_defaults(run=cmd_diff)
 
     o = sub.add_parser("report", help="one standalone HTML page of a capture, with the site's pieces")
-    o.add_argument("record", metavar="RECORD", help="a committed record or the path of a capture's .json")
+    o.add_argument("record", metavar="RECORD", help="a record (flash, my.attention) or the path of a capture's .json")
     o.add_argument("--against", metavar="STAGE", help="also compare it with this capture (a record or a path)")
     o.add_argument("-o", "--out", default="report.html", help="the page to write (default: %(default)s)")
-    o.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
+    o.add_argument("--captures", metavar="DIR", help=MINE)
     o.set_defaults(run=cmd_report)
 
     k = sub.add_parser("check", help="list captures that are missing or stale; exit 1 if any")

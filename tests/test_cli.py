@@ -80,10 +80,11 @@ def test_bad_input_is_one_line(args, message, capsys):
     assert len(err) == 1 and message in err[0]
 
 
-def test_corrupt_capture_is_one_line(tmp_path, capsys):
-    folder = tmp_path / "captures"
-    shutil.copytree(store.CAPTURES, folder)
+def test_corrupt_capture_is_one_line(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "captures"  # a reader's folder, looked in first: its math is the one shown
+    folder.mkdir()
     (folder / "math.json").write_text('{"stage": "math", "ops": [')
+    monkeypatch.setattr(store, "CAPTURES", tmp_path / "site")  # math is nowhere else
     assert main(["show", "math", "--captures", str(folder)]) == 2
     err = capsys.readouterr().err.strip()
     assert "corrupt" in err and "python -m attnprof capture math" in err and "\n" not in err
@@ -272,6 +273,29 @@ def test_without_torch_the_reading_commands_work():
         r = subprocess.run([sys.executable, "-c", WITHOUT_TORCH, *command], cwd=ROOT, capture_output=True,
                            text=True, timeout=60)
         assert r.returncode == 0, (command, r.stderr)
+
+
+WITHOUT = "import sys\nfor m in sys.argv.pop(1).split(','): sys.modules[m] = None\n" + WITHOUT_TORCH.split("; ", 1)[1]
+DOCS_STACK = "mkdocs,material,mkdocs_jupyter,nbformat,pygments,zensical"  # the docs extra beyond the measure extra's
+
+
+def test_report_needs_only_the_measure_extra(tmp_path):
+    """On a GPU machine with `pip install -e '.[measure]'`: the report renders without the documentation
+    stack, and where what it does import is missing, it says in one line what to install."""
+    import tomllib
+    measure = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["measure"]
+    assert any(d.startswith("markdown") for d in measure) and any(d.startswith("pymdown-extensions") for d in measure)
+    page = tmp_path / "page.html"
+    r = subprocess.run([sys.executable, "-c", WITHOUT, DOCS_STACK, "report", "window.flex", "-o", str(page)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and page.is_file() and "<svg" in page.read_text(), r.stderr[-2000:]
+    for missing in ("pymdownx", "markdown"):
+        r = subprocess.run([sys.executable, "-c", WITHOUT, f"{DOCS_STACK},{missing}", "report", "window.flex", "-o",
+                            str(tmp_path / "x.html")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+            f"error: a report renders through Python-Markdown and pymdown-extensions, and {missing}"
+            f"{'.details' if missing == 'pymdownx' else ''} is not installed here: pip install -e '.[measure]'"], r.stderr
+        assert not (tmp_path / "x.html").exists()
 
 
 def test_torch_is_an_extra_and_the_serve_command_leaves_it_out():

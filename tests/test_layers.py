@@ -93,3 +93,10 @@ FROZEN_IMPORTS = {"attnprof.store", "attnprof.trace", "attnprof.records", "attnp
 def test_the_names_kept_for_the_two_gpu_capture_are_imported_by_it_alone():
     users = {m for m, imported in GRAPH.items() if imported & FROZEN_IMPORTS}
     assert users == {"attnprof.measure.context_parallel"}, users
+
+
+def test_every_attnprof_module_imported_anywhere_exists():
+    # an import inside a function runs only when it is called: a moved module must not hide there
+    missing = {f"{m} imports {other}" for m, imported in GRAPH.items() for other in imported
+               if other not in GRAPH and not (PACKAGE.parent / other.replace(".", "/")).is_dir()}
+    assert not missing, "\n".join(sorted(missing))

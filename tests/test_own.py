@@ -169,6 +169,133 @@ def test_diff_and_report_answer_a_bad_name_in_one_line(tmp_path, monkeypatch, ca
     assert not (tmp_path / "x.html").exists()
 
 
+# ---- a reader's captures found by name, where `capture` wrote them ---------------------------------------
+
+def as_readers(folder, record, name):
+    """The committed reader's capture `record` as a reader's own capture `name` in `folder` (its summary
+    renamed, its trace as it is): what `capture` writes into attnprof-captures/."""
+    folder.mkdir(exist_ok=True)
+    s = records.load_summary(record)
+    s.update(record=name, stage=name, title=f"My {s['title']}")
+    store.write_json(folder, name, s)
+    shutil.copy(store.trace_path(store.CAPTURES, record), store.trace_path(folder, name))
+
+
+def test_show_diff_report_and_display_find_a_readers_capture_by_name(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / own.DEFAULT_OUT  # where `capture my.py:FUNCTION` writes, in the current folder
+    as_readers(mine, "window.flex", "my.flex")
+    as_readers(mine, "window.naive", "my.naive")
+    assert main(["show", "my.flex"]) == 0
+    assert capsys.readouterr().out.startswith("my.flex on NVIDIA H200")
+    assert main(["show", f"{own.DEFAULT_OUT}/my.naive.json", "--json"]) == 0  # by path too
+    assert json.loads(capsys.readouterr().out)["record"] == "my.naive"
+    assert main(["diff", "my.naive", "my.flex", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["a"]["record"], d["b"]["record"]) == ("my.naive", "my.flex")
+    assert main(["diff", "my.flex", "flex"]) == 0  # one of the reader's against one of the site's
+    assert "B  flex: " in capsys.readouterr().out
+    assert main(["report", "my.flex", "--against", "window.flex", "-o", "page.html"]) == 0
+    page = (tmp_path / "page.html").read_text()
+    assert "My Sliding window" in page and "Op lists aligned by kernel family" in page
+    html = attnprof.display("my.flex", against="my.naive")._repr_html_()
+    assert html.count('class="attnprof-trace"') == 2 and "triton_tem_fused_flex_attention_0" in html
+
+    # elsewhere, with --captures DIR (and captures= in a notebook)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    monkeypatch.chdir(other)
+    assert main(["show", "my.flex"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no capture 'my.flex'" in err and own.DEFAULT_OUT in err
+    assert main(["show", "my.flex", "--captures", str(mine)]) == 0
+    assert main(["diff", "my.flex", "my.naive", "--captures", str(mine)]) == 0
+    assert main(["report", "my.naive", "--captures", str(mine), "-o", "p.html"]) == 0 and (other / "p.html").is_file()
+    assert "<svg" in attnprof.display("my.naive", captures=mine)._repr_html_()
+
+
+def test_a_name_in_both_folders_is_one_line_naming_both_files(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / own.DEFAULT_OUT
+    mine.mkdir()
+    for name in ("window.flex.json", "window.flex.trace.json.gz"):  # a reader's window.flex beside the site's
+        shutil.copy(store.CAPTURES / name, mine / name)
+    for args in (["show", "window.flex"], ["diff", "flex", "window.flex"], ["report", "window.flex", "-o", "x.html"]):
+        assert main(args) == 2, args
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "two captures are named 'window.flex'" in err, err
+        assert f"{own.DEFAULT_OUT}/window.flex.json and {store.CAPTURES / 'window.flex.json'}" in err
+    assert not (tmp_path / "x.html").exists()
+    with pytest.raises(ValueError, match="two captures are named"):
+        attnprof.display("window.flex")
+    assert main(["show", str(store.CAPTURES / "window.flex.json")]) == 0  # a path says which
+
+
+# ---- a stream verdict where the CUDA graph failed ---------------------------------------------------------
+
+GRAPH_ERROR = "AcceleratorError: CUDA error: operation not permitted when stream is capturing"
+
+
+def without_graph(folder, name, back_to_back, enqueue, keep_timing=True):
+    """The committed window.naive as a reader's capture whose forward could not be recorded into a CUDA graph
+    (it built a tensor from a Python list on each call): its timing kept back to back and CPU enqueue, each
+    given here as a multiple of its profiled device time, and the graph's error instead of graph_us."""
+    as_readers(folder, "window.naive", name)
+    s = records.load_summary(name, folder)
+    device = s["forward_device_us"]
+    if keep_timing:
+        s["timing"] = {"back_to_back_us": [back_to_back * device * (1 + i / 1000) for i in range(30)],
+                       "enqueue_us": [enqueue * device * (1 + i / 1000) for i in range(30)],
+                       "graph_error": GRAPH_ERROR}
+    else:
+        del s["timing"]
+    store.write_json(folder, name, s)
+    return s
+
+
+def test_a_stream_verdict_rests_on_the_profilers_device_time_when_the_graph_fails(tmp_path):
+    late = without_graph(tmp_path, "my.late", back_to_back=1.55, enqueue=1.5)  # the CPU sets the pace
+    busy = without_graph(tmp_path, "my.busy", back_to_back=1.02, enqueue=0.4)  # the GPU does
+    none = without_graph(tmp_path, "my.none", 1, 1, keep_timing=False)
+    assert timing.record_verdict(late) is None  # no graph replay: the rule's own GPU only is missing
+    st = timing.record_stream(late)
+    assert (st.verdict, st.basis, st.label) == ("launch-bound", timing.ESTIMATE, "launch-bound (estimate)")
+    assert st.gpu_only.median == pytest.approx(late["forward_device_us"])  # the median of the profiled forwards
+    assert "profiler's device time" in st.note and GRAPH_ERROR in st.note and "\n" not in st.note
+    assert timing.record_stream(busy).verdict == "GPU-bound"
+    assert (timing.record_stream(none).verdict, timing.record_stream(none).note) == (
+        None, "not measured: the capture kept no unprofiled timing samples")
+    graphed = timing.record_stream(records.load_summary("window.naive"))
+    assert graphed.basis == timing.GRAPH and graphed.note is None
+    assert graphed.verdict == timing.record_verdict(records.load_summary("window.naive")).stream
+
+
+def test_diff_and_report_say_the_estimate_or_the_reason(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / own.DEFAULT_OUT
+    without_graph(mine, "my.late", back_to_back=1.55, enqueue=1.5)
+    without_graph(mine, "my.none", 1, 1, keep_timing=False)
+    assert main(["diff", "window.naive", "my.late"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("a stream of calls"))
+    assert row.split()[-2:] == ["launch-bound", "(estimate)"], row
+    said = " ".join(out.split())  # the note, wrapped at 100 columns
+    assert "A stream of calls of B: launch-bound by an estimate" in said and "could not be recorded" in said
+    assert GRAPH_ERROR in said and "A stream of calls of A" not in said  # window.naive's graph replayed: nothing to add
+    assert max(map(len, out.splitlines())) <= 100
+    assert main(["diff", "my.none", "my.late", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["a"]["stream"], d["a"]["stream_note"]) == (None, "not measured: the capture kept no unprofiled timing samples")
+    assert (d["b"]["stream"], d["b"]["stream_gpu_only"]) == ("launch-bound", "profiler device time")
+    assert main(["report", "my.late", "-o", "late.html"]) == 0  # without --against: the gaps line says it
+    page = (tmp_path / "late.html").read_text()
+    assert "launch-bound by an estimate" in page and "operation not permitted when stream is capturing" in page
+    assert main(["report", "my.none", "--against", "my.late", "-o", "none.html"]) == 0
+    page = (tmp_path / "none.html").read_text()
+    assert page.count("not measured: the capture kept no unprofiled timing samples") == 2  # gaps line, and the diff
+    assert "A stream of calls of A: launch-bound by an estimate" in page  # --against is the diff's A
+
+
 # ---- what the chapter says, checked -------------------------------------------------------------------
 
 def test_only_the_block_mask_saves_device_time():  # own-attention.md, "What the comparison teaches"

@@ -1,6 +1,7 @@
 """Two captures compared: `python -m attnprof diff A B`, the `align` piece and the notebooks' diff.
 
-A and B are committed records (`flash`, `window.flex`) or captures by path (`attnprof-captures/x.f.json`).
+A and B are records (`flash`, `window.flex`, `my.attention`: looked for in attnprof-captures/ or --captures DIR,
+then in docs/captures/) or captures by path (`attnprof-captures/x.f.json`).
 The op lists are aligned by kernel family (kind and the library that made the kernel, as kernel_names.explain
 decodes it): an op of the same family at the same place is the same op (the same name) or a changed one
 (another name); the rest were removed from A or added in B. Beside them: device and CPU time per
@@ -9,31 +10,55 @@ Pure (no torch).
 """
 from __future__ import annotations
 
+import textwrap
 from difflib import SequenceMatcher
 from pathlib import Path
 
 from . import kernel_names, oplist, records, timing
-from ..model import store
+from ..model import own, store
 from ..text import shape, short, text_table, us
 from .flops import causal_tflops
 from .oplist import KIND_LABEL
 
 
-def locate(arg: str, folder=None) -> tuple[str, Path]:
-    """(record, folder) of a capture named by its record or by the path of its summary JSON."""
+def folders(captures=None) -> list[Path]:
+    """Where a record name is looked for, in order: the reader's captures (`--captures DIR`; by default
+    attnprof-captures/ in the current folder, where `capture FILE.py:FUNCTION` writes), then the site's."""
+    mine, site = Path(captures or own.DEFAULT_OUT), Path(store.CAPTURES)
+    return [site] if mine.resolve() == site.resolve() else [mine, site]
+
+
+def locate(arg: str, captures=None) -> tuple[str, Path]:
+    """(record, folder) of a capture named by its record or by the path of its summary JSON. A record is
+    looked for in `folders(captures)`; found in two of them, it is one line naming both files."""
     path = Path(arg)
     if arg.endswith(".json"):
         if not path.is_file():
             raise FileNotFoundError(f"no capture {arg!r}: give a record such as flash, or the path of a capture's .json")
         return path.name.removesuffix(".json"), path.parent
-    return arg, Path(folder or store.CAPTURES)
+    if "/" in arg or arg.startswith("."):
+        raise ValueError(f"bad record {arg!r}: give a record such as flash or my.attention, or the path of a "
+                         f"capture's .json")
+    where = folders(captures)
+    found = [f for f in where if store.summary_path(f, arg).is_file()]
+    if len(found) > 1:
+        raise ValueError(f"two captures are named {arg!r}: {' and '.join(str(store.summary_path(f, arg)) for f in found)}"
+                         f"; give the path of the one you mean")
+    if not found:
+        try:
+            fix = records.kind_of(arg).fix(arg)
+        except ValueError:  # not a name any record has
+            raise ValueError(f"no capture {arg!r}: give a record such as flash or window.flex, or the path of "
+                             f"a capture's .json") from None
+        places = " nor ".join(f"{f}/" for f in where)
+        raise store.CaptureMissing(f"no capture {arg!r} ({arg}.json is {'in neither' if len(where) > 1 else 'not in'} "
+                                   f"{places}): {fix}")
+    return arg, found[0]
 
 
-def load(arg: str, folder=None) -> dict:
+def load(arg: str, captures=None) -> dict:
     """A usable capture (present, with a trace it agrees with, not unavailable); one line when it is not."""
-    record, where = locate(arg, folder)
-    if "/" in record or record.startswith("."):
-        raise ValueError(f"bad record {arg!r}")
+    record, where = locate(arg, captures)
     try:
         summary = records.load_summary(record, where)
     except ValueError as e:
@@ -78,19 +103,17 @@ def align(a: dict, b: dict) -> list[dict]:
     return rows
 
 
-def stream_verdict(s: dict) -> str | None:
-    """Launch-bound or GPU-bound for a stream of calls, from the capture's unprofiled timing samples
-    (attnprof/analysis/timing.py: back to back against GPU only and CPU enqueue); None where it has none."""
-    v = timing.record_verdict(s)
-    return v.stream if v else None
-
-
 def metrics(s: dict) -> dict:
+    """What diff sets side by side. The stream verdict is the capture's own (analysis/timing.py: back to back
+    against GPU only and CPU enqueue); `stream_gpu_only` says how GPU only was had, `stream_note` what the
+    verdict cell cannot (an estimate and why, or why there is none)."""
     g = oplist.gaps(s)
+    st = timing.record_stream(s)
     return {"record": s["record"], "title": s.get("title", s["stage"]), "device": s["device"], "shape": s["shape"],
             "dtype": s["dtype"], "ops_per_forward": s["ops_per_forward"],
             "device_us": s["forward_device_us"], "cpu_us": s["cpu_forward_us"], "event_median_us": s.get("event_median_us"),
-            "gpu_idle_share": g.idle_share, "stream": stream_verdict(s), "tflops": causal_tflops(s), "rel_err": s.get("rel_err"),
+            "gpu_idle_share": g.idle_share, "stream": st.verdict, "stream_gpu_only": st.basis,
+            "stream_label": st.label, "stream_note": st.note, "tflops": causal_tflops(s), "rel_err": s.get("rel_err"),
             "reference": s.get("reference", "attention in float64 (causal)"),
             "event_reps": s.get("settings", {}).get("event_reps")}
 
@@ -110,7 +133,7 @@ METRIC_ROWS = [  # (label, key, format)
     ("CPU time / forward (profiler)", "cpu_us", None),
     ("CUDA-event median, one call", "event_median_us", None),
     ("GPU idle (of span)", "gpu_idle_share", lambda x: f"{100 * x:.0f} %"),
-    ("a stream of calls", "stream", lambda x: x or "not measured"),
+    ("a stream of calls", "stream_label", str),
     ("TFLOP/s (causal FLOPs, event median)", "tflops", lambda x: "—" if x is None else f"{x:.0f}"),
     ("rel. error vs float64", "rel_err", lambda x: "—" if x is None else f"{x:.1e}"),
 ]
@@ -145,5 +168,7 @@ def text(d: dict, width: int = 100) -> str:
         f"median of {a['event_reps'] or 'the'} single calls. A stream of calls: launch-bound when back to back runs at",
         "the CPU's enqueue pace, GPU-bound when at a CUDA-graph replay's (unprofiled; analysis/timing.py).",
         *(short(f"Numerics of {tag}: relative error against {m['reference']}.", width) for tag, m in (("A", a), ("B", b))),
+        *(line for tag, m in (("A", a), ("B", b)) if m["stream_note"]
+          for line in textwrap.wrap(f"A stream of calls of {tag}: {m['stream_note']}.", width)),
     ]
     return "\n".join(line.rstrip() for line in "\n".join(lines).split("\n"))

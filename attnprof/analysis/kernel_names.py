@@ -68,6 +68,9 @@ def label(name: str, limit: int = 46) -> str:
         if what:
             short = f"{short.removesuffix('_kernel')} [{what[0]}]"
         return short
+    if base == "elementwise_kernel_with_index":  # arange's kernel: the op is in the lambda's enclosing function
+        op = re.search(r"at::native::(\w+?)_cuda", name)
+        return f"{base} [{op.group(1)}]" if op else base
     gemm = re.match(r"(sm\d+)_xmma_gemm_.*tilesize(\d+x\d+x\d+)", base)
     if gemm:  # sm80_xmma_gemm_f32f32_..._tilesize128x128x8_..._ffma_... -> sm80_xmma_gemm fp32 128x128x8 ffma
         op = re.search(r"_(ffma|hmma|imma)_", base)
@@ -88,6 +91,12 @@ RULES = [
      "An FP32 GEMM that multiplies with fused multiply-adds (FFMA) on the CUDA cores, not on Tensor Cores."),
     (r"s16816|h16816|i16832|hmma|_tensorop_|xmma_gemm.*(bf16|f16)", "cuBLAS", TENSOR,
      "A GEMM on Tensor Cores (Ampere-style mma.sync, e.g. 16x8x16 HMMA tiles)."),
+    (r"gemv|gemmk1_kernel", "cuBLAS", CUDA_CORES,
+     "A cuBLAS matrix-vector or rank-1 (K = 1) product, e.g. RoPE's positions times its frequencies: too little "
+     "arithmetic per byte for Tensor Cores; it runs on the CUDA cores."),
+    (r"splitKreduce_kernel", "cuBLAS / cuBLASLt", CUDA_CORES,
+     "cuBLASLt's split-K reduction: sums the partial products of a GEMM whose K dimension was split across "
+     "thread blocks, then writes the output in its dtype."),
     (r"^fmha_cutlassF_", "memory-efficient attention (xFormers / CUTLASS)", None,
      "PyTorch's memory-efficient attention kernel, from xFormers, built on CUTLASS: one fused kernel per forward."),
     (r"^fmha_cutlassB_", "memory-efficient attention (xFormers / CUTLASS)", None,
@@ -149,6 +158,10 @@ RULES = [
     (r"at::native::.*(elementwise|copy|Fill|CatArrayBatchedCopy)", "ATen elementwise", CUDA_CORES,
      "A PyTorch elementwise kernel (copy, fill, cast or pointwise math) on the CUDA cores: little arithmetic "
      "per byte it moves (what bounds it, the hardware counters tell)."),
+    (r"elementwise_kernel_with_index", "ATen elementwise", CUDA_CORES,
+     "A PyTorch kernel that writes each element from its own index (arange, linspace: e.g. the positions RoPE "
+     "starts from), on the CUDA cores."),
+    (r"at::native::", "ATen", CUDA_CORES, "A PyTorch (ATen) kernel on the CUDA cores; the name says which op."),
 ]
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from ..text import us
 from .stats import quantile
 
 REL_TOLERANCE = 0.05  # the floor of the tolerance: 5 % of the larger median
@@ -124,6 +125,58 @@ def record_verdict(summary: dict) -> Verdict | None:
         return None
     return verdict({**summary["timing"], "one_call_us": summary["event_times_us"], "stage": summary["record"],
                     "shape": summary["shape"]})
+
+
+GRAPH, ESTIMATE = "CUDA-graph replay", "profiler device time"  # how a capture's GPU-only time was had
+
+
+@dataclass(frozen=True)
+class Stream:
+    """What a capture's own samples say about a stream of its calls: the verdict, and the GPU-only time it
+    rests on (a CUDA-graph replay; where the forward could not be recorded into a graph, the profiler's
+    device time per forward, an estimate: the sum of its ops' durations, without the gaps a replay keeps);
+    or, where they cannot say, why not."""
+    verdict: str | None  # one of VERDICTS; None: not measured
+    basis: str | None  # GRAPH or ESTIMATE
+    back_to_back: Stats | None = None
+    gpu_only: Stats | None = None
+    enqueue: Stats | None = None
+    reason: str = ""  # why GPU only is an estimate (the graph's error), or why there is no verdict
+
+    @property
+    def label(self) -> str:
+        """For a table cell: the verdict, marked where GPU only is an estimate."""
+        if self.verdict is None:
+            return "not measured"
+        return self.verdict if self.basis == GRAPH else f"{self.verdict} (estimate)"
+
+    @property
+    def note(self) -> str | None:
+        """One line for what a cell cannot say: the estimate and why, or why there is no verdict."""
+        if self.verdict is None:
+            return f"not measured: {self.reason}"
+        if self.basis == GRAPH:
+            return None
+        return (f"{self.verdict} by an estimate: back to back {us(self.back_to_back.median)} per call, CPU enqueue "
+                f"{us(self.enqueue.median)}, and for GPU only the profiler's device time, {us(self.gpu_only.median)} "
+                f"per forward, since the forward could not be recorded into a CUDA graph ({self.reason})")
+
+
+def record_stream(summary: dict) -> Stream:
+    """The stream verdict a capture's own unprofiled samples support (see Stream)."""
+    row = summary.get("timing")
+    if not row:
+        return Stream(None, None, reason="the capture kept no unprofiled timing samples")
+    if "graph_us" in row:
+        v = record_verdict(summary)
+        return Stream(v.stream, GRAPH, v.back_to_back, v.gpu_only, v.enqueue)
+    device = [x for x in summary.get("forward_device_us_each") or [] if x > 0]
+    if not (row.get("back_to_back_us") and row.get("enqueue_us") and device):
+        return Stream(None, None, reason="the capture kept no back-to-back, CPU-enqueue or device-time samples")
+    if "graph_error" not in row:
+        return Stream(None, None, reason="no CUDA-graph replay was tried (no CUDA GPU where it was captured)")
+    b2b, enqueue, gpu = stats(row["back_to_back_us"]), stats(row["enqueue_us"]), stats(device)
+    return Stream(stream_verdict(b2b, gpu, enqueue), ESTIMATE, b2b, gpu, enqueue, row["graph_error"])
 
 
 def find(rows: list[dict], stage: str, shape) -> dict:

@@ -61,12 +61,13 @@ class Captures(Build):
         super().__init__(store.CAPTURES, problems={})
         self.found: dict[str, Path] = {}
 
-    def add(self, arg: str, folder=None, summary: dict | None = None) -> str:
-        """The record named by `arg` (a record or the path of a capture's .json), checked; returns its name."""
-        record, where = compare.locate(arg, folder)
+    def add(self, arg: str, captures=None, summary: dict | None = None) -> str:
+        """The record named by `arg` (a record, looked for in `captures` (by default attnprof-captures/) and then
+        in docs/captures/, or the path of a capture's .json), checked; returns its name."""
+        record, where = compare.locate(arg, captures)
         if record in self.found and Path(self.found[record]).resolve() != Path(where).resolve():
             raise ValueError(f"two captures are named {record!r}: copy one under another name to compare them")
-        self._summaries[record] = summary or compare.load(arg, folder)
+        self._summaries[record] = summary or compare.load(arg, captures)
         self.found[record] = Path(where)
         return record
 
@@ -95,14 +96,14 @@ def page_markdown(record: str, against: str | None = None, title: str = "") -> s
 def render(build: Captures, text: str) -> str:
     """Markdown with directives to HTML, through the site's extension, then made self-contained:
     each trace and summary a data: URL, links into the site's chapters kept as their text."""
-    try:
+    try:  # the measure extra installs both (pyproject.toml); nothing of MkDocs is needed
         import markdown
-    except ImportError:
-        raise CaptureError("the report renders through Python-Markdown, which is not installed here: "
-                                 "pip install -e '.[docs]'") from None
-    from .extension import PiecesExtension
-    md = markdown.Markdown(extensions=["admonition", "attr_list", "md_in_html", "tables", "pymdownx.details",
-                                       "pymdownx.superfences", PiecesExtension(build=build)])
+        from .extension import PiecesExtension
+        md = markdown.Markdown(extensions=["admonition", "attr_list", "md_in_html", "tables", "pymdownx.details",
+                                           "pymdownx.superfences", PiecesExtension(build=build)])
+    except ImportError as e:
+        raise CaptureError(f"a report renders through Python-Markdown and pymdown-extensions, and {e.name or 'one'} "
+                           f"is not installed here: pip install -e '.[measure]'") from None
     out = md.convert(text)
     for record, folder in build.found.items():
         for path, kind in ((store.trace_path(folder, record), "application/gzip"),
@@ -124,19 +125,19 @@ def document(title: str, body: str) -> str:
             f"<script>{PERFETTO_JS.read_text()}</script></body></html>\n")
 
 
-def page(arg: str, against: str | None = None, folder=None) -> str:
+def page(arg: str, against: str | None = None, captures=None) -> str:
     build = Captures()
-    record = build.add(arg, folder)
-    other = build.add(against, folder) if against else None
+    record = build.add(arg, captures)
+    other = build.add(against, captures) if against else None
     s = build.summary(record)
     title = f"{s.get('title', record)} ({record})"
     body = render(build, page_markdown(record, other, html.escape(title)))
     return document(f"attnprof report: {title}", body)
 
 
-def write(arg: str, out: str | Path, against: str | None = None, folder=None) -> int:
+def write(arg: str, out: str | Path, against: str | None = None, captures=None) -> int:
     """Write the report page; returns its size in bytes. Nothing is written when it cannot be made."""
-    text = page(arg, against, folder)
+    text = page(arg, against, captures)
     data = text.encode()
     if len(data) > MAX_BYTES:
         raise ValueError(f"the report of {arg!r} would be {len(data) / 1024:.0f} KiB, over the "
@@ -174,9 +175,10 @@ def from_trace(path, shape, dtype_name: str = "bf16", rel_err: float | None = No
 
 
 def display(record, against: str | None = None, shape=None, dtype_name: str = "bf16", rel_err: float | None = None,
-            folder=None) -> Display:
-    """The site's pieces for `record` inline in Jupyter. `record` is a committed record, the path of a capture's
-    .json, or a trace written by profile_forward (then give its `shape`). With `against`, the two op lists and
+            captures=None) -> Display:
+    """The site's pieces for `record` inline in Jupyter. `record` is a record (looked for in `captures`, by
+    default attnprof-captures/, then in docs/captures/), the path of a capture's .json, or a trace written
+    by profile_forward (then give its `shape`). With `against`, the two op lists and
     trace figures side by side, then the `align` comparison."""
     build = Captures()
     if shape is not None:  # a raw profile: summarize it here
@@ -184,11 +186,11 @@ def display(record, against: str | None = None, shape=None, dtype_name: str = "b
         name = summary["record"]
         build._summaries[name], build._traces[name], build.found[name] = summary, events, Path(record).parent
     else:
-        name = build.add(str(record), folder)
+        name = build.add(str(record), captures)
     if against is None:
         body = render(build, page_markdown(name))
         return Display(body, f"attnprof capture {name}")
-    other = build.add(against, folder)
+    other = build.add(against, captures)
     mine, theirs = build.summary(name), build.summary(other)
     def side(record, s):
         if not s["ops"]:

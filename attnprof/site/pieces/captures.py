@@ -140,7 +140,7 @@ def gaps(build: Build, record):
             f"forward's ops for {us(g.busy_us)} of a {us(g.span_us)} span from first launch to last op end, idle "
             f"**{100 * g.idle_share:.0f} %** of it. Median launch latency {us(median_latency(g))} per op (launch "
             f"call → op start under the profiler, time queued behind earlier ops included). The profiler slows "
-            f"the CPU side, so these gaps are not a verdict." + stream_line(build, s["stage"], s["shape"]))
+            f"the CPU side, so these gaps are not a verdict." + stream_line(build, s["stage"], s["shape"], s))
 
 
 @piece("launch", captures=ALL)

@@ -30,11 +30,17 @@ def markdown(d: dict) -> str:
               f"profiled forward), the CUDA-event median over single calls; a stream of calls is launch-bound when, "
               f"unprofiled, back to back runs at the CPU's enqueue pace rather than a CUDA-graph replay's "
               f"([the rule](launch-bound.md)). Relative error of A against "
-              f"{tables.cell(a['reference'])}, of B against {tables.cell(b['reference'])}.\n\n"
+              f"{tables.cell(a['reference'])}, of B against {tables.cell(b['reference'])}.{_streams(a, b)}\n\n"
             + tables.table(["", "A #", "B #", "family", "A op", "time", "B op", "time"], ops, "lrrllrlr")
             + f"\n\nOp lists aligned by kernel family (the library that made a kernel; Memcpy, Memset): "
               f"{c['same']} the same (=), {c['changed']} changed to another kernel of the family (~), "
               f"{c['removed']} only in A (−), {c['added']} only in B (+). Hover a kernel for its full name.")
+
+
+def _streams(a, b) -> str:
+    """What a stream cell cannot say: where GPU only is the profiler's estimate and why, or why there is no verdict."""
+    return "".join(f" A stream of calls of {tag}: {tables.cell(m['stream_note'])}." for tag, m in (("A", a), ("B", b))
+                   if m["stream_note"])
 
 
 def _both(a, b) -> str:

@@ -264,15 +264,16 @@ def timing_value(build: Build, what, stage=None, shape=None):
     raise KeyError(f"unknown timing value {what!r}")
 
 
-def stream_line(build: Build, stage: str, shape) -> str:
-    """The stream verdict of a capture's stage and shape from the timing run, for the gaps line; "" when
-    the run has no row for it."""
+def stream_line(build: Build, stage: str, shape, summary: dict | None = None) -> str:
+    """The stream verdict of a capture's stage and shape from the timing run, for the gaps line; for a
+    reader's capture (`summary` given, a stage the run does not measure), its own samples' verdict or why
+    it has none; otherwise "" when the run has no row for it."""
     try:
         r = timing.find(build.run("timing")["rows"], stage, list(shape))
     except (ValueError, FileNotFoundError):
-        return ""
+        r = {"error": "no row"}
     if "error" in r:
-        return ""
+        return own_stream_line(summary) if summary is not None and stage not in STAGES else ""
     v = timing.verdict(r)
     return (f" Unprofiled ([timing run](launch-bound.md#launch-bound-or-gpu-bound)), a stream of these forwards is "
             f"**{v.stream}**: {us(v.back_to_back.median)} per call back to back against {us(v.gpu_only.median)} "
@@ -280,3 +281,13 @@ def stream_line(build: Build, stage: str, shape) -> str:
             f"(the capture above measured its own), {_signed(v.launch_overhead_us)} over GPU only. Profiled in that "
             f"run, the CPU side takes {us(v.profiled_cpu.median)} per forward, {v.profiler_inflation:.1f}× its "
             f"unprofiled enqueue.")
+
+
+def own_stream_line(s: dict) -> str:
+    """A reader's capture: what its own unprofiled samples say about a stream of its calls."""
+    st = timing.record_stream(s)
+    if st.basis != timing.GRAPH:
+        return f" Unprofiled, a stream of these forwards (this capture's own samples): {tables.cell(st.note)}."
+    return (f" Unprofiled (this capture's own samples, [the rule](launch-bound.md#launch-bound-or-gpu-bound)), a "
+            f"stream of these forwards is **{st.verdict}**: {us(st.back_to_back.median)} per call back to back against "
+            f"{us(st.gpu_only.median)} GPU only (a CUDA-graph replay) and {us(st.enqueue.median)} CPU enqueue.")
