@@ -74,13 +74,11 @@ def test_every_dtype_holds_the_same_weights():
     assert low.config.num_key_value_heads == 2 and low.config._attn_implementation == "sdpa"
 
 
-def test_the_layers_captures_join_the_sites_records_behind_one_switch(monkeypatch):
+def test_the_layers_captures_are_site_records_retaken_by_the_readers_command():
     layer = [own.record_name(own.LAYER, f) for f in IMPLEMENTATIONS]
-    assert set(layer).isdisjoint(own.site_records()) or own.LAYER_CAPTURED
-    monkeypatch.setattr(own, "OWN_RECORDS", own.OWN_RECORDS + [
-        (own.LAYER, f) for f in IMPLEMENTATIONS if (own.LAYER, f) not in own.OWN_RECORDS])
     assert set(layer) <= set(records.OWN.records())
-    problems = records.problems(kinds=[records.OWN])
-    for record, f in zip(layer, IMPLEMENTATIONS):  # committed and current, or named with the reader's command
-        assert record not in problems or (
-            f"`python -m attnprof capture snippets/layer.py:{f} --out docs/captures` on a CUDA GPU" in problems[record])
+    assert not set(layer) & set(records.problems(kinds=[records.OWN]))  # committed and current
+    for record, f in zip(layer, IMPLEMENTATIONS):
+        assert records.OWN.fix(record) == (f"run `python -m attnprof capture snippets/layer.py:{f} --out docs/captures` "
+                                           f"on a CUDA GPU")
+        assert "snippets/layer.py" in records.OWN.sources(record)

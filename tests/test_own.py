@@ -105,10 +105,12 @@ def test_a_readers_capture_is_keyed_by_its_files_tokens(tmp_path):
 
 def test_the_sites_own_captures_are_current_and_held_by_check():
     assert records.problems(kinds=[records.OWN]) == {}
-    assert set(own.site_records()) == {"window.naive", "window.sdpa", "window.flex"}
+    assert set(own.site_records()) == {"window.naive", "window.sdpa", "window.flex",
+                                       "layer.eager", "layer.sdpa", "layer.flex_attention"}
     for record in own.site_records():
         s = records.load_summary(record)
-        assert s["source_hash"] == own.source_hash("snippets/window.py") and s["file"] == "snippets/window.py"
+        file = f"snippets/{record.split('.')[0]}.py"
+        assert s["source_hash"] == own.source_hash(file) and s["file"] == file
         assert s["device"] == "NVIDIA H200" and s["ops_per_forward"] == len(s["ops"]) > 0
 
 

@@ -14,6 +14,9 @@ from attnprof.site.build import Build
 from attnprof.site.render.plots import typical_forward
 from attnprof.site.build import FalseStatement
 from attnprof.site.claims.statements import STATEMENTS, check
+from attnprof.site import registry
+
+registry.load()  # every module that registers statements, as a build loads them
 
 
 @pytest.fixture(scope="module")
@@ -197,3 +200,28 @@ def test_two_compiled_variants_with_different_kernels_are_said_to_differ(copy):
     text = check(build, "same-kernels", "naive_compiled", "inplace_compiled").text
     assert text.startswith("generates different kernels") and "is gone" not in text
     assert "Inductor most likely" not in check(build, "second-compile", "naive_compiled", "inplace_compiled").text
+
+
+def _attention_op(s):
+    from attnprof.analysis import kernel_names
+    return next(op for op in s["ops"] if kernel_names.is_attention(op["name"]))
+
+
+def test_the_layer_sentence_fails_when_its_attention_kernel_outweighs_the_rest(copy):
+    def slow_attention(s):
+        _attention_op(s)["duration_us"] = s["forward_device_us"]  # the kernel alone as long as the forward
+    with pytest.raises(FalseStatement, match="layer-around"):
+        check(copy("layer.sdpa.json", slow_attention), "layer-around")
+
+
+def test_the_eager_sentence_fails_when_its_softmax_runs_in_bf16_or_beats_the_fused_kernel(copy):
+    def bf16_softmax(s):
+        op = next(op for op in s["ops"] if "softmax" in op["name"])
+        op["name"] = op["name"].replace("float", "c10::BFloat16")
+    with pytest.raises(FalseStatement, match="layer-eager"):
+        check(copy("layer.eager.json", bf16_softmax), "layer-eager")
+
+    def fast_softmax(s):
+        next(op for op in s["ops"] if "softmax" in op["name"])["duration_us"] = 1.0
+    with pytest.raises(FalseStatement, match="layer-eager"):
+        check(copy("layer.eager.json", fast_softmax), "layer-eager")

@@ -210,6 +210,16 @@ def explain(name: str) -> dict:
             "summary": "unknown: no rule matches this name, so attnprof does not guess.", "label": label(name)}
 
 
+# the libraries whose kernel is a fused attention (the whole of QKᵀ, softmax and PV): SDPA's backends and the providers
+ATTENTION_LIBRARIES = ("FlashAttention-2", "FlashAttention-4", "memory-efficient attention", "cuDNN (fused flash attention)",
+                       "Triton (FlexAttention)")
+
+
+def is_attention(name: str) -> bool:
+    """Whether a kernel is a fused attention kernel (not the matmuls or softmax of an unfused one)."""
+    return explain(name)["library"].startswith(ATTENTION_LIBRARIES)
+
+
 BACKEND_BY_LIBRARY = {"FlashAttention-2": "flash", "memory-efficient": "efficient", "cuDNN": "cudnn"}
 
 

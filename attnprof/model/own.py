@@ -30,13 +30,9 @@ def attention_functions(path) -> list[str]:
 
 
 LAYER = "snippets/layer.py"  # the chapter's "A model's attention": a transformers Llama layer, one function per attn_implementation
-# Switch: True once the layer's three captures (layer.eager, layer.sdpa, layer.flex_attention) are committed
-# in docs/captures; from then on check, the strict build and regenerate hold them like the worked example's.
-LAYER_CAPTURED = False
 
 # the readers' captures the site renders: (file, function), at the post's shape, bf16
-OWN_RECORDS = [(WORKED_EXAMPLE, name) for name in attention_functions(WORKED_EXAMPLE)] + [
-    (LAYER, name) for name in (attention_functions(LAYER) if LAYER_CAPTURED else [])]
+OWN_RECORDS = [(path, name) for path in (WORKED_EXAMPLE, LAYER) for name in attention_functions(path)]
 
 
 def record_name(path: str | Path, function: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE) -> str:

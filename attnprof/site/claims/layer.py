@@ -1,0 +1,61 @@
+"""Checked sentences about a model's layer (docs/own-attention.md, "A model's attention"): what a
+transformers Llama layer runs around its attention kernel, read off the committed layer captures."""
+from __future__ import annotations
+
+from ...analysis import kernel_names
+from ...text import shape, us
+from ..build import Build
+from .statements import Statement, statement, times
+
+EAGER, SDPA = "layer.eager", "layer.sdpa"
+
+
+def _kernels(s: dict) -> list[dict]:
+    return [op for op in s["ops"] if op["kind"] == "kernel"]
+
+
+def _where(s: dict) -> str:
+    return f"profiler device time of the median profiled forward, {shape(s['shape'])} {s['dtype']}"
+
+
+@statement("layer-around")
+def layer_around(build: Build, record: str = SDPA) -> Statement:
+    """The layer's one attention kernel against everything the layer runs around it."""
+    s = build.summary(record)
+    kernels = _kernels(s)
+    attention = [op for op in kernels if kernel_names.is_attention(op["name"])]
+    if not attention:
+        return Statement(f"{record} ran no fused attention kernel", False, f"kernels: {len(kernels)}")
+    kernel = attention[0]
+    rest = s["forward_device_us"] - kernel["duration_us"]
+    library = kernel_names.explain(kernel["name"])["library"]
+    text = (f"Under `{s['function']}`, most of the layer's device time is spent around its attention kernel, not in it. "
+            f"Of the {len(s['ops'])} device ops of one forward, one is the attention: {library}'s "
+            f"`{kernel_names.label(kernel['name'])}`, {us(kernel['duration_us'])}. The other "
+            f"{len(s['ops']) - 1}, the projections, RoPE and the casts, take {us(rest)}, "
+            f"{times(rest / kernel['duration_us'])} the attention kernel's time ({_where(s)}).")
+    return Statement(text, len(attention) == 1 and rest > kernel["duration_us"],
+                     f"{len(attention)} attention kernels; {rest:.1f} µs around {kernel['duration_us']:.1f} µs")
+
+
+@statement("layer-eager")
+def layer_eager(build: Build) -> Statement:
+    """Eager's float32 softmax against sdpa's whole attention kernel."""
+    eager, sdpa = build.summary(EAGER), build.summary(SDPA)
+    softmax = [op for op in _kernels(eager) if kernel_names.explain(op["name"])["library"] == "ATen softmax"]
+    fused = [op for op in _kernels(sdpa) if kernel_names.is_attention(op["name"])]
+    if len(softmax) != 1 or len(fused) != 1:
+        return Statement("eager has no single softmax kernel, or sdpa no single attention kernel", False,
+                         f"{len(softmax)} softmax, {len(fused)} fused kernels")
+    soft, kernel = softmax[0], fused[0]
+    in_fp32 = kernel_names.explain(soft["name"])["dtype"] == "fp32"
+    text = (f"Under `eager` the same layer takes {us(eager['forward_device_us'])} of device time per forward, "
+            f"{times(eager['forward_device_us'] / sdpa['forward_device_us'])} what it takes under `sdpa`; its "
+            f"softmax alone, in float32, takes {us(soft['duration_us'])}, "
+            f"{times(soft['duration_us'] / kernel['duration_us'])} the time of sdpa's whole attention kernel "
+            f"({_where(eager)}).")
+    return Statement(text, in_fp32 and soft["duration_us"] > kernel["duration_us"]
+                     and eager["forward_device_us"] > sdpa["forward_device_us"],
+                     f"softmax dtype {kernel_names.explain(soft['name'])['dtype']}, {soft['duration_us']:.1f} µs "
+                     f"against {kernel['duration_us']:.1f} µs; eager {eager['forward_device_us']:.1f} µs, sdpa "
+                     f"{sdpa['forward_device_us']:.1f} µs")
