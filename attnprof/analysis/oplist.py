@@ -5,6 +5,7 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 
 from . import occupancy, trace
+from .summary import threads as threads_of
 
 KIND_LABEL = {"kernel": "kernel", "memcpy": "Memcpy", "memset": "Memset"}  # how a device op's kind reads
 
@@ -34,7 +35,7 @@ def footprint_rows(summary, props: dict):
     for i, op in enumerate(summary["ops"], 1):
         if op["kind"] != "kernel":
             continue
-        threads = op["block"][0] * op["block"][1] * op["block"][2]
+        threads = threads_of(op)
         occ = occupancy.theoretical(op["registers"], threads, op["shared_memory"], props)
         rows.append({"index": i, "name": op["name"], "grid": op["grid"], "block": op["block"], "threads": threads,
                      "registers": op["registers"], "shared_memory": op["shared_memory"],

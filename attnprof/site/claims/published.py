@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ...analysis import counters, kernel_names
+from ...analysis import counters, kernel_names, summary
 from ...model.names import counted_at
 from ...model.stages import LONG_SHAPE
 from ...text import dims
@@ -139,7 +139,7 @@ def flash_occupancy(build: Build):
 def cudnn_occupancy(build: Build):
     k = _kernel(build, "cudnn", "sdpa")
     op = next(op for op in build.summary("cudnn")["ops"] if "sdpa" in op["name"])
-    threads = op["block"][0] * op["block"][1] * op["block"][2]
+    threads = summary.threads(op)
     return ("cuDNN's kernel: the trace's occupancy field reads 0; 12.5 % by its footprint (one block per SM)",
             "the post (A100)",
             f"our H200 kernel (a Hopper build, {threads} threads): achieved {_pct(k, 'warps_active_pct')} of a theoretical "
@@ -180,8 +180,7 @@ def fused_compute_bound(build: Build):
     for stage, record in counted_at(LONG_SHAPE):
         measured = build.counters(record)
         if measured:
-            main = max(measured["kernels"], key=lambda k: k["duration_ns"] or 0)
-            rows.append((title(stage), counters.verdict(main)))
+            rows.append((title(stage), counters.verdict(summary.longest_counted(measured))))
     named = lambda verdict: " · ".join(t for t, v in rows if v == verdict) or "none"
     bound = sum(v == "compute-bound" for _, v in rows)
     return ("fused attention at a long sequence is compute-bound (far right of the roofline's ridge)",

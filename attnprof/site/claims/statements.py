@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from ...analysis import hardware, kernel_names, trace
+from ...analysis import hardware, kernel_names, summary, trace
 from ...model import names
 from ...model.stages import DEFAULT_SHAPE, LONG_SHAPE, STAGES, select
 from ...text import ms, shape as shape_text, us
@@ -277,8 +277,8 @@ def cp_device_over_event(build: Build) -> Statement:
 
 KERNEL_FIELDS = {
     "registers": lambda op, s: str(op["registers"]),
-    "threads": lambda op, s: str(op["block"][0] * op["block"][1] * op["block"][2]),
-    "warpgroups": lambda op, s: str(op["block"][0] * op["block"][1] * op["block"][2] // 128),
+    "threads": lambda op, s: str(summary.threads(op)),
+    "warpgroups": lambda op, s: str(summary.threads(op) // 128),
     "blocks": lambda op, s: f"{op['grid'][0] * op['grid'][1] * op['grid'][2]:,}",
     "grid": lambda op, s: " × ".join(str(g) for g in op["grid"] if g > 1) or "1",
     "blocks_per_sm": lambda op, s: f"{op['grid'][0] * op['grid'][1] * op['grid'][2] / s['sm_count']:.2f}",
@@ -301,10 +301,10 @@ def kernel_value(build: Build, record, part, field):
 def grid(build: Build, stage, tile="128") -> Statement:
     """A stage's longest kernel at the long shape: one block per query tile of `tile` rows and head."""
     s = build.summary(names.record_name(stage, LONG_SHAPE))
-    op = _longest_kernel(s)
+    op = summary.longest_kernel(s)
     b, h, n, _ = s["shape"]
     rows = int(tile)
-    blocks, tiles = op["grid"][0] * op["grid"][1] * op["grid"][2], n // rows
+    blocks, tiles = summary.blocks(op), n // rows
     text = f"{blocks:,} blocks = {tiles} query tiles of {rows} rows × {h} heads{f' × {b} batches' if b > 1 else ''}"
     return Statement(text, blocks == tiles * h * b, f"grid {op['grid']}, shape {s['shape']}")
 
@@ -318,7 +318,7 @@ def rates(build: Build, stage) -> Statement:
     rec = names.record_name(stage, LONG_SHAPE)
     s = build.summary(rec)
     flops = causal_flops(s["shape"])
-    kernel = _longest_kernel(s)
+    kernel = summary.longest_kernel(s)
     profiler = tflops(flops, kernel["duration_us"])
     measured = build.counters(rec)
     ncu = tflops(flops, sum(k["duration_ns"] or 0 for k in measured["kernels"]) / 1e3) if measured else None
@@ -429,10 +429,6 @@ def cudnn_fastest(build: Build) -> Statement:
     return Statement(text, by_device[0] == by_event[0] == "cudnn", f"by device {by_device}, by one call {by_event}")
 
 
-def _longest_kernel(summary) -> dict:
-    return max((op for op in summary["ops"] if op["kind"] == "kernel"), key=lambda op: op["duration_us"])
-
-
 def hopper_kernels(build: Build) -> list[str]:
     """The fused stages whose longest kernel at the long shape is built for Hopper (its name says sm_90)."""
     out = []
@@ -441,7 +437,7 @@ def hopper_kernels(build: Build) -> list[str]:
         if record in build.problems:
             raise RecordUnusable(build.problems[record])
         if not build.is_unavailable(record):
-            if kernel_names.explain(_longest_kernel(build.summary(record))["name"])["arch"] == "sm_90":
+            if kernel_names.explain(summary.longest_kernel(build.summary(record))["name"])["arch"] == "sm_90":
                 out.append(stage)
     return out
 
@@ -450,7 +446,7 @@ def hopper_kernels(build: Build) -> list[str]:
 def flash_vs_hopper_kernels(build: Build) -> Statement:
     """SDPA's flash kernel at the long shape against the Hopper kernels, by profiled kernel time."""
     def kernel_us(stage):
-        return _longest_kernel(build.summary(names.record_name(stage, LONG_SHAPE)))["duration_us"]
+        return summary.longest_kernel(build.summary(names.record_name(stage, LONG_SHAPE)))["duration_us"]
     ratio = {s: kernel_us(s) / kernel_us("flash") for s in hopper_kernels(build)}  # flash's rate over theirs
     text = ("runs at " + " and ".join(f"{pct(r)} of {name(s)}'s rate" for s, r in ratio.items())
             + " (kernel time in the profiler, the table above)")
@@ -658,7 +654,7 @@ def flash_register_limit(build: Build) -> Statement:
     s = build.summary("flash")
     op = next(op for op in s["ops"] if "flash_fwd" in op["name"])
     props = build.device_properties("flash")
-    threads = op["block"][0] * op["block"][1] * op["block"][2]
+    threads = summary.threads(op)
     per_warp = math.ceil(op["registers"] * 32 / occupancy.REG_ALLOC_UNIT) * occupancy.REG_ALLOC_UNIT
     t = occupancy.theoretical(op["registers"], threads, op["shared_memory"] or 0, props)
     text = (f"a warp then needs {per_warp:,} of the SM's {props['regsPerMultiprocessor']:,} registers, so only "
@@ -707,7 +703,7 @@ def hopper_compute_bound(build: Build) -> Statement:
             raise RecordUnusable(build.problems[f"{record}.counters"])
         measured = build.counters(record)
         if measured:
-            verdicts[stage] = counters.verdict(max(measured["kernels"], key=lambda k: k["duration_ns"] or 0))
+            verdicts[stage] = counters.verdict(summary.longest_counted(measured))
     bound = [s for s, v in verdicts.items() if v == "compute-bound"]
     hopper = hopper_kernels(build)
     others = {v for s, v in verdicts.items() if s not in bound}
@@ -722,8 +718,8 @@ def causal_tile_work(build: Build, stage, tile="128") -> Statement:
     s = build.summary(names.record_name(stage, LONG_SHAPE))
     rows = int(tile)
     tiles = s["shape"][2] // rows
-    op = _longest_kernel(s)
-    blocks = op["grid"][0] * op["grid"][1] * op["grid"][2]
+    op = summary.longest_kernel(s)
+    blocks = summary.blocks(op)
     text = (f"The last {rows}-row query tile of a head visits all {tiles} tiles of {rows} keys, the first only one "
             f"(the diagonal). With {blocks:,} independent blocks")
     return Statement(text, blocks == tiles * s["shape"][1] * s["shape"][0], f"grid {op['grid']}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import statistics
 
-from ...analysis import hardware, kernel_names, oplist
+from ...analysis import hardware, kernel_names, oplist, summary
 from ...analysis import records
 from ...analysis import trace as traces
 from ...analysis.flops import causal_flops, causal_tflops, tflops
@@ -201,7 +201,8 @@ def footprint_compare(build: Build, *records):
     for record, m in zip(records, measured):
         s = build.summary(record)
         kernels, was_measured = tables.footprint_columns(s, build.device_properties(record), m and m["kernels"])
-        main = max(kernels, key=lambda ka: s["ops"][ka[0]["index"] - 1]["duration_us"])
+        at = s["ops"].index(summary.longest_kernel(s)) + 1
+        main = next(ka for ka in kernels if ka[0]["index"] == at)
         columns.append((f"{title(s)}: {tables.kernel(main[0]['name'])}", main))
         flags.append(was_measured)
     return tables.footprint_table(["kernel"] + [h for h, _ in columns], [k for _, k in columns], all(flags))
@@ -278,8 +279,8 @@ def compare(build: Build, *records):
                          tables.cell(tables.why_unavailable(s["unavailable"]))))
             reasons.append((title(s), s["unavailable"]))
             continue
-        kernels = [op for op in s["ops"] if op["kind"] == "kernel"]
-        main = max(kernels, key=lambda op: op["duration_us"])
+        kernels = summary.kernels(s)
+        main = summary.longest(kernels)
         rows.append((title(s), tables.kernel(main["name"]), s["ops_per_forward"], us(s["forward_device_us"]),
                      us(s["event_median_us"]), f"{causal_tflops(s):.0f}", f"{s['rel_err']:.1e}",
                      f"{len(kernels)} kernel(s); layout {s.get('layout', 'BHSD')}"))
@@ -299,7 +300,7 @@ def side_by_side(build: Build, *records):
     rows = []
     for record in records:
         s = build.summary(record)
-        longest = max(s["ops"], key=lambda op: op["duration_us"])
+        longest = summary.longest(s["ops"])
         rows.append((f"[{title(s)}]({s['stage']}.md)", s["ops_per_forward"],
                      kernel_names.fingerprint(op["name"] for op in s["ops"]), tables.kernel(longest["name"]),
                      f"{100 * longest['duration_us'] / s['forward_device_us']:.0f} %",
@@ -318,10 +319,11 @@ def kernel_compare(build: Build, *records):
     rows = []
     for record in records:
         s = build.summary(record)
-        k = max(oplist.footprint_rows(s, build.device_properties(record)),
-                key=lambda r: s["ops"][r["index"] - 1]["duration_us"])
-        time = s["ops"][k["index"] - 1]["duration_us"]
-        blocks = k["grid"][0] * k["grid"][1] * k["grid"][2]
+        longest = summary.longest_kernel(s)
+        k = next(r for r in oplist.footprint_rows(s, build.device_properties(record))
+                 if r["index"] == s["ops"].index(longest) + 1)
+        time = longest["duration_us"]
+        blocks = summary.blocks(k)
         rows.append((title(s), tables.kernel(k["name"]), s["ops_per_forward"], us(time),
                      f"{tflops(causal_flops(s['shape']), time):.0f}",
                      f"{shape(k['grid'])} ({blocks / s['sm_count']:.2f} per SM)",
@@ -421,9 +423,9 @@ def a100_kernels(build: Build):
     for name, theirs in hardware.KERNELS.items():
         if name in build.problems:
             continue
-        compute = [op for op in build.summary(name)["ops"] if op["kind"] == "kernel"  # the matmul or attention kernel
-                   and not kernel_names.explain(op["name"])["library"].startswith(("ATen", "CUDA runtime"))]
-        ours = max(compute, key=lambda op: op["duration_us"])["name"]
+        compute = [op for op in summary.kernels(build.summary(name))  # the matmul or attention kernel
+                   if not kernel_names.explain(op["name"])["library"].startswith(("ATen", "CUDA runtime"))]
+        ours = summary.longest(compute)["name"]
         rows.append((f"[{STAGES[name].title}]({name}.md)", tables.kernel(theirs) if " " not in theirs
                      else tables.cell(theirs), tables.kernel(ours),
                      kernel_names.explain(ours)["arch"] or "—"))

@@ -3,7 +3,7 @@ chapters beyond the post: tables, and charts as inline SVG. Each reads committed
 records; nothing is typed in by hand."""
 from __future__ import annotations
 
-from ...analysis import hardware, reasons
+from ...analysis import hardware, reasons, summary
 from ...analysis.counters import verdict as counter_verdict
 from ...analysis.flops import causal_flops, min_bytes, naive_bytes, tflops
 from ...model.names import counted_at
@@ -204,7 +204,7 @@ def counters_roofline(build: Build):
         if measured is None:
             continue
         kernels = measured["kernels"]
-        main = max(kernels, key=lambda k: k["duration_ns"] or 0)
+        main = summary.longest_counted(measured)
         moved = sum(k["dram_bytes"] or 0 for k in kernels)
         flops = causal_flops(measured["shape"])
         rows.append((title(stage), size(moved), f"{flops / moved:,.0f}",
@@ -450,7 +450,7 @@ HARDWARE = {  # what the H200 is and does, from the device query and measurement
     "copy": lambda r: f"{r['copy_gbs'] / 1000:.2f} TB/s",
     "fp32_vs_a100": lambda r: f"{r['fp32_matmul_tflops'] / hardware.HARDWARE['fp32_tflops']:.1f}×",
     "copy_vs_a100": lambda r: f"{r['copy_gbs'] / hardware.HARDWARE['hbm_gbs']:.1f}×",
-    "sm_clock_vs_a100": lambda r: f"{r['query']['multi_processor_count'] * r['query']['smi_clocks_max_sm_mhz'] / (hardware.HARDWARE['sms'] * hardware.HARDWARE['boost_mhz']):.1f}×",
+    "sm_clock_vs_a100": lambda r: f"{hardware.h200_peaks(r)['sm_clock'] / hardware.a100_peaks()['sm_clock']:.1f}×",
     "l2_vs_a100": lambda r: f"{r['query']['L2_cache_size'] / 1e6 / hardware.HARDWARE['l2_mb']:.1f}×",
     # peak to peak: the H200's peaks computed from its device query as the A100's datasheet ones are
     "copy_peak": lambda r: f"{hardware.h200_peaks(r)['hbm_gbs'] / 1000:.2f} TB/s",
@@ -490,7 +490,7 @@ def hardware_table(build: Build):
          f"{q['smi_clocks_max_sm_mhz'] / a['boost_mhz']:.2f}×"),
         ("SMs × clock", f"{q['multi_processor_count']} × {HARDWARE['clock'](r)}", "—",
          f"{a['sms']} × {a['boost_mhz']} MHz",
-         f"{q['multi_processor_count'] * q['smi_clocks_max_sm_mhz'] / (a['sms'] * a['boost_mhz']):.2f}×"),
+         f"{p['sm_clock'] / hardware.a100_peaks()['sm_clock']:.2f}×"),
     ]
     return (tables.table(["", "H200 peak (from its device query)", "H200 measured (share of its peak)",
                           "A100-SXM4-80GB peak (NVIDIA)", "H200 ÷ A100, peak to peak"], rows, "lrrrr")
