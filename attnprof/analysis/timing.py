@@ -27,12 +27,37 @@ from .stats import quantile
 
 REL_TOLERANCE = 0.05  # the floor of the tolerance: 5 % of the larger median
 
-METHODS = {  # key in a timing row -> (name on the page, how it is measured)
-    "one_call_us": ("one call", "CUDA events around one call on an idle GPU, synchronised; per call"),
-    "back_to_back_us": ("back to back", "CUDA events around N calls enqueued without a synchronize; per call"),
-    "graph_us": ("GPU only", "CUDA events around one replay of a CUDA graph of the same N calls; per call"),
-    "enqueue_us": ("CPU enqueue", "host wall time to enqueue the N back-to-back calls; per call"),
+@dataclass(frozen=True)
+class Method:
+    """One way to time a forward: its name on the pages, how it is measured ({calls}: the calls of one
+    back-to-back run) and why it differs from the others."""
+    name: str
+    how: str
+    why: str
+
+
+# every timing method the site names, in the order the methods table lists them; the four unprofiled
+# ones (UNPROFILED) are the raw samples a verdict rests on
+METHODS = {
+    "graph_us": Method("GPU only (CUDA-graph replay)", "events around one replay of a graph of the same calls, per call",
+                       "the GPU's work alone: no CPU, no launch between calls"),
+    "profiled_device": Method("profiled device time (torch.profiler)", "sum of the forward's op durations in the trace",
+                              "the same kernels, timed by the profiler; gaps between them are not counted"),
+    "back_to_back_us": Method("back to back (CUDA events)", "events around {calls} enqueued calls, per call",
+                              "a stream's pace: GPU only plus any time the GPU waits for the next launch"),
+    "profiled_span": Method("profiled span (torch.profiler)", "first launch to last op end of one profiled forward",
+                            "starts at the first launch call, so the CPU's work before it is left out; that launch "
+                            "runs under the profiler"),
+    "one_call_us": Method("one call (CUDA events)", "events around one call on an idle GPU, then a synchronize",
+                          "GPU only plus the launch: the CPU's work before the first kernel and the launch latency"),
+    "one_call_wall_us": Method("one call (host clock)", "wall time of the call and the synchronize after it",
+                               "the same interval seen from Python: from the call to the synchronize's return"),
+    "enqueue_us": Method("CPU enqueue (host clock)", "wall time to enqueue the {calls} back-to-back calls, per call",
+                         "the CPU's pace: dispatch and launch calls, no waiting on the GPU"),
+    "profiled_cpu": Method("profiled CPU time (torch.profiler)", "the annotated range on the CPU thread",
+                           "the same CPU work with the profiler recording it"),
 }
+UNPROFILED = ("one_call_us", "back_to_back_us", "graph_us", "enqueue_us")
 VERDICTS = ("launch-bound", "GPU-bound", "on the boundary", "neither")
 
 
@@ -106,11 +131,11 @@ def stream_verdict(back_to_back: Stats, gpu_only: Stats, enqueue: Stats) -> str:
 
 def verdict(row: dict) -> Verdict:
     """The verdict of one row of a timing run, with the statistics it rests on."""
-    missing = [k for k in METHODS if not row.get(k)]
+    missing = [k for k in UNPROFILED if not row.get(k)]
     if missing:
         raise ValueError(f"timing row {row.get('stage')} {row.get('shape')} has no samples for "
                          f"{', '.join(missing)}: retake it with `python -m attnprof sweep --only timing`")
-    s = {k: stats(row[k]) for k in METHODS}
+    s = {k: stats(row[k]) for k in UNPROFILED}
     prof = row.get("profiled") or {}
     return Verdict(stream_verdict(s["back_to_back_us"], s["graph_us"], s["enqueue_us"]),
                    s["one_call_us"], s["back_to_back_us"], s["graph_us"], s["enqueue_us"],

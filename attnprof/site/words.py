@@ -1,4 +1,5 @@
-"""Words the pages put numbers and names into: a stage's title, said one way everywhere."""
+"""Words the pages put numbers and names into: a stage's title and its name in a sentence, small counts;
+each said one way everywhere."""
 from __future__ import annotations
 
 from ..model.stages import STAGES
@@ -11,3 +12,13 @@ def title(record_or_summary) -> str:
     if stage not in STAGES:  # a reader's capture: its own title (from its docstring), escaped
         return tables.cell(record_or_summary.get("title", stage) if isinstance(record_or_summary, dict) else stage)
     return STAGES[stage].title
+
+
+def short(stage: str) -> str:
+    """A stage's name inside a sentence ("cuDNN", "FlashAttention-4"); its title where it has none."""
+    return STAGES[stage].short if stage in STAGES and STAGES[stage].short else title(stage)
+
+
+def count(n: int) -> str:
+    """A small count in words, as a sentence says it."""
+    return ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")[n] if n < 10 else str(n)

@@ -13,10 +13,10 @@ from typing import Callable
 
 from ...analysis import hardware, kernel_names, summary, trace
 from ...model import names
-from ...model.stages import DEFAULT_SHAPE, LONG_SHAPE, STAGES, select
+from ...model.stages import DEFAULT_SHAPE, LONG_SHAPE, select
 from ...text import ms, shape as shape_text, us
 from ..build import Build, FalseStatement, RecordUnusable
-from ..words import title
+from ..words import count, short, title
 from ..registry import piece
 
 
@@ -62,11 +62,6 @@ def times(x: float, digits: int = 1) -> str:
     return f"{x:.{digits}f}×"
 
 
-def count(n: int) -> str:
-    """A small count in words, as a sentence says it."""
-    return ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")[n] if n < 10 else str(n)
-
-
 def pct(x: float) -> str:
     return f"{100 * x:.0f} %"
 
@@ -79,11 +74,6 @@ def relation(x: float, lo: float, hi: float) -> str:
 def ordinal(n: int) -> str:
     return {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth", 6: "sixth", 7: "seventh",
             8: "eighth"}.get(n, f"{n}th")
-
-
-def name(stage: str) -> str:
-    """A stage's name that fits in a sentence."""
-    return STAGES[stage].short or title(stage)
 
 
 def ranked(rows: dict[str, float]) -> list[str]:
@@ -135,13 +125,13 @@ def bwd_fastest(build: Build) -> Statement:
     first, second = by_device[0], by_device[1]
     d = lambda k: us(runs[k]["backward_device_us"])
     e = lambda k: us(runs[k]["event_median_us"])
-    text = (f"By device time, the fastest backward here is {name(first)}'s ({d(first)}), then {name(second)}'s "
+    text = (f"By device time, the fastest backward here is {short(first)}'s ({d(first)}), then {short(second)}'s "
             f"({d(second)}). Timed from the CPU, one `backward()` call between CUDA events (median of "
-            f"{runs[first]['settings']['event_reps']}), the order is not the same: {name(by_event[0])}'s comes first "
-            f"({e(by_event[0])}) and {name(first)}'s is {ordinal(by_event.index(first) + 1)} ({e(first)}).")
+            f"{runs[first]['settings']['event_reps']}), the order is not the same: {short(by_event[0])}'s comes first "
+            f"({e(by_event[0])}) and {short(first)}'s is {ordinal(by_event.index(first) + 1)} ({e(first)}).")
     if by_event[0] == first:
-        text = (f"By device time, the fastest backward here is {name(first)}'s ({d(first)}), then "
-                f"{name(second)}'s ({d(second)}); timed from the CPU, one `backward()` call between CUDA events, it "
+        text = (f"By device time, the fastest backward here is {short(first)}'s ({d(first)}), then "
+                f"{short(second)}'s ({d(second)}); timed from the CPU, one `backward()` call between CUDA events, it "
                 f"comes first too ({e(first)}).")
     return Statement(text, True)
 
@@ -152,7 +142,7 @@ def bwd_host(build: Build, stage) -> Statement:
     s = build.summary(names.backward_record(stage))
     text = (f"The two methods measure different things. Device time adds up the kernels only; one call's CUDA-event "
             f"time also holds everything the GPU waited for, the CPU's work before and between the launches "
-            f"included. {name(stage)}'s backward has {us(s['backward_device_us'])} of kernels but spends "
+            f"included. {short(stage)}'s backward has {us(s['backward_device_us'])} of kernels but spends "
             f"{us(s['cpu_backward_us'])} on the CPU per backward (profiled, median of "
             f"{len(s['ops_per_backward_each'])}; the profiler inflates CPU time), more than its kernels take, so its "
             f"one-call time ({us(s['event_p10_us'])} to {us(s['event_p90_us'])}, p10 to p90) follows the CPU, "
@@ -247,9 +237,12 @@ def scaling_words(speedup: float, gpus: int, spread: float | None) -> str:
     return "sublinear"
 
 
+LONGEST_CP = names.CP_LENGTHS[-1]  # the two-GPU records at the longest length: both rotations, and unbalanced
+
+
 @statement("cp-scaling")
 def cp_scaling(build: Build) -> Statement:
-    runs = [build.summary(r) for r in ("cp-allgather-w2-1x16x131072x128", "cp-alltoall-w2-1x16x131072x128")]
+    runs = [build.summary(names.cp_record(LONGEST_CP, rotate=r)) for r in ("allgather", "alltoall")]
     n = runs[0]["world_size"]
     x = [s["speedup"] for s in runs]
     words = {scaling_words(v, n, None) for v in x}
@@ -261,7 +254,7 @@ def cp_scaling(build: Build) -> Statement:
 
 @statement("cp-device-over-event")
 def cp_device_over_event(build: Build) -> Statement:
-    s = build.summary("cp-allgather-w2-1x16x32768x128")
+    s = build.summary(names.cp_record(names.CP_LENGTHS[0]))
     r = s["ranks"][0]
     union = trace.busy_us(r["ops"])
     text = (f"Rank 0's device time at this length, {us(r['forward_device_us'])} (profiler), is longer than its "
@@ -327,7 +320,7 @@ def rates(build: Build, stage) -> Statement:
              and r.get("tflops_back_to_back")]
     capture = causal_tflops(s)
     f = lambda x: f"{x:.0f}"
-    text = (f"{name(stage)} at S={s['shape'][2]:,}, D={s['shape'][3]} thus appears at several rates on this site, "
+    text = (f"{short(stage)} at S={s['shape'][2]:,}, D={s['shape'][3]} thus appears at several rates on this site, "
             f"one per method: {f(profiler)} TFLOP/s by its kernel's time in the profiler"
             + (f" and {f(ncu)} by Nsight Compute's" if ncu else "")
             + f" (the kernel alone, B={s['shape'][0]}); "
@@ -354,9 +347,9 @@ def cpu_saving(build: Build, stage, against) -> Statement:
     ea, eb = a["cpu_forward_us_each"], b["cpu_forward_us_each"]
     spread = lambda e: f"{us(min(e))} to {us(max(e))}"
     head = (f"The annotated forward takes {us(a['cpu_forward_us'])} of CPU time here against "
-            f"{us(b['cpu_forward_us'])} for {name(against)} (median of {len(ea)} profiled forwards, profiler on")
+            f"{us(b['cpu_forward_us'])} for {short(against)} (median of {len(ea)} profiled forwards, profiler on")
     if max(ea) < min(eb):
-        text = f"{head}): every profiled forward of {name(stage)} took less than every one of {name(against)}'s"
+        text = f"{head}): every profiled forward of {short(stage)} took less than every one of {short(against)}'s"
     else:
         text = (f"{head}; {spread(ea)} and {spread(eb)}): the ranges overlap, so this profile cannot tell the "
                 f"saving on the CPU apart from the forward-to-forward spread")
@@ -370,13 +363,13 @@ def queued_vs_one_call(build: Build, stage) -> Statement:
     faster = [r["back_to_back_us"] < r["median_us"] for r in rows]
     pairs = "; ".join(f"{us(r['back_to_back_us'])} against {us(r['median_us'])}" for r in rows)
     if all(faster):
-        text = (f"{name(stage)} ran faster per forward queued than one call at a time ({pairs}), as a stream "
+        text = (f"{short(stage)} ran faster per forward queued than one call at a time ({pairs}), as a stream "
                 f"should: the queue hides each launch behind the previous forward's kernels")
     elif not any(faster):
-        text = (f"{name(stage)} ran slower per forward queued than one call at a time ({pairs}); the GPU's clocks "
+        text = (f"{short(stage)} ran slower per forward queued than one call at a time ({pairs}); the GPU's clocks "
                 f"were not read during the run, so this run cannot say why")
     else:
-        text = f"{name(stage)}'s queued and one-call times fall on either side of each other ({pairs})"
+        text = f"{short(stage)}'s queued and one-call times fall on either side of each other ({pairs})"
     return Statement(text, bool(rows), "; ".join(f"{r['back_to_back_us']:.1f} vs {r['median_us']:.1f}" for r in rows))
 
 
@@ -424,7 +417,7 @@ def cudnn_fastest(build: Build) -> Statement:
     by_event = ranked({b: s["event_median_us"] for b, s in runs.items()})
     second = by_device[1]
     text = (f"the fastest SDPA backend, by device time ({us(runs['cudnn']['forward_device_us'])} against "
-            f"{name(second)}'s {us(runs[second]['forward_device_us'])}) and by one call's CUDA-event median "
+            f"{short(second)}'s {us(runs[second]['forward_device_us'])}) and by one call's CUDA-event median "
             f"({us(runs['cudnn']['event_median_us'])} against {us(runs[by_event[1]]['event_median_us'])})")
     return Statement(text, by_device[0] == by_event[0] == "cudnn", f"by device {by_device}, by one call {by_event}")
 
@@ -448,7 +441,7 @@ def flash_vs_hopper_kernels(build: Build) -> Statement:
     def kernel_us(stage):
         return summary.longest_kernel(build.summary(names.record_name(stage, LONG_SHAPE)))["duration_us"]
     ratio = {s: kernel_us(s) / kernel_us("flash") for s in hopper_kernels(build)}  # flash's rate over theirs
-    text = ("runs at " + " and ".join(f"{pct(r)} of {name(s)}'s rate" for s, r in ratio.items())
+    text = ("runs at " + " and ".join(f"{pct(r)} of {short(s)}'s rate" for s, r in ratio.items())
             + " (kernel time in the profiler, the table above)")
     return Statement(text, bool(ratio) and max(ratio.values()) < 1, f"{ratio}")
 
@@ -456,7 +449,7 @@ def flash_vs_hopper_kernels(build: Build) -> Statement:
 @statement("causal-halves")
 def causal_halves(build: Build) -> Statement:
     """Contiguous halves of a causal sequence: how many more (query, key) pairs the later half holds."""
-    s = build.summary("cp-allgather-unbalanced-w2-1x16x131072x128")
+    s = build.summary(names.cp_record(LONGEST_CP, balanced=False))
     first, last = (r["causal_pairs"] for r in s["ranks"])
     text = f"{last / first:.0f} times as many keys as rank 0's"
     return Statement(text, abs(last / first - 3) < 0.01, f"pairs {first} and {last}")
@@ -492,7 +485,7 @@ def between(build: Build, stage, slower, faster) -> Statement:
     """A stage's one-call time between two others' (CUDA-event medians of the captures)."""
     a, b, c = (build.summary(r)["event_median_us"] for r in (stage, slower, faster))
     text = (f"{us(a)} per forward (CUDA-event median of one call, {shape_text(DEFAULT_SHAPE)}) against "
-            f"{us(b)} for {name(slower)} and {us(c)} for {name(faster)}: {times(b / a)} faster than the first, "
+            f"{us(b)} for {short(slower)} and {us(c)} for {short(faster)}: {times(b / a)} faster than the first, "
             f"{times(a / c)} slower than the second")
     return Statement(text, c < a < b, f"{a:.1f} between {c:.1f} and {b:.1f}")
 
@@ -571,7 +564,7 @@ def pays_most(build: Build) -> Statement:
     rows = [r for r in build.run("fastest") if "back_to_back_us" in r and "median_us" in r]
     extra = lambda r: r["median_us"] - r["back_to_back_us"]
     top = sorted(rows, key=extra, reverse=True)
-    label = lambda r: f"{name(r['path'])} ({r['layout']})"
+    label = lambda r: f"{short(r['path'])} ({r['layout']})"
     text = (f"{label(top[0])} pays most there, {us(extra(top[0]))} per call ({us(top[0]['median_us'])} one call "
             f"against {us(top[0]['back_to_back_us'])} back to back), then {label(top[1])}, {us(extra(top[1]))}")
     return Statement(text, len(rows) > 1, ", ".join(f"{label(r)} {extra(r):.1f}" for r in top))
@@ -583,8 +576,8 @@ def kernel_ahead(build: Build, a, b) -> Statement:
     ta, tb = (build.summary(r)["forward_device_us"] for r in (a, b))
     first, second = (a, b) if ta <= tb else (b, a)
     lo, hi = min(ta, tb), max(ta, tb)
-    text = (f"{name(names.parse_record(first)[0])}'s forward takes {us(lo)} of device time against {us(hi)} for "
-            f"{name(names.parse_record(second)[0])} (profiler, {shape_text(build.summary(a)['shape'])}), "
+    text = (f"{short(names.parse_record(first)[0])}'s forward takes {us(lo)} of device time against {us(hi)} for "
+            f"{short(names.parse_record(second)[0])} (profiler, {shape_text(build.summary(a)['shape'])}), "
             f"{pct(1 - lo / hi)} less")
     return Statement(text, True, f"{ta:.1f} against {tb:.1f}")
 
@@ -621,7 +614,7 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
         theirs = enqueue[other]
         place = ("not told apart from" if timing.agree(mine, theirs)
                  else "above" if mine.median > theirs.median else "below")
-        words[place].append(f"{name(other)}'s {spread(theirs)}")
+        words[place].append(f"{short(other)}'s {spread(theirs)}")
     said = "; ".join(f"{w} {' and '.join(v)}" for w, v in words.items() if v)
     n = len(others)
     rank = ("the most expensive of these here" if len(words["above"]) == n
@@ -630,7 +623,7 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
             else "this run cannot rank it among them" if len(words["not told apart from"]) == n
             else "not told apart from the most expensive here")
     text = (f"by unprofiled CPU enqueue (host clock, back-to-back calls, per forward, median and p10–p90, "
-            f"{shape_text(DEFAULT_SHAPE)}), {name(stage)} takes {spread(mine)}: {said}, so {rank}")
+            f"{shape_text(DEFAULT_SHAPE)}), {short(stage)} takes {spread(mine)}: {said}, so {rank}")
     return Statement(text, all(o in enqueue for o in others), f"{ {k: v.median for k, v in enqueue.items()} }")
 
 
@@ -676,7 +669,7 @@ def leads_long(build: Build, stage) -> Statement:
     starts = {d: min((n for (dd, n), p in lead.items() if dd == d and p == stage), default=None) for d in dims}
     below = sorted({p for (d, n), p in lead.items() if starts[d] is not None and n < starts[d]})
     where = " and ".join(f"from S={starts[d]:,} at head dim {d}" for d in dims if starts[d] is not None)
-    text = (f"It leads {where}, at every longer sequence, and trails {' and '.join(name(p) for p in below) or 'no one'} "
+    text = (f"It leads {where}, at every longer sequence, and trails {' and '.join(short(p) for p in below) or 'no one'} "
             f"below that (back-to-back TFLOP/s, the figures above)") if where else "It leads nowhere in this sweep"
     holds = (all(s is not None for s in starts.values()) and bool(below)
              and all(p == stage for (d, n), p in lead.items() if n >= starts[d]))
@@ -707,7 +700,7 @@ def hopper_compute_bound(build: Build) -> Statement:
     bound = [s for s, v in verdicts.items() if v == "compute-bound"]
     hopper = hopper_kernels(build)
     others = {v for s, v in verdicts.items() if s not in bound}
-    text = (f"Only the {len(hopper)} kernels written for Hopper, {' and '.join(name(s) + chr(39) + 's' for s in hopper)}, "
+    text = (f"Only the {len(hopper)} kernels written for Hopper, {' and '.join(short(s) + chr(39) + 's' for s in hopper)}, "
             f"cross into compute-bound; the others are {', '.join(sorted(others))}")
     return Statement(text, sorted(bound) == sorted(hopper), f"verdicts {verdicts}, Hopper kernels {hopper}")
 
@@ -728,7 +721,7 @@ def causal_tile_work(build: Build, stage, tile="128") -> Statement:
 @statement("rotations-agree")
 def rotations_agree(build: Build) -> Statement:
     """All-gather and all-to-all at the same length: the slower rank's one-call medians side by side."""
-    a, b = (build.summary(f"cp-{r}-w2-1x16x131072x128")["cp_event_median_us"] for r in ("allgather", "alltoall"))
+    a, b = (build.summary(names.cp_record(LONGEST_CP, rotate=r))["cp_event_median_us"] for r in ("allgather", "alltoall"))
     text = f"the times agree to within {100 * abs(a / b - 1):.1f} % ({us(a)} and {us(b)}, one-call CUDA-event medians)"
     return Statement(text, abs(a / b - 1) < 0.03, f"{a:.0f} and {b:.0f} µs")
 

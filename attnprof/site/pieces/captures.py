@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import statistics
 
-from ...analysis import hardware, kernel_names, oplist, summary
-from ...analysis import records
+from ...analysis import hardware, kernel_names, oplist, records, summary
 from ...analysis import trace as traces
 from ...analysis.flops import causal_flops, causal_tflops, tflops
-from ...model.stages import STAGES, ladder, select
-from ...text import ms, shape, us
-from ..render import plots, tables
+from ...model.procedure import EVENT_REPS, SCHEDULE
+from ...model.stages import DEFAULT_SHAPE, STAGES, ladder, select
+from ...text import dims, ms, shape, us
 from ..build import Build
-from ..words import title
+from ..render import plots, tables
+from ..words import count, title
 from ..registry import ALL, piece, problem_box
 from .timing import stream_line
 
@@ -155,8 +155,8 @@ def launch(build: Build, *records):
     return (tables.table(["stage", "shape B×H×S×D", "GPU busy (profiled)", "span (profiled)",
                           "GPU idle (of the profiled span)", "median launch latency (profiled)",
                           "CPU time / forward (profiled)", "one call (CUDA-event median, capture)"], rows, "llrrrrrr")
-            + "\n\nbf16, causal; profiled columns from each stage's capture (three profiled forwards, the one with "
-              "the median device time), the last from the capture's 50 unprofiled calls.")
+            + f"\n\nbf16, causal; profiled columns from each stage's capture ({count(SCHEDULE['active'])} profiled "
+              f"forwards, the one with the median device time), the last from the capture's {EVENT_REPS} unprofiled calls.")
 
 
 @piece("value", captures=1, unavailable=True, inline=True)
@@ -395,7 +395,7 @@ def glance(build: Build):
         ["stage", "ops / forward", "device time / forward (profiler)", "one call: CUDA-event median",
          "CPU time / forward (profiler)", "GPU idle (of span, profiler)", "TFLOP/s (causal, one-call median)",
          "rel. error vs fp64", "lesson"], rows, "lrrrrrrr") + (
-        "\n\nShape B=8, H=16, S=1024, D=64 (the post's), bf16, causal; each stage's capture, its own run.")
+        f"\n\nShape {dims(DEFAULT_SHAPE)} (the post's), bf16, causal; each stage's capture, its own run.")
 
 
 @piece("glance-a100")

@@ -28,36 +28,48 @@ def _value(row, key):
 
 # ---- figures -------------------------------------------------------------------------------------
 
+def _sweep_grid(build, heads=True) -> str:
+    """What every point of the sweep shares, from its rows: the tokens per forward (batch × S) and the heads."""
+    b, h, s, _ = build.run("sweep")[0]["shape"]
+    return f"batch × S = {b * s:,} tokens" + (f", {h} heads" if heads else "")
+
+
 def fig_sweep_tflops(build, d):
     series = {title(p): [(r["shape"][2], _value(r, "tflops_back_to_back")) for r in _sweep_points(build, d, p)]
               for p in select(sweep=True) if _sweep_points(build, d, p)}
     peak = build.run("ceilings")["matmul_tflops"]
-    return plots.line_chart(series, "sequence length S (batch × S = 16,384 tokens, 16 heads)", "TFLOP/s (causal FLOPs)",
+    return plots.line_chart(series, f"sequence length S ({_sweep_grid(build)})", "TFLOP/s (causal FLOPs)",
                             f"Forward throughput, head dim {d}, bf16, causal", hlines={"bf16 matmul peak (measured)": peak})
 
 
 def fig_sweep_memory(build, d):
     series = {title(p): [(r["shape"][2], _value(r, "peak_extra_bytes") or None) for r in _sweep_points(build, d, p)]
               for p in select(sweep=True) if _sweep_points(build, d, p)}
-    return plots.line_chart(series, "sequence length S (batch × S = 16,384 tokens)", "memory allocated by one forward",
+    return plots.line_chart(series, f"sequence length S ({_sweep_grid(build, heads=False)})", "memory allocated by one forward",
                             f"Peak memory of one forward, head dim {d}", log_y=True, y_unit="bytes")
 
 
-def _roofline_points(build, dims=(2, 16, 8192, 128)):
+def roofline_shape(build) -> tuple:
+    """The sweep's point the roofline places every path at: the long shape's heads, S and D."""
+    return next(tuple(r["shape"]) for r in build.run("sweep") if tuple(r["shape"][1:]) == LONG_SHAPE[1:])
+
+
+def _roofline_points(build):
+    at = roofline_shape(build)
     pts = []
     for r in build.run("sweep"):
-        if tuple(r["shape"]) == dims and _value(r, "tflops_back_to_back"):
-            moved = naive_bytes(dims) if r["path"] in ("inplace", "math") else min_bytes(dims)
+        if tuple(r["shape"]) == at and _value(r, "tflops_back_to_back"):
+            moved = naive_bytes(at) if r["path"] in ("inplace", "math") else min_bytes(at)
             if r["path"] == "math":  # computes in fp32: every S×S pass moves 4-byte elements
-                moved = naive_bytes(dims, itemsize=4)
-            pts.append((title(r["path"]), causal_flops(dims) / moved, r["tflops_back_to_back"]))
+                moved = naive_bytes(at, itemsize=4)
+            pts.append((title(r["path"]), causal_flops(at) / moved, r["tflops_back_to_back"]))
     return pts
 
 
 def fig_roofline(build):
     c = build.run("ceilings")
     return plots.roofline(c["matmul_tflops"], c["copy_gbs"], _roofline_points(build),
-                          "Roofline at B=2, H=16, S=8192, D=128 (bf16, causal)")
+                          f"Roofline at {dims(roofline_shape(build))} (bf16, causal)")
 
 
 def fig_decode(build):
@@ -65,8 +77,14 @@ def fig_decode(build):
     series = {f"batch {b}": [(r["kv_len"], r.get("gbs")) for r in rows if r["batch"] == b]
               for b in sorted({r["batch"] for r in rows})}
     return plots.line_chart(series, "KV cache length (tokens)", "GB/s of K and V read",
-                            "Decode: one query token per sequence, 16 heads, head dim 128",
+                            f"Decode: one query token per sequence, {_heads(rows)}",
                             hlines={"copy bandwidth (read + write, measured)": build.run("ceilings")["copy_gbs"]})
+
+
+def _heads(rows) -> str:
+    """The heads and head dim a run's rows share, as a caption says them."""
+    (h, d), = {(r["heads"], r["head_dim"]) for r in rows}
+    return f"{h} heads, head dim {d}"
 
 
 def fig_recompile(build):
@@ -188,7 +206,7 @@ def roofline_table(build: Build):
                      f"{100 * rate / c['matmul_tflops']:.0f} %", f"{100 * rate / attainable:.0f} %"))
     return tables.table(["path", "FLOP / byte", "TFLOP/s (back to back, B=2)", "roof at that intensity",
                          "of matmul peak", "of the roof"], rows, "lrrrrr") + (
-        "\n\nShape B=2, H=16, S=8192, D=128, bf16, causal: the sweep's point, the same as the figure's; TFLOP/s "
+        f"\n\nShape {dims(roofline_shape(build))}, bf16, causal: the sweep's point, the same as the figure's; TFLOP/s "
         "are causal FLOPs over the sweep's back-to-back CUDA-event median per forward.")
 
 
@@ -254,7 +272,7 @@ def decode(build: Build):
         (r["batch"], f"{r['kv_len']:,}", r.get("backend", "—"), us(r.get("back_to_back_us")), size(r.get("kv_bytes")),
          f"{r['gbs']:.0f}" if "gbs" in r else "OOM", f"{100 * r['gbs'] / copy:.0f} %" if "gbs" in r else "—")
         for r in build.run("decode")], "rrlrrrr") + (
-        "\n\nSDPA alone: one query token per sequence against K and V of the stated length, 16 heads, head dim 128, "
+        f"\n\nSDPA alone: one query token per sequence against K and V of the stated length, {_heads(build.run('decode'))}, "
         f"bf16; time per step: {_queued(build.run('decode'))}.")
 
 

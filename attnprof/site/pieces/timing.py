@@ -10,22 +10,14 @@ from __future__ import annotations
 import math
 
 from ...analysis import timing
+from ...model import names
+from ...model.procedure import SCHEDULE
 from ...model.stages import DEFAULT_SHAPE, STAGES
 from ...text import shape as shape_text, us
 from ..render import tables
 from ..build import Build, FalseStatement
-from ..words import title
+from ..words import count, short, title
 from ..registry import piece
-
-
-
-
-SHORT = {"naive": "naive", "math": "math", "efficient": "memory-efficient", "flash": "flash", "cudnn": "cuDNN",
-         "auto": "auto-dispatch"}  # names in a running sentence
-
-
-def short(stage: str) -> str:
-    return SHORT.get(stage, title(stage))
 
 
 def rows(build: Build) -> list[dict]:
@@ -52,7 +44,7 @@ def _method_note(build: Build) -> str:
     r = build.run("timing")
     return (f"Unprofiled times are medians with p10–p90 in brackets, in the median's unit: one call over {r['one_call_reps']} "
             f"calls; back to back, GPU only and CPU enqueue per call, over {r['reps']} runs of {r['calls']} calls each. "
-            f"Profiled CPU time: the annotated range of each of the three forwards this run profiles "
+            f"Profiled CPU time: the annotated range of each of the {count(SCHEDULE['active'])} forwards this run profiles "
             f"(torch.profiler, as the captures do; a chapter's own capture is another run and gives its own "
             f"numbers). bf16, causal.")
 
@@ -66,7 +58,7 @@ def timing_table(build: Build, shape=None):
         if shape and "x".join(map(str, r["shape"])) != shape:
             continue
         v = timing.verdict(r)
-        out.append((STAGES[r["stage"]].short or title(r["stage"]), shape_text(r["shape"]), spread(v.one_call),
+        out.append((short(r["stage"]), shape_text(r["shape"]), spread(v.one_call),
                      spread(v.back_to_back), spread(v.gpu_only), spread(v.enqueue), us(v.profiled_cpu.median),
                      f"**{v.stream}**", _signed(v.launch_overhead_us)))
     return (tables.table(["stage", "shape", "one call (CUDA events)", "back to back (CUDA events)",
@@ -79,65 +71,58 @@ def _cell(x: timing.Stats | None) -> str:
     return "—" if x is None else spread(x) if x.n > 3 else us(x.median)
 
 
-@piece("methods")
-def methods(build: Build, stage="cudnn", shape="8x16x1024x64"):
-    """One stage at one shape under every method, all but Nsight Compute from one run."""
-    r = timing.find(build.run("timing")["rows"], stage, shape)
+def _unprofiled_and_profiled(r: dict) -> dict[str, str]:
+    """Each method's cell for one row of the timing run."""
     v = timing.verdict(r)
-    prof = r["profiled"]
-    wall = timing.stats(r["one_call_wall_us"])
-    span = timing.stats(prof["span_us"])
-    lines = [
-        ("GPU only (CUDA-graph replay)", "events around one replay of a graph of the same calls, per call",
-         _cell(v.gpu_only), "the GPU's work alone: no CPU, no launch between calls"),
-        ("profiled device time (torch.profiler)", "sum of the forward's op durations in the trace",
-         _cell(v.profiled_device), "the same kernels, timed by the profiler; gaps between them are not counted"),
-        ("back to back (CUDA events)", f"events around {r['calls']} enqueued calls, per call", _cell(v.back_to_back),
-         "a stream's pace: GPU only plus any time the GPU waits for the next launch"),
-        ("profiled span (torch.profiler)", "first launch to last op end of one profiled forward", _cell(span),
-         "starts at the first launch call, so the CPU's work before it is left out; that launch runs under the profiler"),
-        ("one call (CUDA events)", "events around one call on an idle GPU, then a synchronize", _cell(v.one_call),
-         "GPU only plus the launch: the CPU's work before the first kernel and the launch latency"),
-        ("one call (host clock)", "wall time of the call and the synchronize after it", _cell(wall),
-         "the same interval seen from Python: from the call to the synchronize's return"),
-        ("CPU enqueue (host clock)", f"wall time to enqueue the {r['calls']} back-to-back calls, per call",
-         _cell(v.enqueue), "the CPU's pace: dispatch and launch calls, no waiting on the GPU"),
-        ("profiled CPU time (torch.profiler)", "the annotated range on the CPU thread", _cell(v.profiled_cpu),
-         f"the same CPU work with the profiler recording it: {v.profiler_inflation:.1f}× the CPU enqueue time"),
-    ]
-    measured = build.counters(r["stage"] if tuple(r["shape"]) == DEFAULT_SHAPE
-                              else f"{r['stage']}-{'x'.join(map(str, r['shape']))}")
+    return {"graph_us": _cell(v.gpu_only), "profiled_device": _cell(v.profiled_device),
+            "back_to_back_us": _cell(v.back_to_back), "profiled_span": _cell(timing.stats(r["profiled"]["span_us"])),
+            "one_call_us": _cell(v.one_call), "one_call_wall_us": _cell(timing.stats(r["one_call_wall_us"])),
+            "enqueue_us": _cell(v.enqueue), "profiled_cpu": _cell(v.profiled_cpu)}
+
+
+def _other_runs(build: Build, r: dict, v: timing.Verdict) -> list[tuple]:
+    """The same stage and shape timed in other runs: Nsight Compute's counters record, the stage's capture."""
+    record = names.record_name(r["stage"], r["shape"])
+    lines = []
+    measured = build.counters(record)
     if measured:
         ncu_us = sum(k["duration_ns"] or 0 for k in measured["kernels"]) / 1000
         clocks = ("clocks left to the GPU (`--clock-control none`)" if "--clock-control none" in measured["command"]
                   else "clocks locked to base by Nsight Compute (its default)")
         lines.append(("Nsight Compute duration", f"the kernels of one forward replayed under ncu ({measured['date']})",
                       us(ncu_us), f"another run: each kernel replayed alone, {clocks}"))
-    capture = build.summary(r["stage"] if tuple(r["shape"]) == DEFAULT_SHAPE
-                            else f"{r['stage']}-{'x'.join(map(str, r['shape']))}")
+    capture = build.summary(record)
     lines.append(("one call (CUDA events), in the stage's capture", f"the capture's own {capture['settings']['event_reps']} "
                   f"calls ({capture['date']})",
                   f"{us(capture['event_median_us'])} ({capture['event_p10_us']:.1f}–{capture['event_p90_us']:.1f})",
                   "the same method in another run: " + (
                       "inside" if v.one_call.p10 <= capture["event_median_us"] <= v.one_call.p90 else "outside")
                   + " this run's p10–p90 for one call"))
+    return lines
+
+
+@piece("methods")
+def methods(build: Build, stage="cudnn", shape=None):
+    """One stage at one shape under every method, all but Nsight Compute from one run."""
+    r = timing.find(build.run("timing")["rows"], stage, shape or DEFAULT_SHAPE)
+    v = timing.verdict(r)
+    cells = _unprofiled_and_profiled(r)
+    lines = [(m.name, m.how.format(calls=r["calls"]), cells[key],
+              m.why + (f": {v.profiler_inflation:.1f}× the CPU enqueue time" if key == "profiled_cpu" else ""))
+             for key, m in timing.METHODS.items()]
     return (tables.table([f"method ({title(stage)}, {where(r['shape'])})", "what it measures",
-                          "time (median, p10–p90 in µs)", "why it differs"], lines, "llrl")
-            + "\n\nAll but the last two rows from one timing run (the three profiled forwards give a median only). "
-              + _method_note(build))
-
-
-def _record(stage: str, shape) -> str:
-    return stage if tuple(shape) == DEFAULT_SHAPE else f"{stage}-{'x'.join(map(str, shape))}"
+                          "time (median, p10–p90 in µs)", "why it differs"], lines + _other_runs(build, r, v), "llrl")
+            + f"\n\nAll but the last two rows from one timing run (the {count(SCHEDULE['active'])} profiled forwards "
+              f"give a median only). " + _method_note(build))
 
 
 @piece("kernel-clocks", inline=True)
-def kernel_clocks(build: Build, stage="cudnn", shape="8x16x1024x64"):
+def kernel_clocks(build: Build, stage="cudnn", shape=None):
     """How far apart the three kernel-only times of a stage are: GPU only, profiled device time, Nsight Compute."""
-    r = timing.find(build.run("timing")["rows"], stage, shape)
+    r = timing.find(build.run("timing")["rows"], stage, shape or DEFAULT_SHAPE)
     v = timing.verdict(r)
     times = {"GPU only": v.gpu_only.median, "profiled device time": v.profiled_device.median}
-    measured = build.counters(_record(r["stage"], r["shape"]))
+    measured = build.counters(names.record_name(r["stage"], r["shape"]))
     if measured:
         times["Nsight Compute"] = sum(k["duration_ns"] or 0 for k in measured["kernels"]) / 1000
     apart = 100 * (max(times.values()) - min(times.values())) / min(times.values())  # of the smallest

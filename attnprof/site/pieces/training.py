@@ -9,6 +9,7 @@ from __future__ import annotations
 from ...analysis import kernel_names, oplist, trace
 from ...analysis.flops import causal_tflops
 from ...analysis.oplist import KIND_LABEL
+from ...model.procedure import BWD_FLOP_FACTOR
 from ...model.stages import STAGES
 from ...text import shape, size, us
 from ..render import plots, tables
@@ -50,12 +51,12 @@ def compare_backward(build: Build, *records):
     reps = build.summary(records[0])["settings"]["event_reps"]
     return (tables.table(["stage", "device ops / backward", "of them launched from the calling thread",
                           "device time / backward (profiler, sum of kernels)",
-                          "one call: CUDA-event median (p10–p90)", "TFLOP/s (2.5× causal fwd FLOPs, one-call median)",
+                          "one call: CUDA-event median (p10–p90)", f"TFLOP/s ({BWD_FLOP_FACTOR}× causal fwd FLOPs, one-call median)",
                           "backward ÷ forward (device time, same trace)", "worst grad error vs fp64"], rows, "lrrrrrrr")
             + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal. *Device time*: the durations of the backward's "
               f"device ops added up, from the profiler's trace of the median profiled backward. *One call*: CUDA events "
               f"around one `backward()` call, synchronised, {reps} calls, each after a fresh forward (no profiler). The "
-              f"backward's FLOPs are counted as 2.5 times the causal forward's (two matmuls forward; five backward, one "
+              f"backward's FLOPs are counted as {BWD_FLOP_FACTOR} times the causal forward's (two matmuls forward; five backward, one "
               f"of them recomputing QKᵀ), a convention, not a count of what each kernel does.")
 
 
