@@ -31,7 +31,7 @@ from typing import Callable
 from .model import store
 from .analysis import records
 from .model.stages import ROOT, STAGES
-from .text import first_line
+from .text import first_line, short, text_table
 
 # seconds a record of each kind takes, to hand out the longest first (a run record's own wall_s, where
 # it has one, is used instead)
@@ -303,14 +303,9 @@ def parse_kinds(text: str | None) -> list[str] | None:
     return names
 
 
-def _short(outcome: str, width=90) -> str:
-    return outcome if len(outcome) <= width else outcome[:width - 1] + "…"
-
-
 def table(results: list[Result], cannot: dict[str, str]) -> str:
-    from .text import text_table
-    rows = [(r.record, r.kind, ",".join(r.devices), f"{r.seconds:.1f}", _short(r.outcome)) for r in results]
-    rows += [(record, records.kind_of(record).name, "-", "-", _short(f"not taken: {why}"))
+    rows = [(r.record, r.kind, ",".join(r.devices), f"{r.seconds:.1f}", short(r.outcome, 90)) for r in results]
+    rows += [(record, records.kind_of(record).name, "-", "-", short(f"not taken: {why}", 90))
              for record, why in cannot.items()]
     return text_table(["record", "kind", "GPU", "seconds", "outcome"], rows)
 
@@ -363,7 +358,6 @@ def regenerate(wanted: list[str], out_dir=None, machine: Machine | None = None, 
 
 def plan_text(jobs: list[Job], devices) -> str:
     """`--dry-run`: where each record is expected to run, and about how long it all takes."""
-    from .text import text_table
     placed = assign(jobs, devices)
     rows = [(job.record, job.kind, ",".join(on), f"{job.estimate_s:.0f}") for job, on in placed]
     load = {d: sum(j.estimate_s for j, on in placed if d in on) for d in devices}

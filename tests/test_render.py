@@ -69,9 +69,15 @@ def test_problem_captures_render_as_a_box():
     assert md.startswith('!!! failure') and "stale" in md
 
 
-def test_registry_declares_what_each_piece_reads():
-    assert PIECES["ops"][None if "ops" == "glance" else "stage"].captures == 1 and PIECES["diff"][None if "diff" == "glance" else "stage"].captures == 2 and PIECES["glance"][None if "glance" == "glance" else "stage"].captures == 0
-    assert PIECES["stamp"][None if "stamp" == "glance" else "stage"].unavailable and not PIECES["ops"][None if "ops" == "glance" else "stage"].unavailable and PIECES["value"][None if "value" == "glance" else "stage"].inline
+def test_what_a_piece_declares_decides_how_an_unusable_or_unavailable_record_renders():
+    stale = Build(problems={"naive": "capture 'naive' is stale: run it"})
+    assert expand(stale, "ops", ["naive"]).startswith("!!! failure")  # a block piece: the box with the reason
+    assert expand(stale, "value", ["naive", "scores_size"]) == "**(capture not usable: see the box above)**"  # inline
+    committed = Build(problems={})
+    assert expand(committed, "ops", ["hub"]).startswith('!!! warning "Did not run"')  # reads a capture that did not run
+    assert "Captured on" in expand(committed, "stamp", ["hub"])  # declared to render for one
+    with pytest.raises(TypeError, match="needs a record name"):
+        expand(committed, "ops", [])
 
 
 def test_an_unavailable_stage_renders_a_note_not_a_table(build):
@@ -145,3 +151,12 @@ def test_a_piece_that_fails_fails_the_build_and_a_missing_run_is_a_box(tmp_path,
     (folder / "run-fastest.json").unlink()
     box = expand(Build(folder), "fastest", [])
     assert box.startswith('!!! failure') and "run-fastest.json is missing" in box
+
+
+def test_without_a_usable_timing_run_the_gaps_line_drops_only_its_stream_sentence():
+    why = "record of run 'timing' is missing (run-timing.json): run it"
+    with_run = expand(Build(problems={}), "gaps", ["naive"])
+    without = expand(Build(problems={"run-timing": why}), "gaps", ["naive"])
+    assert "a stream of these forwards is" in with_run
+    assert "a stream of these forwards is" not in without and "not usable" not in without and "!!!" not in without
+    assert without.split(" Unprofiled")[0] == with_run.split(" Unprofiled")[0]  # the rest of the line is the same

@@ -27,6 +27,8 @@ class Build:
         return self._problems
 
     def summary(self, record: str) -> dict:
+        if record in self.problems:  # as for a run: a record that cannot be used is never read
+            raise RecordUnusable(self.problems[record])
         if record not in self._summaries:
             try:
                 self._summaries[record] = records.load_summary(record, self.folder)

@@ -15,7 +15,7 @@ from ...model.procedure import SCHEDULE
 from ...model.stages import DEFAULT_SHAPE, STAGES
 from ...text import shape as shape_text, us
 from ..render import tables
-from ..build import Build, FalseStatement
+from ..build import Build, FalseStatement, RecordUnusable
 from ..words import count, short, title
 from ..registry import piece
 
@@ -255,7 +255,7 @@ def stream_line(build: Build, stage: str, shape, summary: dict | None = None) ->
     it has none; otherwise "" when the run has no row for it."""
     try:
         r = timing.find(build.run("timing")["rows"], stage, list(shape))
-    except (ValueError, FileNotFoundError):
+    except (ValueError, RecordUnusable):  # no row, or no usable run: the gaps line goes without this sentence
         r = {"error": "no row"}
     if "error" in r:
         return own_stream_line(summary) if summary is not None and stage not in STAGES else ""

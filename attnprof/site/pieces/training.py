@@ -44,7 +44,7 @@ def compare_backward(build: Build, *records):
                          *["—"] * 6))
             continue
         rows.append((link, s["ops_per_backward"], s["ops_on_calling_thread_each"][0], us(s["backward_device_us"]),
-                     f"{whole(s['event_median_us'])}<br>({whole(s['event_p10_us'])}–{whole(s['event_p90_us'])})",
+                     f"{us(s['event_median_us'])}<br>({us(s['event_p10_us'])}–{us(s['event_p90_us'])})",
                      f"{bwd_tflops(s):.0f}",
                      f"{s['backward_device_us'] / s['forward_device_us']:.1f}×", f"{grad_error(s):.1e}"))
     b, h, n, d = build.summary(records[0])["shape"]
@@ -145,11 +145,6 @@ def download_backward(build: Build, record):
 
 # ---- two GPUs ------------------------------------------------------------------------------------
 
-def whole(duration_us) -> str:
-    """A duration that a table cell does not break between number and unit."""
-    return us(duration_us).replace(" ", "&nbsp;")
-
-
 def per_rank(s: dict, value) -> str:
     """`value` of each rank in one table cell, a line per rank."""
     return "<br>".join(f"{r['rank']}:&nbsp;{value(r)}" for r in s["ranks"])
@@ -164,8 +159,8 @@ def compare_cp(build: Build, *records):
         shard = "head-and-tail" if s["load_balance"] else "contiguous halves"
         rows.append((f"{s['shape'][2]:,}", f"{s['rotate']}, {shard}", us(s["single_gpu"]["event_median_us"]),
                      us(s["cp_event_median_us"]), f"**{s['speedup']:.2f}×**",
-                     per_rank(s, lambda r: whole(r["forward_device_us"])),
-                     per_rank(s, lambda r: f"{whole(r['overlap']['overlap_us'])} of {whole(r['overlap']['communication_us'])}"),
+                     per_rank(s, lambda r: us(r["forward_device_us"])),
+                     per_rank(s, lambda r: f"{us(r['overlap']['overlap_us'])} of {us(r['overlap']['communication_us'])}"),
                      f"{max(r['rel_err_rows'] for r in s['ranks']):.1e}"))
     s = build.summary(records[0])
     return tables.table(["sequence length", "rotation, causal shard", "one GPU (one call: CUDA-event median)",
@@ -191,9 +186,9 @@ def ranks(build: Build, record):
         held = ", ".join(f"{a:,}–{b:,}" for a, b in r["positions"])
         flash = [op for op in r["ops"] if op["kind"] == "kernel" and kernel_names.fingerprint([op["name"]]) == "flash"]
         rows.append((r["rank"], held, f"{r['causal_pairs'] / total:.1%}", r["ops_per_forward"],
-                     " + ".join(whole(op["duration_us"]) for op in flash), us(r["forward_device_us"]),
+                     " + ".join(us(op["duration_us"]) for op in flash), us(r["forward_device_us"]),
                      us(trace.busy_us(r["ops"])),
-                     f"{whole(o['communication_us'])}: {whole(o['overlap_us'])} hidden, {whole(o['exposed_us'])} exposed",
+                     f"{us(o['communication_us'])}: {us(o['overlap_us'])} hidden, {us(o['exposed_us'])} exposed",
                      us(r["event_median_us"])))
     return tables.table(["rank", "query positions held", "share of the causal (query, key) pairs",
                          "device ops / forward", "attention kernels", "device time / forward (profiler, sum of ops)",
