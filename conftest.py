@@ -18,7 +18,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from markdown_it import MarkdownIt
 from pytest_markdown_docs.plugin import MarkdownInlinePythonItem
 
-from attnprof.model.stages import fill_includes
+from attnprof.model.snippets import fill_includes
 
 CONTAINER = re.compile(r"^(===|!!!|\?\?\?\+?)\s")
 

@@ -30,7 +30,8 @@ from typing import Callable
 
 from .model import store
 from .analysis import records
-from .model.stages import ROOT, STAGES
+from .model.stages import STAGES
+from .model.snippets import ROOT
 from .text import first_line, short, text_table
 
 # seconds a record of each kind takes, to hand out the longest first (a run record's own wall_s, where

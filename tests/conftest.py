@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from attnprof.analysis import trace
-from attnprof.model.stages import ROOT
+from attnprof.model.snippets import ROOT
 
 FIXTURES = Path(__file__).parent / "fixtures"  # real H200 traces: h200-<record>.trace.json.gz
 

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.browser
 
 from attnprof.model import store
 from attnprof.analysis import records
-from attnprof.model.stages import ladder, ROOT
+from attnprof.model.stages import ladder
+from attnprof.model.snippets import ROOT
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
 NO_TABLE = {"", "reading-a-profile"}  # pages of prose; every other page shows measurements as tables

@@ -6,10 +6,11 @@ import sys
 
 import pytest
 
-from attnprof.model import store
+from attnprof.model import store, snippets
 from attnprof.analysis import records
 from attnprof.cli import main
-from attnprof.model.stages import ladder, ROOT
+from attnprof.model.stages import ladder
+from attnprof.model.snippets import ROOT
 
 REQUIRED = {"stage", "device", "shape", "dtype", "ops_per_forward", "ops", "forward_device_us",
             "event_median_us", "rel_err"}
@@ -320,17 +321,16 @@ def test_the_test_command_waits_for_the_dpkg_lock():
 # ---- a comment is not a code change ----------------------------------------------------------------
 
 def test_comments_and_blank_lines_do_not_change_a_snippets_hash(tmp_path, monkeypatch):
-    from attnprof.model import stages
-    snippets = tmp_path / "snippets"
-    shutil.copytree(stages.SNIPPETS, snippets)
-    monkeypatch.setattr(stages, "SNIPPETS", snippets)
+    folder = tmp_path / "snippets"
+    shutil.copytree(snippets.SNIPPETS, folder)
+    monkeypatch.setattr(snippets, "SNIPPETS", folder)
     assert records.status("naive") is None
-    source = (snippets / "naive.py").read_text()
+    source = (folder / "naive.py").read_text()
     edited = source.replace("def attention(", "# a note for the reader\n\n\ndef attention(", 1)
     edited = edited.replace("\n", "  \n").replace("(-2, -1)", "( -2,-1 )")  # trailing blanks, other spacing
-    (snippets / "naive.py").write_text(edited)
+    (folder / "naive.py").write_text(edited)
     assert records.status("naive") is None
-    (snippets / "naive.py").write_text(source.replace("def attention(", "SCALE = 1.0\n\n\ndef attention(", 1))
+    (folder / "naive.py").write_text(source.replace("def attention(", "SCALE = 1.0\n\n\ndef attention(", 1))
     assert "stale" in records.status("naive")
 
 

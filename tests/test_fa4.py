@@ -15,7 +15,8 @@ from kernels import get_kernel
 from kernels.resolver import resolve_local_kernel
 
 from attnprof.measure.numerics import make_inputs, reference, relative_error
-from attnprof.model.stages import FA4_REPO, SNIPPETS, STAGES, ProviderUnavailable, load_snippet
+from attnprof.model.stages import FA4_REPO, STAGES, ProviderUnavailable
+from attnprof.model.snippets import SNIPPETS, load_snippet
 
 CUDA13 = kernels.backends.CUDA(version=Version("13.0"))
 FAKE_FA4 = '''

@@ -11,7 +11,7 @@ from attnprof.model import own
 from attnprof.measure import own as capture_own
 from attnprof.measure.numerics import make_inputs, relative_error
 from attnprof.measure.verify import TOLERANCE
-from attnprof.model.stages import ROOT
+from attnprof.model.snippets import ROOT
 
 IMPLEMENTATIONS = ("eager", "sdpa", "flex_attention")
 SMALL = (2, 8, 64, 16)  # B, H, S, D: 8 query heads sharing 2 key/value heads

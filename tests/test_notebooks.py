@@ -4,7 +4,8 @@ import pytest
 from attnprof.analysis import kernel_names
 from attnprof.analysis import records
 from attnprof.site import notebooks
-from attnprof.model.stages import ladder, STAGES, SNIPPETS, snippet_section
+from attnprof.model.stages import ladder, STAGES
+from attnprof.model.snippets import SNIPPETS, snippet_section
 
 
 @pytest.mark.parametrize("stage", ladder())

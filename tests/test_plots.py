@@ -10,7 +10,8 @@ from attnprof.site.pieces import runs as findings
 from attnprof.site.render import plots
 from attnprof.site.build import Build
 from attnprof.site.render.svg import PATH_COLOR, INK
-from attnprof.model.stages import ROOT, STAGES
+from attnprof.model.stages import STAGES
+from attnprof.model.snippets import ROOT
 
 BUILD = Build(problems={})
 NS = "{http://www.w3.org/2000/svg}"

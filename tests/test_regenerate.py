@@ -11,10 +11,11 @@ import time
 
 import pytest
 
-from attnprof.model import names, stages, store
+from attnprof.model import names, snippets, store
 from attnprof.analysis import records
 from attnprof import regenerate
-from attnprof.model.stages import DEFAULT_SHAPE, ROOT, STAGES, Stage
+from attnprof.model.stages import DEFAULT_SHAPE, STAGES, Stage
+from attnprof.model.snippets import ROOT
 
 # one record of each kind, each running several files (two snippets, a provider, a measuring module)
 SAMPLES = ["naive_compiled", "flash-bwd", "flash-1x16x8192x128.counters", "run-graphs", records.CP.records()[0]]
@@ -26,12 +27,12 @@ MEASURING = {"stage": "capture.py", "backward": "backward.py", "counters": "meas
 def tree(tmp_path, monkeypatch):
     """A copy of the code the keys hash (snippets and attnprof/measure); the keys read it from here."""
     root = tmp_path / "code"
-    shutil.copytree(stages.SNIPPETS, root / "snippets")
+    shutil.copytree(snippets.SNIPPETS, root / "snippets")
     shutil.copytree(ROOT / "attnprof" / "measure", root / "attnprof" / "measure")
     (root / "attnprof" / "analysis").mkdir()
     shutil.copy(ROOT / "attnprof" / "analysis" / "derived.py", root / "attnprof" / "analysis" / "derived.py")  # every run's figures
     monkeypatch.setattr(names, "CODE_ROOT", root)
-    monkeypatch.setattr(stages, "SNIPPETS", root / "snippets")
+    monkeypatch.setattr(snippets, "SNIPPETS", root / "snippets")
     return root
 
 

@@ -11,7 +11,7 @@ from attnprof.analysis import trace
 from attnprof.site import extension
 from attnprof.site.render import plots, tables
 from attnprof.site.build import Build
-from attnprof.site.registry import PIECES, expand
+from attnprof.site.registry import expand
 from attnprof.model.procedure import LABEL
 
 MASKED_FILL = next(op["name"] for op in records.load_summary("naive")["ops"] if "masked_fill" in op["name"])

@@ -97,7 +97,7 @@ def test_each_build_hands_the_extension_a_fresh_build(monkeypatch):
     """What one build read (captures, problems) never outlives it: `mkdocs serve` rebuilds from a new Build."""
     from mkdocs.config import load_config
     from attnprof.site import hook
-    from attnprof.model.stages import ROOT
+    from attnprof.model.snippets import ROOT
     monkeypatch.setenv("ATTNPROF_RECAPTURE", "never")
     builds = [hook.on_config(load_config(str(ROOT / "mkdocs.yml"))).mdx_configs[hook.EXTENSION]["build"]
               for _ in range(2)]
@@ -143,7 +143,7 @@ def edited_site(tmp_path_factory, copy_project):
     import os
     import subprocess
     import sys
-    from attnprof.model.stages import ROOT
+    from attnprof.model.snippets import ROOT
     tree = copy_project(tmp_path_factory.mktemp("tree"), ["naive", "flash", "scaling"])
     naive = tree / "snippets" / "naive.py"
     naive.write_text(naive.read_text().replace(

@@ -84,7 +84,7 @@ def test_the_code_hash_is_the_same_under_every_python_at_hand():
     import shutil
     import subprocess
     import sys
-    from attnprof.model.stages import ROOT, SNIPPETS, code_hash
+    from attnprof.model.snippets import ROOT, SNIPPETS, code_hash
     here = [code_hash(p) for p in sorted(SNIPPETS.glob("*.py"))]
     others = [p for p in (shutil.which(f"python3.{minor}") for minor in (10, 11, 12, 13)) if p]
     script = ("import sys; sys.path.insert(0, sys.argv[1]); from attnprof.model.stages import SNIPPETS, code_hash; "

@@ -4,7 +4,7 @@ import shutil
 
 import markdown
 
-from attnprof.model import names, stages, store
+from attnprof.model import names, stages, store, snippets
 from attnprof.analysis import records
 from attnprof.cli import main
 from attnprof.site.build import Build
@@ -19,10 +19,10 @@ def attention(q, k, v):
 
 
 def test_a_new_stage_is_one_snippet_and_one_table_entry(tmp_path, monkeypatch, capsys):
-    snippets = tmp_path / "snippets"
-    shutil.copytree(stages.SNIPPETS, snippets)
-    (snippets / "mine.py").write_text(SNIPPET)
-    monkeypatch.setattr(stages, "SNIPPETS", snippets)
+    folder = tmp_path / "snippets"
+    shutil.copytree(snippets.SNIPPETS, folder)
+    (folder / "mine.py").write_text(SNIPPET)
+    monkeypatch.setattr(snippets, "SNIPPETS", folder)
     monkeypatch.setitem(STAGES, "mine", Stage("mine", "My attention", "mine", group="provider", fused=True,
                                               sweep=True, shapes=("post",)))
     folder = tmp_path / "captures"
@@ -63,7 +63,7 @@ def test_no_provider_is_named_outside_the_stage_table_and_the_kernel_names():
     from pathlib import Path
     for provider in stages.providers():
         quoted = {f'"{provider}"', f"'{provider}'"}
-        modules = {p.relative_to(stages.ROOT).as_posix() for p in Path(stages.ROOT, "attnprof").rglob("*.py")
+        modules = {p.relative_to(snippets.ROOT).as_posix() for p in Path(snippets.ROOT, "attnprof").rglob("*.py")
                    if any(q in p.read_text() for q in quoted)}
         assert modules <= {"attnprof/model/stages.py", "attnprof/analysis/kernel_names.py", "attnprof/site/pieces/runs.py"}, (provider, modules)
         assert len(modules) <= 2, (provider, modules)
@@ -72,5 +72,5 @@ def test_no_provider_is_named_outside_the_stage_table_and_the_kernel_names():
 def test_each_named_shape_is_typed_once():
     from pathlib import Path
     for shape in stages.SHAPES.values():
-        typed = [p.name for p in Path(stages.ROOT, "attnprof").rglob("*.py") if str(shape) in p.read_text()]
+        typed = [p.name for p in Path(snippets.ROOT, "attnprof").rglob("*.py") if str(shape) in p.read_text()]
         assert typed == ["stages.py"], (shape, typed)

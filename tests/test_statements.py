@@ -27,7 +27,7 @@ def committed():
 def said():
     """Every `say` directive of the chapters, with its arguments: what the pages ask the statements."""
     import re
-    from attnprof.model.stages import ROOT
+    from attnprof.model.snippets import ROOT
     found = {tuple(m.group(1).split()) for page in (ROOT / "docs").glob("*.md")
              for m in re.finditer(r"<!--\s*attnprof:\s*say\s+([^>]*?)\s*-->", page.read_text())}
     return sorted(found)

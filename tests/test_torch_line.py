@@ -2,7 +2,7 @@
 import subprocess
 import sys
 
-from attnprof.model.stages import ROOT
+from attnprof.model.snippets import ROOT
 
 BLOCKED = """
 import sys

@@ -8,7 +8,7 @@ import pytest
 
 pytestmark = pytest.mark.site
 
-from attnprof.model.stages import ROOT
+from attnprof.model.snippets import ROOT
 
 pytest.importorskip("zensical")  # the test extra installs it
 

@@ -4,7 +4,8 @@ import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
-from attnprof.model.stages import FA4_REPO, load_snippet
+from attnprof.model.stages import FA4_REPO
+from attnprof.model.snippets import load_snippet
 
 fa4 = load_snippet("fa4").load_flash_attn4(FA4_REPO)
 b, s, h, d = 1, 2048, 8, 128

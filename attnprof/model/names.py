@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import text
-from . import stages
+from . import snippets
 from .procedure import BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, FORMAT, METRICS, SCHEDULE, WARMUP_CALLS
-from .stages import DEFAULT_SHAPE, ROOT, STAGES, Stage, code_hash, counter_records, get_stage, select, timing_stages
+from .stages import DEFAULT_SHAPE, STAGES, Stage, counter_records, get_stage, select, timing_stages
+from .snippets import ROOT, code_hash
 
 
 
@@ -56,7 +57,7 @@ def make_key(source_hash: str, record_settings: dict) -> str:
 
 
 # ---- the code each record runs --------------------------------------------------------------------
-# Paths are relative to the repository (read from stages.SNIPPETS and CODE_ROOT: a test points them at a
+# Paths are relative to the repository (read from snippets.SNIPPETS and CODE_ROOT: a test points them at a
 # copy). A record's key is the token hash of these files and its settings, so an edit of any of them,
 # comments aside, stales it.
 
@@ -124,9 +125,9 @@ def run_settings(name: str) -> dict:
 
 
 def code_path(path: str) -> Path:
-    """Where a file a key hashes lies: snippets under stages.SNIPPETS, the rest under CODE_ROOT."""
+    """Where a file a key hashes lies: snippets under snippets.SNIPPETS, the rest under CODE_ROOT."""
     if path.startswith("snippets/"):
-        return stages.SNIPPETS / path.removeprefix("snippets/")
+        return snippets.SNIPPETS / path.removeprefix("snippets/")
     return Path(CODE_ROOT) / path
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from . import names
 from .procedure import DEFAULT_DTYPE
-from .stages import DEFAULT_SHAPE, ROOT, code_hash
+from .stages import DEFAULT_SHAPE
+from .snippets import ROOT, code_hash
 
 DEFAULT_OUT = "attnprof-captures"  # a reader's captures go here, in the current folder, unless --out says
 MASKS = ("causal", "none")

@@ -10,7 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .stages import ROOT
+from .snippets import ROOT
 
 # ATTNPROF_CAPTURES points the CLI and the site build at another folder (tests use it)
 CAPTURES = Path(os.environ.get("ATTNPROF_CAPTURES", ROOT / "docs" / "captures"))

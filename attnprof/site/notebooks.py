@@ -13,7 +13,8 @@ from string import Template
 import nbformat
 
 from ..model import procedure
-from ..model.stages import ROOT, STAGES, Stage, fill_includes, ladder
+from ..model.stages import STAGES, Stage, ladder
+from ..model.snippets import ROOT, fill_includes
 
 OUT = ROOT / ".cache" / "notebooks"
 TEMPLATE = Path(__file__).with_name("notebook.py.tmpl")

@@ -17,7 +17,7 @@ from ..analysis import compare
 from ..model import names, store
 from ..model.procedure import LABEL, CaptureError
 from ..analysis import trace as traces
-from ..model.stages import ROOT
+from ..model.snippets import ROOT
 from .build import Build
 
 PERFETTO_JS = ROOT / "docs" / "javascripts" / "perfetto.js"
