@@ -69,8 +69,43 @@ def test_no_provider_is_named_outside_the_stage_table_and_the_kernel_names():
         assert len(modules) <= 2, (provider, modules)
 
 
-def test_each_named_shape_is_typed_once():
+def _sources():
     from pathlib import Path
-    for shape in stages.SHAPES.values():
-        typed = [p.name for p in Path(snippets.ROOT, "attnprof").rglob("*.py") if str(shape) in p.read_text()]
-        assert typed == ["stages.py"], (shape, typed)
+    return {p.relative_to(snippets.ROOT).as_posix(): p.read_text() for p in Path(snippets.ROOT, "attnprof").rglob("*.py")}
+
+
+def test_each_named_shape_is_typed_once_in_any_spelling():
+    from attnprof.text import dims, shape as as_text
+    for named in stages.SHAPES.values():
+        spellings = {str(named), as_text(named, "x"), as_text(named), dims(named), ", ".join(map(str, named))}
+        typed = sorted(path for path, text in _sources().items() if any(s in text for s in spellings))
+        assert typed == ["attnprof/model/stages.py"], (named, typed)
+
+
+def test_no_caption_types_the_heads_and_head_dim_a_run_measured():
+    import re
+    typed = {path: m.group(0) for path, text in _sources().items()
+             if path.startswith("attnprof/site/") and (m := re.search(r"\d+ heads, head dim \d+", text))}
+    assert not typed, typed
+
+
+def _literals(text):
+    """Every tuple, list, set or dict literal of a module, as (its string constants, a dict's values)."""
+    import ast
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            yield [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)], None
+        elif isinstance(node, ast.Dict):
+            yield ([k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)],
+                   [v.value if isinstance(v, ast.Constant) else None for v in node.values])
+
+
+def test_the_runs_are_listed_once_and_no_module_retypes_the_stages_sentence_names():
+    for path, text in _sources().items():
+        for strings, values in _literals(text):
+            runs = [s for s in strings if s in names.RUNS]
+            if path != "attnprof/model/names.py" and (values is None or all(v is not None for v in values)):
+                assert len(runs) < 3, (path, runs)  # a dispatch table of functions per run is not a list of runs
+            if values is not None and path != "attnprof/model/stages.py":
+                said = [k for k, v in zip(strings, values) if k in STAGES and v in (STAGES[k].short, STAGES[k].title)]
+                assert len(said) < 2, (path, said)

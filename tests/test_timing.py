@@ -11,7 +11,8 @@ from attnprof.model import store
 from attnprof.analysis import records
 from attnprof.analysis import timing
 from attnprof.site import extension
-from attnprof.site.build import Build
+from attnprof.site.build import Build, FalseStatement
+from attnprof.site.registry import expand
 
 BUILD = Build(problems={})
 ROWS = [r for r in BUILD.run("timing")["rows"] if "error" not in r]
@@ -157,3 +158,25 @@ def test_the_timing_run_measures_on_a_cpu_at_a_tiny_size():
         assert len(row["back_to_back_us"]) == len(row["enqueue_us"]) == len(row["enqueue_late_us"]) == 3
         assert all(t > 0 for t in row["enqueue_us"]) and "graph_us" not in row
         assert len(row["profiled"]["cpu_us"]) == 3 and row["calls"] == 4
+
+
+def test_a_verdict_closer_than_the_margin_is_this_hosts_and_fails_an_expected_one(tmp_path):
+    """flash's CPU enqueue at the post's shape brought within the 2× margin of its GPU-only time: the stream is
+    still GPU-bound, but no longer decided, so a sentence that expects GPU-bound stops the build and the
+    sentence over every stage says flash's verdict is this run's."""
+    run = records.load_run("timing")
+    row = timing.find(run["result"]["rows"], "flash", "8x16x1024x64")
+    gpu = timing.stats(row["graph_us"]).median
+    row["enqueue_us"] = [0.6 * gpu] * len(row["enqueue_us"])  # the GPU now only 1.7× the CPU's enqueue
+    row["enqueue_late_us"] = list(row["enqueue_us"])
+    v = timing.verdict(row)
+    assert v.stream == "GPU-bound" and not v.decided
+    folder = _folder_with(tmp_path, run)
+    build = Build(folder, problems={})
+    with pytest.raises(FalseStatement, match="margin that decides it"):
+        expand(build, "verdict", ["flash", "8x16x1024x64", "stream", "expect=GPU-bound"])
+    said = expand(build, "verdicts", ["8x16x1024x64"])
+    assert "flash: **GPU-bound** in this run, by less than the 2× margin" in said
+    assert "flash" not in said.split(";")[0]  # not among the decided ones
+    with pytest.raises(FalseStatement, match="the data say 'mixed'"):
+        expand(build, "verdicts", ["8x16x1024x64", "expect=GPU-bound"])

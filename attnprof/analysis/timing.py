@@ -13,7 +13,8 @@ can derive it again:
 
 A stream of calls is launch-bound when its back-to-back time per call runs at the CPU's enqueue pace
 rather than at the GPU-only pace; GPU-bound in the opposite case; on the boundary when the two paces
-agree, so either can set it. Two times agree when their medians differ by no more than the larger of
+agree, so either can set it. A verdict is decided when the side that sets the pace is slower than the
+other by HOST_MARGIN; closer than that it is this host's verdict, and another CPU may give another. Two times agree when their medians differ by no more than the larger of
 REL_TOLERANCE of the larger median and half the sum of their p10–p90 spreads. One call's latency is a
 separate question: it is the GPU-only time plus the launch overhead that no stream hides.
 """
@@ -26,6 +27,10 @@ from ..text import us
 from .stats import quantile
 
 REL_TOLERANCE = 0.05  # the floor of the tolerance: 5 % of the larger median
+# A stream's verdict names the side that sets its pace; it is decided only when that side is slower than
+# the other by HOST_MARGIN: then a host whose CPU enqueues twice as fast, or half as fast, gives the same verdict.
+# Closer than that, the verdict is this host's (the CPU's enqueue time moves from host to host and run to run).
+HOST_MARGIN = 2.0
 
 @dataclass(frozen=True)
 class Method:
@@ -109,6 +114,14 @@ class Verdict:
     def gpu_idle_per_call_us(self) -> float:
         """How long the GPU waits per call in a stream (back to back minus GPU only)."""
         return self.back_to_back.median - self.gpu_only.median
+
+    @property
+    def decided(self) -> bool:
+        """Whether the verdict holds on any host whose CPU enqueues within HOST_MARGIN of this one's: the
+        pace-setting side slower than the other by HOST_MARGIN or more."""
+        gpu, cpu = self.gpu_only.median, self.enqueue.median
+        return (self.stream == "GPU-bound" and gpu >= HOST_MARGIN * cpu
+                or self.stream == "launch-bound" and cpu >= HOST_MARGIN * gpu)
 
     @property
     def profiler_inflation(self) -> float | None:

@@ -3,7 +3,9 @@ one stamped JSON record in the captures folder: `python -m attnprof sweep [--onl
 from __future__ import annotations
 
 import importlib
+import platform
 import time
+from pathlib import Path
 import traceback
 
 import torch
@@ -17,6 +19,15 @@ def function(name: str):
     """The function that makes run `name` (model/names.py's RUN_CODE says which)."""
     module, attribute = names.RUN_CODE[name].function.split(".")
     return getattr(importlib.import_module(f"{__package__}.{module}"), attribute)
+
+
+def host_cpu() -> str | None:
+    """The host CPU's model name: a stream's verdict within the margin that decides it is this CPU's."""
+    try:
+        return next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                     if line.startswith("model name")), None) or platform.processor() or None
+    except OSError:
+        return platform.processor() or None
 
 
 def run(chosen, out_dir=store.CAPTURES) -> dict[str, str]:
@@ -40,7 +51,8 @@ def run(chosen, out_dir=store.CAPTURES) -> dict[str, str]:
             continue
         record = {"record": f"run-{name}", "run": name, "key": records.RUN.key(f"run-{name}"),
                   "code": records.RUN.code(f"run-{name}"), "settings": records.RUN.settings(f"run-{name}"),
-                  "wall_s": time.perf_counter() - start, **environment(), "result": derived.derive(name, result)}
+                  "wall_s": time.perf_counter() - start, **environment(), "host_cpu": host_cpu(),
+                  "result": derived.derive(name, result)}
         store.write_json(out_dir, f"run-{name}", record)
         status[name] = "ok"
         print(f"   {name}: {record['wall_s']:.0f} s", flush=True)
