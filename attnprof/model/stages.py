@@ -28,6 +28,7 @@ SNIPPETS = ROOT / "snippets"
 FA4_REPO = ROOT / "kernel-repos" / "attnprof-flash-attn4"  # this project's kernel repository (Hub layout)
 
 DTYPES = ("bf16", "fp16", "fp32")  # names; measure.numerics.torch_dtype maps them to torch dtypes
+ITEMSIZE = {"bf16": 2, "fp16": 2, "fp32": 4}  # bytes per element of each
 
 
 def load_snippet(name: str):

@@ -599,9 +599,7 @@ def kernel_ahead(build: Build, a, b) -> Statement:
 def verdict(build: Build, record, part) -> Statement:
     """What Nsight Compute's rule makes of the kernels of a record whose name is `part` (or holds it)."""
     from ...analysis import counters
-    measured = build.counters(record)
-    if measured is None:
-        raise RecordUnusable(f"the counters of {record!r} are not usable: run `python -m attnprof check`")
+    measured = build.counters_of(record)
     ks = [k for k in measured["kernels"] if counters.base_name(k["name"]) == part] or \
         [k for k in measured["kernels"] if part in k["name"]]
     found = sorted({counters.verdict(k) for k in ks})
