@@ -11,7 +11,7 @@ from attnprof.analysis import records
 from attnprof.model import store
 from attnprof.model.procedure import BWD_FLOP_FACTOR
 from attnprof.site import registry
-from attnprof.site.build import Build, RecordUnusable
+from attnprof.site.build import Build
 from attnprof.site.claims.statements import false_statements
 
 CP_RECORD = records.CP.records()[0]  # the shortest two-GPU run
@@ -183,7 +183,6 @@ PIECE_CASES = [
      "'naive_compiled.counters' is not a record the site lists"),
     ("a directive without its colon", "Its ops:\n\n<!-- attnprof ops flash -->\n",
      "<!-- attnprof ops flash --> is not a directive the site renders"),
-    ("a piece that does not exist", "<!-- attnprof: opps flash -->", "there is no piece 'opps'"),
 ]
 
 
@@ -196,6 +195,13 @@ def test_a_strict_build_refuses_what_a_plain_one_shows_as_a_box(clean, case, tex
     with caplog.at_level(logging.WARNING):
         html = render(clean, text, strict=False)  # mkdocs serve, a report: a box or a warning, no abort
     assert "Capture not usable" in html or "not usable" in html or says in caplog.text
+
+
+def test_a_piece_that_does_not_exist_fails_every_build(clean):
+    from attnprof.site.extension import PieceError
+    for strict in (True, False):
+        with pytest.raises(PieceError, match="unknown piece 'opps'"):
+            render(clean, "<!-- attnprof: opps flash -->", strict)
 
 
 def test_a_misspelt_run_in_a_piece_fails_even_a_plain_build(clean, monkeypatch):

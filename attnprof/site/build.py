@@ -46,6 +46,8 @@ class Build:
     def summary(self, record: str) -> dict:
         if self.strict and not self.listed(record):
             raise self.unlisted(record)
+        if self.strict and record in self.problems:  # what `check` lists: nothing is said from it
+            raise RecordUnusable(self.problems[record])
         if record not in self._summaries:
             try:
                 self._summaries[record] = records.load_summary(record, self.folder)

@@ -16,7 +16,7 @@ from markdown.extensions import Extension
 from markdown.preprocessors import Preprocessor
 
 from .build import Build, FalseStatement, RecordUnusable
-from .registry import DIRECTIVE, INLINE, MALFORMED, PIECES, expand, load
+from .registry import DIRECTIVE, INLINE, MALFORMED, expand
 
 log = logging.getLogger("mkdocs.extensions.attnprof")
 SVG = re.compile(r"<svg\b.*?</svg>", re.S)
@@ -37,10 +37,6 @@ class PiecesPreprocessor(Preprocessor):
         self.build = build
 
     def expand(self, name: str, args: str) -> str:
-        load()
-        if name not in PIECES:
-            return self.malformed(f"<!-- attnprof: {name}{args} -->", f"there is no piece {name!r} "
-                                  f"(known: {', '.join(sorted(PIECES))})")
         try:
             text = expand(self.build, name, args.split())
         except (KeyError, TypeError, ValueError, OSError, FalseStatement, RecordUnusable) as e:
@@ -48,8 +44,9 @@ class PiecesPreprocessor(Preprocessor):
         return SVG.sub(lambda m: self.md.htmlStash.store(m.group(0)), text)  # SVG is HTML, not Markdown
 
     def malformed(self, directive: str, why: str) -> str:
-        """A directive that names no piece: an error in a strict build, a warning otherwise (the page
-        lacks its piece, as it would with the HTML comment left in)."""
+        """A comment that starts like a directive but is not one (its colon missing): an error in a strict
+        build, a warning otherwise (the page lacks its piece, as it would with the HTML comment left in).
+        A directive naming an unknown piece fails every build (registry.lookup)."""
         line = f"{' '.join(directive.split())} is not a directive the site renders: {why}"
         if self.build.strict:
             raise PieceError(line)
