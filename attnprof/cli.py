@@ -12,7 +12,7 @@ from .model import names, own, store
 from .analysis import records
 from .analysis.oplist import KIND_LABEL
 from .model.procedure import DEFAULT_DTYPE, CaptureError
-from .model.stages import DEFAULT_SHAPE, DTYPES, STAGES, get_stage, parse_shape, select
+from .model.stages import DEFAULT_SHAPE, DTYPES, LONG_SHAPE, STAGES, get_stage, parse_shape, select
 from .text import shape, short, text_table, us
 
 
@@ -177,13 +177,19 @@ def cmd_report(args) -> int:
 
 
 def cmd_check(args) -> int:
+    """Every record the site reads, and every checked sentence of its chapters (as the strict build
+    evaluates them; the sentences need nothing beyond the standard library, so this runs without the
+    docs extra too)."""
+    from .site.build import Build
+    from .site.claims.statements import false_statements
     problems = records.problems(args.captures)
-    for why in problems.values():
+    false = false_statements(Build(args.captures or store.CAPTURES, problems, strict=True), store.ROOT / "docs")
+    for why in [*problems.values(), *false]:
         print(why)
-    if not problems:
+    if not problems and not false:
         counts = ", ".join(f"{n} {kind}" for kind, n in records.site_record_count().items())
-        print(f"all records the site uses are present and current ({counts})")
-    return 1 if problems else 0
+        print(f"all records the site uses are present and current ({counts}), and every checked sentence holds")
+    return 1 if problems or false else 0
 
 
 def cmd_counters(args) -> int:
@@ -328,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(run=cmd_capture)
 
     s = sub.add_parser("show", help="print a capture, yours or the site's (no GPU needed)")
-    s.add_argument("record", metavar="RECORD", help="a stage, a capture name such as flash-1x16x8192x128, flash-bwd or "
+    s.add_argument("record", metavar="RECORD", help=f"a stage, a capture name such as {names.record_name('flash', LONG_SHAPE)}, flash-bwd or "
                    "my.attention, or the path of a capture's .json")
     s.add_argument("--shape", help="B,H,S,D of the capture, if not the default")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")

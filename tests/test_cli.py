@@ -343,3 +343,11 @@ def test_the_pages_code_prints_nothing_into_the_test_output():
     assert r.returncode == 0, r.stdout
     for noise in ("flash flash flash", "relative error", "USDT", "profiler_start"):
         assert noise not in r.stdout + r.stderr
+
+
+def test_check_evaluates_the_sentences_without_any_extra():
+    """`check` needs neither PyTorch nor the documentation stack, not even Python-Markdown: the checked
+    sentences are plain Python over the records."""
+    r = subprocess.run([sys.executable, "-c", WITHOUT, f"{DOCS_STACK},markdown,pymdownx", "check"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip().endswith("and every checked sentence holds"), r.stderr[-1000:]

@@ -69,6 +69,20 @@ def test_no_provider_is_named_outside_the_stage_table_and_the_kernel_names():
         assert len(modules) <= 2, (provider, modules)
 
 
+def _typed(text: str) -> tuple[set, str]:
+    """What a module types, outside its comments and docstrings: its tuples of integers, and the text of its
+    string constants (f-strings' literal parts included), joined."""
+    import ast
+    tree = ast.parse(text)
+    docs = {id(n.body[0].value) for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef))
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    tuples = {tuple(e.value for e in n.elts) for n in ast.walk(tree) if isinstance(n, (ast.Tuple, ast.List))
+              and n.elts and all(isinstance(e, ast.Constant) and type(e.value) is int for e in n.elts)}
+    strings = "\n".join(n.value for n in ast.walk(tree)
+                        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs)
+    return tuples, strings
+
+
 def _sources():
     from pathlib import Path
     return {p.relative_to(snippets.ROOT).as_posix(): p.read_text() for p in Path(snippets.ROOT, "attnprof").rglob("*.py")}
@@ -77,8 +91,9 @@ def _sources():
 def test_each_named_shape_is_typed_once_in_any_spelling():
     from attnprof.text import dims, shape as as_text
     for named in stages.SHAPES.values():
-        spellings = {str(named), as_text(named, "x"), as_text(named), dims(named), ", ".join(map(str, named))}
-        typed = sorted(path for path, text in _sources().items() if any(s in text for s in spellings))
+        spellings = {as_text(named, "x"), as_text(named), dims(named)}
+        typed = sorted(path for path, text in _sources().items()
+                       if (found := _typed(text)) and (named in found[0] or any(s in found[1] for s in spellings)))
         assert typed == ["attnprof/model/stages.py"], (named, typed)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import derived, stats, trace
+from . import confirm, derived, stats, trace
 from ..model import own, store
 from ..model.names import (BACKWARD_CODE, COUNTERS_CODE, CP_CODE, CP_CONFIGS, CP_WORLD, FORWARD_CODE, OWN_CODE, RUNS,
                     backward_record, backward_settings, capture_command, counters_settings, cp_config, cp_record,
@@ -74,8 +74,10 @@ def _stale(record, folder) -> str | None:
         made = json.loads(store.summary_path(folder, record).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(made, dict) or made.get("key") == kind.key(record):
+    if not isinstance(made, dict):
         return None
+    if made.get("key") == kind.key(record):
+        return _mislabelled(record, made, kind)
     sources = kind.sources(record)
     code = made.get("code")
     if isinstance(code, dict):  # the record names the hash of each file it ran: name those that changed
@@ -86,6 +88,22 @@ def _stale(record, folder) -> str | None:
     else:
         why = f"made before {', '.join(sources)} or its settings last changed"
     return f"{kind.noun} {record!r} is stale ({why}): {kind.fix(record)}"
+
+
+ECHOED = ("shape", "dtype", "world_size", "rotate", "load_balance", "backend", "run")  # settings a record repeats
+
+
+def _mislabelled(record, made, kind) -> str | None:
+    """None when the settings a current record states (its `settings`, and the shape, dtype... it repeats
+    at the top) are those its name and key stand for; otherwise one line naming the field."""
+    expected = kind.settings(record)
+    stated = [("settings", made["settings"], expected)] if "settings" in made else []
+    stated += [(k, made[k], expected[k]) for k in ECHOED if k in made and k in expected]
+    for field_name, value, wanted in stated:
+        if value != wanted:
+            return (f"{kind.noun} {record}.json says {field_name} {value!r}, but its name and key stand for "
+                    f"{wanted!r}: {kind.fix(record)}")
+    return None
 
 
 def _check(record, folder) -> str | None:
@@ -130,20 +148,69 @@ def _stage_status(record, folder) -> str | None:
 
 def _consistent(record, folder) -> str | None:
     """A profiled record (not one that could not run): its event statistics are its raw samples', and
-    everything else is what its trace says."""
+    everything else is what its trace says; what it decides itself and its measured-once numbers hold."""
     summary = load_summary(record, folder)
-    if "unavailable" in summary:
+    fix = kind_of(record).fix(record)
+    properties = []
+    if "unavailable" not in summary:
+        if found := stats.samples_disagreements(summary):
+            return f"capture {record}.json disagrees with its own raw samples: {'; '.join(found[:3])}: {fix}"
+        if why := disagreement(record, summary, folder, _with_device(trace.disagreements, properties)):
+            return why
+    allowed, errors = _verified(folder)
+    stage = summary.get("stage")
+    tolerance = allowed.get((confirm.STAGES[stage].tolerance if stage in confirm.STAGES else None, summary.get("dtype")))
+    found = confirm.summary_lines(summary, store.trace_path(folder, record).exists(), _memory(properties), tolerance,
+                                  errors.get((confirm.verified_path(stage), summary.get("dtype"))))
+    return _contradiction(kind_of(record).noun, record, found, fix)
+
+
+def _with_device(differences, properties: list):
+    """`differences` (summary, trace) -> lines, and where the record's GPU is not its trace's; the trace's
+    deviceProperties are kept in `properties` for the bounds that need the GPU's memory."""
+    def both(summary, loaded):
+        properties[:] = loaded.get("deviceProperties", [])
+        return differences(summary, loaded) + confirm.device_lines(summary, properties)
+    return both
+
+
+def _memory(properties) -> int | None:
+    return min((p["totalGlobalMem"] for p in properties if "totalGlobalMem" in p), default=None)
+
+
+def _contradiction(noun, record, found, fix) -> str | None:
+    if not found:
         return None
-    if found := stats.samples_disagreements(summary):
-        return (f"capture {record}.json disagrees with its own raw samples: {'; '.join(found[:3])}: "
-                f"{kind_of(record).fix(record)}")
-    return disagreement(record, summary, folder)
+    more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+    return f"{noun} {record}.json contradicts itself: {'; '.join(found[:3])}{more}: {fix}"
+
+
+def _run_result(name, folder):
+    """A run's result as committed, or None where it cannot be read (its own status says why)."""
+    try:
+        return load_run(name, folder)["result"]
+    except (store.CaptureMissing, ValueError, KeyError):
+        return None
+
+
+def _verified(folder) -> tuple[dict, dict]:
+    """Tolerances and measured errors from the committed verification run (confirm.tolerances)."""
+    rows = _run_result("verify", folder)
+    return confirm.tolerances(rows) if isinstance(rows, list) else ({}, {})
 
 
 def _cp_status(record, folder) -> str | None:
-    """A two-GPU record: current, and rank by rank what its merged trace says."""
-    return (_stale(record, folder) or _check(record, folder)
-            or disagreement(record, load_summary(record, folder), folder, trace.ranks_disagreements))
+    """A two-GPU record: current, rank by rank what its merged trace says, and its measured-once medians
+    within their bounds."""
+    if why := _stale(record, folder) or _check(record, folder):
+        return why
+    summary, properties = load_summary(record, folder), []
+    if why := disagreement(record, summary, folder, _with_device(trace.ranks_disagreements, properties)):
+        return why
+    sweep = _run_result("sweep", folder)
+    found = confirm.cp_lines(summary, sweep if isinstance(sweep, list) else None, _memory(properties),
+                             _verified(folder)[0].get((None, summary.get("dtype"))))
+    return _contradiction(CP.noun, record, found, CP.fix(record))
 
 
 def _counters_status(name, folder) -> str | None:
@@ -184,7 +251,10 @@ def _run_status(record, folder) -> str | None:
     if found:
         more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
         return f"run {record}.json disagrees with its own samples: {'; '.join(found[:3])}{more}: {RUN.fix(record)}"
-    return None
+    hardware = _run_result("hardware", folder)
+    memory = hardware.get("query", {}).get("total_memory") if isinstance(hardware, dict) else None
+    found = confirm.device_lines(run, None) + confirm.run_lines(name, run.get("result"), memory)
+    return _contradiction("run", record, found, RUN.fix(record))
 
 
 def _is_samples_list(run, line) -> bool:
@@ -284,8 +354,25 @@ def status(record: str, folder=None) -> str | None:
 
 
 def problems(folder=None, kinds=KINDS) -> dict[str, str]:
-    """Every record the site reads that is missing, stale or inconsistent, with why and the fix."""
-    return {record: why for kind in kinds for record in kind.records() if (why := status(record, folder))}
+    """Every record the site reads that is missing, stale or inconsistent, with why and the fix; and,
+    where the usable ones were taken on more than one GPU, those taken on another than most."""
+    folder = folder or store.CAPTURES
+    found = {record: why for kind in kinds for record in kind.records() if (why := status(record, folder))}
+    devices = {}
+    for kind in kinds:
+        for record in kind.records():
+            if record not in found and (made := _device_stated(record, folder)):
+                devices[record] = made
+    for record, why in confirm.other_devices(devices).items():
+        found[record] = f"{kind_of(record).noun} {record}.json {why}: {kind_of(record).fix(record)}"
+    return found
+
+
+def _device_stated(record, folder) -> tuple | None:
+    try:
+        return confirm.device_of(json.loads(store.summary_path(folder, record).read_text()))
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def site_record_count() -> dict[str, int]:

@@ -227,60 +227,111 @@ def disagreements(summary: dict, trace: dict) -> list[str]:
 
 CPU_SIDE = ("cpu_op", "cuda_runtime", "cuda_driver", "user_annotation")
 DEVICE_SIDE = (*DEVICE_KINDS, "gpu_user_annotation")
+OPS_WITH_KERNELS = ("cpu_op", "user_annotation")  # the CPU events a device op is charged to (by its External id)
+UNLISTED = {"profiler::_record_function_enter", "profiler::_record_function_enter_new", "profiler::_record_function_exit",
+            "aten::is_leaf", "aten::output_nr", "aten::_version"}  # torch leaves these out of key_averages()
+COLUMNS = ("calls", "self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us")
+
+
+@dataclass
+class _Node:
+    event: dict
+    end: float
+    parent: "_Node | None"
+    kernels: list = field(default_factory=list)  # durations of the device ops charged to this event
+    children: list = field(default_factory=list)
+
+
+def _cpu_tree(events, kernels) -> list[_Node]:
+    """Every CPU-side event as a node of its thread's call tree (a child lies wholly inside its parent),
+    less the ops torch drops: one that is its same-named parent's only child (its device ops go up)."""
+    nodes = []
+    for evs in _by_thread(events).values():
+        stack: list[_Node] = []
+        for e in sorted(evs, key=lambda e: (e["ts"], -(e["ts"] + e["dur"]))):
+            end = e["ts"] + e["dur"]
+            while stack and (e["ts"] >= stack[-1].end or end > stack[-1].end):
+                stack.pop()
+            own = kernels.get(e.get("args", {}).get("External id"), []) if e.get("cat") in OPS_WITH_KERNELS else []
+            node = _Node(e, end, stack[-1] if stack else None, list(own))
+            if node.parent:
+                node.parent.children.append(node)
+            stack.append(node)
+            nodes.append(node)
+    while gone := [n for n in nodes if n.parent and n.parent.event["name"] == n.event["name"]
+                   and len(n.parent.children) == 1]:
+        for n in gone:
+            n.parent.children, n.parent.kernels = n.children, n.kernels
+            for c in n.children:
+                c.parent = n.parent
+        nodes = [n for n in nodes if all(n is not g for g in gone)]
+    return nodes
+
+
+def _by_thread(events) -> dict[tuple, list]:
+    threads: dict[tuple, list] = {}
+    for e in events:
+        threads.setdefault((e.get("pid"), e.get("tid")), []).append(e)
+    return threads
 
 
 def key_averages(trace: dict) -> dict[tuple[str, str], dict]:
-    """torch.profiler's key_averages() rebuilt from a trace, one row per (side, name): on the CPU side
-    calls and self time (its time less its children's, per thread); on the device side calls and
-    time. (torch's own inclusive totals follow rules of its own where an op nests in itself.)"""
-    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    """torch.profiler's key_averages() rebuilt from a trace, one row per (side, name), with its five
+    columns: calls, self and total CPU time, self and total device time. On the CPU side an event's self
+    time is its time less its children's (per thread), its device time that of the device ops charged
+    to it (their External id is its own) and, in total, to its descendants; torch's rule for an op
+    nested alone in one of its own name is followed. A device row is its ops' calls and time. `terms`
+    counts the durations each row sums, for the trace's rounding to nanoseconds."""
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("name") not in UNLISTED]
     rows: dict[tuple[str, str], dict] = {}
 
     def row(side, name):
         name = "ProfilerStep*" if name.startswith("ProfilerStep#") else name
-        return rows.setdefault((side, name), {"calls": 0, "self_cpu_us": 0.0, "device_us": 0.0})
-    threads: dict[tuple, list] = {}
+        return rows.setdefault((side, name), dict.fromkeys(COLUMNS, 0) | {"terms": 0})
+    kernels: dict = {}
     for e in events:
-        if e.get("cat") in CPU_SIDE:
-            threads.setdefault((e.get("pid"), e.get("tid")), []).append(e)
-        elif e.get("cat") in DEVICE_SIDE:
+        if e.get("cat") in DEVICE_SIDE:
             r = row("device", e["name"])
             r["calls"] += 1
-            r["device_us"] += e["dur"]
-    for evs in threads.values():
-        stack: list[list] = []  # [event, end, children's time]
+            r["self_device_us"] += e["dur"]
+            r["device_total_us"] += e["dur"]
+            r["terms"] += 1
+            if e.get("cat") != "gpu_user_annotation" and "External id" in e.get("args", {}):
+                kernels.setdefault(e["args"]["External id"], []).append(e["dur"])
+    totals: dict[int, float] = {}
 
-        def close():
-            e, _, children = stack.pop()
-            r = row("cpu", e["name"])
-            r["calls"] += 1
-            r["self_cpu_us"] += e["dur"] - children
-            if stack:
-                stack[-1][2] += e["dur"]
-        for e in sorted(evs, key=lambda e: (e["ts"], -e["dur"])):
-            while stack and e["ts"] >= stack[-1][1]:
-                close()
-            stack.append([e, e["ts"] + e["dur"], 0.0])
-        while stack:
-            close()
+    def device_total(n: _Node) -> float:
+        if id(n) not in totals:
+            totals[id(n)] = sum(n.kernels) + sum(device_total(c) for c in n.children)
+        return totals[id(n)]
+    for n in _cpu_tree([e for e in events if e.get("cat") in CPU_SIDE], kernels):
+        r = row("cpu", n.event["name"])
+        r["calls"] += 1
+        r["cpu_total_us"] += n.event["dur"]
+        r["self_cpu_us"] += n.event["dur"] - sum(c.event["dur"] for c in n.children)
+        r["self_device_us"] += sum(n.kernels)
+        r["device_total_us"] += device_total(n)
+        r["terms"] += 1 + len(n.children) + len(n.kernels)
     return rows
 
 
 def key_averages_disagreements(shown: list[dict], trace: dict) -> list[str]:
-    """The key_averages rows a summary keeps that its trace does not give: a device row's calls and
-    time, a CPU row's calls and self time (within the trace's rounding to nanoseconds)."""
+    """The key_averages rows a summary keeps that its trace does not give: each row is held, column by
+    column (calls exactly; times within the trace's rounding to nanoseconds), to the device row or the
+    CPU row of its name, whichever it is closer to."""
     rows, found = key_averages(trace), []
     for i, r in enumerate(shown):
-        def near(a, b, calls):
-            return abs(a - b) <= 0.003 * max(calls, 1) + 1e-9 * abs(b)
-        device = rows.get(("device", r["name"]))
-        cpu = rows.get(("cpu", r["name"]))
-        ok = (device and r["self_cpu_us"] == 0 and device["calls"] == r["calls"]
-              and near(device["device_us"], r["self_device_us"], r["calls"])) or (
-              cpu and cpu["calls"] >= r["calls"] and near(cpu["self_cpu_us"], r["self_cpu_us"], r["calls"]))
-        if not ok:
-            found.append(f"key_averages[{i}] {r['name'][:60]!r}: {r['calls']} calls, self CPU {r['self_cpu_us']:.3f} us, "
-                         f"self device {r['self_device_us']:.3f} us (not what the trace holds)")
+        def wrong(derived):
+            near = 0.003 * max(derived["terms"], 1)
+            return [k for k in COLUMNS if not (r.get(k) == derived[k] if k == "calls"
+                                               else abs(r.get(k, 0) - derived[k]) <= near + 1e-9 * abs(derived[k]))]
+        candidates = [(wrong(d), d) for side in ("device", "cpu") if (d := rows.get((side, r["name"])))]
+        if not candidates:
+            found.append(f"key_averages[{i}] {r['name'][:60]!r}: no such op in the trace")
+            continue
+        bad, derived = min(candidates, key=lambda c: len(c[0]))
+        found += [f"key_averages[{i}].{k} of {r['name'][:60]!r} {r.get(k)!r} (the trace: {round(derived[k], 3)!r})"
+                  for k in bad]
     return found
 
 

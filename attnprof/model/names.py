@@ -20,7 +20,7 @@ from pathlib import Path
 from .. import text
 from . import snippets
 from .procedure import BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, FORMAT, METRICS, SCHEDULE, WARMUP_CALLS
-from .stages import DEFAULT_SHAPE, STAGES, Stage, counter_records, get_stage, select, timing_stages
+from .stages import DEFAULT_SHAPE, LONG_SHAPE, STAGES, Stage, counter_records, get_stage, select, timing_stages
 from .snippets import ROOT, code_hash
 
 
@@ -43,7 +43,7 @@ def parse_record(record: str):
         else:
             dtype_name = part
     if record_name(stage, shape, dtype_name) != record:
-        raise ValueError(f"{record!r} is not a capture name: use STAGE or STAGE-BxHxSxD, e.g. flash-1x16x8192x128")
+        raise ValueError(f"{record!r} is not a capture name: use STAGE or STAGE-BxHxSxD, e.g. {record_name('flash', LONG_SHAPE)}")
     return stage, shape, dtype_name
 
 

@@ -42,6 +42,10 @@ MEASURED_ONCE = {"rel_err": "relative error against float64", "grad_rel_err": "t
                  "worst_row": "verification's worst row",
                  "device_ops": "a fallback case's profiled ops", "device_us": "a fallback case's profiled device time",
                  "cpu_us": "a fallback case's profiled CPU time"}
+# What a two-GPU record measured once as well: its CUDA-event medians, kept without their samples (the
+# capture code that keys these records keeps none); check bounds them instead (analysis/confirm.py).
+MEASURED_ONCE_TWO_GPU = {"event_median_us": "each rank's and the single GPU's CUDA-event median (kept without "
+                                            "samples: bounded by each rank's profiled forward and the sweep's flash rate)"}
 # The raw samples every median, percentile and rate is recomputed from: data, not derived figures.
 RAW_SAMPLES = ("event_times_us", "times_us", "timing", "one_call_us", "one_call_wall_us", "back_to_back_us_each",
                "enqueue_us", "enqueue_late_us", "graph_us", "profiled")

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # torch is imported only where a function needs it
 FA4_REPO = ROOT / "kernel-repos" / "attnprof-flash-attn4"  # this project's kernel repository (Hub layout)
 
 DTYPES = ("bf16", "fp16", "fp32")  # names; measure.numerics.torch_dtype maps them to torch dtypes
+ITEMSIZE = {"bf16": 2, "fp16": 2, "fp32": 4}  # bytes per element of each
 
 
 class ProviderUnavailable(RuntimeError):

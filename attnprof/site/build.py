@@ -4,21 +4,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..model import store
+from ..model import names, store
 from ..analysis import records
 from ..analysis import trace
 
 
 class RecordUnusable(Exception):
     """A record a piece reads is missing, stale or inconsistent (the message says why and the fix): the
-    one error a piece may render as a box; the strict build fails on it through `problems`."""
+    one error a piece may render as a box; the strict build fails on it through `problems`. One that is
+    not `known` (a record the site does not list, which `check` never looks at) fails a strict build here."""
+
+    def __init__(self, why: str, known: bool = True):
+        super().__init__(why)
+        self.known = known
 
 
 class Build:
-    def __init__(self, folder: Path = store.CAPTURES, problems: dict[str, str] | None = None):
+    def __init__(self, folder: Path = store.CAPTURES, problems: dict[str, str] | None = None, strict: bool = False):
         self.folder = Path(folder)
         self._problems = problems  # record -> why it cannot be used; found on first use when not given
+        self.strict = strict  # a strict build: a piece may name only records the site lists
         self._summaries, self._traces, self._runs = {}, {}, {}
+        self._listed: set[str] | None = None
 
     @property
     def problems(self) -> dict[str, str]:
@@ -26,14 +33,26 @@ class Build:
             self._problems = records.problems(self.folder)
         return self._problems
 
+    def listed(self, record: str) -> bool:
+        """Whether the site lists `record` (so `check` and the strict build hold it to its data)."""
+        if self._listed is None:
+            self._listed = {r for kind in records.KINDS for r in kind.records()}
+        return record in self._listed
+
+    def unlisted(self, record: str) -> RecordUnusable:
+        return RecordUnusable(f"{record!r} is not a record the site lists, so nothing checks it: name one that "
+                              f"`python -m attnprof check` lists, or add it to the stage table", known=False)
+
     def summary(self, record: str) -> dict:
-        if record in self.problems:  # as for a run: a record that cannot be used is never read
+        if self.strict and not self.listed(record):
+            raise self.unlisted(record)
+        if record in self.problems:  # as for a run: what `check` lists is never read
             raise RecordUnusable(self.problems[record])
         if record not in self._summaries:
             try:
                 self._summaries[record] = records.load_summary(record, self.folder)
             except (store.CaptureMissing, ValueError) as e:
-                raise RecordUnusable(str(e)) from None
+                raise RecordUnusable(str(e), known=record in self.problems) from None
         return self._summaries[record]
 
     def is_unavailable(self, record: str) -> bool:
@@ -53,8 +72,23 @@ class Build:
             return None
         return records.load_counters(record, self.folder)
 
+    def counters_of(self, record: str) -> dict:
+        """The counters record of a capture, for a piece that shows them: a capture the site has no counters
+        record of is a piece's mistake in a strict build, an unusable one a box."""
+        if self.strict and not self.listed(f"{record}.counters"):
+            raise self.unlisted(f"{record}.counters")
+        measured = self.counters(record)
+        if measured is None:
+            raise RecordUnusable(self.problems.get(f"{record}.counters")
+                                 or records.status(f"{record}.counters", self.folder) or f"no counters of {record!r}",
+                                 known=f"{record}.counters" in self.problems)
+        return measured
+
     def run(self, name: str) -> list | dict:
-        """The result of a committed measurement run (`run-<name>.json`)."""
+        """The result of a committed measurement run (`run-<name>.json`); a name the site does not run is
+        the code's mistake, whatever the records hold."""
+        if name not in names.RUNS:
+            raise ValueError(f"no measurement run named {name!r} (the site's runs: {', '.join(names.RUNS)})")
         if f"run-{name}" in self.problems:
             raise RecordUnusable(self.problems[f"run-{name}"])
         if name not in self._runs:

@@ -8,17 +8,17 @@ inline SVG, passed through as raw HTML. List it under `markdown_extensions` as `
 """
 from __future__ import annotations
 
+import logging
 import re
 
 from markdown import Markdown
 from markdown.extensions import Extension
 from markdown.preprocessors import Preprocessor
 
-from .build import Build, FalseStatement
-from .registry import expand
+from .build import Build, FalseStatement, RecordUnusable
+from .registry import DIRECTIVE, INLINE, MALFORMED, expand
 
-DIRECTIVE = re.compile(r"^([ \t]*)?<!--\s*attnprof:\s*([\w-]+)((?:\s+[^\s>]+)*)\s*-->", re.M)
-INLINE = re.compile(r"<!--\s*attnprof:\s*([\w-]+)((?:\s+[^\s>]+)*)\s*-->")
+log = logging.getLogger("mkdocs.extensions.attnprof")
 SVG = re.compile(r"<svg\b.*?</svg>", re.S)
 
 try:  # under MkDocs, a piece that cannot render aborts the build with one line rather than a traceback
@@ -39,9 +39,19 @@ class PiecesPreprocessor(Preprocessor):
     def expand(self, name: str, args: str) -> str:
         try:
             text = expand(self.build, name, args.split())
-        except (KeyError, TypeError, ValueError, OSError, FalseStatement) as e:
+        except (KeyError, TypeError, ValueError, OSError, FalseStatement, RecordUnusable) as e:
             raise PieceError(f"cannot render <!-- attnprof: {name}{args} -->: {e}") from None
         return SVG.sub(lambda m: self.md.htmlStash.store(m.group(0)), text)  # SVG is HTML, not Markdown
+
+    def malformed(self, directive: str, why: str) -> str:
+        """A comment that starts like a directive but is not one (its colon missing): an error in a strict
+        build, a warning otherwise (the page lacks its piece, as it would with the HTML comment left in).
+        A directive naming an unknown piece fails every build (registry.lookup)."""
+        line = f"{' '.join(directive.split())} is not a directive the site renders: {why}"
+        if self.build.strict:
+            raise PieceError(line)
+        log.warning(line)
+        return ""
 
     def run(self, lines: list[str]) -> list[str]:
         def block(match):  # a directive that starts a line: indent every line like it
@@ -49,7 +59,10 @@ class PiecesPreprocessor(Preprocessor):
             return "\n".join(indent + line if line else line
                              for line in self.expand(match.group(2), match.group(3)).split("\n"))
         text = DIRECTIVE.sub(block, "\n".join(lines))
-        return INLINE.sub(lambda m: self.expand(m.group(1), m.group(2)), text).split("\n")
+        text = INLINE.sub(lambda m: self.expand(m.group(1), m.group(2)), text)
+        text = MALFORMED.sub(lambda m: self.malformed(m.group(0), "write <!-- attnprof: PIECE ARGS -->, with the "
+                                                                  "colon, one piece a comment"), text)
+        return text.split("\n")
 
 
 class PiecesExtension(Extension):

@@ -60,7 +60,7 @@ def on_config(config):
         log.warning(why)
     if EXTENSION not in config.markdown_extensions:
         raise PluginError(f"mkdocs.yml lists the hook but not the extension: add {EXTENSION} to markdown_extensions")
-    config.mdx_configs.setdefault(EXTENSION, {})["build"] = Build(store.CAPTURES, problems)
+    config.mdx_configs.setdefault(EXTENSION, {})["build"] = Build(store.CAPTURES, problems, strict=config.strict)
     return config
 
 

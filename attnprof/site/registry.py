@@ -21,10 +21,10 @@ stage (`unavailable=True`). Any other error is the piece's own fault and fails t
 """
 from __future__ import annotations
 
+import importlib
+import re
 from dataclasses import dataclass
 from typing import Callable
-
-import importlib
 
 from ..analysis import records
 from .render import tables
@@ -100,9 +100,21 @@ def expand(build: Build, name: str, args: list[str]) -> str:
     bad = [r for r in named if r in build.problems]
     if bad:
         return "**(capture not usable: see the box above)**" if p.inline else problem_box(build.problems[bad[0]])
-    if named and not p.unavailable and build.is_unavailable(named[0]):
-        return tables.unavailable(build.summary(named[0]))
     try:
+        if named and not p.unavailable and build.is_unavailable(named[0]):
+            return tables.unavailable(build.summary(named[0]))
         return p.render(build, *positional, **keywords)
     except RecordUnusable as e:  # a record it reads itself (a run) is missing or unusable: `check` lists it too
+        if build.strict and not e.known:  # not a problem `check` lists: the page's or the piece's mistake
+            raise
         return "**(record not usable: see `python -m attnprof check`)**" if p.inline else problem_box(str(e))
+
+
+DIRECTIVE = re.compile(r"^([ \t]*)?<!--\s*attnprof:\s*([\w-]+)((?:\s+[^\s>]+)*)\s*-->", re.M)  # one that starts a line
+INLINE = re.compile(r"<!--\s*attnprof:\s*([\w-]+)((?:\s+[^\s>]+)*)\s*-->")  # one inside a sentence
+MALFORMED = re.compile(r"<!--\s*attnprof\b.*?-->", re.S)  # what is left of a comment that starts with attnprof
+
+
+def directives(text: str) -> list[tuple[str, list[str]]]:
+    """(piece, arguments) of every directive in a chapter's Markdown, in order."""
+    return [(m.group(1), m.group(2).split()) for m in INLINE.finditer(text)]

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import statistics
 
-from ...analysis import hardware, kernel_names, oplist, records, summary
+from ...analysis import hardware, kernel_names, oplist, summary
 from ...analysis import trace as traces
 from ...analysis.flops import causal_flops, causal_tflops, tflops
 from ...model.procedure import EVENT_REPS, SCHEDULE
-from ...model.stages import DEFAULT_SHAPE, STAGES, ladder, select
+from ...model.stages import DEFAULT_SHAPE, ITEMSIZE, STAGES, ladder, select
 from ...text import dims, ms, shape, us
 from ..build import Build
 from ..render import plots, tables
 from ..words import count, title
-from ..registry import ALL, piece, problem_box
+from ..registry import ALL, piece
 from .timing import stream_line
 
 
@@ -117,9 +117,6 @@ VALUES = {
 }
 
 
-ITEMSIZE = {"bf16": 2, "fp16": 2, "fp32": 4}
-
-
 def scores_bytes(s: dict) -> int:
     """The size of one B×H×S×S score tensor in the capture's dtype."""
     b, h, n, _ = s["shape"]
@@ -212,9 +209,7 @@ def footprint_compare(build: Build, *records):
 def counter(build: Build, record, kernel, field):
     """One measured counter, inline in prose: `counter math xmma_gemm fma_pipe_pct` gives the field of
     every kernel whose name holds `xmma_gemm`, in launch order."""
-    measured = build.counters(record)
-    if measured is None:
-        return "**(counters not usable: see `python -m attnprof check`)**"
+    measured = build.counters_of(record)
     if field not in measured["kernels"][0]:
         raise KeyError(f"unknown counter {field!r} (known: {', '.join(measured['kernels'][0])})")
     values = [k[field] for k in measured["kernels"] if kernel in k["name"]]
@@ -225,10 +220,7 @@ def counter(build: Build, record, kernel, field):
 
 @piece("counters", captures=1)
 def counters(build: Build, record):
-    measured = build.counters(record)
-    if measured is None:
-        return problem_box(build.problems.get(f"{record}.counters") or records.status(f"{record}.counters", build.folder))
-    return tables.counters(measured, build.summary(record))
+    return tables.counters(build.counters_of(record), build.summary(record))
 
 
 @piece("cpu", captures=1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...analysis import kernel_names, oplist, trace
 from ...analysis.flops import causal_tflops
 from ...analysis.oplist import KIND_LABEL
-from ...model.procedure import BWD_FLOP_FACTOR
+from ...model.procedure import BWD_FLOP_FACTOR, MEASURED_ONCE_TWO_GPU
 from ...model.stages import STAGES
 from ...text import shape, size, us
 from ..render import plots, tables
@@ -220,7 +220,10 @@ def stamp_cp(build: Build, record):
     s = build.summary(record)
     detail = (f"{s['world_size']} ranks, shape {tuple(s['shape'])} bf16, causal, rotation {s['rotate']}, "
               f"{'head-and-tail' if s['load_balance'] else 'no'} load balance · code hash `{s['source_hash']}`")
-    return tables.environment(s, "Captured", detail)
+    medians = [what for key, what in MEASURED_ONCE_TWO_GPU.items()
+               if any(key in p and "event_times_us" not in p for p in [*s["ranks"], s["single_gpu"]])]
+    return tables.environment(s, "Captured", detail + tables.measured_once(
+        [*s["ranks"], s["single_gpu"]], medians, "the merged trace and these medians"))
 
 
 RANK_VALUES = {  # value CP-RECORD rank0.exposed, rank1.hidden_pct ...

@@ -65,10 +65,16 @@ def stamp(summary) -> str:
     if "function" in s:  # a reader's capture: its file and function, and the hash of the file's code
         detail = (f'shape {tuple(s["shape"])} {s["dtype"]} · <code>{cell(s["file"])}:{cell(s["function"])}</code> · '
                   f'code hash `{s["source_hash"]}`')
-    once = [what for key, what in MEASURED_ONCE.items() if key in s]
-    if once:  # the rest is recomputed from the trace and the raw timings by every build
-        detail += f"  \n    Measured once, when captured: {', '.join(once)}; every other figure is recomputed from the trace and the raw timings."
-    return environment(s, "Captured", detail) + missing
+    return environment(s, "Captured", detail + measured_once([s])) + missing
+
+
+def measured_once(parts: list[dict], more=(), rest="the trace and the raw timings") -> str:
+    """The stamp's line on what was measured once (procedure.MEASURED_ONCE: the fields `parts` hold, and
+    `more`); the rest is recomputed from the trace and the raw timings by every build."""
+    once = [what for key, what in MEASURED_ONCE.items() if any(key in p for p in parts)] + list(more)
+    if not once:
+        return ""
+    return f"  \n    Measured once, when captured: {', '.join(once)}; every other figure is recomputed from {rest}."
 
 
 def why_unavailable(raw: str) -> str:
