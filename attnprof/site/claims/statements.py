@@ -641,9 +641,7 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
 @statement("cudnn-cpu-inside")
 def cudnn_cpu_inside(build: Build) -> Statement:
     """Where cuDNN's forward spends its CPU time: inside `_cudnn_attention_forward`, in the pictured forward."""
-    from ..render.plots import pictured
-    s = build.summary("cudnn")
-    _, shown = pictured(s, build.trace("cudnn"))
+    _, shown = build.forwards("cudnn")
     inside = next(c.duration_us for c in shown.cpu_ops if c.name == "aten::_cudnn_attention_forward")
     text = (f"{pct(inside / shown.cpu_us)} of it ({us(inside)} of {us(shown.cpu_us)}, profiler) inside "
             f"`_cudnn_attention_forward`")
