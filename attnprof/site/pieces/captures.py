@@ -125,7 +125,14 @@ VALUES = {
     "a100_ops": lambda b, s: str(hardware.FIGURES[s["stage"]]["ops"]),
     "scores_size": lambda b, s: f"{scores_bytes(s) / 2**20:.0f} MiB",
     "first_call": lambda b, s: ms(s["first_call_ms"]),
+    "arch": lambda b, s: kernel_names.explain(longest_kernel(s)["name"])["arch"] or "no architecture",
+    "launch": lambda b, s: f"`{longest_kernel(s)['launch']}`",
 }
+
+
+def longest_kernel(s: dict) -> dict:
+    """The longest kernel of a capture's forward."""
+    return max((op for op in s["ops"] if op["kind"] == "kernel"), key=lambda op: op["duration_us"])
 
 
 ITEMSIZE = {"bf16": 2, "fp16": 2, "fp32": 4}
