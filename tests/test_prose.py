@@ -159,14 +159,15 @@ def test_nav_labels_are_the_chapter_titles():
 
 
 def test_every_ladder_chapter_asks_a_titled_guess_first():
+    """An open box (`!!!`): a closed one is a bar on a phone, and the guess is what the chapter answers."""
     import re
     chapters = [next(iter(e.values())) for e in nav()["The ladder"]]
     for path in chapters:
         if path == "at-a-glance.md":  # the summary of the ladder, not a rung
             continue
         text = (store.ROOT / "docs" / path).read_text()
-        boxes = re.findall(r'^\?\?\? question "(.*)"', text, re.M)
-        assert boxes and all(b.startswith("Guess first: ") and b.endswith("?") for b in boxes), (path, boxes)
+        boxes = re.findall(r'^(\?\?\?\+?|!!!) question "(.*)"', text, re.M)
+        assert boxes and all(kind == "!!!" and b.startswith("Guess first: ") and b.endswith("?") for kind, b in boxes), (path, boxes)
 
 
 def test_every_profiled_stage_chapter_links_its_notebook():  # the home page's promise

@@ -71,3 +71,65 @@ def test_every_trace_figure_has_an_open_in_perfetto_control(site):
     assert not problems, "\n".join(problems)
     assert {*ladder(), "fused", "reading-a-profile", "launch-bound", "backward", "two-gpus"} <= with_figures
 
+
+
+OPLIST_ROW = re.compile(r'<tr>\s*<td[^>]*>(\d+)</td>\s*<td[^>]*>([^<]*)</td>')
+TRACE_OP = re.compile(r"<title>(\d+)\. [^<]*?([\d.,]+\s(?:µs|ms|s))</title>")  # names are escaped: no <
+WIDE_SVG = re.compile(r'<svg\b[^>]*\battnprof-wide\b.*?</svg>', re.S)
+
+
+def trace_and_list(body: str) -> tuple[dict, dict]:
+    """The durations a page's first trace figure (its wide drawing) and its first op list give each op
+    number, as the reader sees them."""
+    figure = WIDE_SVG.search(body).group(0)
+    listed = body.split('<div class="attnprof-oplist">', 1)[1].split("</table>", 1)[0]
+    return ({int(n): html.unescape(t) for n, t in TRACE_OP.findall(figure)},
+            {int(n): html.unescape(t).strip() for n, t in OPLIST_ROW.findall(listed)})
+
+
+def test_the_trace_figure_and_the_op_list_show_the_same_forward(site):
+    """On every ladder page the figure and the list are one profiled forward: each op's duration reads the
+    same in both (three profiled forwards differ in the last digits, so two forwards would not)."""
+    for stage in ladder():
+        drawn, listed = trace_and_list(article(site / stage / "index.html"))
+        assert listed and drawn == listed, (stage, drawn, listed)
+
+
+def test_a_list_from_another_forward_would_be_caught():
+    """The comparison reads real differences: naive's three profiled forwards give op 5 three durations."""
+    from attnprof.analysis import records, trace
+    from attnprof.model import store
+    from attnprof.text import us
+    s = records.load_summary("naive")
+    fwds = trace.forwards(trace.load(store.trace_path(store.CAPTURES, "naive")), s["label"])
+    assert len({us(f.ops[4].duration_us) for f in fwds}) > 1
+
+
+LESSON_ORDER = [  # what a ladder chapter shows, in this order, before anything folded
+    ("the code, its changed line marked", re.compile(r'<span class="hll">')),
+    ("the guess, open", re.compile(r'<div class="admonition question">\s*<p class="admonition-title">Guess first')),
+    ("the trace", WIDE_SVG),
+    ("the op list", re.compile(r'<div class="attnprof-oplist">')),
+    ("What to notice, open", re.compile(r'<div class="admonition abstract">\s*<p class="admonition-title">What to notice')),
+    ("the details", re.compile(r'<h2 id="details"')),
+]
+FOLDED = ['<div class="admonition info">', "<strong>Gaps</strong>", "One forward of <code>"]  # stamp, gaps, caption
+PIN = {"naive": "masked_fill(", "inplace": "masked_fill_(", "math": "SDPBackend.MATH", "efficient": "SDPBackend.EFFICIENT",
+       "flash": "SDPBackend.FLASH", "cudnn": "SDPBackend.CUDNN", "auto": "scaled_dot_product_attention"}
+
+
+def test_every_ladder_chapter_has_one_shape(site):
+    """Code (the changed line highlighted), the guess open, the trace, the op list, What to notice open,
+    then the details; the stamp, the gaps and the trace's caption only inside closed boxes."""
+    for stage in ladder():
+        body = article(site / stage / "index.html")
+        at = [(what, pattern.search(body)) for what, pattern in LESSON_ORDER]
+        assert all(m for _, m in at), (stage, [what for what, m in at if not m])
+        starts = [m.start() for _, m in at]
+        assert starts == sorted(starts), (stage, [what for what, _ in sorted(at, key=lambda a: a[1].start())])
+        marked = html.unescape(re.sub(r"<[^>]+>", "", body[starts[0]:].split("\n", 1)[0]))  # the first marked line
+        assert PIN[stage] in marked, (stage, marked)
+        lesson = body[:starts[-1]]
+        assert not any(m in lesson for m in FOLDED), stage
+        details = body[starts[-1]:]
+        assert '<details class="info">' in details and "<strong>Gaps</strong>" in details, stage

@@ -11,7 +11,6 @@ from attnprof.analysis import records
 from attnprof.analysis import hardware, trace
 from attnprof.site.claims import statements
 from attnprof.site.build import Build
-from attnprof.site.render.plots import typical_forward
 from attnprof.site.build import FalseStatement
 from attnprof.site.claims.statements import STATEMENTS, check
 from attnprof.site import registry
@@ -137,10 +136,10 @@ def test_the_picture_shows_the_forward_nearest_both_medians(h200):
                                                                        duration_us=dev, launch_start_us=0.0,
                                                                        launch="cudaLaunchKernel")])
     fwds = [f(235.0, 58.0), f(102.0, 58.7), f(91.0, 57.5)]  # cuDNN's three profiled forwards, in shape
-    assert typical_forward(fwds) is fwds[1] and trace.median_forward(fwds) is fwds[0]
+    assert trace.typical_forward(fwds) is fwds[1] and trace.median_forward(fwds) is fwds[0]
     s = records.load_summary("cudnn")
     fwds = trace.forwards(trace.load(store.trace_path(store.CAPTURES, "cudnn")), s["label"])
-    shown = typical_forward(fwds)
+    shown = trace.typical_forward(fwds)
     assert abs(shown.cpu_us - s["cpu_forward_us"]) < 0.1 * s["cpu_forward_us"]
     assert abs(shown.device_us - s["forward_device_us"]) < 0.05 * s["forward_device_us"]
 

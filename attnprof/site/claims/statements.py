@@ -338,12 +338,12 @@ def rates(build: Build, stage) -> Statement:
              and r.get("tflops_back_to_back")]
     capture = causal_tflops(s)
     f = lambda x: f"{x:.0f}"
-    text = (f"{short(stage)} at S={s['shape'][2]:,}, D={s['shape'][3]} thus appears at several rates on this site, "
+    text = (f"{short(stage)} at S={s['shape'][2]:,}, D={s['shape'][3]} appears at several rates on this site, "
             f"one per method: {f(profiler)} TFLOP/s by its kernel's time in the profiler"
             + (f" and {f(ncu)} by Nsight Compute's" if ncu else "")
             + f" (the kernel alone, B={s['shape'][0]}); "
             f"{f(fastest['BSHD']['tflops_back_to_back'])} and {f(fastest['BHSD']['tflops_back_to_back'])} back to back "
-            f"(stored [B, S, H, D] and [B, H, S, D], the table above); {f(fastest['BSHD']['tflops'])} and "
+            f"(stored [B, S, H, D] and [B, H, S, D], that chapter's table); {f(fastest['BSHD']['tflops'])} and "
             f"{f(fastest['BHSD']['tflops'])} one call at a time in the same run, and {f(capture)} one call at a time "
             f"in the capture's own run ([Fused kernels](fused.md))"
             + "".join(f"; {f(r['tflops_back_to_back'])} back to back at B={r['shape'][0]} in the sweep and the roofline "
@@ -648,9 +648,7 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
 @statement("cudnn-cpu-inside")
 def cudnn_cpu_inside(build: Build) -> Statement:
     """Where cuDNN's forward spends its CPU time: inside `_cudnn_attention_forward`, in the pictured forward."""
-    from ..render.plots import pictured
-    s = build.summary("cudnn")
-    _, shown = pictured(s, build.trace("cudnn"))
+    _, shown = build.forwards("cudnn")
     inside = next(c.duration_us for c in shown.cpu_ops if c.name == "aten::_cudnn_attention_forward")
     text = (f"{pct(inside / shown.cpu_us)} of it ({us(inside)} of {us(shown.cpu_us)}, profiler) inside "
             f"`_cudnn_attention_forward`")
@@ -753,3 +751,68 @@ def naive_ops_vs_a100(build: Build) -> Statement:
     text = (f"here the list has {s['ops_per_forward']} entries because the Memset is counted too")
     return Statement(text, memsets == 1 and s["ops_per_forward"] == theirs + memsets,
                      f"ours {s['ops_per_forward']} with {memsets} memset(s), the post's {theirs}")
+
+
+# ---- the ladder's guesses, answered from the forward each chapter shows -------------------------------
+
+def _matmuls(s: dict) -> list[tuple[int, dict]]:
+    """The cuBLAS kernels of a forward, with their numbers in its op list."""
+    return [(i, op) for i, op in enumerate(s["ops"], 1)
+            if op["kind"] == "kernel" and kernel_names.explain(op["name"])["library"].startswith("cuBLAS")]
+
+
+def _aten(s: dict, op: dict) -> str:
+    """The innermost aten op that launched a device op (`masked_fill_`, `bmm`, ...)."""
+    from ...analysis import oplist
+    path = [n for n in oplist.launching_path(s, op) if n.startswith("aten::")]
+    return path[-1].removeprefix("aten::") if path else "?"
+
+
+@statement("longest-op")
+def longest_op(build: Build, stage, launched_by) -> Statement:
+    """The longest op of the forward a chapter shows, named by the aten op that launched it, against the
+    longer of its matmuls: `say longest-op naive masked_fill_`."""
+    s = build.shown(stage)
+    i, op = max(enumerate(s["ops"], 1), key=lambda io: io[1]["duration_us"])
+    j, mm = max(_matmuls(s), key=lambda jm: jm[1]["duration_us"])
+    text = (f"the longest is op {i}, launched by `{_aten(s, op)}`: {us(op['duration_us'])}, "
+            f"{times(op['duration_us'] / mm['duration_us'])} the longer matmul (op {j}, {us(mm['duration_us'])})")
+    return Statement(text, _aten(s, op) == launched_by and op["duration_us"] > mm["duration_us"],
+                     f"longest op {i} launched by {_aten(s, op)}, matmul {mm['duration_us']:.1f} µs")
+
+
+@statement("copy-cost")
+def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
+    """What the out-of-place copy should cost (its bytes in and out over the copy rate measured on the same
+    GPU) against what it took, and what dropping it saved: the in-place chapter's arithmetic."""
+    s = build.shown(stage)
+    i, copy = next((i, op) for i, op in enumerate(s["ops"], 1) if op["kind"] == "memcpy")
+    hw = build.run("hardware")
+    b, h, n, _ = s["shape"]
+    size = b * h * n * n * {"bf16": 2, "fp16": 2, "fp32": 4}[s["dtype"]]
+    expected = 2 * size / (hw["copy_gbs"] * 1e3)  # bytes read + written, at the measured rate (GB/s → bytes/µs)
+    saved = s["forward_device_us"] - build.shown(against)["forward_device_us"]
+    text = (f"{size / 2**20:.0f} MiB in and {size / 2**20:.0f} MiB out at the copy rate measured on the {s['device']} "
+            f"({hw['copy_gbs']:,.0f} GB/s, bytes read + written) should take {us(expected)}; the Memcpy (op {i} of the "
+            f"{short(stage)} forward) took {us(copy['duration_us'])}, within {pct(abs(copy['duration_us'] / expected - 1))} "
+            f"of that, and writing the mask in place saved {us(saved)} of device time per forward")
+    return Statement(text, abs(copy["duration_us"] / expected - 1) < 0.1 and abs(saved / copy["duration_us"] - 1) < 0.1,
+                     f"expected {expected:.1f} µs, copy {copy['duration_us']:.1f} µs, saved {saved:.1f} µs")
+
+
+@statement("same-op-time")
+def same_op_time(build: Build, a, b, launched_by) -> Statement:
+    """One kernel in two stages' forwards (named by the aten op that launched it): the same time, within 5 %."""
+    ta, tb = ({_aten(s, op): op["duration_us"] for op in s["ops"]}[launched_by]
+              for s in (build.shown(a), build.shown(b)))
+    text = (f"{short(b)}: {us(tb)}; {short(a)}: {us(ta)}; within {100 * abs(tb / ta - 1):.1f} %, "
+            f"the same kernel at the same speed")
+    return Statement(text, abs(tb / ta - 1) < 0.05, f"{ta:.1f} and {tb:.1f} µs")
+
+
+@statement("more-ops")
+def more_ops(build: Build, a, b) -> Statement:
+    """How many more device ops one forward launches than another."""
+    na, nb = build.summary(a)["ops_per_forward"], build.summary(b)["ops_per_forward"]
+    text = f"{na} device ops against {nb} for {short(b)}'s forward, {na - nb} more"
+    return Statement(text, na > nb, f"{na} and {nb}")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import statistics
 
 from ...analysis import hardware, kernel_names, oplist, summary
-from ...analysis import trace as traces
 from ...analysis.flops import causal_flops, causal_tflops, tflops
 from ...model.procedure import EVENT_REPS, SCHEDULE
 from ...model.stages import DEFAULT_SHAPE, ITEMSIZE, STAGES, ladder, select
@@ -21,8 +20,10 @@ from .timing import stream_line
 
 
 @piece("stamp", captures=1, unavailable=True)
-def stamp(build: Build, record):
-    return tables.stamp(build.summary(record))
+def stamp(build: Build, record, folded=None):
+    """Which GPU and software made a capture; `folded=yes`: as a closed box, one of a chapter's details."""
+    text = tables.stamp(build.summary(record))
+    return "???" + text.removeprefix("!!!") if folded == "yes" else text
 
 
 @piece("key-averages", captures=1)
@@ -32,12 +33,13 @@ def key_averages(build: Build, record):
 
 @piece("ops", captures=1)
 def ops(build: Build, record, mark=None):
-    return tables.ops(build.summary(record), mark)
+    """One forward's device ops: the forward the trace figure draws (Build.shown)."""
+    return tables.ops(build.shown(record), mark)
 
 
 @piece("diff", captures=2)
 def diff(build: Build, a, b):
-    return tables.ops_diff(build.summary(a), build.summary(b))
+    return tables.ops_diff(build.shown(a), build.shown(b))
 
 
 TRACE_GUIDE = "reading-a-profile.md#the-trace"  # where a trace figure and its controls are explained, once
@@ -52,26 +54,35 @@ def trace_controls(record: str, label: str) -> str:
             f"[summary JSON](captures/{record}.json)")
 
 
-@piece("trace", captures=1)
-def trace(build: Build, record, explained=None):
-    """One forward (or backward) as a figure, its caption, and its controls. `explained=here` on the page
-    that explains trace figures leaves out the link to that explanation."""
+def drawn(build: Build, record, explained=None) -> str:
+    """Which profiled forward (or backward) a page draws and lists, with its times against the medians."""
     s = build.summary(record)
     what = s.get("pass", "forward")
-    fwds, shown = plots.pictured(s, build.trace(record))
-    listed = traces.median_forward(fwds)
-    cpu_median = statistics.median(f.cpu_us for f in fwds)
-    same = ("the same one the op list shows" if shown is listed else
-            f"the op list shows the {what} whose device time is the median ({us(listed.device_us)} of device time, "
-            f"{us(listed.cpu_us)} on the CPU), so op numbers match it and durations can differ slightly")
+    fwds, shown = build.forwards(record)
     guide = "" if explained == "here" else f" ([reading a trace]({TRACE_GUIDE}))"
+    return (f"One {what} of `{record}`: of the {len(fwds)} profiled, the one nearest the medians on both sides "
+            f"([why](methods.md#which-forward-a-page-shows)), {us(shown.cpu_us)} on the CPU (median "
+            f"{us(statistics.median(f.cpu_us for f in fwds))}, profiler on) and {us(shown.device_us)} of device time "
+            f"(median {us(statistics.median(f.device_us for f in fwds))}); the op list shows the same one{guide}. "
+            f"The trace file holds the whole profile{', each backward after its forward' if what == 'backward' else ''}.")
+
+
+@piece("drawn", captures=1)
+def drawn_piece(build: Build, record):
+    """The caption of a trace figure drawn with `caption=folded`, for a chapter's details."""
+    return drawn(build, record)
+
+
+@piece("trace", captures=1)
+def trace(build: Build, record, explained=None, caption=None):
+    """One forward (or backward) as a figure, its caption, and its controls. `explained=here` on the page
+    that explains trace figures leaves out the link to that explanation; `caption=folded` leaves out the
+    caption, which the chapter then gives among its details (the `drawn` piece)."""
+    s = build.summary(record)
+    what = s.get("pass", "forward")
     label = f"{title(s)}, one {what}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
-    return (f"{plots.timeline(s, build.trace(record))}\n\n"
-            f"*One {what} of `{record}`: of the {len(fwds)} profiled, the one nearest the medians on both sides, "
-            f"{us(shown.cpu_us)} on the CPU (median {us(cpu_median)}, profiler on) and {us(shown.device_us)} of "
-            f"device time (median {us(statistics.median(f.device_us for f in fwds))}); {same}{guide}. The trace "
-            f"file below holds the whole profile{', each backward after its forward' if what == 'backward' else ''}.*"
-            f"\n\n" + trace_controls(record, label))
+    said = "" if caption == "folded" else f"*{drawn(build, record, explained)}*\n\n"
+    return f"{plots.timeline(s, build.trace(record))}\n\n{said}" + trace_controls(record, label)
 
 
 @piece("download", captures=1)
@@ -114,6 +125,8 @@ VALUES = {
     "a100_ops": lambda b, s: str(hardware.FIGURES[s["stage"]]["ops"]),
     "scores_size": lambda b, s: f"{scores_bytes(s) / 2**20:.0f} MiB",
     "first_call": lambda b, s: ms(s["first_call_ms"]),
+    "arch": lambda b, s: kernel_names.explain(summary.longest_kernel(s)["name"])["arch"] or "no architecture",
+    "launch": lambda b, s: f"`{summary.longest_kernel(s)['launch']}`",
 }
 
 
@@ -131,7 +144,7 @@ def median_latency(g) -> float:
 def gaps(build: Build, record):
     """One line: how much of a profiled forward's span the GPU spent waiting for launches, and the
     verdict of the unprofiled timing run where it measured this stage and shape."""
-    s = build.summary(record)
+    s = build.shown(record)
     g = oplist.gaps(s)
     return (f"**Gaps** (profiled, [defined here](launch-bound.md#reading-the-gaps)): the GPU ran this "
             f"forward's ops for {us(g.busy_us)} of a {us(g.span_us)} span from first launch to last op end, idle "
@@ -225,10 +238,8 @@ def counters(build: Build, record):
 
 @piece("cpu", captures=1)
 def cpu(build: Build, record, depth="2"):
-    s = build.summary(record)
-    _, shown = plots.pictured(s, build.trace(record))  # the forward the trace picture shows, typical on both sides
-    pictured = dict(s, cpu_ops=[dict(c.__dict__) for c in shown.cpu_ops], ops=[dict(o.__dict__) for o in shown.ops])
-    return tables.cpu(pictured, int(depth), shown.cpu_us)
+    _, shown = build.forwards(record)  # the forward the trace picture shows, typical on both sides
+    return tables.cpu(build.shown(record), int(depth), shown.cpu_us)
 
 
 @piece("kernels", captures=1)

@@ -87,8 +87,9 @@ def saved(build: Build, *records):
 
 @piece("ops", captures=1, kind="backward")
 def ops_backward(build: Build, record):
-    """One backward's device ops in launch order, with the autograd node that launched each."""
-    s = build.summary(record)
+    """One backward's device ops in launch order, with the autograd node that launched each: the backward the
+    trace figure draws (Build.shown)."""
+    s = build.shown(record)
     rows = []
     for i, op in enumerate(s["ops"], 1):
         nodes = [n.removeprefix(trace.AUTOGRAD_ENGINE + ": ") for n in oplist.launching_path(s, op)

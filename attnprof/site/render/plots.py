@@ -3,7 +3,6 @@ charts over sequence length, and a roofline."""
 from __future__ import annotations
 
 import math
-import statistics
 
 from ...analysis import kernel_names, trace as traces
 from ...analysis.oplist import KIND_LABEL
@@ -73,20 +72,11 @@ def label_groups(centres: list[float]) -> list[list[int]]:
     return groups
 
 
-def typical_forward(fwds: list) -> traces.Forward:
-    """The profiled forward nearest the medians on both sides, the one a trace picture shows: the smallest
-    sum of its CPU time's and its device time's relative distances to their medians over the profiled
-    forwards. (The summary's op list keeps the forward whose device time is the median, which can be the
-    first one profiled, slow on the CPU.)"""
-    cpu = statistics.median(f.cpu_us for f in fwds)
-    dev = statistics.median(f.device_us for f in fwds)
-    return min(fwds, key=lambda f: abs(f.cpu_us / cpu - 1) + abs(f.device_us / dev - 1))
-
-
 def pictured(summary, trace: dict) -> tuple[list, traces.Forward]:
-    """The profiled forwards (or backwards) of a capture and the one its trace picture shows."""
+    """The profiled forwards (or backwards) of a capture and the one its trace picture shows (the one every
+    per-forward piece of a page shows: traces.typical_forward)."""
     fwds = traces.forwards(trace, summary["label"], summary.get("follow_autograd", False))
-    return fwds, typical_forward(fwds)
+    return fwds, traces.typical_forward(fwds)
 
 
 NARROW = 380  # px; the phone variant of a trace figure, drawn for a 360-odd px column with the same 12 px text
