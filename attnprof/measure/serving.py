@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import bench, dispatch
+from . import bench, dispatch, timing
 from ..model.stages import load_snippet
 from ..text import first_line
 from .numerics import default_device
@@ -92,7 +92,7 @@ def varlen(lengths=None, h=16, d=128, seed=0) -> list[dict]:
         njt = torch.nested.nested_tensor(seqs, layout=torch.jagged).transpose(1, 2)
         ways["nested jagged tensor (NJT), SDPA"] = lambda: F.scaled_dot_product_attention(njt, njt, njt, is_causal=causal)
         for way, forward in ways.items():
-            row = {"way": way, "causal": causal, "lengths": lengths, "useful_flops": useful(causal),
+            row = {"way": way, "causal": causal, "lengths": lengths, "heads": h, "head_dim": d, "useful_flops": useful(causal),
                    "computed_flops": padded_flops if way.startswith("padded") else useful(causal)}
             row["wasted_flops_pct"] = 100 * (1 - row["useful_flops"] / row["computed_flops"])
             try:
@@ -211,6 +211,13 @@ def decode_step(batches=(1, 16, 64), kv_len=4096, d_model=2048, heads=16) -> lis
             row["cache_bytes"] = 2 * k_cache.numel() * k_cache.element_size()
             m = bench.measure(lambda: step(decode_attend))
             row["concat"] = bench.measure(lambda: step(concat_attend))
+            # what a stream of eager steps waits for (analysis/timing.py), and the same step replayed from a
+            # CUDA graph, as serving engines replay small-batch decode steps
+            row["stream"] = timing.stream(lambda: step(decode_attend))
+            try:
+                row["graph"] = bench.measure(load_snippet("graphed").graphed(lambda: step(decode_attend)))
+            except RuntimeError as e:
+                row["graph"] = {"error": f"{type(e).__name__}: {first_line(e)}"[:300]}
         row.update(m)
         if "back_to_back_us" in m:
             row["decode_tokens_per_s_per_layer"] = b / (m["back_to_back_us"] * 1e-6)

@@ -97,7 +97,7 @@ RUN_CODE = {
     "decode": Run("serving.decode", ("bench", "dispatch", "numerics")),
     "varlen": Run("serving.varlen", ("bench", "dispatch", "numerics")),
     "e2e": Run("serving.end_to_end", ("bench", "numerics"), snippets=("inplace",)),
-    "decode_step": Run("serving.decode_step", ("bench", "numerics")),
+    "decode_step": Run("serving.decode_step", ("bench", "numerics", "timing", "profiling"), snippets=("graphed",)),
     "graphs": Run("graphs.graphs", ("bench", "numerics"), snippets=("naive", "compiled", "graphed", "sdpa")),
     "timing": Run("timing.timing", ("bench", "numerics", "capture", "profiling"), timing_stages(), ("graphed",)),
 }

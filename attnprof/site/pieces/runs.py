@@ -361,7 +361,7 @@ def varlen(build: Build):
          tables.cell(tables.why_unavailable(r["unavailable"]) if "unavailable" in r else "")) for r in rows], "llrr")
     table += tables.raw_reasons((r["way"], r["unavailable"]) for r in rows if "unavailable" in r)
     return table + (f"\n\n{len(lengths)} sequences, {min(lengths)} to {max(lengths)} tokens "
-                    f"({sum(lengths):,} in all), 16 heads, head dim 128, bf16.")
+                    f"({sum(lengths):,} in all), {_heads(rows)}, bf16.")
 
 
 @piece("e2e")
