@@ -28,19 +28,19 @@ def _value(row, key):
 
 # ---- figures -------------------------------------------------------------------------------------
 
-def fig_sweep_tflops(build, d):
+def fig_sweep_tflops(build, d, frame=plots.CHART):
     series = {title(p): [(r["shape"][2], _value(r, "tflops_back_to_back")) for r in _sweep_points(build, d, p)]
               for p in select(sweep=True) if _sweep_points(build, d, p)}
     peak = build.run("ceilings")["matmul_tflops"]
     return plots.line_chart(series, "sequence length S (batch × S = 16,384 tokens, 16 heads)", "TFLOP/s (causal FLOPs)",
-                            f"Forward throughput, head dim {d}, bf16, causal", hlines={"bf16 matmul peak (measured)": peak})
+                            f"Forward throughput, head dim {d}, bf16, causal", hlines={"bf16 matmul peak (measured)": peak}, frame=frame)
 
 
-def fig_sweep_memory(build, d):
+def fig_sweep_memory(build, d, frame=plots.CHART):
     series = {title(p): [(r["shape"][2], _value(r, "peak_extra_bytes") or None) for r in _sweep_points(build, d, p)]
               for p in select(sweep=True) if _sweep_points(build, d, p)}
     return plots.line_chart(series, "sequence length S (batch × S = 16,384 tokens)", "memory allocated by one forward",
-                            f"Peak memory of one forward, head dim {d}", log_y=True, y_unit="bytes")
+                            f"Peak memory of one forward, head dim {d}", log_y=True, y_unit="bytes", frame=frame)
 
 
 def _roofline_points(build, dims=(2, 16, 8192, 128)):
@@ -54,31 +54,34 @@ def _roofline_points(build, dims=(2, 16, 8192, 128)):
     return pts
 
 
-def fig_roofline(build):
+def fig_roofline(build, frame=plots.CHART):
     c = build.run("ceilings")
     return plots.roofline(c["matmul_tflops"], c["copy_gbs"], _roofline_points(build),
-                          "Roofline at B=2, H=16, S=8192, D=128 (bf16, causal)")
+                          "Roofline at B=2, H=16, S=8192, D=128 (bf16, causal)", frame)
 
 
-def fig_decode(build):
+def fig_decode(build, frame=plots.CHART):
     rows = build.run("decode")
     series = {f"batch {b}": [(r["kv_len"], r.get("gbs")) for r in rows if r["batch"] == b]
               for b in sorted({r["batch"] for r in rows})}
     return plots.line_chart(series, "KV cache length (tokens)", "GB/s of K and V read",
                             "Decode: one query token per sequence, 16 heads, head dim 128",
-                            hlines={"copy bandwidth (read + write, measured)": build.run("ceilings")["copy_gbs"]})
+                            hlines={"copy bandwidth (read + write, measured)": build.run("ceilings")["copy_gbs"]},
+                            frame=frame)
 
 
-def fig_recompile(build):
+def fig_recompile(build, frame=plots.CHART):
     r = build.run("recompile")
     name = "FlexAttention, one new shape after another"
     series = {name: [(p["shape"][2], p.get("tflops")) for p in r["points"]]}
     return plots.line_chart(series, "sequence length of each successive call", "TFLOP/s", "torch.compile's recompile limit",
-                            log_x=False, colors={name: plots.path_color(select(fresh_compile=True)[0])})
+                            log_x=False, colors={name: plots.path_color(select(fresh_compile=True)[0])}, frame=frame)
 
 
-FIGURES = {"sweep-tflops-d64": lambda b: fig_sweep_tflops(b, 64), "sweep-tflops-d128": lambda b: fig_sweep_tflops(b, 128),
-           "sweep-memory-d64": lambda b: fig_sweep_memory(b, 64), "sweep-memory-d128": lambda b: fig_sweep_memory(b, 128),
+FIGURES = {"sweep-tflops-d64": lambda b, f=plots.CHART: fig_sweep_tflops(b, 64, f),
+           "sweep-tflops-d128": lambda b, f=plots.CHART: fig_sweep_tflops(b, 128, f),
+           "sweep-memory-d64": lambda b, f=plots.CHART: fig_sweep_memory(b, 64, f),
+           "sweep-memory-d128": lambda b, f=plots.CHART: fig_sweep_memory(b, 128, f),
            "roofline": fig_roofline, "decode": fig_decode, "recompile": fig_recompile}
 
 
@@ -86,10 +89,10 @@ FIGURES = {"sweep-tflops-d64": lambda b: fig_sweep_tflops(b, 64), "sweep-tflops-
 
 @piece("figure")
 def figure(build: Build, name):
-    """A chart of the measurement runs, as inline SVG."""
+    """A chart of the measurement runs, as inline SVG, drawn wide and narrow (a phone's)."""
     if name not in FIGURES:
         raise KeyError(f"unknown figure {name!r} (known: {', '.join(FIGURES)})")
-    return f'<div class="attnprof-figure">{FIGURES[name](build)}</div>'  # scrolls sideways on a phone
+    return plots.chart(lambda frame: FIGURES[name](build, frame))
 
 
 @piece("stamp", captures=1, kind="run")
