@@ -12,6 +12,7 @@ import re
 
 from markdown import Markdown
 from markdown.extensions import Extension
+from markdown.postprocessors import Postprocessor
 from markdown.preprocessors import Preprocessor
 
 from .build import Build, FalseStatement
@@ -52,11 +53,41 @@ class PiecesPreprocessor(Preprocessor):
         return INLINE.sub(lambda m: self.expand(m.group(1), m.group(2)), text).split("\n")
 
 
+LONG_TITLE = re.compile(r' title="([^"]{%d,})"' % 100)
+
+
+class NamesOnce(Postprocessor):
+    """A long title attribute (a kernel's full name, the hover text of its short one) kept once per page:
+    every later copy of the same text becomes data-same="K", pointing at the first, data-name="K", and
+    docs/javascripts/names.js copies the text back when the page loads. A chapter that lists the same
+    kernels in its op list, its decoded kernels and its counters sends each long name once."""
+
+    def run(self, text: str) -> str:
+        seen: dict[str, int] = {}
+        repeated = set()
+        for m in LONG_TITLE.finditer(text):
+            if m.group(1) in seen:
+                repeated.add(m.group(1))
+            else:
+                seen[m.group(1)] = len(seen)
+        first = set()
+        def once(m):
+            value = m.group(1)
+            if value not in repeated:
+                return m.group(0)
+            if value in first:
+                return f' data-same="{seen[value]}"'
+            first.add(value)
+            return f'{m.group(0)} data-name="{seen[value]}"'
+        return LONG_TITLE.sub(once, text)
+
+
 class PiecesExtension(Extension):
     def __init__(self, **kwargs):
         # build: the Build of this site build, passed in by the MkDocs hook; without it, each Markdown
         # instance reads the captures afresh (a default that is a Build, not None, is kept as given)
-        self.config = {"build": [{}, "the Build whose captures to read (made here when not given)"]}
+        self.config = {"build": [{}, "the Build whose captures to read (made here when not given)"],
+                       "names_once": [True, "each long title once per page, the copies filled in by names.js"]}
         super().__init__(**kwargs)
 
     def extendMarkdown(self, md: Markdown):
@@ -64,6 +95,8 @@ class PiecesExtension(Extension):
         # after normalize_whitespace (30), which would strip the stash's placeholders, and before
         # fenced code (25) and raw HTML blocks (20)
         md.preprocessors.register(PiecesPreprocessor(md, build), "attnprof", 26)
+        if self.getConfig("names_once"):  # on the finished page, after the raw HTML is put back (30)
+            md.postprocessors.register(NamesOnce(md), "attnprof-names-once", 5)
 
 
 def makeExtension(**kwargs):

@@ -111,6 +111,13 @@ def _lines(lines: list[str], x, y, step: int = 16, **attrs) -> str:
               x=x, y=y, **attrs)
 
 
+def op_title(i: int, op) -> str:
+    """A GPU op's hover text: its number, short name and time on the first line, then its full name."""
+    short = kernel_names.label(op.name)
+    head = f"{i}. {short} {us(op.duration_us)}"
+    return head if short == op.name else f"{head}\n{op.name}"
+
+
 def timeline(summary, trace: dict, width: int = 1040) -> str:
     """The trace figure: the timeline drawn at `width` px for a wide column, and again at NARROW px for a
     phone, where the stylesheet shows that one instead, fitted to the screen's width."""
@@ -133,24 +140,25 @@ def _timeline(summary, trace: dict, width: int, variant: str) -> str:
     _, fwd = pictured(summary, trace)
     cpu = [op for op in fwd.cpu_ops if op.depth <= 3]
     end = max([fwd.cpu_us] + [o.start_us + o.duration_us for o in fwd.ops])
-    left, right, row_h, lane = 64, 12, 20, 22
+    narrow = width < 600
+    # on a phone every lane is a finger tall (a tap there lists the marks under the finger)
+    left, right, row_h, lane, launch_h, legend_row = (64, 12, 28, 28, 26, 26) if narrow else (64, 12, 20, 22, 12, 24)
     scale = (width - left - right) / end if end else 1
     x = lambda t: left + t * scale
     depth_rows = max([o.depth for o in cpu], default=0)
-    narrow = width < 600
     heading = (f'One {what} of {summary["stage"]}: {us(end)} from the start of the annotation to the end of its '
                f'last GPU op')
     heading_x = 4 if narrow else left
     heading_lines = wrap(heading, width - heading_x - right, CHAR_W * 1.08)  # bold runs wider
     y_cpu = 34 + 16 * (len(heading_lines) - 1)
     y_launch = y_cpu + (depth_rows + 1) * row_h + 8
-    y_gpu = y_launch + 14 + 44
+    y_gpu = y_launch + launch_h + 2 + 44
     y_numbers = y_gpu + lane + 16
     y_axis = y_numbers + 26
     columns = 2 if len(fwd.ops) > 8 and not narrow else 1
     per_column = -(-len(fwd.ops) // columns)
     legend_y = y_axis + 34
-    height = legend_y + 18 * per_column
+    height = legend_y + legend_row * per_column - 8
     parts = [header(width, height, f'{summary["stage"]} {what} trace', font_size=TRACE_FONT, css_class=variant),
              _lines(heading_lines, heading_x, 16, font_weight="bold")]
     for i, (t, label) in enumerate(time_ticks(end, width)):  # time axis at the bottom, clear of the launch connectors
@@ -160,11 +168,12 @@ def _timeline(summary, trace: dict, width: int, variant: str) -> str:
                           text_anchor=_tick_anchor(i, x(t), label, width - 2, CHAR_W)))
     parts.append(el("text", f"time since the {what} began (CPU clock)", x=f"{x(end):.1f}", y=y_axis + 16,
                     **MUTED_TEXT, text_anchor="end"))
-    for name, y, h in (("CPU", y_cpu, row_h), ("launch", y_launch, 12), ("GPU", y_gpu, lane)):
+    for name, y, h in (("CPU", y_cpu, row_h), ("launch", y_launch, launch_h), ("GPU", y_gpu, lane)):
         parts.append(el("text", name, x=4, y=f"{y + h / 2 + 4:.0f}", font_weight="bold"))
+    mid = row_h / 2 + 3  # a label's baseline in its row
     parts.append(el("rect", hover(f'{summary["label"]} {us(fwd.cpu_us)}'), x=f"{x(0):.1f}", y=y_cpu,
                     width=f"{fwd.cpu_us * scale:.1f}", height=row_h - 2, fill=ROLE["span"])
-                 + el("text", esc(summary["label"]), x=f"{x(0) + 4:.1f}", y=y_cpu + 14, fill="#222"))
+                 + el("text", esc(summary["label"]), x=f"{x(0) + 4:.1f}", y=f"{y_cpu + mid:.0f}", fill="#222"))
     for op in cpu:
         y = y_cpu + op.depth * row_h
         w = max(op.duration_us * scale, 1)
@@ -172,25 +181,25 @@ def _timeline(summary, trace: dict, width: int, variant: str) -> str:
                         width=f"{w:.1f}", height=row_h - 2, fill=ROLE["cpu"], fill_opacity=f"{1 - 0.15 * op.depth:.2f}"))
         text = _fit(op.name.removeprefix("aten::"), w - 6)
         if text:
-            parts.append(el("text", esc(text), x=f"{x(op.start_us) + 3:.1f}", y=y + 14, fill="white"))
+            parts.append(el("text", esc(text), x=f"{x(op.start_us) + 3:.1f}", y=f"{y + mid:.0f}", fill="white"))
     for start, stop in traces.idle_intervals(fwd.ops):  # the GPU waiting for this forward's next launch
         parts.append(el("rect", hover(f"GPU idle {us(stop - start)}"), x=f"{x(start):.1f}", y=y_gpu,
                         width=f"{max((stop - start) * scale, 1):.1f}", height=lane, fill=ROLE["idle"],
-                        style=f'fill: var(--attnprof-idle, {ROLE["idle"]})'))
+                        **{"class": "attnprof-idle"}))
     small, centres = [], []
     for i, op in enumerate(fwd.ops, 1):
         lx, gx = x(op.launch_start_us), x(op.start_us)
         gw = max(op.duration_us * scale, 2)
-        parts.append(el("line", x1=f"{lx:.1f}", y1=y_launch + 12, x2=f"{gx:.1f}", y2=y_gpu, stroke=CONNECTOR,
-                        stroke_dasharray="2,2", style=f"stroke: var(--attnprof-connector, {CONNECTOR})")
+        parts.append(el("line", x1=f"{lx:.1f}", y1=y_launch + launch_h, x2=f"{gx:.1f}", y2=y_gpu, stroke=CONNECTOR,
+                        stroke_dasharray="2,2", **{"class": "attnprof-connector"})
                      + el("rect", hover(f"{op.launch}: launches op {i}"), x=f"{lx:.1f}", y=y_launch, width=2,
-                          height=12, fill=ROLE["launch"])
-                     + el("rect", hover(f"{i}. {op.name} {us(op.duration_us)}"), x=f"{gx:.1f}", y=y_gpu,
+                          height=launch_h, fill=ROLE["launch"])
+                     + el("rect", hover(op_title(i, op)), x=f"{gx:.1f}", y=y_gpu,
                           width=f"{gw - 1 if gw > 4 else gw:.1f}", height=lane, fill=ROLE[op.kind],
                           **{"class": "attnprof-gpu-op"}))  # a hairline between neighbours
         inside = _fit(f"{i} {kernel_names.label(op.name)}", gw - 6) or (str(i) if gw >= len(str(i)) * CHAR_W + 6 else None)
         if inside:
-            parts.append(el("text", esc(inside), x=f"{gx + 3:.1f}", y=y_gpu + 15, fill="white"))
+            parts.append(el("text", esc(inside), x=f"{gx + 3:.1f}", y=f"{y_gpu + lane / 2 + 4:.0f}", fill="white"))
         else:
             small.append((i, gx, gw))
             centres.append(gx + gw / 2)
@@ -203,13 +212,16 @@ def _timeline(summary, trace: dict, width: int, variant: str) -> str:
         parts.append(el("text", text, x=f"{(x0 + x1) / 2:.1f}", y=y_numbers, text_anchor="middle"))
     legend_left = 4 if narrow else left
     column_w = (width - legend_left - right) / columns
-    for i, op in enumerate(fwd.ops, 1):
+    for i, op in enumerate(fwd.ops, 1):  # a row a finger tall; a tap on it names its op as a tap on the bar does
         col, row = divmod(i - 1, per_column)
         text = f"{KIND_LABEL[op.kind]} · {us(op.duration_us)} · {kernel_names.label(op.name)}"
-        lx, ly = legend_left + col * column_w, legend_y + 18 * row
-        parts.append(el("rect", x=f"{lx:.1f}", y=ly - 10, width=10, height=10, fill=ROLE[op.kind])
-                     + el("text", f'{hover(f"{i}. {op.name} {us(op.duration_us)}")}{el("tspan", str(i), font_weight="bold")} '
-                                  f'{esc(_fit(text, column_w - 40) or "")}', x=f"{lx + 16:.1f}", y=ly))
+        lx, ly = legend_left + col * column_w, legend_y + legend_row * row
+        parts.append(el("g", el("rect", x=f"{lx:.1f}", y=ly - legend_row / 2 - 4, width=f"{column_w - 4:.1f}",
+                                height=legend_row, fill="transparent")
+                        + el("rect", x=f"{lx:.1f}", y=ly - 10, width=10, height=10, fill=ROLE[op.kind])
+                        + el("text", f'{el("tspan", str(i), font_weight="bold")} {esc(_fit(text, column_w - 40) or "")}',
+                             x=f"{lx + 16:.1f}", y=ly),
+                        **{"class": "attnprof-legend", "data-op": i}))
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -540,9 +552,9 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
             r = 3.5 if len(good[name]) == 1 else 3
             if f.names:
                 out.append(el("circle", tip, cx=f"{px:.1f}", cy=f"{py:.1f}", r=r, fill=color[name]))
-            else:  # on a phone the point is a finger's width to tap
-                out.append(el("circle", cx=f"{px:.1f}", cy=f"{py:.1f}", r=r, fill=color[name])
-                           + el("circle", tip, cx=f"{px:.1f}", cy=f"{py:.1f}", r=13, fill="transparent"))
+            else:  # a finger's width to tap (the stylesheet's wide transparent stroke); names.js copies in the
+                # wide drawing's hover text, point for point, rather than the page sending it twice
+                out.append(el("circle", cx=f"{px:.1f}", cy=f"{py:.1f}", r=r, fill=color[name], **{"class": "attnprof-point"}))
     for name, y in (hlines or {}).items():  # labels last, on the page's colour, where no series crosses them
         out.append(_reference_label(name, fy(y), drawn, f, plot_right))
     if label_points:
@@ -550,9 +562,8 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
                              f, plot_right)
     out += _end_labels([(mark(name), *drawn[name][-1], color[name]) for name in lines], f, plot_right)
     row = legend_top + f.row / 2
-    def legend(body: str) -> str:  # one row of the legend, as tall as a tap target
-        return el("g", el("rect", x=0, y=f"{row - f.row / 2:.1f}", width=f.width, height=f.row, fill="none") + body,
-                  **{"class": "attnprof-legend"})
+    def legend(body: str) -> str:  # one row of the legend, f.row apart: as far as tap targets are
+        return el("g", body, **{"class": "attnprof-legend"})
     for name in hlines or {}:
         out.append(legend(el("line", x1=LEGEND_X, y1=row, x2=LEGEND_X + 18, y2=row, stroke=INK, stroke_dasharray="6,3")
                           + el("text", esc(name), x=LEGEND_X + 26, y=row + 4)))
