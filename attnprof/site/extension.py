@@ -82,12 +82,36 @@ class NamesOnce(Postprocessor):
         return LONG_TITLE.sub(once, text)
 
 
+UNBROKEN = re.compile(r"\b(?:(?:launch|GPU|compute|memory|latency|CPU)-bound|\d(?:\.\d+)?e[-+]\d+)\b")
+TAG = re.compile(r"(<[^>]*>)")
+
+
+class Unbroken(Postprocessor):
+    """Words a line must not break inside, at their hyphen ("GPU-bound", "8.8e-03"), held together by a
+    span the stylesheet keeps on one line; only in text, never in a tag, code block or script."""
+
+    def run(self, text: str) -> str:
+        out, skip = [], 0
+        for part in TAG.split(text):
+            if part.startswith("<"):
+                name = part[1:].split(None, 1)[0].rstrip(">/").lower() if len(part) > 2 else ""
+                if name in ("pre", "script", "style", "svg"):
+                    skip += 1
+                elif name in ("/pre", "/script", "/style", "/svg"):
+                    skip = max(skip - 1, 0)
+                out.append(part)
+            else:
+                out.append(part if skip else UNBROKEN.sub(lambda m: f'<span class="attnprof-word">{m.group(0)}</span>', part))
+        return "".join(out)
+
+
 class PiecesExtension(Extension):
     def __init__(self, **kwargs):
         # build: the Build of this site build, passed in by the MkDocs hook; without it, each Markdown
         # instance reads the captures afresh (a default that is a Build, not None, is kept as given)
         self.config = {"build": [{}, "the Build whose captures to read (made here when not given)"],
-                       "names_once": [True, "each long title once per page, the copies filled in by names.js"]}
+                       "names_once": [True, "each long title once per page, the copies filled in by names.js, and "
+                                             "words held together at their hyphen (a site's pages, not a report)"]}
         super().__init__(**kwargs)
 
     def extendMarkdown(self, md: Markdown):
@@ -97,6 +121,7 @@ class PiecesExtension(Extension):
         md.preprocessors.register(PiecesPreprocessor(md, build), "attnprof", 26)
         if self.getConfig("names_once"):  # on the finished page, after the raw HTML is put back (30)
             md.postprocessors.register(NamesOnce(md), "attnprof-names-once", 5)
+            md.postprocessors.register(Unbroken(md), "attnprof-unbroken", 4)
 
 
 def makeExtension(**kwargs):

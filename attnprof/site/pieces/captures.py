@@ -202,9 +202,9 @@ def footprint_compare(build: Build, *records):
         s = build.summary(record)
         kernels, was_measured = tables.footprint_columns(s, build.device_properties(record), m and m["kernels"])
         main = max(kernels, key=lambda ka: s["ops"][ka[0]["index"] - 1]["duration_us"])
-        columns.append((f"{title(s)}: {tables.kernel(main[0]['name'])}", main))
+        columns.append((f"{title(s)} ({tables.kernel(main[0]['name'])})", main))
         flags.append(was_measured)
-    return tables.footprint_table(["kernel"] + [h for h, _ in columns], [k for _, k in columns], all(flags))
+    return tables.footprint_table(["metric"] + [h for h, _ in columns], [k for _, k in columns], all(flags))
 
 
 @piece("counter", captures=1, inline=True)

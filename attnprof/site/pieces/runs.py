@@ -424,11 +424,16 @@ def fallback_reasons(build: Build):
 @piece("verify")
 def verify_table(build: Build):
     rows = []
-    for r in build.run("verify"):
+    checks = build.run("verify")
+    failing = {r["path"] for r in checks if r["status"] == "fail"}
+    paths = list(dict.fromkeys(r["path"] for r in checks))
+    status_rank = {"fail": 0, "pass": 1}
+    # grouped by path, the paths with a failure first and a path's failures first in it
+    for r in sorted(checks, key=lambda r: (r["path"] not in failing, paths.index(r["path"]), status_rank.get(r["status"], 2))):
         note = tables.MASKED_ROW.get(r.get("masked_row"), r.get("masked_row")) or r.get("reason", "")
         note += f"{'; ' if note else ''}{r['note']}" if r.get("note") else ""
         rows.append((r["path"], r["dtype"], shape(r["shape"]), "yes" if r["fully_masked_row"] else "",
-                     f"**{r['status']}**" if r["status"] == "fail" else r["status"],
+                     "✗ **fail**" if r["status"] == "fail" else "✓ pass" if r["status"] == "pass" else r["status"],
                      f"{r['rel_frobenius']:.1e}" if r.get("rel_frobenius") == r.get("rel_frobenius") and "rel_frobenius" in r else
                      ("NaN" if r.get("nan") else "—"),
                      f"{r['max_abs']:.1e}" if "max_abs" in r and r["max_abs"] == r["max_abs"] else "—",
@@ -436,7 +441,7 @@ def verify_table(build: Build):
                       f"{r['worst_row']['rel_err']:.1e}") if "worst_row" in r else "—",
                      f"{r['tolerance']:.0e}" if "tolerance" in r else "—", tables.cell(note)[:120]))
     return tables.table(["path", "dtype", "shape", "fully masked row", "status", "rel. Frobenius", "max abs",
-                            "worst row (rel. error)", "tolerance", "note"], rows)
+                            "worst row (rel. error)", "tolerance", "note"], rows, "lllllrrlrl")
 
 
 HARDWARE = {  # what the H200 is and does, from the device query and measurements of one run (run-hardware)

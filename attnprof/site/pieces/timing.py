@@ -121,8 +121,8 @@ def methods(build: Build, stage="cudnn", shape="8x16x1024x64"):
                   "the same method in another run: " + (
                       "inside" if v.one_call.p10 <= capture["event_median_us"] <= v.one_call.p90 else "outside")
                   + " this run's p10–p90 for one call"))
-    return (tables.table([f"method ({title(stage)}, {where(r['shape'])})", "what it measures",
-                          "time (median, p10–p90 in µs)", "why it differs"], lines, "llrl")
+    return (f"{title(stage)}, {where(r['shape'])}, timed by each method:\n\n"
+            + tables.table(["method", "what it measures", "time (median, p10–p90 in µs)", "why it differs"], lines, "llrl")
             + "\n\nAll but the last two rows from one timing run (the three profiled forwards give a median only). "
               + _method_note(build))
 
