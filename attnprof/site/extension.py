@@ -83,12 +83,14 @@ class NamesOnce(Postprocessor):
 
 
 UNBROKEN = re.compile(r"\b(?:(?:launch|GPU|compute|memory|latency|CPU)-bound|\d(?:\.\d+)?e[-+]\d+)\b")
+UNIT = re.compile(r"(?<=\d) (?=(?:%|µs|ms|KiB|MiB|GiB|TFLOP/s|GB/s|TB/s)(?![\w/]))")  # "12.5 %": one word
 TAG = re.compile(r"(<[^>]*>)")
 
 
 class Unbroken(Postprocessor):
     """Words a line must not break inside, at their hyphen ("GPU-bound", "8.8e-03"), held together by a
-    span the stylesheet keeps on one line; only in text, never in a tag, code block or script."""
+    span the stylesheet keeps on one line, and a number with its unit ("12.5 %"), by a no-break space;
+    only in text, never in a tag, code block or script."""
 
     def run(self, text: str) -> str:
         out, skip = [], 0
@@ -101,7 +103,8 @@ class Unbroken(Postprocessor):
                     skip = max(skip - 1, 0)
                 out.append(part)
             else:
-                out.append(part if skip else UNBROKEN.sub(lambda m: f'<span class="attnprof-word">{m.group(0)}</span>', part))
+                out.append(part if skip else UNIT.sub("\u00a0", UNBROKEN.sub(
+                    lambda m: f'<span class="attnprof-word">{m.group(0)}</span>', part)))
         return "".join(out)
 
 
