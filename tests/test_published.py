@@ -13,6 +13,7 @@ from attnprof.model import store
 ABSOLUTE_PATH = re.compile(r"(?:^|[\s'\"(=])/(?:home|root|tmp|opt|usr|var|work|Users|mnt|srv)/")
 pytestmark = pytest.mark.site
 PAGE_LIMIT = 1_000_000  # bytes: HTML plus its own images, scripts and stylesheets (traces excluded)
+HTML_LIMIT = 150_000  # bytes: a page's own HTML, raw (what a phone parses before it shows anything)
 
 
 def strings(value):
@@ -93,6 +94,25 @@ def test_every_page_is_within_its_weight(site):
                 if target and target.is_file():
                     total += target.stat().st_size
         assert total <= PAGE_LIMIT, f"{page.relative_to(site)} weighs {total / 1e6:.2f} MB"
+
+
+def test_no_page_is_over_150_kb_of_html(site):
+    heavy = {str(page.relative_to(site)): page.stat().st_size for page in pages(site)}
+    heavy = {name: size for name, size in heavy.items() if size > HTML_LIMIT}
+    assert len(list(pages(site))) > 20 and not heavy, (
+        f"pages over {HTML_LIMIT // 1000} KB of raw HTML: "
+        + ", ".join(f"{name} {size / 1000:.0f} KB" for name, size in sorted(heavy.items())))
+
+
+def test_a_long_name_is_sent_once_and_every_copy_points_at_it(site):
+    """The math chapter lists its kernels in several tables: each long name is written out once, and
+    each later copy names that one (names.js fills it in)."""
+    page = (site / "math" / "index.html").read_text()
+    names = re.findall(r' title="([^"]{100,})"', page)
+    assert names and len(names) == len(set(names))
+    firsts = set(re.findall(r' title="[^"]*" data-name="(\d+)"', page))
+    copies = re.findall(r'data-same="(\d+)"', page)
+    assert copies and set(copies) <= set(firsts)
 
 
 def test_internal_links_and_anchors_resolve(site):

@@ -51,17 +51,22 @@ def test_diff_naive_to_inplace_is_the_memcpy(build):
 
 
 def test_timeline_is_well_formed_and_labels_every_op(h200, build):
-    """Both drawings (wide, and narrow for a phone) name every op once in its bar's hover text and once
-    in its legend entry's."""
+    """Both drawings (wide, and narrow for a phone) name every op once in its bar's hover text, short name
+    and time on the first line and the full name under it, and list it in a legend row that points at it
+    (data-op, which names.js follows to the bar)."""
     ns = "{http://www.w3.org/2000/svg}"
     drawings = ET.fromstring(plots.timeline(build.summary("naive"), h200("naive"))).findall(ns + "svg")
     assert [d.get("class") for d in drawings] == ["attnprof-wide", "attnprof-narrow"]
-    n = len(trace.median_forward(trace.forwards(h200("naive"), LABEL)).ops)
+    ops = trace.median_forward(trace.forwards(h200("naive"), LABEL)).ops
     for root in drawings:
-        for mark in ("rect", "text"):
-            titles = [t.text for e in root.iter(ns + mark) if (t := e.find(ns + "title")) is not None]
-            assert sum(1 for t in titles if t and t.split(".")[0].isdigit()) == n, mark
-            assert any("masked_fill" in t for t in titles if t)
+        bars = [e for e in root.iter(ns + "rect") if e.get("class") == "attnprof-gpu-op"]
+        titles = [e.find(ns + "title").text for e in bars]
+        assert [t.split(".")[0] for t in titles] == [str(i) for i in range(1, len(ops) + 1)]
+        masked = next(t for t in titles if "masked_fill" in t)
+        head, full = masked.split("\n")
+        assert head.endswith("µs") and "[masked_fill]" in head and full.startswith("void at::native::")
+        rows = [g for g in root.iter(ns + "g") if g.get("class") == "attnprof-legend"]
+        assert [g.get("data-op") for g in rows] == [str(i) for i in range(1, len(ops) + 1)]
 
 
 def test_problem_captures_render_as_a_box():
@@ -130,12 +135,12 @@ def test_label_groups_merge_only_what_would_collide():
 
 def test_timeline_launch_lines_stay_clear_of_the_time_axis(h200, build):
     svg = plots.timeline(build.summary("math"), h200("math"))
-    root = ET.fromstring(svg)
     ns = "{http://www.w3.org/2000/svg}"
-    connectors = [l for l in root.iter(ns + "line") if l.get("stroke-dasharray") == "2,2"]
-    axis = [t for t in root.iter(ns + "text") if (t.text or "").endswith(("µs", "ms"))]
-    assert connectors and axis
-    assert max(float(l.get("y2")) for l in connectors) < min(float(t.get("y")) for t in axis) - 20
+    for root in ET.fromstring(svg).findall(ns + "svg"):  # wide, then narrow
+        connectors = [l for l in root.iter(ns + "line") if l.get("stroke-dasharray") == "2,2"]
+        axis = [t for t in root.iter(ns + "text") if (t.text or "").endswith(("µs", "ms"))]
+        assert connectors and axis
+        assert max(float(l.get("y2")) for l in connectors) < min(float(t.get("y")) for t in axis) - 20
 
 
 def test_a_piece_that_fails_fails_the_build_and_a_missing_run_is_a_box(tmp_path, monkeypatch):

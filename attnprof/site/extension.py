@@ -13,6 +13,7 @@ import re
 
 from markdown import Markdown
 from markdown.extensions import Extension
+from markdown.postprocessors import Postprocessor
 from markdown.preprocessors import Preprocessor
 
 from .build import Build, FalseStatement, RecordUnusable
@@ -65,11 +66,68 @@ class PiecesPreprocessor(Preprocessor):
         return text.split("\n")
 
 
+LONG_TITLE = re.compile(r' title="([^"]{%d,})"' % 100)
+
+
+class NamesOnce(Postprocessor):
+    """A long title attribute (a kernel's full name, the hover text of its short one) kept once per page:
+    every later copy of the same text becomes data-same="K", pointing at the first, data-name="K", and
+    docs/javascripts/names.js copies the text back when the page loads. A chapter that lists the same
+    kernels in its op list, its decoded kernels and its counters sends each long name once."""
+
+    def run(self, text: str) -> str:
+        seen: dict[str, int] = {}
+        repeated = set()
+        for m in LONG_TITLE.finditer(text):
+            if m.group(1) in seen:
+                repeated.add(m.group(1))
+            else:
+                seen[m.group(1)] = len(seen)
+        first = set()
+        def once(m):
+            value = m.group(1)
+            if value not in repeated:
+                return m.group(0)
+            if value in first:
+                return f' data-same="{seen[value]}"'
+            first.add(value)
+            return f'{m.group(0)} data-name="{seen[value]}"'
+        return LONG_TITLE.sub(once, text)
+
+
+UNBROKEN = re.compile(r"\b(?:(?:launch|GPU|compute|memory|latency|CPU)-bound|\d(?:\.\d+)?e[-+]\d+)\b")
+UNIT = re.compile(r"(?<=\d) (?=(?:%|µs|ms|KiB|MiB|GiB|TFLOP/s|GB/s|TB/s)(?![\w/]))")  # "12.5 %": one word
+TAG = re.compile(r"(<[^>]*>)")
+
+
+class Unbroken(Postprocessor):
+    """Words a line must not break inside, at their hyphen ("GPU-bound", "8.8e-03"), held together by a
+    span the stylesheet keeps on one line, and a number with its unit ("12.5 %"), by a no-break space;
+    only in text, never in a tag, code block or script."""
+
+    def run(self, text: str) -> str:
+        out, skip = [], 0
+        for part in TAG.split(text):
+            if part.startswith("<"):
+                name = part[1:].split(None, 1)[0].rstrip(">/").lower() if len(part) > 2 else ""
+                if name in ("pre", "script", "style", "svg"):
+                    skip += 1
+                elif name in ("/pre", "/script", "/style", "/svg"):
+                    skip = max(skip - 1, 0)
+                out.append(part)
+            else:
+                out.append(part if skip else UNIT.sub("\u00a0", UNBROKEN.sub(
+                    lambda m: f'<span class="attnprof-word">{m.group(0)}</span>', part)))
+        return "".join(out)
+
+
 class PiecesExtension(Extension):
     def __init__(self, **kwargs):
         # build: the Build of this site build, passed in by the MkDocs hook; without it, each Markdown
         # instance reads the captures afresh (a default that is a Build, not None, is kept as given)
-        self.config = {"build": [{}, "the Build whose captures to read (made here when not given)"]}
+        self.config = {"build": [{}, "the Build whose captures to read (made here when not given)"],
+                       "names_once": [True, "each long title once per page, the copies filled in by names.js, and "
+                                             "words held together at their hyphen (a site's pages, not a report)"]}
         super().__init__(**kwargs)
 
     def extendMarkdown(self, md: Markdown):
@@ -77,6 +135,9 @@ class PiecesExtension(Extension):
         # after normalize_whitespace (30), which would strip the stash's placeholders, and before
         # fenced code (25) and raw HTML blocks (20)
         md.preprocessors.register(PiecesPreprocessor(md, build), "attnprof", 26)
+        if self.getConfig("names_once"):  # on the finished page, after the raw HTML is put back (30)
+            md.postprocessors.register(NamesOnce(md), "attnprof-names-once", 5)
+            md.postprocessors.register(Unbroken(md), "attnprof-unbroken", 4)
 
 
 def makeExtension(**kwargs):

@@ -100,7 +100,7 @@ def render(build: Captures, text: str) -> str:
         import markdown
         from .extension import PiecesExtension
         md = markdown.Markdown(extensions=["admonition", "attr_list", "md_in_html", "tables", "pymdownx.details",
-                                           "pymdownx.superfences", PiecesExtension(build=build)])
+                                           "pymdownx.superfences", PiecesExtension(build=build, names_once=False)])
     except ImportError as e:
         raise CaptureError(f"a report renders through Python-Markdown and pymdown-extensions, and {e.name or 'one'} "
                            f"is not installed here: pip install -e '.[measure]'") from None

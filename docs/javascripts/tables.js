@@ -1,9 +1,16 @@
-// Wide tables on a phone: a table that would scroll sideways in a narrow column is shown as cards
-// instead, one row a card: its first cell as the card's heading, every other cell after its column's
-// name ("Self CUDA: 84.0 µs"), so that every number is on screen. The stylesheet lays the cards out
-// (table[data-cards] in extra.css); the op list has a phone layout of its own and is left alone.
+// Wide tables on a phone: a table that would scroll sideways in a narrow column, or that fits only by
+// squeezing its sentences into columns a few words wide (a cell taller than TALL lines), is shown as
+// cards instead, one row a card: its first cell as the card's heading, every other cell after its
+// column's name ("Self CUDA: 84.0 µs"), so that every number is on screen. The stylesheet lays the cards
+// out (table[data-cards] in extra.css); the op list has a phone layout of its own and is left alone.
 (function () {
-  var PHONE = window.matchMedia("(max-width: 44.9375em)");
+  var PHONE = window.matchMedia("(max-width: 44.9375em)"), TALL = 8;
+  function squeezed(table) {
+    return [...table.querySelectorAll("tbody td")].some(function (td) {
+      var style = getComputedStyle(td), line = parseFloat(style.lineHeight) || 1.6 * parseFloat(style.fontSize);
+      return td.getBoundingClientRect().height > TALL * line;
+    });
+  }
   function label(table) {
     if (table.dataset.labelled) return;
     var heads = [...table.querySelectorAll("thead th")].map(function (th) { return th.textContent.trim(); });
@@ -19,7 +26,7 @@
       if (!PHONE.matches) return;
       var box = table.closest(".md-typeset__scrollwrap") || table.parentNode;
       var column = box.parentNode.clientWidth || box.clientWidth;
-      if (table.scrollWidth > column + 1 && table.offsetParent !== null) {
+      if (table.offsetParent !== null && (table.scrollWidth > column + 1 || squeezed(table))) {
         label(table);
         table.dataset.cards = "";
       }

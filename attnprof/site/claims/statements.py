@@ -91,7 +91,7 @@ def relation(x: float, lo: float, hi: float) -> str:
 
 def ordinal(n: int) -> str:
     return {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth", 6: "sixth", 7: "seventh",
-            8: "eighth"}.get(n, f"{n}th")
+            8: "eighth", 9: "ninth", 10: "tenth"}.get(n, f"{n}th")
 
 
 def ranked(rows: dict[str, float]) -> list[str]:
@@ -816,3 +816,21 @@ def more_ops(build: Build, a, b) -> Statement:
     na, nb = build.summary(a)["ops_per_forward"], build.summary(b)["ops_per_forward"]
     text = f"{na} device ops against {nb} for {short(b)}'s forward, {na - nb} more"
     return Statement(text, na > nb, f"{na} and {nb}")
+
+
+@statement("recompile-cliff")
+def recompile_cliff(build: Build) -> Statement:
+    """Where the recompile chart falls off its cliff: the first call past torch.compile's recompile limit."""
+    r = build.run("recompile")
+    points = [p for p in r["points"] if p.get("tflops")]
+    drop = min(range(1, len(points)), key=lambda i: points[i]["tflops"] / points[i - 1]["tflops"])
+    before, after = points[drop - 1], points[drop]
+    limit = r["recompile_limit"]
+    text = (f"The cliff is at S = {after['shape'][2]:,}, the {ordinal(drop + 1)} new shape, one past "
+            f"`torch.compile`'s limit of {limit} recompiles: that call runs at "
+            f"{after['tflops']:.1f} TFLOP/s against {before['tflops']:.1f} at S = {before['shape'][2]:,} "
+            f"({times(before['tflops'] / after['tflops'], 0)} slower, one call's CUDA-event median), and no "
+            f"later shape climbs back.")
+    rest = [p["tflops"] for p in points[drop:]]
+    return Statement(text, drop == limit and max(rest) < min(p["tflops"] for p in points[:drop]),
+                     f"the largest drop before point {drop + 1} of {len(points)}, limit {limit}")

@@ -213,9 +213,9 @@ def footprint_compare(build: Build, *records):
         kernels, was_measured = tables.footprint_columns(s, build.device_properties(record), m and m["kernels"])
         at = s["ops"].index(summary.longest_kernel(s)) + 1
         main = next(ka for ka in kernels if ka[0]["index"] == at)
-        columns.append((f"{title(s)}: {tables.kernel(main[0]['name'])}", main))
+        columns.append((f"{title(s)} ({tables.kernel(main[0]['name'])})", main))
         flags.append(was_measured)
-    return tables.footprint_table(["kernel"] + [h for h, _ in columns], [k for _, k in columns], all(flags))
+    return tables.footprint_table(["metric"] + [h for h, _ in columns], [k for _, k in columns], all(flags))
 
 
 @piece("counter", captures=1, inline=True)

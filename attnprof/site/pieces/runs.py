@@ -34,19 +34,19 @@ def _sweep_grid(build, heads=True) -> str:
     return f"batch × S = {b * s:,} tokens" + (f", {h} heads" if heads else "")
 
 
-def fig_sweep_tflops(build, d):
+def fig_sweep_tflops(build, d, frame=plots.CHART):
     series = {title(p): [(r["shape"][2], _value(r, "tflops_back_to_back")) for r in _sweep_points(build, d, p)]
               for p in select(sweep=True) if _sweep_points(build, d, p)}
     peak = build.run("ceilings")["matmul_tflops"]
     return plots.line_chart(series, f"sequence length S ({_sweep_grid(build)})", "TFLOP/s (causal FLOPs)",
-                            f"Forward throughput, head dim {d}, bf16, causal", hlines={"bf16 matmul peak (measured)": peak})
+                            f"Forward throughput, head dim {d}, bf16, causal", hlines={"bf16 matmul peak (measured)": peak}, frame=frame)
 
 
-def fig_sweep_memory(build, d):
+def fig_sweep_memory(build, d, frame=plots.CHART):
     series = {title(p): [(r["shape"][2], _value(r, "peak_extra_bytes") or None) for r in _sweep_points(build, d, p)]
               for p in select(sweep=True) if _sweep_points(build, d, p)}
     return plots.line_chart(series, f"sequence length S ({_sweep_grid(build, heads=False)})", "memory allocated by one forward",
-                            f"Peak memory of one forward, head dim {d}", log_y=True, y_unit="bytes")
+                            f"Peak memory of one forward, head dim {d}", log_y=True, y_unit="bytes", frame=frame)
 
 
 def roofline_shape(build) -> tuple:
@@ -66,19 +66,20 @@ def _roofline_points(build):
     return pts
 
 
-def fig_roofline(build):
+def fig_roofline(build, frame=plots.CHART):
     c = build.run("ceilings")
     return plots.roofline(c["matmul_tflops"], c["copy_gbs"], _roofline_points(build),
-                          f"Roofline at {dims(roofline_shape(build))} (bf16, causal)")
+                          f"Roofline at {dims(roofline_shape(build))} (bf16, causal)", frame)
 
 
-def fig_decode(build):
+def fig_decode(build, frame=plots.CHART):
     rows = build.run("decode")
     series = {f"batch {b}": [(r["kv_len"], r.get("gbs")) for r in rows if r["batch"] == b]
               for b in sorted({r["batch"] for r in rows})}
     return plots.line_chart(series, "KV cache length (tokens)", "GB/s of K and V read",
                             f"Decode: one query token per sequence, {_heads(rows)}",
-                            hlines={"copy bandwidth (read + write, measured)": build.run("ceilings")["copy_gbs"]})
+                            hlines={"copy bandwidth (read + write, measured)": build.run("ceilings")["copy_gbs"]},
+                            frame=frame)
 
 
 def _heads(rows) -> str:
@@ -87,16 +88,18 @@ def _heads(rows) -> str:
     return f"{h} heads, head dim {d}"
 
 
-def fig_recompile(build):
+def fig_recompile(build, frame=plots.CHART):
     r = build.run("recompile")
     name = "FlexAttention, one new shape after another"
     series = {name: [(p["shape"][2], p.get("tflops")) for p in r["points"]]}
     return plots.line_chart(series, "sequence length of each successive call", "TFLOP/s", "torch.compile's recompile limit",
-                            log_x=False, colors={name: plots.path_color(select(fresh_compile=True)[0])})
+                            log_x=False, colors={name: plots.path_color(select(fresh_compile=True)[0])}, frame=frame)
 
 
-FIGURES = {"sweep-tflops-d64": lambda b: fig_sweep_tflops(b, 64), "sweep-tflops-d128": lambda b: fig_sweep_tflops(b, 128),
-           "sweep-memory-d64": lambda b: fig_sweep_memory(b, 64), "sweep-memory-d128": lambda b: fig_sweep_memory(b, 128),
+FIGURES = {"sweep-tflops-d64": lambda b, f=plots.CHART: fig_sweep_tflops(b, 64, f),
+           "sweep-tflops-d128": lambda b, f=plots.CHART: fig_sweep_tflops(b, 128, f),
+           "sweep-memory-d64": lambda b, f=plots.CHART: fig_sweep_memory(b, 64, f),
+           "sweep-memory-d128": lambda b, f=plots.CHART: fig_sweep_memory(b, 128, f),
            "roofline": fig_roofline, "decode": fig_decode, "recompile": fig_recompile}
 
 
@@ -104,10 +107,10 @@ FIGURES = {"sweep-tflops-d64": lambda b: fig_sweep_tflops(b, 64), "sweep-tflops-
 
 @piece("figure")
 def figure(build: Build, name):
-    """A chart of the measurement runs, as inline SVG."""
+    """A chart of the measurement runs, as inline SVG, drawn wide and narrow (a phone's)."""
     if name not in FIGURES:
         raise KeyError(f"unknown figure {name!r} (known: {', '.join(FIGURES)})")
-    return f'<div class="attnprof-figure">{FIGURES[name](build)}</div>'  # scrolls sideways on a phone
+    return plots.chart(lambda frame: FIGURES[name](build, frame))
 
 
 @piece("stamp", captures=1, kind="run")
@@ -440,11 +443,16 @@ def fallback_reasons(build: Build):
 @piece("verify")
 def verify_table(build: Build):
     rows = []
-    for r in build.run("verify"):
+    checks = build.run("verify")
+    failing = {r["path"] for r in checks if r["status"] == "fail"}
+    paths = list(dict.fromkeys(r["path"] for r in checks))
+    status_rank = {"fail": 0, "pass": 1}
+    # grouped by path, the paths with a failure first and a path's failures first in it
+    for r in sorted(checks, key=lambda r: (r["path"] not in failing, paths.index(r["path"]), status_rank.get(r["status"], 2))):
         note = tables.MASKED_ROW.get(r.get("masked_row"), r.get("masked_row")) or r.get("reason", "")
         note += f"{'; ' if note else ''}{r['note']}" if r.get("note") else ""
         rows.append((r["path"], r["dtype"], shape(r["shape"]), "yes" if r["fully_masked_row"] else "",
-                     f"**{r['status']}**" if r["status"] == "fail" else r["status"],
+                     "✗ **fail**" if r["status"] == "fail" else "✓ pass" if r["status"] == "pass" else r["status"],
                      f"{r['rel_frobenius']:.1e}" if r.get("rel_frobenius") == r.get("rel_frobenius") and "rel_frobenius" in r else
                      ("NaN" if r.get("nan") else "—"),
                      f"{r['max_abs']:.1e}" if "max_abs" in r and r["max_abs"] == r["max_abs"] else "—",
@@ -452,7 +460,7 @@ def verify_table(build: Build):
                       f"{r['worst_row']['rel_err']:.1e}") if "worst_row" in r else "—",
                      f"{r['tolerance']:.0e}" if "tolerance" in r else "—", tables.cell(note)[:120]))
     return tables.table(["path", "dtype", "shape", "fully masked row", "status", "rel. Frobenius", "max abs",
-                            "worst row (rel. error)", "tolerance", "note"], rows)
+                            "worst row (rel. error)", "tolerance", "note"], rows, "lllllrrlrl")
 
 
 HARDWARE = {  # what the H200 is and does, from the device query and measurements of one run (run-hardware)

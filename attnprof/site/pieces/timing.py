@@ -110,8 +110,9 @@ def methods(build: Build, stage="cudnn", shape=None):
     lines = [(m.name, m.how.format(calls=r["calls"]), cells[key],
               m.why + (f": {v.profiler_inflation:.1f}× the CPU enqueue time" if key == "profiled_cpu" else ""))
              for key, m in timing.METHODS.items()]
-    return (tables.table([f"method ({title(stage)}, {where(r['shape'])})", "what it measures",
-                          "time (median, p10–p90 in µs)", "why it differs"], lines + _other_runs(build, r, v), "llrl")
+    return (f"{title(stage)}, {where(r['shape'])}, timed by each method:\n\n"
+            + tables.table(["method", "what it measures", "time (median, p10–p90 in µs)", "why it differs"],
+                           lines + _other_runs(build, r, v), "llrl")
             + f"\n\nAll but the last two rows from one timing run (the {count(SCHEDULE['active'])} profiled forwards "
               f"give a median only). " + _method_note(build))
 

@@ -3,6 +3,7 @@ charts over sequence length, and a roofline."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 
 from ...analysis import kernel_names, trace as traces
 from ...analysis.oplist import KIND_LABEL
@@ -11,6 +12,7 @@ from ...model.stages import STAGES
 from .svg import BACKGROUND, CONNECTOR, FRAME, GRID, INK, MUTED, PATH_COLOR, ROLE, SERIES, el, esc, header, hover
 
 W, H, LEFT, RIGHT, TOP, BOTTOM = 880, 400, 70, 24, 30, 50
+MUTED_TEXT = {"class": "attnprof-muted", "fill": MUTED}  # small print; the stylesheet gives it 4.5:1 in each scheme
 HALO = "paint-order: stroke; stroke: var(--md-default-bg-color, white); stroke-width: 4px; stroke-linejoin: round"
 
 
@@ -99,6 +101,13 @@ def _lines(lines: list[str], x, y, step: int = 16, **attrs) -> str:
               x=x, y=y, **attrs)
 
 
+def op_title(i: int, op) -> str:
+    """A GPU op's hover text: its number, short name and time on the first line, then its full name."""
+    short = kernel_names.label(op.name)
+    head = f"{i}. {short} {us(op.duration_us)}"
+    return head if short == op.name else f"{head}\n{op.name}"
+
+
 def timeline(summary, trace: dict, width: int = 1040) -> str:
     """The trace figure: the timeline drawn at `width` px for a wide column, and again at NARROW px for a
     phone, where the stylesheet shows that one instead, fitted to the screen's width."""
@@ -121,38 +130,40 @@ def _timeline(summary, trace: dict, width: int, variant: str) -> str:
     _, fwd = pictured(summary, trace)
     cpu = [op for op in fwd.cpu_ops if op.depth <= 3]
     end = max([fwd.cpu_us] + [o.start_us + o.duration_us for o in fwd.ops])
-    left, right, row_h, lane = 64, 12, 20, 22
+    narrow = width < 600
+    # on a phone every lane is a finger tall (a tap there lists the marks under the finger)
+    left, right, row_h, lane, launch_h, legend_row = (64, 12, 28, 28, 26, 26) if narrow else (64, 12, 20, 22, 12, 24)
     scale = (width - left - right) / end if end else 1
     x = lambda t: left + t * scale
     depth_rows = max([o.depth for o in cpu], default=0)
-    narrow = width < 600
     heading = (f'One {what} of {summary["stage"]}: {us(end)} from the start of the annotation to the end of its '
                f'last GPU op')
     heading_x = 4 if narrow else left
     heading_lines = wrap(heading, width - heading_x - right, CHAR_W * 1.08)  # bold runs wider
     y_cpu = 34 + 16 * (len(heading_lines) - 1)
     y_launch = y_cpu + (depth_rows + 1) * row_h + 8
-    y_gpu = y_launch + 14 + 44
+    y_gpu = y_launch + launch_h + 2 + 44
     y_numbers = y_gpu + lane + 16
     y_axis = y_numbers + 26
     columns = 2 if len(fwd.ops) > 8 and not narrow else 1
     per_column = -(-len(fwd.ops) // columns)
     legend_y = y_axis + 34
-    height = legend_y + 18 * per_column
+    height = legend_y + legend_row * per_column - 8
     parts = [header(width, height, f'{summary["stage"]} {what} trace', font_size=TRACE_FONT, css_class=variant),
              _lines(heading_lines, heading_x, 16, font_weight="bold")]
     for i, (t, label) in enumerate(time_ticks(end, width)):  # time axis at the bottom, clear of the launch connectors
         tx = f"{x(t):.1f}"
         parts.append(el("line", x1=tx, y1=y_cpu - 4, x2=tx, y2=y_axis - 14, stroke=GRID)
-                     + el("text", label, x=tx, y=y_axis, fill=MUTED,
+                     + el("text", label, x=tx, y=y_axis, **MUTED_TEXT,
                           text_anchor=_tick_anchor(i, x(t), label, width - 2, CHAR_W)))
     parts.append(el("text", f"time since the {what} began (CPU clock)", x=f"{x(end):.1f}", y=y_axis + 16,
-                    fill=MUTED, text_anchor="end"))
-    for name, y, h in (("CPU", y_cpu, row_h), ("launch", y_launch, 12), ("GPU", y_gpu, lane)):
+                    **MUTED_TEXT, text_anchor="end"))
+    for name, y, h in (("CPU", y_cpu, row_h), ("launch", y_launch, launch_h), ("GPU", y_gpu, lane)):
         parts.append(el("text", name, x=4, y=f"{y + h / 2 + 4:.0f}", font_weight="bold"))
+    mid = row_h / 2 + 3  # a label's baseline in its row
     parts.append(el("rect", hover(f'{summary["label"]} {us(fwd.cpu_us)}'), x=f"{x(0):.1f}", y=y_cpu,
                     width=f"{fwd.cpu_us * scale:.1f}", height=row_h - 2, fill=ROLE["span"])
-                 + el("text", esc(summary["label"]), x=f"{x(0) + 4:.1f}", y=y_cpu + 14, fill="#222"))
+                 + el("text", esc(summary["label"]), x=f"{x(0) + 4:.1f}", y=f"{y_cpu + mid:.0f}", fill="#222"))
     for op in cpu:
         y = y_cpu + op.depth * row_h
         w = max(op.duration_us * scale, 1)
@@ -160,25 +171,25 @@ def _timeline(summary, trace: dict, width: int, variant: str) -> str:
                         width=f"{w:.1f}", height=row_h - 2, fill=ROLE["cpu"], fill_opacity=f"{1 - 0.15 * op.depth:.2f}"))
         text = _fit(op.name.removeprefix("aten::"), w - 6)
         if text:
-            parts.append(el("text", esc(text), x=f"{x(op.start_us) + 3:.1f}", y=y + 14, fill="white"))
+            parts.append(el("text", esc(text), x=f"{x(op.start_us) + 3:.1f}", y=f"{y + mid:.0f}", fill="white"))
     for start, stop in traces.idle_intervals(fwd.ops):  # the GPU waiting for this forward's next launch
         parts.append(el("rect", hover(f"GPU idle {us(stop - start)}"), x=f"{x(start):.1f}", y=y_gpu,
                         width=f"{max((stop - start) * scale, 1):.1f}", height=lane, fill=ROLE["idle"],
-                        style=f'fill: var(--attnprof-idle, {ROLE["idle"]})'))
+                        **{"class": "attnprof-idle"}))
     small, centres = [], []
     for i, op in enumerate(fwd.ops, 1):
         lx, gx = x(op.launch_start_us), x(op.start_us)
         gw = max(op.duration_us * scale, 2)
-        parts.append(el("line", x1=f"{lx:.1f}", y1=y_launch + 12, x2=f"{gx:.1f}", y2=y_gpu, stroke=CONNECTOR,
-                        stroke_dasharray="2,2", style=f"stroke: var(--attnprof-connector, {CONNECTOR})")
+        parts.append(el("line", x1=f"{lx:.1f}", y1=y_launch + launch_h, x2=f"{gx:.1f}", y2=y_gpu, stroke=CONNECTOR,
+                        stroke_dasharray="2,2", **{"class": "attnprof-connector"})
                      + el("rect", hover(f"{op.launch}: launches op {i}"), x=f"{lx:.1f}", y=y_launch, width=2,
-                          height=12, fill=ROLE["launch"])
-                     + el("rect", hover(f"{i}. {op.name} {us(op.duration_us)}"), x=f"{gx:.1f}", y=y_gpu,
+                          height=launch_h, fill=ROLE["launch"])
+                     + el("rect", hover(op_title(i, op)), x=f"{gx:.1f}", y=y_gpu,
                           width=f"{gw - 1 if gw > 4 else gw:.1f}", height=lane, fill=ROLE[op.kind],
                           **{"class": "attnprof-gpu-op"}))  # a hairline between neighbours
         inside = _fit(f"{i} {kernel_names.label(op.name)}", gw - 6) or (str(i) if gw >= len(str(i)) * CHAR_W + 6 else None)
         if inside:
-            parts.append(el("text", esc(inside), x=f"{gx + 3:.1f}", y=y_gpu + 15, fill="white"))
+            parts.append(el("text", esc(inside), x=f"{gx + 3:.1f}", y=f"{y_gpu + lane / 2 + 4:.0f}", fill="white"))
         else:
             small.append((i, gx, gw))
             centres.append(gx + gw / 2)
@@ -191,13 +202,16 @@ def _timeline(summary, trace: dict, width: int, variant: str) -> str:
         parts.append(el("text", text, x=f"{(x0 + x1) / 2:.1f}", y=y_numbers, text_anchor="middle"))
     legend_left = 4 if narrow else left
     column_w = (width - legend_left - right) / columns
-    for i, op in enumerate(fwd.ops, 1):
+    for i, op in enumerate(fwd.ops, 1):  # a row a finger tall; a tap on it names its op as a tap on the bar does
         col, row = divmod(i - 1, per_column)
         text = f"{KIND_LABEL[op.kind]} · {us(op.duration_us)} · {kernel_names.label(op.name)}"
-        lx, ly = legend_left + col * column_w, legend_y + 18 * row
-        parts.append(el("rect", x=f"{lx:.1f}", y=ly - 10, width=10, height=10, fill=ROLE[op.kind])
-                     + el("text", f'{hover(f"{i}. {op.name} {us(op.duration_us)}")}{el("tspan", str(i), font_weight="bold")} '
-                                  f'{esc(_fit(text, column_w - 40) or "")}', x=f"{lx + 16:.1f}", y=ly))
+        lx, ly = legend_left + col * column_w, legend_y + legend_row * row
+        parts.append(el("g", el("rect", x=f"{lx:.1f}", y=ly - legend_row / 2 - 4, width=f"{column_w - 4:.1f}",
+                                height=legend_row, fill="transparent")
+                        + el("rect", x=f"{lx:.1f}", y=ly - 10, width=10, height=10, fill=ROLE[op.kind])
+                        + el("text", f'{el("tspan", str(i), font_weight="bold")} {esc(_fit(text, column_w - 40) or "")}',
+                             x=f"{lx + 16:.1f}", y=ly),
+                        **{"class": "attnprof-legend", "data-op": i}))
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -240,10 +254,10 @@ def _ranks_timeline(summary, trace: dict, width: int, variant: str) -> str:
              _lines(heading, 4, 16, font_weight="bold") + _lines(sub, 4, 16 + 16 * len(heading))]
     for i, (t, label) in enumerate(time_ticks(end, width)):
         parts.append(el("line", x1=f"{x(t):.1f}", y1=top - 4, x2=f"{x(t):.1f}", y2=lanes_bottom, stroke=GRID)
-                     + el("text", label, x=f"{x(t):.1f}", y=lanes_bottom + 16, fill=MUTED,
+                     + el("text", label, x=f"{x(t):.1f}", y=lanes_bottom + 16, **MUTED_TEXT,
                           text_anchor=_tick_anchor(i, x(t), label, width - 2, CHAR_W)))
     parts.append(el("text", "time since the first rank's forward began", x=width - right, y=lanes_bottom + 32,
-                    fill=MUTED, text_anchor="end"))
+                    **MUTED_TEXT, text_anchor="end"))
     for k, (r, f) in enumerate(zip(summary["ranks"], fwds)):
         y_comp = top + k * 2 * (row_h + 6)
         y_comm = y_comp + row_h + 4
@@ -268,8 +282,31 @@ def _ranks_timeline(summary, trace: dict, width: int, variant: str) -> str:
 
 # ---- charts of the measurement runs --------------------------------------------------------------
 
-CHART_CHAR_W = 6.2  # px; a generous average glyph width at the charts' 11 px
-LEGEND_X, LEGEND_ROW = 34, 18  # the legend sits under the plot, from the left: on a phone it is on screen
+@dataclass(frozen=True)
+class Frame:
+    """The drawing of a chart: its width, the plot's height and margins, its text size and legend rows.
+    A chart is drawn twice, wide and narrow (a phone's, fitted to its column); the wide one names each
+    series at its line's end, the narrow one numbers it there and in the legend."""
+    width: int
+    height: int  # to the bottom of the x axis's label; the legend comes under it
+    left: int
+    right: int  # room right of the plot before the series' names or numbers
+    top: int
+    bottom: int
+    font: int = 12
+    row: int = 24  # a legend row's height: a tap target on a phone
+    names: bool = True
+
+    @property
+    def char_w(self) -> float:  # a generous average glyph width of the sans-serif at this size
+        return self.font * 0.567
+
+
+CHART = Frame(960, 400, 70, 12, 30, 50)
+CHART_NARROW = Frame(NARROW, 330, 62, 6, 30, 50, row=26, names=False)
+W, H, LEFT, RIGHT, TOP, BOTTOM = CHART.width, CHART.height, CHART.left, CHART.right, CHART.top, CHART.bottom
+CHART_CHAR_W = CHART.char_w
+LEGEND_X = 34  # the legend sits under the plot, from the left: on a phone it is on screen
 PATH_BY_TITLE = {stage.title: key for key, stage in STAGES.items()}
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
 
@@ -292,12 +329,12 @@ def _scale(lo, hi, log, a, b):
     return lambda v: a + ((math.log10(v) if log else v) - lo) / span * (b - a)
 
 
-def _ticks(lo, hi, log):
+def _ticks(lo, hi, log, most: int = 8):
     if log:
         return [10 ** e * m for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
                 for m in (1, 2, 5) if lo <= 10 ** e * m <= hi]
     step = 10 ** math.floor(math.log10((hi - lo) or 1)) / 2
-    while (hi - lo) / step > 8:
+    while (hi - lo) / step > most:
         step *= 2
     return [i * step for i in range(math.ceil(lo / step), math.floor(hi / step) + 1)]
 
@@ -321,6 +358,14 @@ def size_tick(nbytes: float) -> str:
 
 def _fmt(v):
     return f"{v:g}" if v < 1e4 else f"{v / 1024:g}k" if v % 1024 == 0 else f"{v:,.0f}"
+
+
+def _thinned(ticks: list, fx, room: float) -> list:
+    """Every tick, or every second (fourth, ...) one where their labels would be closer than `room` px."""
+    stride = 1
+    while any(fx(b) - fx(a) < room for a, b in zip(ticks[::stride], ticks[stride::stride])):
+        stride *= 2
+    return ticks[::stride]
 
 
 def overlapping(drawn: dict[str, list[tuple[float, float]]], tolerance: float = 2.0) -> list[list[str]]:
@@ -355,42 +400,50 @@ def _crosses(box, drawn, margin: float = 3) -> bool:
     return False
 
 
-def _reference_label(name: str, y: float, drawn) -> str:
+def _reference_label(name: str, y: float, drawn, f: Frame, plot_right: float) -> str:
     """The label of a reference line at pixel height y: above or below it, at the left or the right,
     the first place no series crosses, on a backing of the page's colour; none where every place is
     crossed (the legend under the plot names the line)."""
-    w = len(name) * CHART_CHAR_W + 6
-    places = [(x, top) for x in range(LEFT + 4, int(W - RIGHT - 4 - w) + 1, 2) for top in (y - 16, y + 3)
-              if TOP <= top and top + 13 <= H - BOTTOM] or [(LEFT + 4, y - 16)]  # from the left, above then below
-    clear = lambda margin: next((p for p in places if not _crosses((p[0], p[1], p[0] + w, p[1] + 13), drawn, margin)), None)
+    w = len(name) * f.char_w + 6
+    bottom = f.height - f.bottom
+    places = [(x, top) for x in range(f.left + 4, int(plot_right - 4 - w) + 1, 2) for top in (y - 17, y + 3)
+              if f.top <= top and top + 14 <= bottom] or [(f.left + 4, y - 17)]  # from the left, above then below
+    clear = lambda margin: next((p for p in places if not _crosses((p[0], p[1], p[0] + w, p[1] + 14), drawn, margin)), None)
     spot = next(filter(None, map(clear, (8, 6, 4, 3.5))), None)  # the clearest place there is
-    if spot is None:
+    if spot is None or spot[0] + w > plot_right:
         return ""
     x, top = spot
-    return (el("rect", x=f"{x:.1f}", y=f"{top:.1f}", width=f"{w:.1f}", height=14, rx=2,
+    return (el("rect", x=f"{x:.1f}", y=f"{top:.1f}", width=f"{w:.1f}", height=15, rx=2,
                style=f"fill: {BACKGROUND}; fill-opacity: .85")
-            + el("text", esc(name), x=f"{x + 3:.1f}", y=f"{top + 11:.1f}", style=HALO))
+            + el("text", esc(name), x=f"{x + 3:.1f}", y=f"{top + 12:.1f}", style=HALO))
 
 
-def _point_labels(points: list[tuple[str, float, float, str]]) -> list[str]:
+def spread(ys: list[float], gap: float, lo: float, hi: float) -> list[float]:
+    """Heights ys (sorted) moved apart to at least `gap` from each other, kept within [lo, hi] where
+    they fit: each pushed down clear of the one above it, then all back up from the bottom."""
+    out: list[float] = []
+    for y in ys:
+        out.append(max(y, out[-1] + gap) if out else max(y, lo))
+    overflow = out[-1] - hi if out else 0
+    if overflow > 0:
+        out = [y - overflow for y in out]
+    for i in range(len(out) - 2, -1, -1):
+        out[i] = min(out[i], out[i + 1] - gap)
+    return out
+
+
+def _point_labels(points: list[tuple[str, float, float, str]], f: Frame, plot_right: float) -> list[str]:
     """Names written beside single points (name, x, y, colour): to the left of a point in the right half
     of the plot and to the right otherwise, spread apart vertically where points sit close, with a
     leader line from the point to its moved label."""
-    out, gap = [], 14
-    mid = (LEFT + W - RIGHT) / 2
+    out, gap = [], f.font + 2
+    mid = (f.left + plot_right) / 2
     clusters: dict[tuple[bool, int], list] = {}
     for p in points:
         clusters.setdefault((p[1] > mid, round(p[1] / 40)), []).append(p)
     for (left_side, _), members in clusters.items():
         members.sort(key=lambda p: p[2])
-        ys = []
-        for _, _, y, _ in members:  # push each label down clear of the one above it
-            ys.append(max(y, ys[-1] + gap) if ys else y)
-        overflow = ys[-1] - (H - BOTTOM - 4)
-        if overflow > 0:
-            ys = [y - overflow for y in ys]
-        for i in range(len(ys) - 2, -1, -1):  # and back up clear of the one below, if that moved up
-            ys[i] = min(ys[i], ys[i + 1] - gap)
+        ys = spread([p[2] for p in members], gap, f.top + f.font, f.height - f.bottom - 4)
         for (name, x, y, color), ly in zip(members, ys):
             lx = x - 28 if left_side else x + 28
             out.append(el("path", d=f"M{x + (-4 if left_side else 4):.1f},{y:.1f} L{lx + (2 if left_side else -2):.1f},{ly:.1f}",
@@ -400,24 +453,52 @@ def _point_labels(points: list[tuple[str, float, float, str]]) -> list[str]:
     return out
 
 
+def _end_labels(ends: list[tuple[str, float, float, str]], f: Frame, plot_right: float) -> list[str]:
+    """Each line's name (or number) at its end (name, x, y, colour), in the room right of the plot,
+    spread apart vertically where lines end close together, with a leader from the end to its label
+    (dotted across the plot where a line stops short of the right edge)."""
+    out = []
+    ends = sorted(ends, key=lambda e: e[2])
+    ys = spread([e[2] for e in ends], f.font + 2, f.top, f.height - f.bottom)
+    lx = plot_right + 16
+    for (name, x, y, color), ly in zip(ends, ys):
+        short = plot_right - x > 8
+        out.append(el("path", d=f"M{x + 4:.1f},{y:.1f} L{plot_right + 2:.1f},{y:.1f} L{lx - 3:.1f},{ly:.1f}",
+                      fill="none", stroke=color, stroke_width=1.5, **({"stroke_dasharray": "1,3"} if short else {}))
+                   + el("text", esc(name), x=f"{lx:.1f}", y=f"{ly + 4:.1f}", font_weight="bold"))
+    return out
+
+
 def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True, log_y=False,
                hlines: dict | None = None, x_ticks=None, y_unit: str = "", colors: dict | None = None,
-               label_points: bool = False) -> str:
+               label_points: bool = False, frame: Frame = CHART) -> str:
     """series: {name: [(x, y), ...]}; points with y None are skipped (e.g. out of memory).
 
     A series named by a stage's title takes that path's colour (`colors` names others); y_unit "bytes"
-    ticks the y axis in MiB and GiB. The legend sits under the plot, one entry a row from the left, so a
-    phone shows it without scrolling; series that draw one line are striped in their colours, listed
-    together and said to overlap. Reference lines (`hlines`) are labelled where no series crosses the
-    label; `label_points` writes each single-point series' name beside its point."""
+    ticks the y axis in MiB and GiB. Each line is named at its end, right of the plot (numbered, in a
+    narrow frame, as in the legend), so that no series is told by its colour alone. The legend sits
+    under the plot, one entry a row from the left, so a phone shows it without scrolling; series that
+    draw one line are striped in their colours, listed together and said to overlap. Reference lines
+    (`hlines`) are labelled where no series crosses the label; `label_points` writes each single-point
+    series' name (or number) beside its point."""
+    f = frame
     fmt_y = size_tick if y_unit == "bytes" else _fmt
     pts = [(x, y) for s in series.values() for x, y in s if y is not None]
     xs, ys = [p[0] for p in pts], [p[1] for p in pts] + list((hlines or {}).values())
     x0, x1 = min(xs), max(xs)
     y0, y1 = (min(ys) / 1.5, max(ys) * 1.5) if log_y else (0, max(ys) * 1.1)
-    fx, fy = _scale(x0, x1, log_x, LEFT, W - RIGHT), _scale(y0, y1, log_y, H - BOTTOM, TOP)
-    color = {name: (colors or {}).get(name) or series_color(name, i) for i, name in enumerate(series)}
+    number = {name: str(i) for i, name in enumerate(series, 1)}
     good = {name: [(x, y) for x, y in points if y is not None] for name, points in series.items()}
+    lines = [name for name in series if len(good[name]) > 1]
+    mark = (lambda name: name) if f.names else number.get
+    gutter = 18 + max([len(mark(n)) * f.char_w for n in lines], default=0) if lines else 0
+    plot_right = f.width - f.right - gutter
+    bottom = f.height - f.bottom
+    y_tick_values = byte_ticks(y0, y1) if y_unit == "bytes" else _ticks(y0, y1, log_y)
+    left = max(f.left, 26 + max(len(fmt_y(t)) for t in y_tick_values) * f.char_w)  # the y axis's name, then its ticks
+    f = replace(f, left=round(left))
+    fx, fy = _scale(x0, x1, log_x, f.left, plot_right), _scale(y0, y1, log_y, bottom, f.top)
+    color = {name: (colors or {}).get(name) or series_color(name, i) for i, name in enumerate(series)}
     drawn = {name: [(fx(x), fy(y)) for x, y in g] for name, g in good.items()}
     groups = overlapping(drawn)
     group_of = {name: g for g in groups for name in g}
@@ -425,19 +506,27 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
     for name in series:
         if name not in order:
             order += group_of.get(name, [name])
-    height = H + 8 + LEGEND_ROW * (len(hlines or {}) + len(order) + len(groups))
-    out = [header(W, height, title), el("text", esc(title), x=LEFT, y=16, font_weight="bold"),
-           el("rect", x=LEFT, y=TOP, width=W - LEFT - RIGHT, height=H - TOP - BOTTOM, fill="none", stroke=FRAME)]
-    for t in x_ticks or (sorted(set(xs)) if log_x else _ticks(x0, x1, log_x)):
-        out.append(el("text", _fmt(t), x=f"{fx(t):.1f}", y=H - BOTTOM + 14, text_anchor="middle"))
-    for t in byte_ticks(y0, y1) if y_unit == "bytes" else _ticks(y0, y1, log_y):
-        out.append(el("line", x1=LEFT, y1=f"{fy(t):.1f}", x2=W - RIGHT, y2=f"{fy(t):.1f}", stroke=GRID)
-                   + el("text", fmt_y(t), x=LEFT - 4, y=f"{fy(t) + 4:.1f}", text_anchor="end"))
-    mid_y = (TOP + H - BOTTOM) / 2
-    out.append(el("text", esc(x_label), x=(LEFT + W - RIGHT) / 2, y=H - 12, text_anchor="middle")
+    heading = wrap(title, f.width - 8, f.char_w * 1.08) if not f.names else [title]
+    shift = 16 * (len(heading) - 1)  # a heading of several lines moves the whole drawing down
+    axis_lines = wrap(x_label, plot_right - f.left + 40, f.char_w)
+    legend_top = f.height + 16 * (len(axis_lines) - 1) + 4
+    height = legend_top + f.row * (len(hlines or {}) + len(order) + len(groups)) + shift
+    out = [header(f.width, height, title, font_size=f.font, css_class="attnprof-wide" if f.names else "attnprof-narrow"),
+           _lines(heading, 4 if not f.names else f.left, 16, font_weight="bold"),
+           f'<g transform="translate(0 {shift})">' if shift else "",
+           el("rect", x=f.left, y=f.top, width=f"{plot_right - f.left:.1f}", height=bottom - f.top, fill="none", stroke=FRAME)]
+    x_tick_values = x_ticks or (sorted(set(xs)) if log_x else _ticks(x0, x1, log_x, 8 if f.names else 5))
+    widest = max(len(_fmt(t)) for t in x_tick_values) * f.char_w
+    for t in _thinned(x_tick_values, fx, widest + 8):
+        out.append(el("text", _fmt(t), x=f"{fx(t):.1f}", y=bottom + f.font + 3, text_anchor="middle"))
+    for t in y_tick_values:
+        out.append(el("line", x1=f.left, y1=f"{fy(t):.1f}", x2=f"{plot_right:.1f}", y2=f"{fy(t):.1f}", stroke=GRID)
+                   + el("text", fmt_y(t), x=f.left - 4, y=f"{fy(t) + 4:.1f}", text_anchor="end"))
+    mid_y = (f.top + bottom) / 2
+    out.append(_lines(axis_lines, (f.left + plot_right) / 2, f.height - 12, text_anchor="middle")
                + el("text", esc(y_label), x=14, y=mid_y, transform=f"rotate(-90 14 {mid_y})", text_anchor="middle"))
     for name, y in (hlines or {}).items():
-        out.append(el("line", x1=LEFT, y1=f"{fy(y):.1f}", x2=W - RIGHT, y2=f"{fy(y):.1f}", stroke=INK,
+        out.append(el("line", x1=f.left, y1=f"{fy(y):.1f}", x2=f"{plot_right:.1f}", y2=f"{fy(y):.1f}", stroke=INK,
                       stroke_dasharray="6,3"))
     dash = 10
     for name, points in series.items():
@@ -449,35 +538,53 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
                 stripes = {"stroke_dasharray": f"{dash},{dash * (len(g) - 1)}", "stroke_dashoffset": dash * g.index(name)}
             out.append(el("path", d=path, fill="none", stroke=color[name], stroke_width=2.5 if stripes else 2, **stripes))
         for (x, y), (px, py) in zip(good[name], drawn[name]) if len(good[name]) <= 20 else []:  # a dense curve (the roof) needs no markers
-            out.append(el("circle", hover(f"{name}: {_fmt(x)} → {fmt_y(y) if y_unit else f'{y:.3g}'}"),
-                          cx=f"{px:.1f}", cy=f"{py:.1f}", r=3.5 if len(good[name]) == 1 else 3, fill=color[name]))
+            tip = hover(f"{name}: {_fmt(x)} → {fmt_y(y) if y_unit else f'{y:.3g}'}")
+            r = 3.5 if len(good[name]) == 1 else 3
+            if f.names:
+                out.append(el("circle", tip, cx=f"{px:.1f}", cy=f"{py:.1f}", r=r, fill=color[name]))
+            else:  # a finger's width to tap (the stylesheet's wide transparent stroke); names.js copies in the
+                # wide drawing's hover text, point for point, rather than the page sending it twice
+                out.append(el("circle", cx=f"{px:.1f}", cy=f"{py:.1f}", r=r, fill=color[name], **{"class": "attnprof-point"}))
     for name, y in (hlines or {}).items():  # labels last, on the page's colour, where no series crosses them
-        out.append(_reference_label(name, fy(y), drawn))
+        out.append(_reference_label(name, fy(y), drawn, f, plot_right))
     if label_points:
-        out += _point_labels([(name, *drawn[name][0], color[name]) for name in series if len(drawn[name]) == 1])
-    row = H + 10
+        out += _point_labels([(mark(name), *drawn[name][0], color[name]) for name in series if len(drawn[name]) == 1],
+                             f, plot_right)
+    out += _end_labels([(mark(name), *drawn[name][-1], color[name]) for name in lines], f, plot_right)
+    row = legend_top + f.row / 2
+    def legend(body: str) -> str:  # one row of the legend, f.row apart: as far as tap targets are
+        return el("g", body, **{"class": "attnprof-legend"})
     for name in hlines or {}:
-        out.append(el("line", x1=LEGEND_X, y1=row, x2=LEGEND_X + 18, y2=row, stroke=INK, stroke_dasharray="6,3")
-                   + el("text", esc(name), x=LEGEND_X + 26, y=row + 4))
-        row += LEGEND_ROW
+        out.append(legend(el("line", x1=LEGEND_X, y1=row, x2=LEGEND_X + 18, y2=row, stroke=INK, stroke_dasharray="6,3")
+                          + el("text", esc(name), x=LEGEND_X + 26, y=row + 4)))
+        row += f.row
     for name in order:
         oom = "" if len(good[name]) == len(series[name]) else " (OOM past the last point)"
         n = len(good[name])
-        out.append(("" if n == 1 else el("line", x1=LEGEND_X, y1=row, x2=LEGEND_X + 18, y2=row, stroke=color[name],
-                                          stroke_width=2.5))
-                   + ("" if n > 20 else el("circle", cx=LEGEND_X + 9, cy=row, r=3.5, fill=color[name]))
-                   + el("text", esc(name) + oom, x=LEGEND_X + 26, y=row + 4))
-        row += LEGEND_ROW
+        key = "" if f.names else el("tspan", number[name], font_weight="bold") + " "
+        x = 4 if not f.names else LEGEND_X
+        out.append(legend(("" if n == 1 else el("line", x1=x, y1=row, x2=x + 18, y2=row, stroke=color[name],
+                                                 stroke_width=2.5))
+                          + ("" if n > 20 else el("circle", cx=x + 9, cy=row, r=3.5, fill=color[name]))
+                          + el("text", key + esc(name) + oom, x=x + 26, y=row + 4)))
+        row += f.row
         g = group_of.get(name)
         if g and name == g[-1]:
-            out.append(el("text", f"↑ these {NUMBER_WORDS.get(len(g), len(g))} overlap: one striped line",
-                          x=LEGEND_X + 26, y=row + 4, fill=MUTED, font_style="italic"))
-            row += LEGEND_ROW
+            out.append(legend(el("text", f"↑ these {NUMBER_WORDS.get(len(g), len(g))} overlap: one striped line",
+                                 x=x + 26, y=row + 4, font_style="italic", **MUTED_TEXT)))
+            row += f.row
+    out.append("</g>" if shift else "")
     out.append("</svg>")
-    return "\n".join(out)
+    return "\n".join(o for o in out if o)
 
 
-def roofline(peak_tflops: float, bandwidth_gbs: float, points: list[tuple[str, float, float]], title: str) -> str:
+def chart(draw) -> str:
+    """A chart drawn twice, `draw(frame)`: wide, and narrow for a phone (the stylesheet shows one)."""
+    return '<div class="attnprof-figure">' + draw(CHART) + "\n" + draw(CHART_NARROW) + "</div>"
+
+
+def roofline(peak_tflops: float, bandwidth_gbs: float, points: list[tuple[str, float, float]], title: str,
+             frame: Frame = CHART) -> str:
     """Log-log roofline: attainable TFLOP/s = min(peak, bandwidth × intensity); points (name, FLOP/byte, TFLOP/s).
     The roof is drawn in the page's colour, which no path has; each point is named beside it."""
     ridge = peak_tflops * 1e12 / (bandwidth_gbs * 1e9)
@@ -488,4 +595,4 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: list[tuple[str, f
     series.update({name: [(x, y)] for name, x, y in points})
     return line_chart(series, "arithmetic intensity (FLOP per byte of device memory traffic)", "TFLOP/s", title,
                       log_x=True, log_y=True, x_ticks=[10 ** e for e in range(-1, 6) if x0 <= 10 ** e <= x1],
-                      colors={"roof (measured ceilings)": INK}, label_points=True)
+                      colors={"roof (measured ceilings)": INK}, label_points=True, frame=frame)

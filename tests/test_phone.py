@@ -1,0 +1,306 @@
+"""The chart, trace and table pages on a 390 px phone (and at 1400 px where it says so), in headless
+Chromium: no chart's drawing wider than the screen and its text 11 px or more; the tap tip opaque, at
+most 40 % of the screen's height, starting with the op's number, short name and time; every legend row
+and tap target at least 24 px tall, and a tap between thin marks listing those under the finger; no
+number broken across lines; the naive snippet's masking line on screen; prose lines of about 90
+characters at most at 1400 px; axe-core's WCAG 2 A/AA rules clean in both schemes on these pages."""
+import re
+
+import pytest
+
+from attnprof.model.stages import ladder
+from test_browser import WIDE, PHONE, accessibility, axe, browser, metrics, serve, view  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.browser
+
+CHART_PAGES = ["scaling", "roofline", "serving", "fallback"]
+TABLE_PAGES = ["verification", "claims", "fused", "naive", "math", "launch-bound"]
+SMALLEST_TEXT_PX, FINGER_PX, TIP_SHARE, PROSE_CHARS = 11, 24, 0.4, 95
+
+OPEN_ALL = """
+document.querySelectorAll('article details').forEach(d => d.open = true);
+"""
+REVEAL = """
+const reveal = el => {  // open the tab that holds el (and the tabs around that one)
+  const block = el.closest('.tabbed-block');
+  if (!block) return;
+  const i = [...block.parentNode.children].indexOf(block);
+  block.closest('.tabbed-set').querySelectorAll(':scope > input')[i].click();
+  reveal(block.parentNode);
+};
+"""
+
+CHARTS = REVEAL + """
+const vw = document.documentElement.clientWidth, out = [];
+document.querySelectorAll('article .attnprof-figure').forEach((figure, k) => {
+  reveal(figure);
+  figure.scrollIntoView();
+  const shown = [...figure.querySelectorAll(':scope > svg')].filter(s => s.getBoundingClientRect().width > 0);
+  if (shown.length !== 1) { out.push(`chart ${k + 1}: ${shown.length} drawings shown`); return; }
+  const svg = shown[0], r = svg.getBoundingClientRect(), scale = r.width / svg.viewBox.baseVal.width;
+  if (r.left < -0.5 || r.right > vw + 0.5) out.push(`chart ${k + 1}: drawn at x ${Math.round(r.left)}..${Math.round(r.right)} of ${vw} px`);
+  const px = Math.min(...[...svg.querySelectorAll('text')].map(t => parseFloat(getComputedStyle(t).fontSize) * scale));
+  if (px < arguments[0]) out.push(`chart ${k + 1}: text ${px.toFixed(1)} px`);
+  out.push(svg.getAttribute('class'));
+});
+return out;
+"""
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    httpd, url = serve(site)
+    yield url
+    httpd.shutdown()
+
+
+def load(browser, server, page, width=PHONE, dark=False):
+    metrics(browser, width)  # before loading: the page lays itself out (tables.js) at this width
+    browser.get(f"{server}/{page}/")
+    view(browser, width, dark)
+    browser.execute_script(OPEN_ALL)
+
+
+@pytest.mark.parametrize("page", CHART_PAGES)
+def test_every_chart_fits_a_phone_with_legible_text(site, server, browser, page):
+    """At 390 px the narrow drawing alone is shown, inside the screen, its text 11 px or more; at
+    1400 px the wide one."""
+    load(browser, server, page)
+    found = browser.execute_script(CHARTS, SMALLEST_TEXT_PX)
+    problems = [p for p in found if p != "attnprof-narrow"]
+    assert found and not problems, problems
+    load(browser, server, page, WIDE)
+    assert set(browser.execute_script(CHARTS, SMALLEST_TEXT_PX)) == {"attnprof-wide"}
+
+
+TIP = """
+const tip = document.querySelector('.attnprof-tip');
+if (!tip || tip.hidden) return null;
+const r = tip.getBoundingClientRect(), style = getComputedStyle(tip);
+const shown = [...tip.childNodes].filter(n => n.nodeType === 3 || getComputedStyle(n).display !== 'none')
+    .map(n => n.textContent).join('');
+return {text: tip.textContent, lines: tip.innerText.split('\\n'), shown, height: r.height, top: r.top,
+        viewport: innerHeight, background: style.backgroundColor,
+        more: !!tip.querySelector('.attnprof-tip-more'),
+        picks: [...tip.querySelectorAll('.attnprof-tip-pick')].map(b => [b.textContent, b.getBoundingClientRect().height])};
+"""
+
+TAP = """  // a tap at the element's centre (or at dx px from its left edge), as a finger's lands: on what is on top there
+const el = arguments[0], r = el.getBoundingClientRect();
+const x = arguments[1] === null ? r.left + r.width / 2 : r.left + arguments[1], y = r.top + r.height / 2;
+const hit = document.elementFromPoint(x, y);
+hit.dispatchEvent(new MouseEvent('click', {bubbles: true, clientX: x, clientY: y}));
+return hit.tagName;
+"""
+
+
+def tap(browser, element, dx=None):
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+    return browser.execute_script(TAP, element, dx)
+
+
+def opaque(color: str) -> bool:
+    return color.startswith("rgb(") or re.fullmatch(r"rgba\(.*,\s*1\)", color) is not None
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_the_tap_tip_is_opaque_short_and_starts_with_the_ops_name_and_time(site, server, browser, dark):
+    from selenium.webdriver.common.by import By
+    load(browser, server, "naive", dark=dark)
+    narrow = browser.find_element(By.CSS_SELECTOR, "article .attnprof-trace svg.attnprof-narrow")
+    bars = narrow.find_elements(By.CSS_SELECTOR, ".attnprof-gpu-op")
+    rows = narrow.find_elements(By.CSS_SELECTOR, ".attnprof-legend")
+    assert len(bars) == len(rows) >= 5
+    longest = max(range(len(bars)), key=lambda i: len(browser.execute_script(
+        "return arguments[0].querySelector('title').textContent", bars[i])))
+    for target in (bars[longest], rows[longest]):  # the bar, and its legend row, name the same op
+        tap(browser, target)
+        tip = browser.execute_script(TIP)
+        assert tip, "no tip after a tap"
+        legend = browser.execute_script("return arguments[0].textContent", rows[longest])  # "5 kernel · 359.2 µs · elementwise [masked_fill]"
+        number, rest = legend.split(" ", 1)
+        kind, time, short = rest.split(" · ", 2)
+        head = tip["lines"][0]
+        assert head.startswith(f"{number}. {short.rstrip('…')}") and head.endswith(f" {time}"), (head, legend)
+        assert opaque(tip["background"]), tip["background"]
+        assert tip["height"] <= TIP_SHARE * tip["viewport"] + 0.5, tip
+        full = tip["text"].split("\n", 1)[1]
+        assert len(full) > 150 and tip["more"]  # the longest name of naive's forward is a template's
+        assert len(tip["shown"].split("\n", 1)[1]) <= 150
+        tap(browser, browser.find_element(By.CSS_SELECTOR, "article > p"))  # a tap elsewhere hides it
+        assert browser.execute_script(TIP) is None
+    tap(browser, bars[longest])
+    browser.find_element(By.CSS_SELECTOR, ".attnprof-tip-more").click()
+    tip = browser.execute_script(TIP)
+    assert tip["shown"] == tip["text"] and tip["height"] <= TIP_SHARE * tip["viewport"] + 0.5  # all of it, scrolling
+    browser.execute_script("document.querySelector('.attnprof-tip').hidden = true")
+
+
+def test_a_tap_between_thin_marks_lists_those_under_the_finger(site, server, browser):
+    """The launch row's marks are 2 px wide: a tap beside one lists the launches within half a finger,
+    each a button a finger tall that shows its own tip."""
+    from selenium.webdriver.common.by import By
+    load(browser, server, "naive")
+    narrow = browser.find_element(By.CSS_SELECTOR, "article .attnprof-trace svg.attnprof-narrow")
+    launches = [r for r in narrow.find_elements(By.CSS_SELECTOR, "rect")
+                if "launches op" in (browser.execute_script("const t = arguments[0].querySelector('title'); "
+                                                            "return t && t.textContent", r) or "")]
+    lefts = [browser.execute_script("return arguments[0].getBoundingClientRect().left", r) for r in launches]
+    pair = next(i for i in range(len(lefts) - 1) if lefts[i + 1] - lefts[i] < FINGER_PX / 2)  # two launches a finger apart
+    gap = (lefts[pair + 1] - lefts[pair]) / 2 + 1
+    tap(browser, launches[pair], gap + 0.5)
+    tip = browser.execute_script(TIP)
+    assert tip and len(tip["picks"]) >= 2 and all(h >= FINGER_PX for _, h in tip["picks"]), tip
+    assert any(f"launches op {pair + 1}" in p for p, _ in tip["picks"])
+    browser.find_elements(By.CSS_SELECTOR, ".attnprof-tip-pick")[0].click()
+    tip = browser.execute_script(TIP)
+    assert "launches op" in tip["lines"][0] and not tip["picks"]
+    browser.execute_script("document.querySelector('.attnprof-tip').hidden = true")
+
+
+TARGETS = REVEAL + """
+const out = [], finger = arguments[0];
+document.querySelectorAll('article .attnprof-trace svg.attnprof-narrow').forEach((svg, k) => {
+  reveal(svg);
+  svg.closest('.attnprof-trace').scrollIntoView();
+  for (const mark of svg.querySelectorAll('rect')) {
+    if (!mark.querySelector(':scope > title')) continue;
+    const h = mark.getBoundingClientRect().height;
+    if (h > 0 && h < finger) out.push(`trace ${k + 1}: "${mark.textContent.split('\\n')[0]}" ${h.toFixed(1)} px tall`);
+  }
+  for (const row of svg.querySelectorAll('.attnprof-legend')) {
+    const h = row.getBoundingClientRect().height;
+    if (h < finger) out.push(`trace ${k + 1}: legend row ${row.dataset.op} ${h.toFixed(1)} px tall`);
+  }
+});
+document.querySelectorAll('article .attnprof-figure svg.attnprof-narrow').forEach((svg, k) => {
+  reveal(svg);
+  svg.scrollIntoView({block: 'center'});
+  const tops = [...svg.querySelectorAll('.attnprof-legend text')].map(t => t.getBoundingClientRect().top);
+  tops.slice(1).forEach((t, i) => { if (t - tops[i] < finger - 0.5)
+    out.push(`chart ${k + 1}: legend rows ${(t - tops[i]).toFixed(1)} px apart`); });
+  for (const point of svg.querySelectorAll('.attnprof-point')) {
+    const r = point.getBoundingClientRect(), x = r.left + r.width / 2, y = r.top + r.height / 2;
+    for (const dx of [-finger / 2 + 2, finger / 2 - 2]) {
+      const hit = document.elementFromPoint(x + dx, y);
+      if (!hit || !hit.classList.contains('attnprof-point')) {
+        out.push(`chart ${k + 1}: a tap ${dx} px from a point misses it`);
+        break;
+      }
+    }
+    if (!point.querySelector('title')) out.push(`chart ${k + 1}: a point with nothing to show on a tap`);
+  }
+});
+return out;
+"""
+
+
+@pytest.mark.parametrize("page", [*ladder(), "fused", *CHART_PAGES])
+def test_every_legend_row_and_tap_target_is_a_finger_tall(site, server, browser, page):
+    load(browser, server, page)
+    problems = browser.execute_script(TARGETS, FINGER_PX)
+    assert not problems, "\n".join(problems[:20])
+
+
+BROKEN_NUMBERS = """
+const out = [], number = /[-+]?\\d[\\d,]*(?:\\.\\d+)?(?:e[-+]\\d+)?(?:[\\s\\u00a0](?:µs|ms|%|×|KiB|MiB|GiB|TFLOP\\/s|GB\\/s))?/g;
+for (const td of document.querySelectorAll('article td')) {
+  if (!td.offsetParent) continue;  // a closed tab
+  const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+  for (let node; (node = walker.nextNode());) {
+    for (const m of node.data.matchAll(number)) {
+      const range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+      if (lines.size > 1) out.push(`"${m[0]}" breaks across ${lines.size} lines in "${td.textContent.trim().slice(0, 60)}"`);
+    }
+  }
+}
+return out;
+"""
+
+
+@pytest.mark.parametrize("width", [PHONE, WIDE])
+@pytest.mark.parametrize("page", TABLE_PAGES)
+def test_no_number_in_a_table_breaks_across_lines(site, server, browser, page, width):
+    load(browser, server, page, width)
+    problems = browser.execute_script(BROKEN_NUMBERS)
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_the_verification_cards_put_failures_first_and_mark_them(site, server, browser):
+    load(browser, server, "verification")
+    cards = browser.execute_script("""
+        const t = [...document.querySelectorAll('article table')].find(t => t.textContent.includes('rel. Frobenius'));
+        return t.hasAttribute('data-cards') && [...t.querySelectorAll('tbody tr')].map(tr =>
+            [tr.children[0].textContent.trim(), tr.children[4].textContent.trim()]);""")
+    assert cards, "the verification table is not shown as cards on a phone"
+    statuses = [s for _, s in cards]
+    failing = {p for p, s in cards if "fail" in s}
+    assert failing and all(s == "✗ fail" for s in statuses if "fail" in s)
+    paths = list(dict.fromkeys(p for p, _ in cards))
+    assert paths[:len(failing)] == [p for p in paths if p in failing]  # the failing paths first
+    assert [p for p, _ in cards] == sorted((p for p, _ in cards), key=paths.index)  # each path's cards together
+
+
+def test_the_claims_table_is_cards_on_a_phone(site, server, browser):
+    load(browser, server, "claims")
+    assert browser.execute_script(
+        "return [...document.querySelectorAll('article table')].some(t => t.textContent.includes('verdict') "
+        "&& t.hasAttribute('data-cards'))")
+
+
+def test_the_naive_snippets_masking_line_is_on_a_phones_screen(site, server, browser):
+    load(browser, server, "naive")
+    right, width = browser.execute_script("""
+        const code = [...document.querySelectorAll('article pre code')].find(c => c.textContent.includes('masked_fill'));
+        code.scrollIntoView();
+        const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT), range = document.createRange();
+        for (let node; (node = walker.nextNode());) {
+          const i = node.data.indexOf('out of place');
+          if (i >= 0) { range.setStart(node, i); range.setEnd(node, i + 'out of place'.length); break; }
+        }
+        return [Math.max(...[...range.getClientRects()].map(r => r.right)), code.closest('pre').getBoundingClientRect().right];""")
+    assert right <= width + 0.5
+
+
+PROSE = """
+const out = [];
+for (const p of document.querySelectorAll('article p')) {
+  if (p.closest('table, .admonition-title') || !p.offsetParent) continue;
+  const words = [], walker = document.createTreeWalker(p, NodeFilter.SHOW_TEXT);
+  for (let node; (node = walker.nextNode());) for (const m of node.data.matchAll(/\\S+/g)) {
+    const range = document.createRange();
+    range.setStart(node, m.index);
+    range.setEnd(node, m.index + m[0].length);
+    const r = range.getClientRects()[0];
+    if (r) words.push([Math.round(r.top), m[0].length + 1]);
+  }
+  const lines = {};
+  for (const [top, n] of words) lines[top] = (lines[top] || 0) + n;
+  out.push(Math.max(0, ...Object.values(lines)));
+}
+return out;
+"""
+
+
+@pytest.mark.parametrize("page", ["naive", "fallback", "verification"])
+def test_prose_lines_are_about_90_characters_at_1400_px(site, server, browser, page):
+    load(browser, server, page, WIDE)
+    lengths = browser.execute_script(PROSE)
+    assert lengths and max(lengths) <= PROSE_CHARS, max(lengths)
+    assert browser.execute_script(  # while tables and figures keep the column's width
+        "const c = document.querySelector('article').getBoundingClientRect().width;"
+        "return [...document.querySelectorAll('article .attnprof-trace, article .md-typeset__scrollwrap')]"
+        ".filter(e => e.offsetParent).every(e => e.getBoundingClientRect().width > 0.9 * c)")
+
+
+@pytest.mark.parametrize("page", [*CHART_PAGES, *TABLE_PAGES[:4]])
+def test_axe_finds_nothing_serious_on_these_pages_in_either_scheme(site, server, browser, axe, page):
+    problems = []
+    for width in (PHONE, WIDE):
+        for dark in (False, True):
+            load(browser, server, page, width, dark)
+            problems += [f"{width} px, {'dark' if dark else 'light'}: {v}" for v in accessibility(browser, axe)]
+    assert not problems, "\n".join(problems)
