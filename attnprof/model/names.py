@@ -99,6 +99,7 @@ RUN_CODE = {
     "e2e": Run("serving.end_to_end", ("bench", "numerics"), snippets=("inplace",)),
     "decode_step": Run("serving.decode_step", ("bench", "numerics", "timing", "profiling"), snippets=("graphed",)),
     "graphs": Run("graphs.graphs", ("bench", "numerics"), snippets=("naive", "compiled", "graphed", "sdpa")),
+    "steady": Run("steady.steady", ("sweep", "bench", "numerics"), dict(steady=True)),
     "timing": Run("timing.timing", ("bench", "numerics", "capture", "profiling"), timing_stages(), ("graphed",)),
 }
 

@@ -53,6 +53,7 @@ class Stage:
     tolerance: str | None = None  # "int8" for a quantized kernel; None: the dtype's tolerance
     bshd_too: bool = False  # the fastest-forward run also feeds it inputs stored [B, S, H, D]
     fresh_compile: bool = False  # compiled per shape: the sweep resets torch.compile before each point
+    steady: bool = False  # the fastest forward: timed at steady state in separate processes (the steady run)
     color: str | None = None  # its colour in every chart
     short: str = ""  # its name inside a sentence ("cuDNN", "FlashAttention-4"); the title when empty
     needs: tuple[str, ...] = ()  # Python packages (import names) a provider needs where it is retaken
@@ -152,7 +153,7 @@ STAGES = {
         Stage("fa4", "FlashAttention-4 through kernels", "fa4",
               provider="FlashAttention-4 (flash-attn-4 4.0.0b36) via kernels", setup=_load_fa4, layout="BSHD",
               needs=("kernels", "flash_attn"), group="provider", **_FUSED, causal_corner="bottom-right",
-              bshd_too=True, color="#b6992d", short="FlashAttention-4"),
+              bshd_too=True, steady=True, color="#b6992d", short="FlashAttention-4"),
         # the CPU side: the same forwards compiled, or replayed as one CUDA graph
         Stage("naive_compiled", "Naive attention, torch.compile", "naive", setup=_mask, wrap="compile", group="launch"),
         Stage("inplace_compiled", "In-place masking, torch.compile", "inplace", setup=_mask, wrap="compile",

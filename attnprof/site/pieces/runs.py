@@ -3,7 +3,9 @@ chapters beyond the post: tables, and charts as inline SVG. Each reads committed
 records; nothing is typed in by hand."""
 from __future__ import annotations
 
-from ...analysis import hardware, reasons, summary
+import statistics
+
+from ...analysis import hardware, reasons, summary, timing
 from ...analysis.counters import verdict as counter_verdict
 from ...analysis.flops import causal_flops, min_bytes, naive_bytes, tflops
 from ...model.names import counted_at
@@ -11,7 +13,7 @@ from ...model.stages import LONG_SHAPE, select
 from ...text import dims, shape, size, us
 from ..render import plots, tables
 from ..build import Build
-from ..words import title
+from ..words import short, title
 from ..registry import piece
 
 LAYOUT_TITLES = {"BHSD": "[B, H, S, D]", "BSHD": "[B, S, H, D]"}  # how q, k, v sat in memory
@@ -299,12 +301,14 @@ def decode_step(build: Build):
     """One decode step of the layer with a static cache written in place, and the same step concatenating
     the cache, both timed without the profiler."""
     rows = [(r["batch"], f"{r['kv_len']:,}", size(r["cache_bytes"]), r["backend"], us(r["median_us"]),
-             us(r["back_to_back_us"]), us(r["concat"]["back_to_back_us"]), f"{r['ratio']:.1f}×")
+             us(r["back_to_back_us"]), us(r.get("graph", {}).get("back_to_back_us")), decode_stream(r),
+             us(r["concat"]["back_to_back_us"]), f"{r['ratio']:.1f}×")
             for r in decode_steps(build)]
     d = build.run("decode_step")[0]
     return tables.table(["batch", "KV length", "K+V cache", "SDPA backend", "one step, in place (CUDA-event median)",
-                         "back to back / step, in place (CUDA events)", "back to back / step, concatenated",
-                         "concatenated ÷ in place"], rows, "rrrlrrrr") + (
+                         "back to back / step, in place (CUDA events)", "back to back / step, one CUDA graph",
+                         "a stream of eager steps", "back to back / step, concatenated",
+                         "concatenated ÷ in place"], rows, "rrrlrrrlrr") + (
         f"\n\nOne step of the decoder layer (model width {d['d_model']}, {d['heads']} heads, head dim "
         f"{d['d_model'] // d['heads']}, bf16): one new token per sequence, every sequence with {d['kv_len']:,} cached "
         f"tokens. Back to back: {_queued(decode_steps(build))}.")
@@ -381,6 +385,13 @@ def e2e(build: Build):
                          "attention's share (SDPA)", "layer throughput gain"], rows, "rrrrrrr")
 
 
+def decode_stream(r: dict) -> str:
+    """Who sets the pace of a stream of eager decode steps (analysis/timing.py), with the margin that decides it."""
+    v = timing.verdict({**r["stream"], "one_call_us": r["times_us"], "stage": "decode step", "shape": [r["batch"]]})
+    return (f"{v.stream}{'' if v.decided else ' (this host)'}: {us(v.gpu_only.median)} GPU only, "
+            f"{us(v.enqueue.median)} CPU enqueue")
+
+
 @piece("cost")
 def cost(build: Build, layers="32"):
     """$ per million tokens for a model of `layers` such layers, at a price the reader can change."""
@@ -390,25 +401,30 @@ def cost(build: Build, layers="32"):
         if "prefill_tokens_per_s_per_layer" in r:
             layer = r["sdpa_layer"]
             rows.append(("prefill", f"batch {r['batch']} × {r['seq']:,} tokens", layer["back_to_back_us"],
-                         r["prefill_tokens_per_s_per_layer"] / layers))
+                         r["prefill_tokens_per_s_per_layer"] / layers, "not measured"))
             if layer["back_to_back_us"] > layer["median_us"]:
                 slower.append(f"batch {r['batch']} × {r['seq']:,} ({us(layer['back_to_back_us'])} back to back "
                               f"against {us(layer['median_us'])} one call at a time)")
     for r in build.run("decode_step"):
         if "decode_tokens_per_s_per_layer" in r:
-            rows.append(("decode", f"batch {r['batch']}, KV cache {r['kv_len']:,} (static, in place)",
-                         r["back_to_back_us"], r["decode_tokens_per_s_per_layer"] / layers))
+            what = f"batch {r['batch']}, KV cache {r['kv_len']:,} (static, in place)"
+            rows.append(("decode, eager", what, r["back_to_back_us"], r["decode_tokens_per_s_per_layer"] / layers,
+                         decode_stream(r)))
+            g = r.get("graph", {})
+            if "back_to_back_us" in g:
+                rows.append(("decode, CUDA graph", what, g["back_to_back_us"],
+                             r["batch"] / (g["back_to_back_us"] * 1e-6) / layers, "one launch per step"))
     body = "".join(
-        f'<tr><td>{phase}</td><td>{what}</td><td>{us(layer_us)}</td><td>{tps:,.0f}</td>'
+        f'<tr><td>{phase}</td><td>{what}</td><td>{us(layer_us)}</td><td>{tps:,.0f}</td><td>{stream}</td>'
         f'<td class="attnprof-cost" data-tokens-per-s="{tps:.6g}">{DEFAULT_PRICE / 3600 / tps * 1e6:.3f}</td></tr>'
-        for phase, what, layer_us, tps in rows)
+        for phase, what, layer_us, tps, stream in rows)
     note = ("" if not slower else
             "\n\nA stream of layers ran slower per layer than one layer at a time at " + "; ".join(slower) +
             ". The run did not read the GPU's clocks, so it cannot say why; the table uses the stream's time.")
     return (f'<div class="attnprof-price"><label>$ per GPU-hour: <input type="number" id="attnprof-price" '
             f'value="{DEFAULT_PRICE:.2f}" step="0.10" min="0"></label></div>\n\n'
             f'<table><thead><tr><th>phase</th><th>batch</th><th>one layer, back to back (CUDA events, per call)</th>'
-            f'<th>tokens/s per H200 ({layers} layers)</th>'
+            f'<th>tokens/s per H200 ({layers} layers)</th><th>a stream of steps (eager)</th>'
             f'<th>$ per million tokens</th></tr></thead><tbody>{body}</tbody></table>' + note)
 
 
@@ -527,3 +543,39 @@ def hardware_table(build: Build):
               f"{hardware.FP32_LANES_PER_SM['A100']} on the A100 and {hardware.FP32_LANES_PER_SM['H200']} on Hopper, × 2 per fused "
               f"multiply-add × clock; bandwidth: 2 transfers per memory clock × bus width), so each ratio compares a "
               f"peak with a peak. A measured H200 rate set against an A100 peak would mix the two methods.")
+
+
+def steady_rates(build: Build) -> list[tuple[float, float]]:
+    """(TFLOP/s of the forward, TFLOP/s of the matmul) in each process of the steady run that finished:
+    causal FLOPs over the median of its runs queued back to back, and the matmul's the same way."""
+    r = build.run("steady")
+    out = []
+    for rep in r["repeats"]:
+        if "error" not in rep:
+            mm = 2 * rep["matmul_shape"][0] * rep["matmul_shape"][1] * rep["matmul_shape"][2]
+            out.append((tflops(causal_flops(r["shape"]), statistics.median(rep["back_to_back_us_each"])),
+                        tflops(mm, statistics.median(rep["matmul_us_each"]))))
+    return out
+
+
+@piece("steady", inline=True)
+def steady(build: Build):
+    """The fastest forward at steady state: its median and range across separate processes, and its share
+    of the matmul rate measured in the same processes."""
+    r = build.run("steady")
+    rates = steady_rates(build)
+    if not rates:
+        raise ValueError(f"no process of the steady run finished: {r['repeats'][0].get('error')}")
+    fwd = sorted(f for f, _ in rates)
+    mid = statistics.median(fwd)
+    share = statistics.median(f / m for f, m in rates)
+    rep = next(x for x in r["repeats"] if "error" not in x)
+    failed = len(r["repeats"]) - len(rates)
+    return (f"{short(r['path'])} runs the forward at **{mid:.0f} TFLOP/s**, from {fwd[0]:.0f} to {fwd[-1]:.0f} "
+            f"across {len(rates)} separate processes (±{100 * (fwd[-1] - fwd[0]) / 2 / mid:.1f} % about the median), "
+            f"{100 * share:.0f} % of the bf16 matmul rate each process measured beside it "
+            f"({statistics.median(m for _, m in rates):.0f} TFLOP/s, {rep['matmul_shape'][0]:,}³). Each process warmed up "
+            f"for {r['warmup_s']:g} s back to back, then timed {len(rep['back_to_back_us_each'])} runs of "
+            f"{rep['back_to_back_calls']} forwards queued back to back (CUDA events; the median run per process), "
+            f"at {dims(r['shape'])}, inputs stored {r['layout']}, bf16, causal"
+            + (f"; {failed} of the processes did not finish" if failed else ""))
