@@ -29,7 +29,10 @@ def test_line_chart_skips_missing_points_and_says_why():
 def test_cost_follows_from_measured_throughput():
     html = findings.cost(BUILD, "32")
     cells = re.findall(r'data-tokens-per-s="([\d.e+]+)">([\d.]+)<', html)
-    assert len(cells) == len(BUILD.run("e2e")) + len(BUILD.run("decode_step"))
+    graphed = [r for r in BUILD.run("decode_step") if "back_to_back_us" in r.get("graph", {})]
+    assert graphed  # each decode step also replayed from a CUDA graph: a row of its own
+    assert len(cells) == len(BUILD.run("e2e")) + len(BUILD.run("decode_step")) + len(graphed)
+    assert "decode, CUDA graph" in html and "launch-bound" in html  # the eager rows say who sets the pace
     for tps, dollars in cells:
         assert float(dollars) == pytest.approx(findings.DEFAULT_PRICE / 3600 / float(tps) * 1e6, abs=1e-3)
     assert 'id="attnprof-price"' in html

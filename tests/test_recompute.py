@@ -29,7 +29,7 @@ def numbers(node, path=()):
 SETTINGS = {"settings", "sm_count", "capability", "cudnn", "query", "wall_s", "seed", "reps", "back_to_back_calls",
             "shape", "local_shape", "positions", "world_size", "bwd_flop_factor", "shape_q", "shape_kv", "lengths",
             "rank", "device", "tolerance", "dropout", "recompile_limit", "calls", "one_call_reps", "batch", "kv_len",
-            "heads", "head_dim", "seq", "d_model", "copy_bytes", "cache_bytes"}  # the environment stamp, and echoes
+            "heads", "head_dim", "seq", "d_model", "copy_bytes", "cache_bytes", "warmup_s"}  # the environment stamp, and echoes
 # of what the key covers (shapes, sizes and settings the run's code chose)
 
 

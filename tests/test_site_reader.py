@@ -74,7 +74,7 @@ def test_every_trace_figure_has_an_open_in_perfetto_control(site):
 
 
 OPLIST_ROW = re.compile(r'<tr>\s*<td[^>]*>(\d+)</td>\s*<td[^>]*>([^<]*)</td>')
-TRACE_OP = re.compile(r"<title>(\d+)\. [^<]*?([\d.,]+\s(?:µs|ms|s))</title>")  # names are escaped: no <
+TRACE_OP = re.compile(r"<title>(\d+)\. [^<\n]*?([\d.,]+\s(?:µs|ms|s))(?:\n|</title>)")  # names are escaped: no <
 WIDE_SVG = re.compile(r'<svg\b[^>]*\battnprof-wide\b.*?</svg>', re.S)
 
 

@@ -74,15 +74,17 @@ def drawn_piece(build: Build, record):
 
 
 @piece("trace", captures=1)
-def trace(build: Build, record, explained=None, caption=None):
+def trace(build: Build, record, explained=None, caption=None, cpu_depth=None):
     """One forward (or backward) as a figure, its caption, and its controls. `explained=here` on the page
     that explains trace figures leaves out the link to that explanation; `caption=folded` leaves out the
-    caption, which the chapter then gives among its details (the `drawn` piece)."""
+    caption, which the chapter then gives among its details (the `drawn` piece); `cpu_depth=N` draws the
+    CPU lane's nested ops N levels deep."""
     s = build.summary(record)
     what = s.get("pass", "forward")
     label = f"{title(s)}, one {what}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
     said = "" if caption == "folded" else f"*{drawn(build, record, explained)}*\n\n"
-    return f"{plots.timeline(s, build.trace(record))}\n\n{said}" + trace_controls(record, label)
+    depth = plots.CPU_DEPTH if cpu_depth is None else int(cpu_depth)
+    return f"{plots.timeline(s, build.trace(record), cpu_depth=depth)}\n\n{said}" + trace_controls(record, label)
 
 
 @piece("download", captures=1)

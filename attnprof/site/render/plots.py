@@ -108,14 +108,18 @@ def op_title(i: int, op) -> str:
     return head if short == op.name else f"{head}\n{op.name}"
 
 
-def timeline(summary, trace: dict, width: int = 1040) -> str:
+CPU_DEPTH = 3  # how deep the CPU lane draws nested ops by default
+
+
+def timeline(summary, trace: dict, width: int = 1040, cpu_depth: int = CPU_DEPTH) -> str:
     """The trace figure: the timeline drawn at `width` px for a wide column, and again at NARROW px for a
-    phone, where the stylesheet shows that one instead, fitted to the screen's width."""
-    return ('<div class="attnprof-trace">' + _timeline(summary, trace, width, "attnprof-wide") + "\n"
-            + _timeline(summary, trace, NARROW, "attnprof-narrow") + "</div>")
+    phone, where the stylesheet shows that one instead, fitted to the screen's width. The CPU lane draws
+    nested ops `cpu_depth` levels deep (a model's layer nests modules deeper than a figure can show)."""
+    return ('<div class="attnprof-trace">' + _timeline(summary, trace, width, "attnprof-wide", cpu_depth) + "\n"
+            + _timeline(summary, trace, NARROW, "attnprof-narrow", cpu_depth) + "</div>")
 
 
-def _timeline(summary, trace: dict, width: int, variant: str) -> str:
+def _timeline(summary, trace: dict, width: int, variant: str, cpu_depth: int = CPU_DEPTH) -> str:
     """One forward (or backward) as a timeline: CPU ops (nested) above their launches, GPU ops below,
     and the GPU's idle gaps between the first launch and the last op's end shaded in the GPU lane.
     A backward capture's launches are followed onto autograd's thread, as its op list was counted.
@@ -128,7 +132,7 @@ def _timeline(summary, trace: dict, width: int, variant: str) -> str:
     """
     what = summary.get("pass", "forward")
     _, fwd = pictured(summary, trace)
-    cpu = [op for op in fwd.cpu_ops if op.depth <= 3]
+    cpu = [op for op in fwd.cpu_ops if op.depth <= cpu_depth]
     end = max([fwd.cpu_us] + [o.start_us + o.duration_us for o in fwd.ops])
     narrow = width < 600
     # on a phone every lane is a finger tall (a tap there lists the marks under the finger)
