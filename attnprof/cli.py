@@ -7,6 +7,7 @@ import json
 import math
 import sys
 import textwrap
+from pathlib import Path
 
 from .model import names, own, store
 from .analysis import records
@@ -192,6 +193,22 @@ def cmd_check(args) -> int:
     return 1 if problems or false else 0
 
 
+def cmd_conclusions(args) -> int:
+    """`conclusions`: every conclusion the chapters state, from the records; with --against, what changed."""
+    from .site import conclusions
+    from .site.build import Build
+    found = conclusions.conclusions(Build(args.captures, strict=True), store.ROOT / "docs")
+    if args.json:
+        Path(args.json).write_text(json.dumps(found, indent=1, ensure_ascii=False) + "\n")
+    if args.against:
+        changed = conclusions.difference(conclusions.load(args.against), found)
+        print("\n".join(changed) if changed else "no conclusion changed")
+        print(f"{len(changed)} of {len(found)} conclusions differ from {args.against}")
+    elif not args.json:
+        print("\n".join(f"{key}\n    {text}" for key, text in found.items()))
+    return 0
+
+
 def cmd_counters(args) -> int:
     needs_torch("counters")
     from .measure.counters import collect
@@ -358,6 +375,12 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("check", help="list captures that are missing or stale; exit 1 if any")
     k.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
     k.set_defaults(run=cmd_check)
+
+    c = sub.add_parser("conclusions", help="every conclusion the chapters state, from the records (no GPU needed)")
+    c.add_argument("--json", metavar="FILE", help="write them to FILE, to compare a later regeneration with")
+    c.add_argument("--against", metavar="FILE", help="print what changed since the conclusions written to FILE")
+    c.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
+    c.set_defaults(run=cmd_conclusions)
 
     n = sub.add_parser("counters", help="on a CUDA GPU with Nsight Compute: hardware counters of one forward")
     n.add_argument("stages", nargs="+", metavar="STAGE", help="stages, or all (every counters record the site uses)")

@@ -351,3 +351,19 @@ def test_check_evaluates_the_sentences_without_any_extra():
     r = subprocess.run([sys.executable, "-c", WITHOUT, f"{DOCS_STACK},markdown,pymdownx", "check"], cwd=ROOT,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip().endswith("and every checked sentence holds"), r.stderr[-1000:]
+
+
+def test_conclusions_are_listed_and_a_changed_one_is_named(tmp_path, capsys):
+    saved = tmp_path / "conclusions.json"
+    assert main(["conclusions", "--json", str(saved)]) == 0
+    found = json.loads(saved.read_text())
+    assert any(key.endswith("say cudnn-fastest") for key in found) and all(found.values())
+    assert not any(text.startswith("(cannot be said") for text in found.values())  # the committed records say all
+    key = next(k for k in found if k.endswith("say cudnn-fastest"))
+    saved.write_text(json.dumps({**found, key: "an older wording"}))
+    capsys.readouterr()
+    assert main(["conclusions", "--against", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert f"~ {key}\n    was: an older wording\n    now: {found[key]}" in out
+    assert f"1 of {len(found)} conclusions differ" in out
+    assert main(["conclusions", "--against", str(tmp_path / "missing.json")]) == 2

@@ -41,6 +41,7 @@ class Piece:
     unavailable: bool = False  # renders for a stage that could not run here
     inline: bool = False  # renders inside a sentence, so a problem is a short note rather than a box
     kind: str | None = None  # the kind of record it renders (records.KINDS); None: names no record
+    conclusion: bool = False  # renders a conclusion (a ranking, verdict or measured claim): `conclusions` lists it
 
 
 PIECES: dict[str, dict[str | None, Piece]] = {}  # name -> kind -> piece
@@ -49,13 +50,14 @@ MODULES = ("pieces.captures", "pieces.training", "pieces.runs", "pieces.guides",
            "claims.published", "claims.statements", "claims.layer")  # every module that registers pieces
 
 
-def piece(name: str, captures: int = 0, unavailable: bool = False, inline: bool = False, kind: str | None = None):
+def piece(name: str, captures: int = 0, unavailable: bool = False, inline: bool = False, kind: str | None = None,
+          conclusion: bool = False):
     kind = kind or ("stage" if captures else None)
 
     def register(render):
         if kind in PIECES.setdefault(name, {}):
             raise ValueError(f"piece {name!r} is registered twice for {kind or 'no'} records")
-        PIECES[name][kind] = Piece(name, render, captures, unavailable, inline, kind)
+        PIECES[name][kind] = Piece(name, render, captures, unavailable, inline, kind, conclusion)
         return render
     return register
 

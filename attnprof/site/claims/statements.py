@@ -51,7 +51,7 @@ def check(build: Build, name: str, *args, **keywords) -> Statement:
     return s
 
 
-@piece("say", inline=True)
+@piece("say", inline=True, conclusion=True)
 def say(build: Build, name, *args, **keywords):
     """A computed sentence, checked against the records (see STATEMENTS); some take a stage."""
     return check(build, name, *args, **keywords).text

@@ -558,7 +558,7 @@ def steady_rates(build: Build) -> list[tuple[float, float]]:
     return out
 
 
-@piece("steady", inline=True)
+@piece("steady", inline=True, conclusion=True)
 def steady(build: Build):
     """The fastest forward at steady state: its median and range across separate processes, and its share
     of the matmul rate measured in the same processes."""

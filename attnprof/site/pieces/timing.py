@@ -138,7 +138,7 @@ def _claim(directive: str, expect: str | None, found: str, sentence: str) -> str
     return sentence
 
 
-@piece("verdict", inline=True)
+@piece("verdict", inline=True, conclusion=True)
 def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
     """A verdict in prose, with its evidence: kind=stream (launch-bound, GPU-bound, on the boundary),
     kind=call (one call's latency and its launch overhead) or kind=profiler (the CPU side's inflation).
@@ -211,7 +211,7 @@ def _margin(build: Build, v: timing.Verdict) -> str:
             f"that would decide it for any host")
 
 
-@piece("verdicts", inline=True)
+@piece("verdicts", inline=True, conclusion=True)
 def verdicts(build: Build, shape, expect=None):
     """Every stage of the timing run at one shape, as one sentence: "efficient, flash, … are all
     **GPU-bound** in a stream"; with expect=..., the build fails unless every one of them is, by the margin
