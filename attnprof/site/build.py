@@ -18,7 +18,7 @@ class Build:
     def __init__(self, folder: Path = store.CAPTURES, problems: dict[str, str] | None = None):
         self.folder = Path(folder)
         self._problems = problems  # record -> why it cannot be used; found on first use when not given
-        self._summaries, self._traces, self._runs = {}, {}, {}
+        self._summaries, self._traces, self._runs, self._counters = {}, {}, {}, {}
 
     @property
     def problems(self) -> dict[str, str]:
@@ -46,10 +46,13 @@ class Build:
         return self.trace(record)["deviceProperties"][0]
 
     def counters(self, record: str) -> dict | None:
-        """The counters record of a capture, or None where there is none usable (missing, stale, inconsistent)."""
-        if f"{record}.counters" in self.problems or records.status(f"{record}.counters", self.folder):
-            return None
-        return records.load_counters(record, self.folder)
+        """The counters record of a capture, or None where there is none usable (missing, stale, inconsistent);
+        checked and read once per build."""
+        if record not in self._counters:
+            name = f"{record}.counters"
+            usable = name not in self.problems and not records.status(name, self.folder)
+            self._counters[record] = records.load_counters(record, self.folder) if usable else None
+        return self._counters[record]
 
     def run(self, name: str) -> list | dict:
         """The result of a committed measurement run (`run-<name>.json`)."""
