@@ -1,4 +1,7 @@
+import contextlib
+import fcntl
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -64,11 +67,22 @@ def build_site():
     return build
 
 
+@contextlib.contextmanager
+def locked(path: Path):
+    """Hold an exclusive lock on the file `path` (made if missing): one test process at a time, xdist workers included."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def build(dest, strict=True, env_extra=None, root=ROOT):
-    """`mkdocs build` of the project at `root` into `dest`, never recapturing; returns the finished process."""
+    """`mkdocs build` of the project at `root` into `dest`, never recapturing; returns the finished process.
+    Builds of one tree take turns: they write the same generated notebooks and conversion cache under .cache/."""
     env = dict(os.environ, ATTNPROF_RECAPTURE="never", NO_MKDOCS_2_WARNING="1", **(env_extra or {}))
     cmd = [sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(dest)] + (["--strict"] if strict else [])
-    return subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env, timeout=300)
+    with locked(Path(root) / ".cache" / "tests-build.lock"):
+        return subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env, timeout=300)
 
 
 def project_copy(tree, pages):
@@ -95,12 +109,41 @@ def copy_project():
     return project_copy
 
 
+def once(request, name: str, make) -> Path:
+    """The folder `name` of this test run, filled by `make(folder)` once: by whichever process asks first
+    (xdist workers share the run's temporary folder, each worker's own lying inside it), while the others
+    wait for it; a `make` that failed is tried again by the next that asks."""
+    root = request.getfixturevalue("tmp_path_factory").getbasetemp()
+    if hasattr(request.config, "workerinput"):
+        root = root.parent
+    folder, done = root / name, root / f"{name}.done"
+    with locked(root / f"{name}.lock"):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
-def site(tmp_path_factory):
-    """The site, built strictly from the committed captures, once per test session."""
-    dest = tmp_path_factory.mktemp("site")
-    start = time.perf_counter()
-    r = build(dest)
-    assert r.returncode == 0, r.stderr
-    print(f"strict build took {time.perf_counter() - start:.1f} s")
-    return dest
+def lock():
+    """lock(path): `locked` for a test or fixture."""
+    return locked
+
+
+@pytest.fixture(scope="session")
+def run_once(request):
+    """run_once(name, make): `once` for a test or fixture."""
+    return lambda name, make: once(request, name, make)
+
+
+@pytest.fixture(scope="session")
+def site(run_once):
+    """The site, built strictly from the committed captures, once per test run."""
+    def make(dest):
+        start = time.perf_counter()
+        r = build(dest)
+        assert r.returncode == 0, r.stderr
+        print(f"strict build took {time.perf_counter() - start:.1f} s")
+    return run_once("site", make)

@@ -337,9 +337,9 @@ def test_comments_and_blank_lines_do_not_change_a_snippets_hash(tmp_path, monkey
 def test_the_pages_code_prints_nothing_into_the_test_output():
     """Code blocks that print (a backend name, a relative error) or profile keep it to themselves
     unless they fail."""
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "docs/fallback.md",
-                        "docs/naive.md", "docs/reading-a-profile.md"], cwd=ROOT, capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",  # no workers of its own
+                        "docs/fallback.md", "docs/naive.md", "docs/reading-a-profile.md"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)
     assert r.returncode == 0, r.stdout
     for noise in ("flash flash flash", "relative error", "USDT", "profiler_start"):
         assert noise not in r.stdout + r.stderr

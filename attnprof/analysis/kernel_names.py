@@ -7,6 +7,7 @@ dropped, the functor that says what an ATen kernel does kept).
 """
 from __future__ import annotations
 
+import functools
 import re
 
 TENSOR, CUDA_CORES, NONE, UNKNOWN = "tensor cores", "cuda cores", "none", "unknown"
@@ -193,6 +194,11 @@ def _nccl(name: str) -> str:
 
 
 def explain(name: str) -> dict:
+    return dict(_explain(name))
+
+
+@functools.lru_cache(maxsize=4096)
+def _explain(name: str) -> dict:  # a site build asks for the same few names hundreds of times
     for pattern, library, unit, sentence in RULES:
         if re.search(pattern, name, re.I if pattern.islower() else 0):
             if library == "NCCL":

@@ -24,7 +24,7 @@ class Build:
         self.folder = Path(folder)
         self._problems = problems  # record -> why it cannot be used; found on first use when not given
         self.strict = strict  # a strict build: a piece may name only records the site lists
-        self._summaries, self._traces, self._runs, self._shown = {}, {}, {}, {}
+        self._summaries, self._traces, self._runs, self._shown, self._counters = {}, {}, {}, {}, {}
         self._listed: set[str] | None = None
 
     @property
@@ -87,10 +87,13 @@ class Build:
         return self.trace(record)["deviceProperties"][0]
 
     def counters(self, record: str) -> dict | None:
-        """The counters record of a capture, or None where there is none usable (missing, stale, inconsistent)."""
-        if f"{record}.counters" in self.problems or records.status(f"{record}.counters", self.folder):
-            return None
-        return records.load_counters(record, self.folder)
+        """The counters record of a capture, or None where there is none usable (missing, stale, inconsistent);
+        checked and read once per build."""
+        if record not in self._counters:
+            name = f"{record}.counters"
+            usable = name not in self.problems and not records.status(name, self.folder)
+            self._counters[record] = records.load_counters(record, self.folder) if usable else None
+        return self._counters[record]
 
     def counters_of(self, record: str) -> dict:
         """The counters record of a capture, for a piece that shows them: a capture the site has no counters

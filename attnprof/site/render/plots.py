@@ -398,6 +398,11 @@ def _crosses(box, drawn, margin: float = 3) -> bool:
         if any(inside(*p) for p in pts):
             return True
         for (ax, ay), (bx, by) in zip(pts, pts[1:]):
+            # the points tried below lie on the segment, so none is inside a box its extent misses
+            # (the 0.001 px covers their rounding)
+            if (min(ax, bx) > x1 + 0.001 or max(ax, bx) < x0 - 0.001
+                    or min(ay, by) > y1 + 0.001 or max(ay, by) < y0 - 0.001):
+                continue
             n = int(max(abs(bx - ax), abs(by - ay)) / 2) + 1
             if any(inside(ax + (bx - ax) * j / n, ay + (by - ay) * j / n) for j in range(n + 1)):
                 return True
