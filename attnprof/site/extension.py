@@ -95,13 +95,14 @@ class NamesOnce(Postprocessor):
         return LONG_TITLE.sub(once, text)
 
 
-UNBROKEN = re.compile(r"\b(?:(?:launch|GPU|compute|memory|latency|CPU)-bound|\d(?:\.\d+)?e[-+]\d+)\b")
+UNBROKEN = re.compile(r"\b(?:(?:launch|GPU|compute|memory|latency|CPU)-bound|\d(?:\.\d+)?e[-+]\d+"
+                      r"|\d[\d,.]*–\d[\d,.]*\d)\b")  # ... and a range, "33.9–42.1"
 UNIT = re.compile(r"(?<=\d) (?=(?:%|µs|ms|KiB|MiB|GiB|TFLOP/s|GB/s|TB/s)(?![\w/]))")  # "12.5 %": one word
 TAG = re.compile(r"(<[^>]*>)")
 
 
 class Unbroken(Postprocessor):
-    """Words a line must not break inside, at their hyphen ("GPU-bound", "8.8e-03"), held together by a
+    """Words a line must not break inside, at their hyphen or dash ("GPU-bound", "8.8e-03", "33.9–42.1"), held together by a
     span the stylesheet keeps on one line, and a number with its unit ("12.5 %"), by a no-break space;
     only in text, never in a tag, code block or script."""
 

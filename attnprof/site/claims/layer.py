@@ -15,13 +15,13 @@ def _kernels(s: dict) -> list[dict]:
 
 
 def _where(s: dict) -> str:
-    return f"profiler device time of the median profiled forward, {shape(s['shape'])} {s['dtype']}"
+    return f"profiler device time of the forward the trace draws, {shape(s['shape'])} {s['dtype']}"
 
 
 @statement("layer-around")
 def layer_around(build: Build, record: str = SDPA) -> Statement:
     """The layer's one attention kernel against everything the layer runs around it."""
-    s = build.summary(record)
+    s = build.shown(record)  # the forward the page's trace draws
     kernels = _kernels(s)
     attention = [op for op in kernels if kernel_names.is_attention(op["name"])]
     if not attention:
@@ -41,7 +41,7 @@ def layer_around(build: Build, record: str = SDPA) -> Statement:
 @statement("layer-eager")
 def layer_eager(build: Build) -> Statement:
     """Eager's float32 softmax against sdpa's whole attention kernel."""
-    eager, sdpa = build.summary(EAGER), build.summary(SDPA)
+    eager, sdpa = build.shown(EAGER), build.shown(SDPA)  # the forwards the pages draw
     softmax = [op for op in _kernels(eager) if kernel_names.explain(op["name"])["library"] == "ATen softmax"]
     fused = [op for op in _kernels(sdpa) if kernel_names.is_attention(op["name"])]
     if len(softmax) != 1 or len(fused) != 1:

@@ -639,7 +639,7 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
             else "the cheapest of these here" if len(words["below"]) == n
             else "not the most expensive of these here" if words["below"]
             else "this run cannot rank it among them" if len(words["not told apart from"]) == n
-            else "not told apart from the most expensive here")
+            else "the most expensive here, with those it is not told apart from")
     text = (f"by unprofiled CPU enqueue (host clock, back-to-back calls, per forward, median and p10–p90, "
             f"{shape_text(DEFAULT_SHAPE)}), {short(stage)} takes {spread(mine)}: {said}, so {rank}")
     return Statement(text, all(o in enqueue for o in others), f"{ {k: v.median for k, v in enqueue.items()} }")

@@ -388,7 +388,7 @@ def e2e(build: Build):
 def decode_stream(r: dict) -> str:
     """Who sets the pace of a stream of eager decode steps (analysis/timing.py), with the margin that decides it."""
     v = timing.verdict({**r["stream"], "one_call_us": r["times_us"], "stage": "decode step", "shape": [r["batch"]]})
-    return (f"{v.stream}{'' if v.decided else ' (this host)'}: {us(v.gpu_only.median)} GPU only, "
+    return (f"{v.stream}{'' if v.decided else f', within the {timing.HOST_MARGIN:g}× margin'}: {us(v.gpu_only.median)} GPU only, "
             f"{us(v.enqueue.median)} CPU enqueue")
 
 

@@ -61,8 +61,8 @@ def timing_table(build: Build, shape=None):
         out.append((short(r["stage"]), shape_text(r["shape"]), spread(v.one_call),
                      spread(v.back_to_back), spread(v.gpu_only), spread(v.enqueue), us(v.profiled_cpu.median),
                      f"**{v.stream}**", _signed(v.launch_overhead_us)))
-    return (tables.table(["stage", "shape", "one call (CUDA events)", "back to back (CUDA events)",
-                          "GPU only (graph replay)", "CPU enqueue (host clock)", "profiled CPU (torch.profiler)",
+    return (tables.table(["stage", "shape", "one call (events)", "back to back (events)",
+                          "GPU only (graph)", "CPU enqueue (host clock)", "profiled CPU",
                           "a stream is", "launch overhead"], out, "llrrrrrlr")
             + "\n\nShape B×H×S×D; launch overhead: one call less GPU only. " + _method_note(build))
 

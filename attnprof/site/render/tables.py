@@ -85,7 +85,8 @@ def why_unavailable(raw: str) -> str:
     if "kernels hub" in raw and ("trust" in raw or "connect" in raw.lower()):
         # kernels' first request asks the Hub about the publisher; when the Hub cannot be reached it reports
         # that as a failure to verify the publisher's trust status
-        return "`get_kernel` needs the Hugging Face Hub, which the capture could not reach, so no kernel was loaded"
+        return ("`get_kernel` could not ask the Hugging Face Hub whether the repository's publisher is trusted "
+                "(its first request; the capture ran without network access), so no kernel was loaded")
     if "out of memory" in raw.lower():
         return "it ran out of GPU memory"
     return "it failed to load or to run (the recorded reason says how)"
