@@ -3,13 +3,14 @@ Chromium: no chart's drawing wider than the screen and its text 11 px or more; t
 most 40 % of the screen's height, starting with the op's number, short name and time; every legend row
 and tap target at least 24 px tall, and a tap between thin marks listing those under the finger; no
 number broken across lines; the naive snippet's masking line on screen; prose lines of about 90
-characters at most at 1400 px; axe-core's WCAG 2 A/AA rules clean in both schemes on these pages."""
+characters at most at 1400 px. (axe-core's WCAG 2 A/AA rules run on every page, both widths and schemes, in
+test_browser.py.)"""
 import re
 
 import pytest
 
 from attnprof.model.stages import ladder
-from test_browser import WIDE, PHONE, accessibility, axe, browser, metrics, serve, view  # noqa: F401  (fixtures)
+from test_browser import WIDE, PHONE, browser, metrics, serve, view  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 
@@ -294,13 +295,3 @@ def test_prose_lines_are_about_90_characters_at_1400_px(site, server, browser, p
         "const c = document.querySelector('article').getBoundingClientRect().width;"
         "return [...document.querySelectorAll('article .attnprof-trace, article .md-typeset__scrollwrap')]"
         ".filter(e => e.offsetParent).every(e => e.getBoundingClientRect().width > 0.9 * c)")
-
-
-@pytest.mark.parametrize("page", [*CHART_PAGES, *TABLE_PAGES[:4]])
-def test_axe_finds_nothing_serious_on_these_pages_in_either_scheme(site, server, browser, axe, page):
-    problems = []
-    for width in (PHONE, WIDE):
-        for dark in (False, True):
-            load(browser, server, page, width, dark)
-            problems += [f"{width} px, {'dark' if dark else 'light'}: {v}" for v in accessibility(browser, axe)]
-    assert not problems, "\n".join(problems)
