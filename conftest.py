@@ -61,10 +61,3 @@ def pytest_runtest_call(item):
         return (yield)
     finally:
         del capman.global_and_fixture_disabled
-
-
-def pytest_xdist_auto_num_workers(config):
-    """`-n auto`: one worker more than the cores, since a browser test spends part of its time waiting on
-    Chromium's replies (on two cores, three workers took 142 s where two took 155 s)."""
-    import os
-    return (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1) + 1
