@@ -2,16 +2,12 @@
 transformers Llama layer runs around its attention kernel, read off the committed layer captures."""
 from __future__ import annotations
 
-from ...analysis import kernel_names
+from ...analysis import kernel_names, summary
 from ...text import shape, us
 from ..build import Build
 from .statements import Statement, statement, times
 
 EAGER, SDPA = "layer.eager", "layer.sdpa"
-
-
-def _kernels(s: dict) -> list[dict]:
-    return [op for op in s["ops"] if op["kind"] == "kernel"]
 
 
 def _where(s: dict) -> str:
@@ -22,7 +18,7 @@ def _where(s: dict) -> str:
 def layer_around(build: Build, record: str = SDPA) -> Statement:
     """The layer's one attention kernel against everything the layer runs around it."""
     s = build.shown(record)  # the forward the page's trace draws
-    kernels = _kernels(s)
+    kernels = summary.kernels(s)
     attention = [op for op in kernels if kernel_names.is_attention(op["name"])]
     if not attention:
         return Statement(f"{record} ran no fused attention kernel", False, f"kernels: {len(kernels)}")
@@ -42,8 +38,8 @@ def layer_around(build: Build, record: str = SDPA) -> Statement:
 def layer_eager(build: Build) -> Statement:
     """Eager's float32 softmax against sdpa's whole attention kernel."""
     eager, sdpa = build.shown(EAGER), build.shown(SDPA)  # the forwards the pages draw
-    softmax = [op for op in _kernels(eager) if kernel_names.explain(op["name"])["library"] == "ATen softmax"]
-    fused = [op for op in _kernels(sdpa) if kernel_names.is_attention(op["name"])]
+    softmax = [op for op in summary.kernels(eager) if kernel_names.explain(op["name"])["library"] == "ATen softmax"]
+    fused = [op for op in summary.kernels(sdpa) if kernel_names.is_attention(op["name"])]
     if len(softmax) != 1 or len(fused) != 1:
         return Statement("eager has no single softmax kernel, or sdpa no single attention kernel", False,
                          f"{len(softmax)} softmax, {len(fused)} fused kernels")

@@ -4,6 +4,7 @@ records; nothing is typed in by hand."""
 from __future__ import annotations
 
 import statistics
+from math import prod
 
 from ...analysis import hardware, reasons, summary, timing
 from ...analysis.counters import verdict as counter_verdict
@@ -563,7 +564,7 @@ def steady_rates(build: Build) -> list[tuple[float, float]]:
     out = []
     for rep in r["repeats"]:
         if "error" not in rep:
-            mm = 2 * rep["matmul_shape"][0] * rep["matmul_shape"][1] * rep["matmul_shape"][2]
+            mm = 2 * prod(rep["matmul_shape"])
             out.append((tflops(causal_flops(r["shape"]), statistics.median(rep["back_to_back_us_each"])),
                         tflops(mm, statistics.median(rep["matmul_us_each"]))))
     return out
