@@ -1,0 +1,113 @@
+"""The one rule that decides every comparison and threshold a page states (pure, no torch).
+
+A quantity is a `Range`: measured in several independent repeats (separate processes, a fresh CUDA
+context each), its median across them and the span of the repeats' values; measured in one process only,
+the median and p10–p90 of that process's samples. Two quantities are told apart when their ranges do not
+overlap and their medians differ by MARGIN of the larger besides; otherwise a page says "not told apart"
+and gives both ranges, words that hold whichever way a regeneration falls. A value set against a
+threshold is "near" it when its range reaches within the threshold's band, and is never flipped across
+it by a few tenths of a point.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Callable
+
+from .stats import quantile
+
+MARGIN = 0.03  # beyond non-overlapping ranges, medians 3 % apart: a host or a day can move a time this much
+REPEATS, SAMPLES = "repeats", "samples"  # a Range's basis
+
+
+@dataclass(frozen=True)
+class Range:
+    median: float
+    lo: float
+    hi: float
+    n: int  # repeats, or samples of the one process
+    basis: str  # REPEATS or SAMPLES
+
+    def text(self, fmt: Callable[[float], str]) -> str:
+        """'12.3 µs (11.9–12.8)': the median, then the range, each through `fmt`."""
+        if self.lo == self.hi:
+            return fmt(self.median)
+        return f"{fmt(self.median)} ({fmt(self.lo)}–{fmt(self.hi)})"
+
+    @property
+    def how(self) -> str:
+        """What the range is, for the sentence or the details that give it."""
+        return (f"median and range across {self.n} separate processes" if self.basis == REPEATS
+                else "median and p10–p90 of one process")
+
+    def scaled(self, f: Callable[[float], float]) -> "Range":
+        """The same range through a monotonic function (a time to a rate flips lo and hi)."""
+        a, b = f(self.lo), f(self.hi)
+        return Range(f(self.median), min(a, b), max(a, b), self.n, self.basis)
+
+
+def of_samples(samples) -> Range:
+    """One process's samples: their median and p10–p90."""
+    xs = [float(x) for x in samples]
+    if not xs:
+        raise ValueError("no samples to make a range of")
+    return Range(statistics.median(xs), quantile(xs, 0.1), quantile(xs, 0.9), len(xs), SAMPLES)
+
+
+def of_repeats(values) -> Range:
+    """One value per independent repeat (each repeat's median): their median and their span. A single
+    repeat has no spread across repeats: use of_samples on its samples instead."""
+    xs = [float(x) for x in values]
+    if len(xs) < 2:
+        raise ValueError(f"a range across repeats needs at least 2 repeats, and {len(xs)} were given")
+    return Range(statistics.median(xs), min(xs), max(xs), len(xs), REPEATS)
+
+
+def of(repeats: list) -> Range:
+    """The range a comparison uses: across the repeats' medians where there are two or more repeats
+    (each a list of samples), else p10–p90 of the one repeat's samples."""
+    repeats = [list(r) for r in repeats if r]
+    if len(repeats) >= 2:
+        return of_repeats(statistics.median(r) for r in repeats)
+    if repeats:
+        return of_samples(repeats[0])
+    raise ValueError("no repeats with samples to make a range of")
+
+
+def order(a: Range, b: Range, margin: float = MARGIN) -> int:
+    """-1 when a is decidedly below b, 1 when decidedly above, 0 when they are not told apart."""
+    if abs(a.median - b.median) < margin * max(abs(a.median), abs(b.median)):
+        return 0
+    if a.hi < b.lo:
+        return -1
+    if b.hi < a.lo:
+        return 1
+    return 0
+
+
+def told_apart(a: Range, b: Range, margin: float = MARGIN) -> bool:
+    return order(a, b, margin) != 0
+
+
+def ranking(rows: dict[str, Range], margin: float = MARGIN) -> list[list[str]]:
+    """Groups from the smallest to the largest, such that every name is told apart from every name of
+    another group; names not told apart (even through a chain of neighbours) share a group."""
+    groups: list[list[str]] = []
+    for name in sorted(rows, key=lambda k: rows[k].median):
+        tied = [i for i, g in enumerate(groups) if any(order(rows[m], rows[name], margin) == 0 for m in g)]
+        if tied:
+            groups[tied[0]:] = [[m for g in groups[tied[0]:] for m in g] + [name]]
+        else:
+            groups.append([name])
+    return groups
+
+
+def against(value: Range | float, threshold: float, band: float) -> str:
+    """'above', 'below' or 'near' a threshold: near when the value's range reaches within `band`
+    (absolute) of it, on either side."""
+    r = value if isinstance(value, Range) else Range(value, value, value, 1, SAMPLES)
+    if r.lo - band > threshold:
+        return "above"
+    if r.hi + band < threshold:
+        return "below"
+    return "near"

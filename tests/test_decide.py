@@ -1,0 +1,45 @@
+"""The one decision rule (analysis/decide.py): ranges across repeats, told apart or not, near a threshold."""
+import pytest
+
+from attnprof.analysis import decide
+
+
+def test_a_range_is_across_repeats_medians_or_one_process_p10_p90():
+    r = decide.of([[10, 11, 12], [13, 14, 15], [9, 10, 11]])
+    assert (r.median, r.lo, r.hi, r.n, r.basis) == (11, 10, 14, 3, decide.REPEATS)
+    one = decide.of([[float(x) for x in range(1, 12)]])
+    assert (one.median, one.lo, one.hi, one.basis) == (6, 2, 10, decide.SAMPLES)
+    with pytest.raises(ValueError, match="no repeats"):
+        decide.of([[], []])
+
+
+def test_overlapping_ranges_or_a_gap_under_the_margin_are_not_told_apart():
+    a, b = decide.of_repeats([100, 101, 102]), decide.of_repeats([103, 104, 105])
+    assert decide.order(a, b) == 0  # no overlap, but the medians are 3 apart of 104: under 3 %
+    c = decide.of_repeats([110, 111, 112])
+    assert decide.order(a, c) == -1 and decide.order(c, a) == 1 and decide.told_apart(a, c)
+    wide = decide.of_repeats([95, 111, 125])
+    assert decide.order(a, wide) == 0  # 10 % apart, but the ranges overlap
+
+
+def test_a_ranking_groups_what_cannot_be_told_apart_even_through_a_neighbour():
+    rows = {"a": decide.of_repeats([100, 101]), "b": decide.of_repeats([101, 140]),
+            "c": decide.of_repeats([130, 131]), "d": decide.of_repeats([200, 201])}
+    # b overlaps a and c, so a, b and c share a group though a and c alone are told apart
+    assert decide.ranking(rows) == [["a", "b", "c"], ["d"]]
+    assert decide.ranking({"x": decide.of_repeats([1, 1.01]), "y": decide.of_repeats([2, 2.02])}) == [["x"], ["y"]]
+
+
+def test_a_value_within_the_band_of_a_threshold_is_near_it():
+    assert decide.against(60.5, 60, 2) == "near" and decide.against(59.8, 60, 2) == "near"
+    assert decide.against(63, 60, 2) == "above" and decide.against(50, 60, 2) == "below"
+    assert decide.against(decide.of_repeats([61, 66]), 60, 0.5) == "above"
+    assert decide.against(decide.of_repeats([59, 66]), 60, 0.5) == "near"
+
+
+def test_a_range_prints_its_median_then_its_span_and_says_how_it_was_had():
+    r = decide.of_repeats([10.0, 12.0, 11.0])
+    assert r.text(lambda x: f"{x:.1f}") == "11.0 (10.0–12.0)"
+    assert "3 separate processes" in r.how
+    rate = r.scaled(lambda t: 100 / t)
+    assert rate.lo < rate.median < rate.hi and rate.lo == pytest.approx(100 / 12)
