@@ -121,6 +121,12 @@ class Build:
                 raise RecordUnusable(str(e)) from None
         return self._runs[name]["result"]
 
+    def repeats(self, name: str) -> list:
+        """The result of each independent repeat of a run (separate processes), the first being `run(name)`'s;
+        one item for a run taken once."""
+        first = self.run(name)
+        return [first] + list(self._runs[name].get("repeats", []))
+
     def run_record(self, name: str) -> dict:
         self.run(name)
         return self._runs[name]
