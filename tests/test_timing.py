@@ -13,6 +13,7 @@ from attnprof.analysis import timing
 from attnprof.site import extension
 from attnprof.site.build import Build, FalseStatement
 from attnprof.site.registry import expand
+from attnprof.site.pieces import timing as timing_pieces
 
 BUILD = Build(problems={})
 ROWS = [r for r in BUILD.run("timing")["rows"] if "error" not in r]
@@ -180,3 +181,28 @@ def test_a_verdict_closer_than_the_margin_is_this_hosts_and_fails_an_expected_on
     assert "flash" not in said.split(";")[0]  # not among the decided ones
     with pytest.raises(FalseStatement, match="the data say 'mixed'"):
         expand(build, "verdicts", ["8x16x1024x64", "expect=GPU-bound"])
+
+
+def test_a_verdict_one_repeat_does_not_give_is_not_decided(tmp_path):
+    """The timing run taken again in two more processes, one of which finds flash's CPU enqueueing at the
+    stream's pace: the stream is GPU-bound in the first process, but not in all three, so a sentence that
+    expects GPU-bound stops the build and the sentence over every stage says so, naming each repeat's verdict."""
+    run = records.load_run("timing")
+    other = copy.deepcopy(run["result"])
+    row = timing.find(other["rows"], "flash", "8x16x1024x64")
+    row["enqueue_us"] = list(row["back_to_back_us"])
+    run["repeats"] = [copy.deepcopy(run["result"]), other]
+    (tmp_path / "differ").mkdir()
+    build = Build(_folder_with(tmp_path / "differ", run), problems={})
+    assert [v.stream for v in timing_pieces.repeated(build, "flash", "8x16x1024x64")] == [
+        "GPU-bound", "GPU-bound", "on the boundary"]
+    with pytest.raises(FalseStatement, match="not in every repeat"):
+        expand(build, "verdict", ["flash", "8x16x1024x64", "stream", "expect=GPU-bound"])
+    said = expand(build, "verdict", ["flash", "8x16x1024x64", "stream"])
+    assert "not in all of its 3 separate processes (GPU-bound, GPU-bound, on the boundary)" in said
+    assert "median and range across 3 separate processes" in said
+    assert "flash: **GPU-bound** in this run, not in all of its 3" in expand(build, "verdicts", ["8x16x1024x64"])
+    run["repeats"] = [copy.deepcopy(run["result"])] * 2  # every repeat agrees: decided again
+    (tmp_path / "agree").mkdir()
+    build = Build(_folder_with(tmp_path / "agree", run), problems={})
+    assert expand(build, "verdict", ["flash", "8x16x1024x64", "stream", "expect=GPU-bound"]).startswith("**GPU-bound**")

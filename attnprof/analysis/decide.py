@@ -29,10 +29,14 @@ class Range:
     basis: str  # REPEATS or SAMPLES
 
     def text(self, fmt: Callable[[float], str]) -> str:
-        """'12.3 µs (11.9–12.8)': the median, then the range, each through `fmt`."""
+        """'12.3 µs (11.9–12.8 µs)': the median, then the range, each through `fmt` (a unit once)."""
         if self.lo == self.hi:
             return fmt(self.median)
-        return f"{fmt(self.median)} ({fmt(self.lo)}–{fmt(self.hi)})"
+        lo, hi = fmt(self.lo), fmt(self.hi)
+        unit = hi.rsplit(" ", 1)[-1] if " " in hi else ""
+        if unit and lo.endswith(f" {unit}"):  # one unit for the range: 33.9–42.1 µs
+            lo = lo.removesuffix(f" {unit}")
+        return f"{fmt(self.median)} ({lo}–{hi})"
 
     @property
     def how(self) -> str:

@@ -247,13 +247,17 @@ def _run_status(record, folder) -> str | None:
         run = load_run(name, folder)
     except (store.CaptureMissing, ValueError) as e:
         return str(e)
-    found = [line for line in derived.disagreements(name, run.get("result")) if not _is_samples_list(run, line)]
+    found = []
+    for where, result in [("result", run.get("result"))] + [(f"repeats[{i}]", r) for i, r in enumerate(run.get("repeats", []))]:
+        found += [line.replace("result", where, 1) for line in derived.disagreements(name, result)
+                  if not _is_samples_list({"result": result}, line)]
     if found:
         more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
         return f"run {record}.json disagrees with its own samples: {'; '.join(found[:3])}{more}: {RUN.fix(record)}"
     hardware = _run_result("hardware", folder)
     memory = hardware.get("query", {}).get("total_memory") if isinstance(hardware, dict) else None
-    found = confirm.device_lines(run, None) + confirm.run_lines(name, run.get("result"), memory)
+    found = confirm.device_lines(run, None) + [line for result in [run.get("result")] + run.get("repeats", [])
+                                               for line in confirm.run_lines(name, result, memory)]
     return _contradiction("run", record, found, RUN.fix(record))
 
 

@@ -14,7 +14,8 @@ can derive it again:
 A stream of calls is launch-bound when its back-to-back time per call runs at the CPU's enqueue pace
 rather than at the GPU-only pace; GPU-bound in the opposite case; on the boundary when the two paces
 agree, so either can set it. A verdict is decided when the side that sets the pace is slower than the
-other by HOST_MARGIN; closer than that it is this host's verdict, and another CPU may give another. Two times agree when their medians differ by no more than the larger of
+other by HOST_MARGIN, in every independent repeat of the run (`settled`); closer than that, or where the
+repeats disagree, it is this host's verdict, and another CPU may give another. Two times agree when their medians differ by no more than the larger of
 REL_TOLERANCE of the larger median and half the sum of their p10–p90 spreads. One call's latency is a
 separate question: it is the GPU-only time plus the launch overhead that no stream hides.
 """
@@ -127,6 +128,17 @@ class Verdict:
     def profiler_inflation(self) -> float | None:
         """Profiled CPU time per forward over unprofiled CPU enqueue time per call."""
         return self.profiled_cpu.median / self.enqueue.median if self.profiled_cpu else None
+
+
+def consensus(verdicts: list[Verdict]) -> str | None:
+    """The stream verdict every independent repeat gives, or None where they disagree."""
+    kinds = {v.stream for v in verdicts}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def settled(verdicts: list[Verdict]) -> bool:
+    """A stream verdict decided across repeats: every repeat gives it, each by HOST_MARGIN."""
+    return bool(verdicts) and consensus(verdicts) is not None and all(v.decided for v in verdicts)
 
 
 def stream_verdict(back_to_back: Stats, gpu_only: Stats, enqueue: Stats) -> str:

@@ -1,5 +1,7 @@
 """Measurement runs beyond the ladder (sweeps, serving shapes, verification), each written as
-one stamped JSON record in the captures folder: `python -m attnprof sweep [--only NAME,...]`."""
+one stamped JSON record in the captures folder: `python -m attnprof sweep [--only NAME,...]`. A run whose
+numbers a page compares is taken several times (model/names.py's RUN_CODE says how many): first here,
+then each further repeat in a fresh process (measure/repeat.py), kept beside the first as `repeats`."""
 from __future__ import annotations
 
 import importlib
@@ -10,6 +12,7 @@ import traceback
 
 import torch
 
+from . import repeat
 from ..analysis import derived
 from ..model import names, store
 from ..analysis import records
@@ -28,6 +31,10 @@ def host_cpu() -> str | None:
                      if line.startswith("model name")), None) or platform.processor() or None
     except OSError:
         return platform.processor() or None
+
+
+def _failed(result) -> bool:
+    return isinstance(result, dict) and set(result) == {"error"}
 
 
 def run(chosen, out_dir=store.CAPTURES) -> dict[str, str]:
@@ -49,10 +56,14 @@ def run(chosen, out_dir=store.CAPTURES) -> dict[str, str]:
             status[name] = f"{type(e).__name__}: {first_line(e)}"
             torch.cuda.empty_cache()
             continue
+        more = repeat.in_processes(names.RUN_CODE[name].function, names.RUN_CODE[name].repeats - 1)
         record = {"record": f"run-{name}", "run": name, "key": records.RUN.key(f"run-{name}"),
                   "code": records.RUN.code(f"run-{name}"), "settings": records.RUN.settings(f"run-{name}"),
                   "wall_s": time.perf_counter() - start, **environment(), "host_cpu": host_cpu(),
                   "result": derived.derive(name, result)}
+        if names.RUN_CODE[name].repeats > 1:  # the further independent repeats; one that failed says why
+            record["repeats"] = [derived.derive(name, r) for r in more if not _failed(r)]
+            record["repeat_errors"] = [r["error"] for r in more if _failed(r)]
         store.write_json(out_dir, f"run-{name}", record)
         status[name] = "ok"
         print(f"   {name}: {record['wall_s']:.0f} s", flush=True)

@@ -1,24 +1,20 @@
 """The fastest forward at steady state, repeated in separate processes.
 
 One stage (the stage table's `steady` one) at the long shape, in its own layout: in each of REPEATS fresh
-processes (a fresh CUDA context, fresh compilation), warm up back to back for WARMUP_S seconds so the
+processes (a fresh CUDA context; measure/repeat.py), warm up back to back for WARMUP_S seconds so the
 clocks settle, then RUNS runs of CALLS forwards queued back to back, and in the same process a bf16
 matmul's back-to-back rate, the peak the forward is set against. Only raw samples are kept; the site
 draws medians, the range across processes and TFLOP/s from them.
 """
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 
 import torch
 
-from . import bench
+from . import bench, repeat
 from .sweep import inputs
 from ..model.stages import LONG_SHAPE, STAGES, select
-from ..text import first_line
 
 REPEATS, CALLS, RUNS, WARMUP_S = 5, 200, 5, 2.0
 MATMUL_N = 8192
@@ -44,19 +40,5 @@ def once(path: str) -> dict:
 def steady() -> dict:
     """REPEATS separate processes, each running `once`; a process that fails is kept with its reason."""
     (path,) = select(steady=True)
-    repeats = []
-    for _ in range(REPEATS):
-        done = subprocess.run([sys.executable, "-m", "attnprof.measure.steady", path], capture_output=True,
-                              text=True, timeout=600)
-        last = done.stdout.strip().splitlines()[-1:] or [""]
-        try:
-            repeats.append(json.loads(last[0]))
-        except ValueError:
-            repeats.append({"error": first_line(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else
-                                                f"exit {done.returncode}")[:300]})
     return {"path": path, "layout": STAGES[path].layout, "shape": list(LONG_SHAPE), "warmup_s": WARMUP_S,
-            "repeats": repeats}
-
-
-if __name__ == "__main__":
-    print(json.dumps(once(sys.argv[1])))
+            "repeats": repeat.in_processes("steady.once", REPEATS, path)}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .. import text
 from . import snippets
-from .procedure import BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, FORMAT, METRICS, SCHEDULE, WARMUP_CALLS
+from .procedure import BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, FORMAT, METRICS, RUN_REPEATS, SCHEDULE, WARMUP_CALLS
 from .stages import DEFAULT_SHAPE, LONG_SHAPE, STAGES, Stage, counter_records, get_stage, select, timing_stages
 from .snippets import ROOT, code_hash
 
@@ -73,34 +73,37 @@ CP_CODE = (f"{MEASURE}/context_parallel.py",)  # as the committed two-GPU record
 class Run:
     """A measurement run: the function that makes it (`module.function` in attnprof/measure/), the other
     measuring modules it runs, the stages it measures (`select` facts, or a tuple of names) and other
-    snippets it loads. Its key hashes all of these and analysis/derived.py, which computes its figures."""
+    snippets it loads, and how many independent repeats (separate processes) it takes: more than one
+    where a page's conclusion compares its numbers. Its key hashes all of these and analysis/derived.py,
+    which computes its figures."""
     function: str
     modules: tuple[str, ...] = ()
     stages: dict | tuple | None = None
     snippets: tuple[str, ...] = ()
+    repeats: int = 1
 
     @property
     def code(self) -> tuple[str, ...]:
-        """The measuring modules it runs, the function's own first."""
-        return (self.function.split(".")[0],) + self.modules
+        """The measuring modules it runs, the function's own first (and the one that starts its repeats)."""
+        return (self.function.split(".")[0],) + self.modules + (("repeat",) if self.repeats > 1 else ())
 
 
 RUN_CODE = {
     "ceilings": Run("sweep.ceilings", ("bench",)),
     "hardware": Run("sweep.hardware", ("bench",)),
     "sweep": Run("sweep.sweep", ("bench", "numerics"), dict(sweep=True)),
-    "fastest": Run("sweep.fastest", ("bench", "numerics"), dict(fused=True, sweep=True)),
+    "fastest": Run("sweep.fastest", ("bench", "numerics"), dict(fused=True, sweep=True), repeats=RUN_REPEATS),
     "recompile": Run("sweep.recompile_limit", ("bench", "numerics"), dict(fresh_compile=True)),
-    "fallback": Run("verify.fallbacks", ("dispatch", "bench", "numerics"), snippets=("sdpa",)),
+    "fallback": Run("verify.fallbacks", ("dispatch", "bench", "numerics"), snippets=("sdpa",), repeats=RUN_REPEATS),
     "verify": Run("verify.verify", ("numerics",), dict(verify=True), ("sdpa",)),
     "gqa": Run("serving.gqa", ("bench", "dispatch", "numerics")),
-    "decode": Run("serving.decode", ("bench", "dispatch", "numerics")),
+    "decode": Run("serving.decode", ("bench", "dispatch", "numerics"), repeats=RUN_REPEATS),
     "varlen": Run("serving.varlen", ("bench", "dispatch", "numerics")),
-    "e2e": Run("serving.end_to_end", ("bench", "numerics"), snippets=("inplace",)),
-    "decode_step": Run("serving.decode_step", ("bench", "numerics", "timing", "profiling"), snippets=("graphed",)),
-    "graphs": Run("graphs.graphs", ("bench", "numerics"), snippets=("naive", "compiled", "graphed", "sdpa")),
-    "steady": Run("steady.steady", ("sweep", "bench", "numerics"), dict(steady=True)),
-    "timing": Run("timing.timing", ("bench", "numerics", "capture", "profiling"), timing_stages(), ("graphed",)),
+    "e2e": Run("serving.end_to_end", ("bench", "numerics"), snippets=("inplace",), repeats=RUN_REPEATS),
+    "decode_step": Run("serving.decode_step", ("bench", "numerics", "timing", "profiling"), snippets=("graphed",), repeats=RUN_REPEATS),
+    "graphs": Run("graphs.graphs", ("bench", "numerics"), snippets=("naive", "compiled", "graphed", "sdpa"), repeats=RUN_REPEATS),
+    "steady": Run("steady.steady", ("sweep", "bench", "numerics", "repeat"), dict(steady=True)),
+    "timing": Run("timing.timing", ("bench", "numerics", "capture", "profiling"), timing_stages(), ("graphed",), repeats=RUN_REPEATS),
 }
 
 
@@ -122,7 +125,8 @@ def run_sources(name: str) -> tuple[str, ...]:
 
 
 def run_settings(name: str) -> dict:
-    return {"run": name, "stages": run_stages(name), "format": FORMAT}
+    settings_ = {"run": name, "stages": run_stages(name), "format": FORMAT}
+    return settings_ | ({"repeats": RUN_CODE[name].repeats} if RUN_CODE[name].repeats > 1 else {})
 
 
 def code_path(path: str) -> Path:

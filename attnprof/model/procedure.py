@@ -9,6 +9,7 @@ BWD_LABEL = "attention_backward"  # ... and around every profiled backward
 WARMUP_CALLS = 10
 EVENT_REPS = 50
 SCHEDULE = dict(wait=1, warmup=1, active=3, repeat=1)
+RUN_REPEATS = 3  # independent repeats (separate processes) of a run whose numbers a conclusion compares
 BWD_FLOP_FACTOR = 2.5  # backward FLOPs counted as 2.5x the forward's (five matmuls against two)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ...analysis import timing
+from ...analysis import decide, timing
 from ...model import names
 from ...model.procedure import SCHEDULE
 from ...model.stages import DEFAULT_SHAPE, STAGES
@@ -22,6 +22,19 @@ from ..registry import piece
 
 def rows(build: Build) -> list[dict]:
     return [r for r in build.run("timing")["rows"] if "error" not in r]
+
+
+def repeated(build: Build, stage, shape) -> list[timing.Verdict]:
+    """The verdict of a stage and shape in each independent repeat of the timing run, the first first."""
+    found = [timing.find(rep["rows"], stage, shape) for rep in build.repeats("timing")]
+    return [timing.verdict(r) for r in found if "error" not in r]
+
+
+def enqueue_range(build: Build, stage, shape) -> str:
+    """The CPU enqueue per call across the run's repeats (or p10–p90 of its one process), with how."""
+    found = [timing.find(rep["rows"], stage, shape) for rep in build.repeats("timing")]
+    r = decide.of([f["enqueue_us"] for f in found if "error" not in f])
+    return f"{r.text(us)}, {r.how}"
 
 
 def where(s) -> str:
@@ -148,16 +161,17 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
     v = timing.verdict(r)
     directive = f"verdict {stage} {shape} {kind}"
     if kind == "stream":
-        if expect == v.stream and not v.decided:
-            raise FalseStatement(f"the sentence `{directive}` expects {expect!r}, and the timing run says so, but by "
-                                 f"less than the {timing.HOST_MARGIN:g}× margin that decides it "
-                                 f"(GPU only {us(v.gpu_only.median)}, CPU enqueue {us(v.enqueue.median)}): drop expect= "
-                                 f"and let the sentence say it is this host's verdict")
+        every = repeated(build, stage, shape)
+        if expect == v.stream and not timing.settled(every):
+            raise FalseStatement(f"the sentence `{directive}` expects {expect!r}, and the timing run says so, but not "
+                                 f"in every repeat by the {timing.HOST_MARGIN:g}× margin that decides it "
+                                 f"({', '.join(x.stream for x in every)}; GPU only {us(v.gpu_only.median)}, CPU enqueue "
+                                 f"{us(v.enqueue.median)}): drop expect= and let the sentence say it is this host's verdict")
         return _claim(directive, expect, v.stream,
-                      f"**{v.stream}** in a stream{_margin(build, v)}: back to back it takes "
+                      f"**{v.stream}** in a stream{_margin(build, every)}: back to back it takes "
                       f"{us(v.back_to_back.median)} per call, against {us(v.gpu_only.median)} of GPU work (CUDA-graph "
-                      f"replay) and {us(v.enqueue.median)} of CPU enqueue (p10–p90 {v.enqueue.p10:.1f}–"
-                      f"{v.enqueue.p90:.1f} µs)")
+                      f"replay) and {us(v.enqueue.median)} of CPU enqueue (across the run: "
+                      f"{enqueue_range(build, stage, shape)})")
     if kind == "call":
         share = v.launch_overhead_us / v.one_call.median
         found = "launch dominates" if v.launch_overhead_us > v.gpu_only.median else (
@@ -202,26 +216,32 @@ def _names(items) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _margin(build: Build, v: timing.Verdict) -> str:
-    """Nothing for a decided verdict; for one closer than the margin that decides it, that it is this host's."""
-    if v.decided or v.stream not in ("GPU-bound", "launch-bound"):
+def _margin(build: Build, every: list[timing.Verdict]) -> str:
+    """Nothing for a verdict settled across the run's repeats; otherwise that it is this host's: the
+    repeats disagree, or one is closer than the margin that decides it."""
+    if timing.settled(every) or every[0].stream not in ("GPU-bound", "launch-bound"):
         return ""
     host = build.run_record("timing").get("host_cpu")
-    return (f" in this run{f' (host CPU: {host})' if host else ''}, by less than the {timing.HOST_MARGIN:g}× margin "
-            f"that would decide it for any host")
+    here = f" in this run{f' (host CPU: {host})' if host else ''}"
+    if timing.consensus(every) is None:
+        return (f"{here}, not in all of its {len(every)} separate processes ({', '.join(v.stream for v in every)}), "
+                f"so another run or host may give another verdict")
+    return f"{here}, by less than the {timing.HOST_MARGIN:g}× margin that would decide it for any host"
 
 
 @piece("verdicts", inline=True, conclusion=True)
 def verdicts(build: Build, shape, expect=None):
     """Every stage of the timing run at one shape, as one sentence: "efficient, flash, … are all
     **GPU-bound** in a stream"; with expect=..., the build fails unless every one of them is, by the margin
-    that decides it. Stages whose verdict is this host's (closer than the margin) are said apart."""
+    that decides it in every repeat. Stages whose verdict is this host's (closer than the margin, or not
+    the same in every repeat) are said apart."""
     expect = expect.replace("_", " ") if expect else None
-    found = {short(r["stage"]): timing.verdict(r) for r in _at(build, shape)}
-    if not found:
+    every = {short(r["stage"]): repeated(build, r["stage"], shape) for r in _at(build, shape)}
+    if not every:
         raise ValueError(f"the timing run has no row at {shape}")
-    decided = {k: v.stream for k, v in found.items() if v.decided}
-    close = {k: v for k, v in found.items() if not v.decided}
+    found = {k: vs[0] for k, vs in every.items()}
+    decided = {k: v.stream for k, v in found.items() if timing.settled(every[k])}
+    close = {k: v for k, v in found.items() if k not in decided}
     kinds = sorted(set(decided.values()))
     if len(kinds) == 1:
         sentence = f"{_names(decided)} {'is' if len(decided) == 1 else 'are all'} **{kinds[0]}** in a stream"
@@ -229,7 +249,7 @@ def verdicts(build: Build, shape, expect=None):
         sentence = "; ".join(f"{_names(t for t, v in decided.items() if v == k)}: **{k}**" for k in kinds)
     if close:
         sentence += ("; " if sentence else "") + "; ".join(
-            f"{k}: **{v.stream}**{_margin(build, v)} ({us(v.gpu_only.median)} GPU only against "
+            f"{k}: **{v.stream}**{_margin(build, every[k])} ({us(v.gpu_only.median)} GPU only against "
             f"{us(v.enqueue.median)} of CPU enqueue per call)" for k, v in close.items())
     found_kind = kinds[0] if len(kinds) == 1 and not close else "mixed"
     return _claim(f"verdicts {shape}", expect, found_kind, sentence)
