@@ -56,6 +56,7 @@ def run(chosen, out_dir=store.CAPTURES) -> dict[str, str]:
             status[name] = f"{type(e).__name__}: {first_line(e)}"
             torch.cuda.empty_cache()
             continue
+        torch.cuda.empty_cache()  # the repeats' processes share the GPU with this one
         more = repeat.in_processes(names.RUN_CODE[name].function, names.RUN_CODE[name].repeats - 1)
         record = {"record": f"run-{name}", "run": name, "key": records.RUN.key(f"run-{name}"),
                   "code": records.RUN.code(f"run-{name}"), "settings": records.RUN.settings(f"run-{name}"),
