@@ -156,23 +156,34 @@ def math_on_cuda_cores(build: Build):
             "confirmed" if min(fma) > 10 * max(max(tensor), 0.1) else "not confirmed")
 
 
-def share_verdict(hits: int, total: int) -> str:
-    return "confirmed" if hits == total else "partly" if hits else "not confirmed"
+def share_verdict(hits: int, total: int, near: int = 0) -> str:
+    """A claim about every kernel, against how many bear it out and how many lie near the threshold that decides."""
+    if hits == total:
+        return "confirmed"
+    if hits:
+        return "partly"
+    return f"not decided: {counters.NEAR}" if near else "not confirmed"
+
+
+def _band() -> str:
+    return f"within {counters.BAND:g} points of the {counters.BOUND_AT:.0f} % threshold"
 
 
 def elementwise_memory_bound(build: Build):
     kernels = [(op, k) for record in ("naive", "inplace", "math")
                for op, k in counters.paired(build.summary(record)["ops"], build.counters(record)["kernels"]) or []
                if kernel_names.explain(op["name"])["library"] == "ATen elementwise"]
-    memory = [op for op, k in kernels if counters.verdict(k) == "memory-bound"]
-    rest = Counter(f"{kernel_names.label(op['name'])} ({counters.verdict(k)})" for op, k in kernels
-                   if counters.verdict(k) != "memory-bound")
+    said = [(kernel_names.label(op["name"]), counters.verdict(k)) for op, k in kernels]
+    memory = [n for n, v in said if v == "memory-bound"]
+    near = Counter(n for n, v in said if v == counters.NEAR)
+    rest = Counter(f"{n} ({v})" for n, v in said if v not in ("memory-bound", counters.NEAR))
+    listed = lambda c: ", ".join(f"{k}× {what}" for what, k in sorted(c.items()))
     return ("PyTorch's elementwise kernels are memory-bound (they do little arithmetic per byte)",
             "the usual reading of a profile",
             f"{len(memory)} of the {len(kernels)} elementwise kernels of the naive, in-place and math forwards are "
-            f"memory-bound" + ("; the others: " + ", ".join(f"{n}× {what}" for what, n in sorted(rest.items()))
-                               if rest else ""),
-            share_verdict(len(memory), len(kernels)))
+            f"memory-bound" + (f"; {sum(near.values())} lie {_band()} ({listed(near)})" if near else "")
+            + (f"; the others: {listed(rest)}" if rest else ""),
+            share_verdict(len(memory), len(kernels), sum(near.values())))
 
 
 def fused_compute_bound(build: Build):
@@ -183,11 +194,13 @@ def fused_compute_bound(build: Build):
             rows.append((title(stage), counters.verdict(summary.longest_counted(measured))))
     named = lambda verdict: " · ".join(t for t, v in rows if v == verdict) or "none"
     bound = sum(v == "compute-bound" for _, v in rows)
+    near = sum(v == counters.NEAR for _, v in rows)
+    also = "".join(f"; {v}: {named(v)}" for v in (counters.BOTH, counters.NEAR) if any(x == v for _, x in rows))
     return ("fused attention at a long sequence is compute-bound (far right of the roofline's ridge)",
             "this site's roofline model",
             f"at {dims(LONG_SHAPE)}, the longest kernel of each path: compute-bound: {named('compute-bound')}; "
-            f"latency-bound: {named('latency-bound')}; memory-bound: {named('memory-bound')}",
-            share_verdict(bound, len(rows)))
+            f"latency-bound: {named('latency-bound')}; memory-bound: {named('memory-bound')}{also}",
+            share_verdict(bound, len(rows), near))
 
 
 MEASURED = [flash_occupancy, cudnn_occupancy, math_on_cuda_cores, elementwise_memory_bound, fused_compute_bound]
@@ -200,4 +213,4 @@ def measured_claims(build: Build):
             + f"\n\nEach verdict follows from the counters shown in the chapters ([naive](naive.md), "
               f"[math](math.md), [flash](flash.md), [cuDNN](cudnn.md), [roofline](roofline.md#measured-by-the-counters)); "
               f"compute-, memory- and latency-bound as defined in [Reading a profile]({tables.COUNTERS_GUIDE}) "
-              f"({counters.BOUND_AT:.0f} % of peak).")
+              f"({counters.BOUND_AT:.0f} % of peak; {counters.NEAR}: {_band()}).")
