@@ -52,9 +52,45 @@ def test_kernels_pair_with_the_capture_despite_ncus_spelling():
 
 
 @pytest.mark.parametrize("verdict, sm, mem", [("compute-bound", 70, 30), ("memory-bound", 30, 80),
-                                              ("latency-bound", 59, 59)])
+                                              ("latency-bound", 50, 57), ("near the threshold", 59, 59),
+                                              ("near the threshold", 30, 61.5), ("compute- and memory-bound", 85.7, 83.8)])
 def test_verdict(verdict, sm, mem):
     assert counters.verdict({"sm_throughput_pct": sm, "memory_throughput_pct": mem}) == verdict
+
+
+def test_a_kernel_within_the_band_is_near_the_threshold_on_either_side_of_it():
+    """bfloat16_copy went from 60.5 % to 59.8 % of peak between two regenerations: near the threshold both times."""
+    at = lambda mem: counters.verdict({"sm_throughput_pct": 10.0, "memory_throughput_pct": mem})
+    assert at(60.5) == at(59.8) == counters.NEAR
+    assert at(counters.BOUND_AT + counters.BAND + 0.1) == "memory-bound"
+    assert at(counters.BOUND_AT - counters.BAND - 0.1) == "latency-bound"
+
+
+def _near(build, record, part):
+    """The kernel of `record` named with `part` whose busier unit lies within the band of the threshold."""
+    return next(k for k in build.counters(record)["kernels"] if part in k["name"] and counters.verdict(k) == counters.NEAR)
+
+
+def test_the_claims_page_counts_the_kernels_near_the_threshold_apart():
+    """The memory-bound count moves only when a kernel leaves the band, and the verdict with it."""
+    from attnprof.site.claims import published as claims
+    from attnprof.site.build import Build
+    committed = claims.elementwise_memory_bound(Build(problems={}))
+    assert "4 of the 20 elementwise kernels" in committed[2] and "lie within 2 points of the 60 % threshold" in committed[2]
+    assert committed[3] == "partly"
+    build = Build(problems={})  # its counters, changed in memory: the copy kernel 0.7 points lower, as regenerated
+    copy = _near(build, "math", "bfloat16_copy")
+    copy["memory_throughput_pct"] -= 0.7
+    assert claims.elementwise_memory_bound(build)[2] == committed[2]
+    copy["memory_throughput_pct"] = 70.0  # out of the band: memory-bound, counted as such
+    assert "5 of the 20 elementwise kernels" in claims.elementwise_memory_bound(build)[2]
+    build = Build(problems={})
+    for record in ("naive", "inplace", "math"):
+        for k in build.counters(record)["kernels"]:
+            k["sm_throughput_pct"], k["memory_throughput_pct"] = 20.0, 60.5  # every kernel within the band
+    words, verdict = claims.elementwise_memory_bound(build)[2:]
+    assert words.startswith("0 of the 20") and "20 lie within 2 points" in words
+    assert verdict == "not decided: near the threshold"
 
 
 def _marker_line(report: str) -> str:

@@ -66,3 +66,117 @@ def test_claims_reuse_the_facts_of_the_tables():
     assert f"{share['time_pct']:.0f} %" in claims.softmax_time(BUILD)[2]
     flash = [x["speedup"] for x in findings.speedups(BUILD) if x["path"] == "flash"]
     assert f"{max(flash):.1f}×" in claims.flash_speed(BUILD)[2]
+
+
+# ---- conclusions decided by the one rule (analysis/decide.py): each turns when the number it rests on does ----
+
+@pytest.fixture
+def copy(tmp_path):
+    """copy(run, change): a copy of the committed records with `change(result)` applied to one run's committed
+    result (its medians derived again from the changed samples), read as a build reads them; each call starts
+    from the committed run again."""
+    import json
+    import shutil
+    from attnprof.analysis import derived
+    from attnprof.model import store
+    folder = tmp_path / "captures"
+    shutil.copytree(store.CAPTURES, folder, ignore=lambda d, names: [n for n in names if not n.startswith("run-")])
+
+    def flip(run, change, repeat=None):
+        path = folder / f"run-{run}.json"
+        record = json.loads((store.CAPTURES / path.name).read_text())
+        if repeat is None:
+            change(record["result"])
+            record["result"] = derived.derive(run, record["result"])
+        else:  # a further independent repeat of the run, the committed result changed
+            import copy as deep
+            again = deep.deepcopy(record["result"])
+            change(again)
+            record.setdefault("repeats", []).append(derived.derive(run, again))
+        path.write_text(json.dumps(record))
+        return Build(folder, problems={})
+    return flip
+
+
+def scale(rows, factor, key="back_to_back_us_each", **match):
+    """Every sample of `key` in the rows (or the part `part` of them) whose fields equal `match`, times `factor`."""
+    part = match.pop("part", None)
+    hit = [r for r in rows if all(r.get(k) == v for k, v in match.items())]
+    assert hit, match
+    for r in hit:
+        where = r[part] if part else r
+        where[key] = [factor * x for x in where[key]]
+
+
+def test_the_crossover_is_named_only_where_the_rule_decides_it(copy):
+    said = findings.leads(BUILD, "fa4")
+    # at head dim 64, S=4,096, FlashAttention-4 and cuDNN are 0.5 % apart: not told apart, both ranges given
+    assert "from S=8,192 up at head dim 64" in said and "at S=4,096, head dim 64, it is not told apart from cuDNN (" in said
+    assert said.count("TFLOP/s against") == 1
+    faster = copy("sweep", lambda rows: scale(rows, 0.85, path="fa4", shape=[4, 16, 4096, 64]))
+    moved = findings.leads(faster, "fa4")
+    assert "from S=4,096 up at head dim 64" in moved and "not told apart" not in moved
+    # a second repeat in which FlashAttention-4 is 20 % slower at S=8,192: across the two the lead is not decided
+    slower = copy("sweep", lambda rows: scale(rows, 1.2, path="fa4", shape=[2, 16, 8192, 64]), repeat=True)
+    assert "at S=8,192, head dim 64, it is not told apart from cuDNN" in findings.leads(slower, "fa4")
+    assert "across 2 separate processes" in findings.leads(slower, "fa4")
+
+
+def test_concatenation_against_in_place_is_decided_or_not_told_apart(copy):
+    said = findings.decode_error(BUILD)
+    assert "at batch 1, where the cache is small, the concatenating step and the in-place one are not told apart" in said
+    assert "× as long" in said.split(";")[0]  # the largest batch: decided, the cost per token with it
+    longer = copy("decode_step", lambda rows: scale(rows, 1.2, batch=1, part="concat"))
+    assert "at batch 1, where the cache is small, a step takes" in findings.decode_error(longer)
+    assert "not told apart" not in findings.decode_error(longer)
+    shorter = copy("decode_step", lambda rows: scale(rows, 0.8, batch=1, part="concat"))
+    assert "less time, not more" in findings.decode_error(shorter)
+
+
+def test_the_fastest_forward_is_one_only_where_told_apart_from_the_rest(copy):
+    said = findings.fastest(BUILD).split("\n\n")[-1]
+    assert said.startswith("The fastest forwards we ran at this shape are not told apart: **FlashAttention-4")
+    one = copy("fastest", lambda rows: scale(rows, 1.3, path="fa4", layout="BSHD"))
+    said = findings.fastest(one).split("\n\n")[-1]
+    assert said.startswith("The fastest forward we ran at this shape is **FlashAttention-4 through kernels on [B, H, S, D]")
+    assert "Fastest within each layout: on [B, H, S, D] inputs, FlashAttention-4" in said
+    def same_as_fa4(rows):  # cuDNN on [B, S, H, D] timed exactly as FlashAttention-4 there
+        fa4 = next(r for r in rows if r["path"] == "fa4" and r["layout"] == "BSHD")
+        next(r for r in rows if r["path"] == "cudnn" and r["layout"] == "BSHD")["back_to_back_us_each"] = \
+            list(fa4["back_to_back_us_each"])
+    within = findings.fastest(copy("fastest", same_as_fa4)).split("Fastest within each layout: ")[1]
+    assert within.split("; ")[1] == "on [B, S, H, D] inputs, cuDNN and FlashAttention-4, not told apart."
+
+
+def test_a_stream_slower_than_one_call_is_said_only_where_decided(copy):
+    assert "ran slower per layer" not in findings.cost(BUILD)  # every shape's two ranges overlap
+    slow = copy("e2e", lambda rows: scale(rows, 1.3, batch=2, part="sdpa_layer"))
+    note = findings.cost(slow).split("ran slower per layer than one layer at a time at ")[1]
+    assert note.startswith("batch 2 × 4,096 (") and "batch 8" not in note
+
+
+def test_a_gain_or_a_fallback_ratio_within_the_noise_is_not_told_apart(copy):
+    assert "not told apart" not in findings.graphs(BUILD).split("\n\n")[0]
+    same = copy("graphs", lambda rows: rows[0]["graph"].update(times_us=list(rows[0]["eager"]["times_us"])))
+    assert "| 1.0×, not told apart |" in findings.graphs(same).split("\n\n")[0]
+    assert "| fp16 inputs |" in findings.fallback(BUILD) and "1.0×, not told apart" in findings.fallback(BUILD)
+    slow = copy("fallback", lambda rows: scale(rows, 2.0, "times_us", case="fp16 inputs"))
+    fp16 = next(l for l in findings.fallback(slow).splitlines() if l.startswith("| fp16 inputs"))
+    assert fp16.endswith("× |") and "not told apart" not in fp16
+
+
+@pytest.mark.parametrize("lo, hi, said", [(10, 19, "ours is smaller"), (41.5, 50, "ours is larger"),
+                                          (35, 45, "agrees (overlaps the claimed range)"),
+                                          (40.5, 41, "at the edge of the claimed range: not told apart from it"),
+                                          (19.5, 19.8, "at the edge of the claimed range: not told apart from it")])
+def test_a_claim_is_judged_by_our_range_against_the_claimed_one(lo, hi, said):
+    from attnprof.analysis import decide
+    assert claims.verdict(decide.Range((lo + hi) / 2, lo, hi, 3, decide.REPEATS), 20, 40) == said
+
+
+def test_the_end_to_end_claim_turns_with_the_layer_times(copy):
+    assert claims.end_to_end(BUILD)[3].startswith("ours is larger")
+    def gain_of_30_pct(rows):  # the naive layer 1.3 times the SDPA layer, one call at a time, at every shape
+        for r in rows:
+            r["naive_layer"]["times_us"] = [1.3 * x for x in r["sdpa_layer"]["times_us"]]
+    assert claims.end_to_end(copy("e2e", gain_of_30_pct))[3].startswith("agrees")

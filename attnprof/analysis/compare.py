@@ -109,13 +109,28 @@ def metrics(s: dict) -> dict:
     verdict cell cannot (an estimate and why, or why there is none)."""
     g = oplist.gaps(s)
     st = timing.record_stream(s)
+    label, note = st.label, st.note
+    if not decided(st):
+        label = f"{label} (within {timing.HOST_MARGIN:g}×)"
+        note = "; ".join(filter(None, [note, (
+            f"{st.verdict} on this host by less than the {timing.HOST_MARGIN:g}× margin that decides it (GPU only "
+            f"{us(st.gpu_only.median)}, CPU enqueue {us(st.enqueue.median)} per call): a host whose CPU enqueues "
+            f"at another pace may give another verdict")]))
     return {"record": s["record"], "title": s.get("title", s["stage"]), "device": s["device"], "shape": s["shape"],
             "dtype": s["dtype"], "ops_per_forward": s["ops_per_forward"],
             "device_us": s["forward_device_us"], "cpu_us": s["cpu_forward_us"], "event_median_us": s.get("event_median_us"),
             "gpu_idle_share": g.idle_share, "stream": st.verdict, "stream_gpu_only": st.basis,
-            "stream_label": st.label, "stream_note": st.note, "tflops": causal_tflops(s), "rel_err": s.get("rel_err"),
+            "stream_label": label, "stream_note": note, "stream_decided": decided(st), "tflops": causal_tflops(s), "rel_err": s.get("rel_err"),
             "reference": s.get("reference", "attention in float64 (causal)"),
             "event_reps": s.get("settings", {}).get("event_reps")}
+
+
+def decided(st: timing.Stream) -> bool:
+    """Whether a capture's stream verdict holds whatever the host's CPU pace within timing.HOST_MARGIN (the
+    rule of timing.Verdict.decided); a verdict that names no side setting the pace has nothing to decide."""
+    if st.verdict not in ("GPU-bound", "launch-bound"):
+        return True
+    return timing.Verdict(st.verdict, None, st.back_to_back, st.gpu_only, st.enqueue, None, None).decided
 
 
 def diff(a: dict, b: dict) -> dict:

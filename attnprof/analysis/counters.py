@@ -12,9 +12,15 @@ import io
 import re
 
 from ..model.procedure import METRICS
+from . import decide
 
 MARKER = "spin_kernel"  # torch.cuda._sleep's kernel: in a report of several forwards, one opens each forward's rows
 BOUND_AT = 60.0  # % of peak: a unit this busy is what limits the kernel (Nsight Compute's own rule of thumb)
+# points of peak either side of BOUND_AT (and between the SMs' and memory's throughput) within which a verdict
+# is "near the threshold": one regeneration moved kernels' throughput by up to 0.7 points, and a verdict
+# must not cross the threshold on that
+BAND = 2.0
+NEAR, BOTH = "near the threshold", "compute- and memory-bound"
 
 
 def version(ncu: str) -> str:
@@ -106,8 +112,13 @@ def limiter(k: dict) -> str | None:
 
 
 def verdict(k: dict) -> str:
-    """compute-bound, memory-bound or latency-bound, from SM and memory throughput (% of peak)."""
+    """compute-bound, memory-bound or latency-bound, from SM and memory throughput (% of peak); NEAR when the
+    busier of the two lies within BAND of BOUND_AT, BOTH when both are above it and within BAND of each other
+    (decide.against: a verdict never crosses the threshold by a few tenths of a point)."""
     sm, mem = k.get("sm_throughput_pct") or 0.0, k.get("memory_throughput_pct") or 0.0
-    if max(sm, mem) < BOUND_AT:
-        return "latency-bound"
-    return "compute-bound" if sm >= mem else "memory-bound"
+    where = decide.against(max(sm, mem), BOUND_AT, BAND)
+    if where != "above":
+        return NEAR if where == "near" else "latency-bound"
+    if decide.against(sm - mem, 0.0, BAND) == "near":
+        return BOTH
+    return "compute-bound" if sm > mem else "memory-bound"

@@ -7,25 +7,36 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ...analysis import counters, kernel_names, summary
+from ...analysis import counters, decide, kernel_names, summary
 from ...model.names import counted_at
 from ...model.stages import LONG_SHAPE
 from ...text import dims
 from ..render import tables
 from ..build import Build
-from ..pieces.runs import softmax_share, speedups
+from ..pieces.runs import measured, quotient, row_where, softmax_share, speedups
 from ..words import title
 from ..registry import piece
 
 ARTICLES = "articles about the post"
 
 
-def verdict(ours_lo, ours_hi, claim_lo, claim_hi) -> str:
-    if ours_hi < claim_lo:
+def verdict(ours: decide.Range | float, claim_lo: float, claim_hi: float) -> str:
+    """Our range against a claimed range by the one rule: decidedly below or above it (beyond the claim's edge
+    by decide.MARGIN of that edge, decide.against), overlapping it, or at its edge, not told apart."""
+    r = ours if isinstance(ours, decide.Range) else decide.Range(ours, ours, ours, 1, decide.SAMPLES)
+    if decide.against(r, claim_lo, decide.MARGIN * abs(claim_lo)) == "below":
         return "ours is smaller"
-    if ours_lo > claim_hi:
+    if decide.against(r, claim_hi, decide.MARGIN * abs(claim_hi)) == "above":
         return "ours is larger"
-    return "agrees (overlaps the claimed range)"
+    if r.hi >= claim_lo and r.lo <= claim_hi:
+        return "agrees (overlaps the claimed range)"
+    return "at the edge of the claimed range: not told apart from it"
+
+
+def spanning(ranges: list[decide.Range]) -> decide.Range:
+    """One range over several measurements (shapes): from the lowest end to the highest, about their medians' median."""
+    return decide.Range(sorted(r.median for r in ranges)[len(ranges) // 2], min(r.lo for r in ranges),
+                        max(r.hi for r in ranges), min(r.n for r in ranges), ranges[0].basis)
 
 
 def span(values, fmt):
@@ -34,12 +45,16 @@ def span(values, fmt):
 
 def end_to_end(build: Build):
     e = [r for r in build.run("e2e") if "throughput_gain_pct" in r]
+    layer = lambda r, which: measured(build, "e2e", lambda result: row_where(batch=r["batch"], seq=r["seq"])(result)[which],
+                                      "times_us")
+    gain = spanning([quotient(layer(r, "naive_layer"), layer(r, "sdpa_layer")).scaled(lambda x: 100 * (x - 1))
+                     for r in e])
     g = [r["throughput_gain_pct"] for r in e]
     return ("1. naive → fused attention: 20–40 % end-to-end throughput", ARTICLES,
             f"+{min(g):.0f} % to +{max(g):.0f} % for one random-weight decoder layer "
-            "(" + ", ".join(f"B={r['batch']}, S={r['seq']}" for r in e) + "); not a whole model, and no "
-            "serving stack around it",
-            f"{verdict(min(g), max(g), 20, 40)}, for one layer; a production system's end-to-end throughput "
+            "(" + ", ".join(f"B={r['batch']}, S={r['seq']}" for r in e) + f"; +{gain.lo:.0f} % to +{gain.hi:.0f} % "
+            f"from the ends of the one-call ranges, {gain.how}); not a whole model, and no serving stack around it",
+            f"{verdict(gain, 20, 40)}, for one layer; a production system's end-to-end throughput "
             "(a full model, batching, the rest of the stack) is not measured here; attention's share of a whole "
             "model's time, and so the gain, differs from one layer's")
 
@@ -48,26 +63,29 @@ def softmax_time(build: Build):
     x = softmax_share(build)
     return ("2. softmax + masking ≈ 40 % of runtime, ≈ 0.02 % of FLOPs", "AMD ROCm FlashAttention benchmarks",
             f"{x['time_pct']:.0f} % of the in-place forward's device time; ≈ {x['flop_pct']:.1f} % of its FLOPs",
-            f"time share: {verdict(x['time_pct'], x['time_pct'], 30, 50)}; "
-            f"FLOP share: {verdict(x['flop_pct'], x['flop_pct'], 0.01, 0.03)}")
+            f"time share (one profiled forward): {verdict(x['time_pct'], 30, 50)}; "
+            f"FLOP share: {verdict(x['flop_pct'], 0.01, 0.03)}")
 
 
 def flash_speed(build: Build):
     peak = max(r.get("tflops_back_to_back") or 0 for r in build.run("sweep")
                if r["path"] == "flash" and not r.get("oom") and "unavailable" not in r)
-    x = [s["speedup"] for s in speedups(build) if s["path"] == "flash"]
+    flash = [s for s in speedups(build) if s["path"] == "flash"]
+    x = [s["speedup"] for s in flash]
     return ("3. FlashAttention-2 up to ≈ 230 TFLOP/s (A100); 3–9× faster than naive", ARTICLES,
             f"SDPA flash (FlashAttention-2) reaches {peak:.0f} TFLOP/s on the H200 (back to back, the sweep); "
             f"{span(x, '.1f')} faster than naive in place (back-to-back time per forward)",
-            f"TFLOP/s: different GPU, not comparable; speedup: {verdict(min(x), max(x), 3, 9)}")
+            f"TFLOP/s: different GPU, not comparable; speedup: "
+            f"{verdict(spanning([s['speedup_range'] for s in flash]), 3, 9)}")
 
 
 def flash_long(build: Build):
     long = [s for s in speedups(build) if s["path"] == "flash" and s["seq"] >= 8192]
     x, m = [s["speedup"] for s in long], [s["memory_ratio"] for s in long]
+    memory = decide.Range(sorted(m)[len(m) // 2], min(m), max(m), len(m), decide.SAMPLES)  # bytes: exact
     return ("4. SDPA flash: up to ≈ 5× less memory, 2–3× throughput on long sequences", ARTICLES,
             f"at S ≥ 8192: {span(m, '.0f')} less memory, {span(x, '.1f')} faster (vs naive in place)",
-            f"memory: {verdict(min(m), max(m), 1, 5)}; speed: {verdict(min(x), max(x), 2, 3)}")
+            f"memory: {verdict(memory, 1, 5)}; speed: {verdict(spanning([s['speedup_range'] for s in long]), 2, 3)}")
 
 
 def silent_fallback(build: Build):
@@ -156,23 +174,34 @@ def math_on_cuda_cores(build: Build):
             "confirmed" if min(fma) > 10 * max(max(tensor), 0.1) else "not confirmed")
 
 
-def share_verdict(hits: int, total: int) -> str:
-    return "confirmed" if hits == total else "partly" if hits else "not confirmed"
+def share_verdict(hits: int, total: int, near: int = 0) -> str:
+    """A claim about every kernel, against how many bear it out and how many lie near the threshold that decides."""
+    if hits == total:
+        return "confirmed"
+    if hits:
+        return "partly"
+    return f"not decided: {counters.NEAR}" if near else "not confirmed"
+
+
+def _band() -> str:
+    return f"within {counters.BAND:g} points of the {counters.BOUND_AT:.0f} % threshold"
 
 
 def elementwise_memory_bound(build: Build):
     kernels = [(op, k) for record in ("naive", "inplace", "math")
                for op, k in counters.paired(build.summary(record)["ops"], build.counters(record)["kernels"]) or []
                if kernel_names.explain(op["name"])["library"] == "ATen elementwise"]
-    memory = [op for op, k in kernels if counters.verdict(k) == "memory-bound"]
-    rest = Counter(f"{kernel_names.label(op['name'])} ({counters.verdict(k)})" for op, k in kernels
-                   if counters.verdict(k) != "memory-bound")
+    said = [(kernel_names.label(op["name"]), counters.verdict(k)) for op, k in kernels]
+    memory = [n for n, v in said if v == "memory-bound"]
+    near = Counter(n for n, v in said if v == counters.NEAR)
+    rest = Counter(f"{n} ({v})" for n, v in said if v not in ("memory-bound", counters.NEAR))
+    listed = lambda c: ", ".join(f"{k}× {what}" for what, k in sorted(c.items()))
     return ("PyTorch's elementwise kernels are memory-bound (they do little arithmetic per byte)",
             "the usual reading of a profile",
             f"{len(memory)} of the {len(kernels)} elementwise kernels of the naive, in-place and math forwards are "
-            f"memory-bound" + ("; the others: " + ", ".join(f"{n}× {what}" for what, n in sorted(rest.items()))
-                               if rest else ""),
-            share_verdict(len(memory), len(kernels)))
+            f"memory-bound" + (f"; {sum(near.values())} lie {_band()} ({listed(near)})" if near else "")
+            + (f"; the others: {listed(rest)}" if rest else ""),
+            share_verdict(len(memory), len(kernels), sum(near.values())))
 
 
 def fused_compute_bound(build: Build):
@@ -183,11 +212,13 @@ def fused_compute_bound(build: Build):
             rows.append((title(stage), counters.verdict(summary.longest_counted(measured))))
     named = lambda verdict: " · ".join(t for t, v in rows if v == verdict) or "none"
     bound = sum(v == "compute-bound" for _, v in rows)
+    near = sum(v == counters.NEAR for _, v in rows)
+    also = "".join(f"; {v}: {named(v)}" for v in (counters.BOTH, counters.NEAR) if any(x == v for _, x in rows))
     return ("fused attention at a long sequence is compute-bound (far right of the roofline's ridge)",
             "this site's roofline model",
             f"at {dims(LONG_SHAPE)}, the longest kernel of each path: compute-bound: {named('compute-bound')}; "
-            f"latency-bound: {named('latency-bound')}; memory-bound: {named('memory-bound')}",
-            share_verdict(bound, len(rows)))
+            f"latency-bound: {named('latency-bound')}; memory-bound: {named('memory-bound')}{also}",
+            share_verdict(bound, len(rows), near))
 
 
 MEASURED = [flash_occupancy, cudnn_occupancy, math_on_cuda_cores, elementwise_memory_bound, fused_compute_bound]
@@ -200,4 +231,4 @@ def measured_claims(build: Build):
             + f"\n\nEach verdict follows from the counters shown in the chapters ([naive](naive.md), "
               f"[math](math.md), [flash](flash.md), [cuDNN](cudnn.md), [roofline](roofline.md#measured-by-the-counters)); "
               f"compute-, memory- and latency-bound as defined in [Reading a profile]({tables.COUNTERS_GUIDE}) "
-              f"({counters.BOUND_AT:.0f} % of peak).")
+              f"({counters.BOUND_AT:.0f} % of peak; {counters.NEAR}: {_band()}).")

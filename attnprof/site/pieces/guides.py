@@ -45,6 +45,9 @@ def counters_guide(build: Build):
         ("L2 hit", "the share of lookups in the L2 cache that found their data there, without going to device memory"),
         ("verdict", f"*compute-bound* or *memory-bound*: whichever of SM and memory throughput is higher, once it "
                     f"reaches {counters.BOUND_AT:.0f} % of its peak; *latency-bound* when neither does (the kernel "
-                    f"waits on something other than a busy unit)"),
+                    f"waits on something other than a busy unit); *{counters.NEAR}* when the busier of the two lies "
+                    f"within {counters.BAND:g} points of {counters.BOUND_AT:.0f} %, where a second measurement can "
+                    f"fall on either side; *{counters.BOTH}* when both pass it within {counters.BAND:g} points of "
+                    f"each other"),
     ]) + ("\n\nEach percentage is of that unit's peak, measured over one forward with the clocks unlocked (as the GPU "
           "runs them in use, not fixed for repeatable numbers).")

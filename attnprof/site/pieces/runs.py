@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from math import prod
 
-from ...analysis import hardware, reasons, summary, timing
+from ...analysis import decide, hardware, reasons, summary, timing
 from ...analysis.counters import verdict as counter_verdict
 from ...analysis.flops import causal_flops, min_bytes, naive_bytes, tflops
 from ...model.names import counted_at
@@ -19,6 +19,29 @@ from ..registry import piece
 
 LAYOUT_TITLES = {"BHSD": "[B, H, S, D]", "BSHD": "[B, S, H, D]"}  # how q, k, v sat in memory
 DEFAULT_PRICE = 3.50  # $ per GPU-hour: an assumption the reader changes on the page, not a quote
+
+
+# ---- a measurement's range, as the one rule (analysis/decide.py) takes it -----------------------------
+
+def measured(build: Build, run: str, pick, samples: str = "back_to_back_us_each") -> decide.Range:
+    """The range of one measurement of a run: `pick(result)` finds its row (or part of a row) in each independent
+    repeat of the run, `samples` names the raw samples kept there (`times_us`: one call at a time)."""
+    return decide.of([pick(result)[samples] for result in build.repeats(run)])
+
+
+def quotient(a: decide.Range, b: decide.Range) -> decide.Range:
+    """a ÷ b, from the ends of the two ranges: the widest the ratio can be."""
+    return decide.Range(a.median / b.median, a.lo / b.hi, a.hi / b.lo, min(a.n, b.n), a.basis)
+
+
+def not_told_apart(a: str, ra: decide.Range, b: str, rb: decide.Range, fmt=us) -> str:
+    """The words for two quantities the rule cannot tell apart, both ranges given."""
+    return f"{a} and {b} are not told apart ({ra.text(fmt)} against {rb.text(fmt)}, {ra.how})"
+
+
+def row_where(**match):
+    """A picker for `measured`: the row of a run's result whose fields equal `match`."""
+    return lambda result: next(r for r in result if all(r.get(k) == v for k, v in match.items()))
 
 
 def _sweep_points(build, d, path):
@@ -133,6 +156,55 @@ def ceilings(build: Build):
     ])
 
 
+def sweep_leaders(build: Build, d: int) -> dict[int, list[str]]:
+    """At each swept S of head dim d, the paths at the top of the one rule's ranking of back-to-back times
+    (the fastest, with every path it cannot tell apart from them)."""
+    leaders = {}
+    for n in sorted({r["shape"][2] for r in build.run("sweep") if r["shape"][3] == d}):
+        rows = [r for r in build.run("sweep") if r["shape"][3] == d and r["shape"][2] == n and _value(r, "back_to_back_us")]
+        if rows:
+            leaders[n] = decide.ranking({r["path"]: _sweep_time(build, r) for r in rows})[0]
+    return leaders
+
+
+def _sweep_time(build: Build, r: dict) -> decide.Range:
+    return measured(build, "sweep", row_where(path=r["path"], shape=r["shape"]))
+
+
+@piece("leads", inline=True, conclusion=True)
+def leads(build: Build, stage):
+    """Where a stage leads the sweep, decided by the one rule: from which S up at each head dim, whom it trails
+    below that, and where it is not told apart from the fastest, with both ranges."""
+    rows = build.run("sweep")
+    dims_ = sorted({r["shape"][3] for r in rows})
+    starts, trails, ties = {}, set(), []
+    for d in dims_:
+        leaders = sweep_leaders(build, d)
+        lens = sorted(leaders)
+        tail = [n for i, n in enumerate(lens) if all(leaders[m] == [stage] for m in lens[i:])]
+        starts[d] = tail[0] if tail else None
+        for n in lens:
+            if n in tail:
+                continue
+            if stage in leaders[n]:
+                if len(leaders[n]) > 1:
+                    ties.append((d, n, leaders[n]))
+            else:
+                trails.update(leaders[n])
+    rate = lambda d, n, p: next(_sweep_time(build, r).scaled(lambda t: tflops(causal_flops(r["shape"]), t))
+                                for r in rows if r["path"] == p and r["shape"][2:] == [n, d])
+    led = [f"from S={starts[d]:,} up at head dim {d}" for d in dims_ if starts[d]]
+    said = (f"It leads {' and '.join(led)} (back-to-back TFLOP/s, the figures above)" if led else
+            "It leads at no length and head dim of this sweep from there up")
+    said += f", and trails {' and '.join(short(p) for p in sorted(trails))} below that" if led and trails else ""
+    for d, n, top in ties:
+        others = [p for p in top if p != stage]
+        said += (f"; at S={n:,}, head dim {d}, it is not told apart from {' and '.join(short(p) for p in others)} ("
+                 + " against ".join(f"{rate(d, n, p).text(lambda x: f'{x:.0f}')} TFLOP/s" for p in [stage, *others])
+                 + f", {rate(d, n, stage).how})")
+    return said
+
+
 @piece("sweep-table")
 def sweep_table(build: Build, d):
     paths = [p for p in select(sweep=True) if _sweep_points(build, d, p)]
@@ -168,6 +240,7 @@ def speedups(build: Build) -> list[dict]:
                     continue
                 out.append({"d": d, "seq": r["shape"][2], "path": fused,
                             "speedup": n["back_to_back_us"] / r["back_to_back_us"],
+                            "speedup_range": quotient(_sweep_time(build, n), _sweep_time(build, r)),
                             "memory_ratio": n["peak_extra_bytes"] / r["peak_extra_bytes"]})
     return out
 
@@ -256,11 +329,34 @@ def fastest(build: Build):
          tables.cell(tables.why_unavailable(r["unavailable"]) if "unavailable" in r else "OOM"))
         for r in rows], "llrrrr") + tables.raw_reasons((title(r["path"]), r["unavailable"]) for r in rows
                                                         if "unavailable" in r)
-    best = rows[0]
-    return table + (f"\n\nThe fastest forward we ran at this shape is **{title(best['path'])}** on "
-                    f"{layout(best)} inputs, **{best['tflops_back_to_back']:.0f} TFLOP/s**, "
-                    f"{100 * best['tflops_back_to_back'] / peak:.0f} % of the {peak:.0f} TFLOP/s bf16 matmul peak "
-                    "measured in the same run.")
+    return table + "\n\n" + fastest_words(build, [r for r in rows if "tflops_back_to_back" in r], peak)
+
+
+def fastest_words(build: Build, rows: list[dict], peak: float) -> str:
+    """Which forwards are fastest at the shape, overall and within each layout, by the one rule over their
+    back-to-back times; those it cannot tell apart are named together, with their ranges."""
+    layout = lambda key: LAYOUT_TITLES[key[1]]
+    name = lambda key: f"{title(key[0])} on {layout(key)} inputs"
+    times = {(r["path"], r.get("layout", "BHSD")): measured(build, "fastest", row_where(path=r["path"], layout=r.get("layout", "BHSD")))
+             for r in rows}
+    flops = causal_flops(rows[0]["shape"])
+    rate = lambda key: times[key].scaled(lambda t: tflops(flops, t))
+    fig = lambda key: rate(key).text(lambda x: f"{x:.0f}")
+    top = decide.ranking(times)[0]
+    share = f"{100 * rate(top[0]).median / peak:.0f} % of the {peak:.0f} TFLOP/s bf16 matmul peak measured in the same run"
+    if len(top) == 1:
+        said = f"The fastest forward we ran at this shape is **{name(top[0])}**, **{fig(top[0])} TFLOP/s**, {share}"
+    else:
+        said = ("The fastest forwards we ran at this shape are not told apart: "
+                + ", ".join(f"**{name(k)}**, {fig(k)} TFLOP/s" for k in top) + f"; the first is {share}")
+    within = []
+    for where in dict.fromkeys(k[1] for k in times):
+        first = decide.ranking({k: t for k, t in times.items() if k[1] == where})[0]
+        within.append(f"on {LAYOUT_TITLES[where]} inputs, {' and '.join(short(k[0]) for k in first)}"
+                      + (", not told apart" if len(first) > 1 else ""))
+    return (f"{said} (TFLOP/s: {rate(top[0]).how} of its back-to-back runs; two forwards are told apart when these "
+            f"ranges do not overlap and their medians differ by {100 * decide.MARGIN:.0f} % or more). "
+            f"Fastest within each layout: {'; '.join(within)}.")
 
 
 @piece("gqa")
@@ -331,33 +427,56 @@ def decode_share(build: Build):
     return "; ".join(parts)
 
 
-@piece("decode-error", inline=True)
+def concat_against_in_place(build: Build, r: dict) -> tuple[int, str]:
+    """The concatenating step against the in-place one at one row of the decode-step run, by the one rule:
+    (decide.order of the two, the words for it)."""
+    pick = row_where(batch=r["batch"], kv_len=r["kv_len"])
+    place = measured(build, "decode_step", pick)
+    cat = measured(build, "decode_step", lambda result: pick(result)["concat"])
+    o = decide.order(cat, place)
+    if o == 0:
+        return o, not_told_apart("the concatenating step", cat, "the in-place one", place)
+    return o, (f"a step takes {cat.text(us)} with the concatenation against {place.text(us)} in place, "
+               f"{r['ratio']:.2f}× as long ({cat.how})" + ("" if o > 0 else ": less time, not more"))
+
+
+@piece("decode-error", inline=True, conclusion=True)
 def decode_error(build: Build):
     """What concatenating the cache on every step costs against writing it in place, in one sentence,
-    from the run that measured both steps."""
+    from the run that measured both steps, decided by the one rule at the largest and the smallest ratio."""
     worst = max(decode_steps(build), key=lambda r: r["ratio"])
     best = min(decode_steps(build), key=lambda r: r["ratio"])
-    return (f"at batch {worst['batch']} a step takes {us(worst['concat']['back_to_back_us'])} with the concatenation "
-            f"against {us(worst['back_to_back_us'])} in place, {worst['ratio']:.1f}× as long, and the decode cost per "
-            f"token is {worst['ratio']:.1f}× as high; at batch {best['batch']}, where the cache is small, concatenating "
-            f"takes {best['ratio']:.2f} times the in-place step")
+    o, said = concat_against_in_place(build, worst)
+    cost = f", and the decode cost per token is {worst['ratio']:.1f}× as high" if o > 0 else ""
+    return (f"at batch {worst['batch']} {said}{cost}; at batch {best['batch']}, where the cache is small, "
+            f"{concat_against_in_place(build, best)[1]}")
+
+
+def graph_gain(build: Build, i: int) -> str:
+    """The one-call speedup of row `i` of the graphs run, where the rule tells the two calls apart."""
+    eager = measured(build, "graphs", lambda result: result[i]["eager"], "times_us")
+    graph = measured(build, "graphs", lambda result: result[i]["graph"], "times_us")
+    ratio = f"{eager.median / graph.median:.1f}×"
+    return ratio if decide.told_apart(eager, graph) else f"{ratio}, not told apart"
 
 
 @piece("graphs")
 def graphs(build: Build):
     """Each forward launched op by op and replayed as one CUDA graph: single-call and back-to-back medians."""
     rows = []
-    for r in build.run("graphs"):
+    for i, r in enumerate(build.run("graphs")):
         if "error" in r:
             rows.append((f"{r['where']} (q {shape(r['shape'])})", r["path"], "—", "—", "—", "—", tables.cell(r["error"])))
             continue
         e, g = r["eager"], r["graph"]
         rows.append((f"{r['where']} (q {shape(r['shape'])})", r["path"], us(e["median_us"]), us(g["median_us"]),
-                     f"{e['median_us'] / g['median_us']:.1f}×", us(e["back_to_back_us"]), us(g["back_to_back_us"])))
+                     graph_gain(build, i), us(e["back_to_back_us"]), us(g["back_to_back_us"])))
     return tables.table(["shape", "path", "one call, launched op by op (CUDA-event median)",
                          "one call, graph replay (CUDA-event median)", "speedup",
                          "back to back per call, op by op (CUDA events)", "back to back per call, graph (CUDA events)"],
-                        rows, "llrrrrr")
+                        rows, "llrrrrr") + (
+        f"\n\nA speedup is *not told apart* where the two one-call ranges ({_basis(build, 'graphs')}) overlap or "
+        f"their medians lie within {100 * decide.MARGIN:.0f} % of each other.")
 
 
 @piece("varlen")
@@ -393,6 +512,17 @@ def decode_stream(r: dict) -> str:
             f"{us(v.enqueue.median)} CPU enqueue")
 
 
+def stream_against_one_call(build: Build, r: dict) -> str | None:
+    """Where a stream of SDPA layers ran decidedly slower per layer than one layer at a time (the one rule over
+    back-to-back runs and single calls): the words for it; None where it did not, or cannot be told apart."""
+    pick = lambda result: row_where(batch=r["batch"], seq=r["seq"])(result)["sdpa_layer"]
+    stream, one = measured(build, "e2e", pick), measured(build, "e2e", pick, "times_us")
+    if decide.order(stream, one) <= 0:
+        return None
+    return (f"batch {r['batch']} × {r['seq']:,} ({stream.text(us)} back to back against {one.text(us)} one call at "
+            f"a time, {one.how})")
+
+
 @piece("cost")
 def cost(build: Build, layers="32"):
     """$ per million tokens for a model of `layers` such layers, at a price the reader can change."""
@@ -403,9 +533,9 @@ def cost(build: Build, layers="32"):
             layer = r["sdpa_layer"]
             rows.append(("prefill", f"batch {r['batch']} × {r['seq']:,} tokens", layer["back_to_back_us"],
                          r["prefill_tokens_per_s_per_layer"] / layers, "not measured"))
-            if layer["back_to_back_us"] > layer["median_us"]:
-                slower.append(f"batch {r['batch']} × {r['seq']:,} ({us(layer['back_to_back_us'])} back to back "
-                              f"against {us(layer['median_us'])} one call at a time)")
+            said = stream_against_one_call(build, r)
+            if said:
+                slower.append(said)
     for r in build.run("decode_step"):
         if "decode_tokens_per_s_per_layer" in r:
             what = f"batch {r['batch']}, KV cache {r['kv_len']:,} (static, in place)"
@@ -429,6 +559,20 @@ def cost(build: Build, layers="32"):
             f'<th>$ per million tokens</th></tr></thead><tbody>{body}</tbody></table>' + note)
 
 
+def against_fast_path(build: Build, r: dict) -> str:
+    """A fallback case's one call over the fast path's (the run's first row), where the rule tells them apart."""
+    fast = measured(build, "fallback", lambda result: result[0], "times_us")
+    case = measured(build, "fallback", row_where(case=r["case"]), "times_us")
+    ratio = f"{case.median / fast.median:.1f}×"
+    return ratio if r is build.run("fallback")[0] or decide.told_apart(case, fast) else f"{ratio}, not told apart"
+
+
+def _basis(build: Build, run: str) -> str:
+    """What a run's ranges are: across its repeats, or one process's p10–p90."""
+    return (f"median and range across {len(build.repeats(run))} separate processes" if len(build.repeats(run)) > 1
+            else "p10–p90 of one process's calls")
+
+
 @piece("fallback")
 def fallback(build: Build):
     rows = build.run("fallback")
@@ -439,11 +583,13 @@ def fallback(build: Build):
             out.append((tables.cell(r["case"]), "error", "—", "—", "—", tables.cell(r["error"])))
             continue
         out.append((tables.cell(r["case"]), f"**{r['ran']}**", r["device_ops"], us(r["device_us"]),
-                    us(r.get("median_us")), f"{r['median_us'] / fast['median_us']:.1f}×"))
+                    us(r.get("median_us")), against_fast_path(build, r)))
     return tables.table(["inputs", "backend that ran (kernels)", "device ops / forward",
                          "device time / forward (profiler)", "one call: CUDA-event median",
                          "vs the fast path (one call)"], out, "llrrrr") + (
-        f"\n\nShape {'×'.join(map(str, fast['shape']))} unless the case changes it; bf16 unless it says otherwise.")
+        f"\n\nShape {'×'.join(map(str, fast['shape']))} unless the case changes it; bf16 unless it says otherwise. "
+        f"A case is *not told apart* from the fast path where their one-call ranges ({_basis(build, 'fallback')}) "
+        f"overlap or their medians lie within {100 * decide.MARGIN:.0f} % of each other.")
 
 
 @piece("fallback-reasons")

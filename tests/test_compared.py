@@ -1,0 +1,37 @@
+"""The readers' worked example compared by the one rule: the least device time, and whether a stream's verdict
+holds beyond the host it was measured on. Each test changes a copy of a record (in memory) and shows the words
+turn."""
+import copy
+
+from attnprof.analysis import compare, timing
+from attnprof.site.build import Build
+from attnprof.site.pieces import compared
+
+WINDOWS = ("window.naive", "window.sdpa", "window.flex")
+
+
+def test_the_least_device_time_is_one_capture_only_where_told_apart():
+    said = compared.least_device_time(Build(problems={}), *WINDOWS)
+    assert said.startswith("the *Sliding window, FlexAttention with a block mask* capture takes the least")
+    build = Build(problems={})
+    sdpa = build.summary("window.sdpa")["forward_device_us_each"]
+    build.summary("window.flex")["forward_device_us_each"] = [1.01 * x for x in sdpa]  # 1 % apart: under the margin
+    said = compared.least_device_time(build, *WINDOWS)
+    assert " and the *" in said and "take the least device time per forward, not told apart (" in said
+
+
+def _with_enqueue(record, factor):
+    """A copy of a capture whose unprofiled CPU enqueue samples are `factor` times its GPU-only median."""
+    s = copy.deepcopy(Build(problems={}).summary(record))
+    gpu = timing.record_verdict(s).gpu_only.median
+    s["timing"]["enqueue_us"] = [factor * gpu] * len(s["timing"]["enqueue_us"])
+    return s
+
+
+def test_a_stream_verdict_inside_the_host_margin_says_so():
+    committed = compare.metrics(Build(problems={}).summary("window.sdpa"))  # GPU only 155 µs, enqueue 93 µs: 1.7×
+    assert committed["stream_label"] == "GPU-bound (within 2×)" and "by less than the 2× margin" in committed["stream_note"]
+    far = compare.metrics(_with_enqueue("window.sdpa", 0.3))  # the GPU now 3.3× the CPU's enqueue
+    assert far["stream_label"] == "GPU-bound" and far["stream_note"] is None and far["stream_decided"]
+    md = compared.markdown(compare.diff(Build(problems={}).summary("auto"), Build(problems={}).summary("window.sdpa")))
+    assert "A stream of calls of B: GPU-bound on this host by less than the 2× margin" in md
