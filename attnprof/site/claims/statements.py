@@ -1019,7 +1019,7 @@ def _longest_slower(stage: str, factor: float):
 
 
 @claim("layout-gap", reads=lambda stage: ["run-fastest"],
-       flip=lambda stage: [Flip("run-fastest.json", in_run("fastest", _slower_rows(stage, "BSHD", 1.5)), ADAPTS),
+       flip=lambda stage: [Flip("run-fastest.json", in_run("fastest", _slower_rows(stage, "BHSD", 0.85)), ADAPTS),
                            Flip("run-fastest.json", in_run("fastest", _slower_rows(stage, "BHSD", 3.0)))])
 def layout_gap(build: Build, stage) -> Statement:
     """A stage is the fastest forward stored either way in the fastest-forward run (told apart from the
