@@ -1054,7 +1054,7 @@ def _slower_rows(stage: str, layout: str, factor: float):
 
 
 @claim("hopper-compute-bound", reads=[f"{r}.counters" for _, r in names.counted_at(LONG_SHAPE)] + [names.record_name(s, LONG_SHAPE) for s in select(fused=True)],
-       flip=Flip(f"{names.record_name('fa4', LONG_SHAPE)}.counters.json",
+       flip=Flip(f"{names.record_name('cudnn', LONG_SHAPE)}.counters.json",
                  lambda c: c["kernels"][0].update(sm_throughput_pct=10.0, memory_throughput_pct=90.0)))
 def hopper_compute_bound(build: Build) -> Statement:
     """Which fused kernels the counters call compute-bound at the long shape."""
