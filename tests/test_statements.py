@@ -11,8 +11,7 @@ from attnprof.analysis import records
 from attnprof.analysis import hardware, trace
 from attnprof.site.claims import statements
 from attnprof.site.build import Build
-from attnprof.site.build import FalseStatement
-from attnprof.site.claims.statements import STATEMENTS, check
+from attnprof.site.claims.statements import check
 from attnprof.site import registry
 
 registry.load()  # every module that registers statements, as a build loads them
@@ -21,26 +20,6 @@ registry.load()  # every module that registers statements, as a build loads them
 @pytest.fixture(scope="module")
 def committed():
     return Build(store.CAPTURES, problems={})
-
-
-def said():
-    """Every `say` directive of the chapters, with its arguments: what the pages ask the statements."""
-    import re
-    from attnprof.model.snippets import ROOT
-    found = {tuple(m.group(1).split()) for page in (ROOT / "docs").glob("*.md")
-             for m in re.finditer(r"<!--\s*attnprof:\s*say\s+([^>]*?)\s*-->", page.read_text())}
-    return sorted(found)
-
-
-def test_every_statement_is_said_on_a_page():
-    assert {words[0] for words in said()} == set(STATEMENTS)
-
-
-@pytest.mark.parametrize("words", said(), ids=" ".join)
-def test_every_statement_holds_on_the_committed_records(committed, words):
-    name, *args = words
-    s = check(committed, name, *[a for a in args if "=" not in a], **dict(a.split("=", 1) for a in args if "=" in a))
-    assert s.holds and s.text and "{" not in s.text, words
 
 
 @pytest.fixture
@@ -58,26 +37,16 @@ def copy(tmp_path):
     return flip
 
 
-def test_the_backward_ratio_sentence_fails_when_a_fused_backward_gets_cheap(copy):
-    build = copy("fa4-bwd.json", lambda s: s.update(forward_device_us=s["backward_device_us"]))  # 1.0×
-    with pytest.raises(FalseStatement, match="bwd-over-fwd"):
-        check(build, "bwd-over-fwd")
-
-
-def test_the_fastest_backward_is_named_by_each_method(committed, copy):
+def test_backwards_whose_one_call_times_overlap_are_not_ranked(committed):
+    """By one call, cuDNN's and flash's backward (p10–p90 overlapping) share a place: no ordinal between
+    them; by device time (tight spreads) FlashAttention-4's is first."""
+    from attnprof.analysis import decide
     text = check(committed, "bwd-fastest").text
-    from attnprof.text import us
-    fa4, cudnn = (records.load_summary(f"{s}-bwd") for s in ("fa4", "cudnn"))
-    assert f"FlashAttention-4's ({us(fa4['backward_device_us'])})" in text and "the order is not the same" in text
-    assert f"cuDNN's comes first ({us(cudnn['event_median_us'])})" in text
-    build = copy("fa4-bwd.json", lambda s: s.update(event_median_us=100.0))  # now first by both methods
-    assert "comes first too" in check(build, "bwd-fastest").text
-
-
-def test_fa4s_host_side_explanation_needs_its_cpu_time_above_its_device_time(copy):
-    build = copy("fa4-bwd.json", lambda s: s.update(cpu_backward_us=100.0))
-    with pytest.raises(FalseStatement, match="bwd-host"):
-        check(build, "bwd-host", "fa4")
+    ranges = {s: decide.of([records.load_summary(f"{s}-bwd")["event_times_us"]]) for s in ("cudnn", "flash")}
+    assert decide.order(ranges["cudnn"], ranges["flash"]) == 0  # what the committed records hold
+    assert "the fastest backward here is FlashAttention-4's" in text
+    one_call = text.split("Timed from the CPU", 1)[1]
+    assert "not decided" in one_call and "not told apart" in one_call and "cuDNN's comes first" not in one_call
 
 
 def test_a100_ratios_are_peak_to_peak(committed):
@@ -89,25 +58,6 @@ def test_a100_ratios_are_peak_to_peak(committed):
         pytest.approx({"fp32_tflops": 19.5 * 2, "hbm_gbs": 2039, "sm_clock": 108 * 1410}, rel=0.01)  # A100 formulas
 
 
-def test_math_lies_between_bandwidth_and_fp32_and_fails_outside(committed, copy):
-    assert "between the bandwidth ratio" in check(committed, "a100-math").text
-    build = copy("run-hardware.json", lambda r: r["result"]["query"].update(memory_clock_rate=4_000_000))  # 2.95×: above math
-    with pytest.raises(FalseStatement, match="a100-math"):
-        check(build, "a100-math")
-
-
-def test_in_place_is_nearest_bandwidth_and_fails_when_another_ratio_is_nearer(copy):
-    build = copy("run-hardware.json", lambda r: r["result"]["query"].update(smi_clocks_max_sm_mhz=2_200))  # SMs × clock 1.9×
-    with pytest.raises(FalseStatement, match="a100-inplace"):
-        check(build, "a100-inplace")
-
-
-def test_the_ampere_kernels_sentence_fails_when_they_outgrow_sms_times_clock(copy):
-    build = copy("run-hardware.json", lambda r: r["result"]["query"].update(multi_processor_count=90))
-    with pytest.raises(FalseStatement, match="a100-fused-ampere"):
-        check(build, "a100-fused-ampere")
-
-
 def test_relation_and_scaling_words():
     assert [statements.relation(x, 2, 3) for x in (1.9, 2.5, 3.1)] == ["below", "between", "above"]
     assert statements.scaling_words(2.016, 2, None) == "about linear"
@@ -115,12 +65,6 @@ def test_relation_and_scaling_words():
     assert statements.scaling_words(2.05, 2, 0.01) == "superlinear"  # beyond a recorded spread
     assert statements.scaling_words(2.05, 2, 0.08) == "about linear"
     assert statements.scaling_words(1.6, 2, None) == "sublinear"
-
-
-def test_the_scaling_sentence_fails_if_the_speedup_is_clearly_superlinear(copy):
-    build = copy("cp-allgather-w2-1x16x131072x128.json", lambda s: s.update(speedup=2.4))
-    with pytest.raises(FalseStatement, match="cp-scaling"):
-        check(build, "cp-scaling")
 
 
 def test_busy_time_is_the_union_of_overlapping_ops():
@@ -177,21 +121,6 @@ def test_the_cpu_ranking_follows_the_unprofiled_enqueue_samples(copy):
     assert text.endswith("so the cheapest of these here") and "below flash's" in text
 
 
-def test_the_compiled_forward_between_eager_and_flash_fails_when_it_is_not(copy):
-    build = copy("naive_compiled.json", lambda s: s.update(event_median_us=s["event_median_us"] * 10))
-    with pytest.raises(FalseStatement, match="'between'"):
-        check(build, "between", "naive_compiled", "naive", "flash")
-
-
-def test_a_kernels_verdict_follows_its_counters(committed, monkeypatch):
-    measured = records.load_counters("naive")
-    for k in measured["kernels"]:
-        if "softmax" in k["name"]:
-            k.update(sm_throughput_pct=10.0, memory_throughput_pct=90.0)
-    monkeypatch.setattr(committed, "counters", lambda record: measured)
-    assert check(committed, "verdict", "naive", "softmax_warp_forward").text.startswith("memory-bound by")
-
-
 def test_two_compiled_variants_with_different_kernels_are_said_to_differ(copy):
     def rename(summary):
         next(op for op in summary["ops"] if op["name"].startswith("triton_"))["name"] = "triton_red_fused_other_0"
@@ -204,29 +133,3 @@ def test_two_compiled_variants_with_different_kernels_are_said_to_differ(copy):
 def _attention_op(s):
     from attnprof.analysis import kernel_names
     return next(op for op in s["ops"] if kernel_names.is_attention(op["name"]))
-
-
-def test_the_layer_sentence_fails_when_its_attention_kernel_outweighs_the_rest(copy):
-    def slow_attention(s):
-        _attention_op(s)["duration_us"] = s["forward_device_us"]  # the kernel alone as long as the forward
-    build = copy("layer.sdpa.json", slow_attention)
-    build.shown = build.summary  # the sentence reads the drawn forward: here, the edited one
-    with pytest.raises(FalseStatement, match="layer-around"):
-        check(build, "layer-around")
-
-
-def test_the_eager_sentence_fails_when_its_softmax_runs_in_bf16_or_beats_the_fused_kernel(copy):
-    def bf16_softmax(s):
-        op = next(op for op in s["ops"] if "softmax" in op["name"])
-        op["name"] = op["name"].replace("float", "c10::BFloat16")
-    build = copy("layer.eager.json", bf16_softmax)
-    build.shown = build.summary  # the sentence reads the drawn forwards: here, the edited ones
-    with pytest.raises(FalseStatement, match="layer-eager"):
-        check(build, "layer-eager")
-
-    def fast_softmax(s):
-        next(op for op in s["ops"] if "softmax" in op["name"])["duration_us"] = 1.0
-    build = copy("layer.eager.json", fast_softmax)
-    build.shown = build.summary
-    with pytest.raises(FalseStatement, match="layer-eager"):
-        check(build, "layer-eager")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...analysis import kernel_names, summary
 from ...text import shape, us
 from ..build import Build
-from .statements import Statement, statement, times
+from .statements import Flip, Statement, claim, kernels_in_trace, times
 
 EAGER, SDPA = "layer.eager", "layer.sdpa"
 
@@ -14,7 +14,8 @@ def _where(s: dict) -> str:
     return f"profiler device time of the forward the trace draws, {shape(s['shape'])} {s['dtype']}"
 
 
-@statement("layer-around")
+@claim("layer-around", reads=lambda record=SDPA: [record],
+       flip=lambda record=SDPA: Flip(f"{record}.trace.json.gz", kernels_in_trace("fprop", 20.0)))  # the attention outweighs the rest
 def layer_around(build: Build, record: str = SDPA) -> Statement:
     """The layer's one attention kernel against everything the layer runs around it."""
     s = build.shown(record)  # the forward the page's trace draws
@@ -34,7 +35,8 @@ def layer_around(build: Build, record: str = SDPA) -> Statement:
                      f"{len(attention)} attention kernels; {rest:.1f} µs around {kernel['duration_us']:.1f} µs")
 
 
-@statement("layer-eager")
+@claim("layer-eager", reads=[EAGER, SDPA],
+       flip=Flip(f"{EAGER}.trace.json.gz", kernels_in_trace("softmax", 0.1)))  # a softmax quicker than the fused kernel
 def layer_eager(build: Build) -> Statement:
     """Eager's float32 softmax against sdpa's whole attention kernel."""
     eager, sdpa = build.shown(EAGER), build.shown(SDPA)  # the forwards the pages draw

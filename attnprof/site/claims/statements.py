@@ -8,11 +8,13 @@ statement the records contradict stops the build with one line that names it and
 from __future__ import annotations
 
 import re
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ...analysis import hardware, kernel_names, summary, trace
+from ...analysis import decide, derived, hardware, kernel_names, summary, trace
+from ...analysis.stats import event_stats
 from ...model import names
 from ...model.stages import DEFAULT_SHAPE, LONG_SHAPE, select
 from ...text import ms, shape as shape_text, us
@@ -26,25 +28,62 @@ class Statement:
     text: str  # the sentence as the page shows it
     holds: bool  # whether the records bear out its words
     rests_on: str = ""  # the numbers it rests on, for the one line that says it is false
+    outcome: str = ""  # which of its words it chose, for a claim whose words follow the records
 
 
-STATEMENTS: dict[str, Callable[[Build], Statement]] = {}
+FALSE, ADAPTS = "false", "adapts"
 
 
-def statement(name: str):
+@dataclass(frozen=True)
+class Flip:
+    """A change to a copy of one record that a claim must answer: by turning false (FALSE), or, for words
+    that follow the records, by words for another outcome that still hold (ADAPTS)."""
+    file: str  # the file it changes in the captures folder: "fa4-bwd.json", "run-timing.json", "naive.trace.json.gz"
+    change: Callable[[dict], None]  # changes the file's JSON in place
+    then: str = FALSE
+
+    @property
+    def record(self) -> str:
+        """The record the file belongs to: a capture's trace is part of the capture."""
+        return self.file.removesuffix(".gz").removesuffix(".json").removesuffix(".trace")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checked sentence: the records it reads and the flips that must turn it, for its arguments
+    on a page, and `says`, which returns its words for what the records give and whether they hold."""
+    name: str
+    says: Callable[..., Statement]
+    reads: Callable[..., list[str]]
+    flips: Callable[..., list[Flip]]
+
+
+CLAIMS: dict[str, Claim] = {}
+
+
+def _of_args(x):
+    """A claim's `reads` or `flips`: given as is, or as a function of the claim's arguments."""
+    if callable(x):
+        return lambda *a, **k: (lambda v: list(v) if isinstance(v, (list, tuple)) else [v])(x(*a, **k))
+    return lambda *a, **k: list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def claim(name: str, reads, flip):
+    """Register the function below as the claim `name`: `reads`, the records it reads, and `flip`, one
+    Flip or several, each given as is or as a function of the claim's arguments."""
     def register(fn):
-        if name in STATEMENTS:
-            raise ValueError(f"statement {name!r} is registered twice")
-        STATEMENTS[name] = fn
+        if name in CLAIMS:
+            raise ValueError(f"claim {name!r} is registered twice")
+        CLAIMS[name] = Claim(name, fn, _of_args(reads), _of_args(flip))
         return fn
     return register
 
 
 def check(build: Build, name: str, *args, **keywords) -> Statement:
-    """The statement `name`, raising FalseStatement when the records contradict it."""
-    if name not in STATEMENTS:
-        raise KeyError(f"unknown statement {name!r} (known: {', '.join(sorted(STATEMENTS))})")
-    s = STATEMENTS[name](build, *args, **keywords)
+    """The claim `name`, raising FalseStatement when the records contradict it."""
+    if name not in CLAIMS:
+        raise KeyError(f"unknown statement {name!r} (known: {', '.join(sorted(CLAIMS))})")
+    s = CLAIMS[name].says(build, *args, **keywords)
     if not s.holds:
         raise FalseStatement(f"the statement {name!r} is false for the committed records: “{s.text}” "
                              f"({s.rests_on}); rewrite the sentence or find what changed in the records")
@@ -53,7 +92,7 @@ def check(build: Build, name: str, *args, **keywords) -> Statement:
 
 @piece("say", inline=True, conclusion=True)
 def say(build: Build, name, *args, **keywords):
-    """A computed sentence, checked against the records (see STATEMENTS); some take a stage."""
+    """A computed sentence, checked against the records (see CLAIMS); some take a stage."""
     return check(build, name, *args, **keywords).text
 
 
@@ -72,6 +111,94 @@ def false_statements(build: Build, docs: Path) -> list[str]:
             except (KeyError, TypeError, ValueError, OSError, FalseStatement, RecordUnusable) as e:
                 found.append(f"{page.relative_to(docs.parent)}: <!-- attnprof: say {' '.join(args)} -->: {e}")
     return found
+
+
+# ---- the decision rule, over captures and runs ---------------------------------------------------
+
+def samples(values) -> decide.Range:
+    """A capture's samples (one process): their median and p10–p90."""
+    return decide.of([values])
+
+
+def across(build: Build, run: str, pick: Callable[[object], list]) -> decide.Range:
+    """A run's samples, `pick(result)`, in each of its repeats: the range across repeats where there
+    are two or more, else p10–p90 of the one."""
+    return decide.of([pick(result) for result in build.repeats(run)])
+
+
+def row(rows: list[dict], **match) -> dict:
+    """The one row of a run's rows whose fields have these values."""
+    return next(r for r in rows if all(r.get(k) == v for k, v in match.items()))
+
+
+def front(rows: dict, largest: bool = False) -> list:
+    """The key with the smallest median (the largest, with `largest`) and every key not told apart from it,
+    in order of their medians: who leads, by the one rule (a ranking's groups can chain much further)."""
+    best = (max if largest else min)(rows, key=lambda k: rows[k].median)
+    return sorted((k for k in rows if decide.order(rows[k], rows[best]) == 0),
+                  key=lambda k: rows[k].median, reverse=largest)
+
+
+def apart(a: decide.Range, b: decide.Range) -> str:
+    """'below', 'above' or 'not told apart from': a against b, by the one rule."""
+    return {-1: "below", 1: "above", 0: "not told apart from"}[decide.order(a, b)]
+
+
+# ---- flips: changes to a copy of a record, each keeping the record consistent in itself --------------
+
+def scale(xs, factor):
+    return [factor * x for x in xs]
+
+
+def events(factor: float):
+    """A capture's one-call CUDA-event samples times `factor`, its statistics redone."""
+    def change(s):
+        s["event_times_us"] = scale(s["event_times_us"], factor)
+        s.update(event_stats(s["event_times_us"]))
+    return change
+
+
+def each(field: str, factor: float):
+    """A capture's per-forward samples `field` (`forward_device_us`, `cpu_forward_us` ...) times `factor`."""
+    def change(s):
+        s[f"{field}_each"] = scale(s[f"{field}_each"], factor)
+        s[field] = statistics.median(s[f"{field}_each"])
+    return change
+
+
+def setting(**values):
+    return lambda s: s.update(values)
+
+
+def in_run(run: str, edit: Callable):
+    """`edit(result)` on a run's result, its medians and rates then derived again from the samples."""
+    def change(record):
+        edit(record["result"])
+        record["result"] = derived.derive(run, record["result"])
+    return change
+
+
+def _halve_longest_grid(s):
+    op = summary.longest_kernel(s)
+    op["grid"] = [max(1, op["grid"][0] // 2), *op["grid"][1:]]
+
+
+def _shrink_cpu_op(name: str):
+    """Every CPU op `name` of a trace takes a tenth of its time (it still lies inside its caller)."""
+    def change(t):
+        for e in t["traceEvents"]:
+            if e.get("cat") == "cpu_op" and e.get("name") == name:
+                e["dur"] /= 10
+    return change
+
+
+def kernels_in_trace(part: str, factor: float):
+    """Every kernel of a trace whose name holds `part` takes `factor` times as long."""
+    def change(t):
+        for e in t["traceEvents"]:
+            if e.get("cat") == "kernel" and part in e.get("name", ""):
+                e["dur"] *= factor
+    return change
 
 
 # ---- words computed from numbers -----------------------------------------------------------------
@@ -122,7 +249,8 @@ def bwd_over_fwd(s: dict) -> float:
     return s["backward_device_us"] / s["forward_device_us"]
 
 
-@statement("bwd-over-fwd")
+@claim("bwd-over-fwd", reads=[names.backward_record(s) for s in FUSED_BWD + UNFUSED_BWD],
+       flip=Flip("fa4-bwd.json", lambda s: s.update(forward_device_us=s["backward_device_us"])))  # 1.0×
 def bwd_over_forward(build: Build) -> Statement:
     fused, unfused = ({k: bwd_over_fwd(s) for k, s in _bwd(build, group).items()} for group in (FUSED_BWD, UNFUSED_BWD))
     lo, hi = min(fused, key=fused.get), max(fused, key=fused.get)
@@ -135,26 +263,53 @@ def bwd_over_forward(build: Build) -> Statement:
                      f"unfused {min(unfused.values()):.2f}–{max(unfused.values()):.2f}×")
 
 
-@statement("bwd-fastest")
+@claim("bwd-fastest", reads=[names.backward_record(s) for s in FUSED_BWD + UNFUSED_BWD],
+       flip=Flip("fa4-bwd.json", events(0.2), ADAPTS))  # FlashAttention-4 then first by both methods
 def bwd_fastest(build: Build) -> Statement:
+    """The backward ranking by device time and by one call, each by the one rule: backwards that
+    cannot be told apart share a place."""
     runs = _bwd(build, FUSED_BWD + UNFUSED_BWD)
-    by_device = ranked({k: s["backward_device_us"] for k, s in runs.items()})
-    by_event = ranked({k: s["event_median_us"] for k, s in runs.items()})
-    first, second = by_device[0], by_device[1]
-    d = lambda k: us(runs[k]["backward_device_us"])
-    e = lambda k: us(runs[k]["event_median_us"])
-    text = (f"By device time, the fastest backward here is {short(first)}'s ({d(first)}), then {short(second)}'s "
-            f"({d(second)}). Timed from the CPU, one `backward()` call between CUDA events (median of "
-            f"{runs[first]['settings']['event_reps']}), the order is not the same: {short(by_event[0])}'s comes first "
-            f"({e(by_event[0])}) and {short(first)}'s is {ordinal(by_event.index(first) + 1)} ({e(first)}).")
+    device = {k: samples(s["backward_device_us_each"]) for k, s in runs.items()}
+    event = {k: samples(s["event_times_us"]) for k, s in runs.items()}
+    by_device, by_event = decide.ranking(device), decide.ranking(event)
+    first = by_device[0]
+    some = next(iter(runs.values()))
+    text = (f"By device time (profiler, median and p10–p90 of {len(some['backward_device_us_each'])} profiled "
+            f"backwards), {_place('the fastest backward here', first, device)}, then "
+            f"{_named(by_device[1], device)}{', not told apart' if len(by_device[1]) > 1 else ''}. Timed from the "
+            f"CPU, one `backward()` call between CUDA events (median and p10–p90 of {len(some['event_times_us'])}), ")
     if by_event[0] == first:
-        text = (f"By device time, the fastest backward here is {short(first)}'s ({d(first)}), then "
-                f"{short(second)}'s ({d(second)}); timed from the CPU, one `backward()` call between CUDA events, it "
-                f"comes first too ({e(first)}).")
-    return Statement(text, True)
+        text += f"{'it comes' if len(first) == 1 else 'they come'} first too ({_named(first, event)})."
+    elif set(first) <= set(by_event[0]):
+        text += f"{_place('the first place', by_event[0], event)}."
+    else:
+        place = next(i + 1 for i, g in enumerate(by_event) if first[0] in g)
+        text += (f"the order is not the same: {_place('the first place', by_event[0], event)}, and "
+                 f"{short(first[0])}'s is {ordinal(place)} ({event[first[0]].text(us)})"
+                 + (", not told apart from " + _named([k for k in by_event[place - 1] if k != first[0]], event)
+                    if len(by_event[place - 1]) > 1 else "") + ".")
+    outcome = f"device {by_device[:2]}, one call {by_event}"
+    return Statement(text, len(by_device) > 1, outcome, outcome)
 
 
-@statement("bwd-host")
+def _named(group: list[str], rows: dict[str, decide.Range]) -> str:
+    """'cuDNN's 402.6 µs (325.0 µs–512.2 µs) and flash's …': stages with their ranges."""
+    return listed([f"{short(k)}'s {rows[k].text(us)}" for k in group])
+
+
+def _place(what: str, group: list[str], rows: dict[str, decide.Range]) -> str:
+    """One stage in a place of a ranking, or the stages that share it, not told apart."""
+    if len(group) == 1:
+        return f"{what} is {_named(group, rows)}"
+    return f"{what} is not decided, {_named(group, rows)} not told apart"
+
+
+def listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+@claim("bwd-host", reads=lambda stage: [names.backward_record(stage)],
+       flip=lambda stage: Flip(f"{names.backward_record(stage)}.json", setting(cpu_backward_us=100.0)))
 def bwd_host(build: Build, stage) -> Statement:
     """Why a backward's one-call time is several times its device time: its host side, not its kernels."""
     s = build.summary(names.backward_record(stage))
@@ -190,7 +345,8 @@ def rung_ratio(build: Build, stage: str) -> float:
 HW_NAMES = {"hbm_gbs": "memory bandwidth", "fp32_tflops": "FP32 on the CUDA cores", "sm_clock": "SMs × clock"}
 
 
-@statement("a100-inplace")
+@claim("a100-inplace", reads=["run-hardware", "inplace"],
+       flip=Flip("run-hardware.json", in_run("hardware", lambda r: r["query"].update(smi_clocks_max_sm_mhz=2_200))))
 def a100_inplace(build: Build) -> Statement:
     p, r = peak_ratios(build), rung_ratio(build, "inplace")
     nearest = min(p, key=lambda k: abs(p[k] - r))
@@ -203,7 +359,8 @@ def a100_inplace(build: Build) -> Statement:
     return Statement(text, nearest == "hbm_gbs", f"ratio {r:.2f}, hardware {p}")
 
 
-@statement("a100-math")
+@claim("a100-math", reads=["run-hardware", "math"],
+       flip=Flip("run-hardware.json", in_run("hardware", lambda r: r["query"].update(memory_clock_rate=4_000_000))))
 def a100_math(build: Build) -> Statement:
     p, r = peak_ratios(build), rung_ratio(build, "math")
     where = relation(r, p["hbm_gbs"], p["fp32_tflops"])
@@ -212,7 +369,8 @@ def a100_math(build: Build) -> Statement:
     return Statement(text, where == "between", f"ratio {r:.2f}, bandwidth {p['hbm_gbs']:.2f}, FP32 {p['fp32_tflops']:.2f}")
 
 
-@statement("a100-fused-ampere")
+@claim("a100-fused-ampere", reads=["run-hardware", "efficient", "flash"],
+       flip=Flip("run-hardware.json", in_run("hardware", lambda r: r["query"].update(multi_processor_count=90))))
 def a100_fused_ampere(build: Build) -> Statement:
     p = peak_ratios(build)
     rs = {s: rung_ratio(build, s) for s in ("efficient", "flash")}
@@ -221,7 +379,8 @@ def a100_fused_ampere(build: Build) -> Statement:
     return Statement(text, max(rs.values()) < min(p.values()), f"ratios {rs}, hardware {p}")
 
 
-@statement("a100-cudnn")
+@claim("a100-cudnn", reads=["inplace", "math", "efficient", "flash", "cudnn"],
+       flip=Flip("cudnn.json", each("forward_device_us", 3.0)))
 def a100_cudnn(build: Build) -> Statement:
     rs = {s: rung_ratio(build, s) for s in ("inplace", "math", "efficient", "flash", "cudnn")}
     text = f"{times(rs['cudnn'], 2)}, the largest of the rungs"
@@ -229,7 +388,7 @@ def a100_cudnn(build: Build) -> Statement:
                      hardware.FIGURES["cudnn"]["forward_us"] > hardware.FIGURES["flash"]["forward_us"], f"ratios {rs}")
 
 
-@statement("math-gap")
+@claim("math-gap", reads=["math", "inplace"], flip=Flip("math.json", each("forward_device_us", 2.0)))
 def math_gap(build: Build) -> Statement:
     """The math forward over the in-place forward: here against the post's A100."""
     ours = build.summary("math")["forward_device_us"] / build.summary("inplace")["forward_device_us"]
@@ -258,7 +417,8 @@ def scaling_words(speedup: float, gpus: int, spread: float | None) -> str:
 LONGEST_CP = names.CP_LENGTHS[-1]  # the two-GPU records at the longest length: both rotations, and unbalanced
 
 
-@statement("cp-scaling")
+@claim("cp-scaling", reads=[names.cp_record(LONGEST_CP, rotate=r) for r in ("allgather", "alltoall")],
+       flip=Flip(f"{names.cp_record(LONGEST_CP, rotate='allgather')}.json", setting(speedup=2.4)))
 def cp_scaling(build: Build) -> Statement:
     runs = [build.summary(names.cp_record(LONGEST_CP, rotate=r)) for r in ("allgather", "alltoall")]
     n = runs[0]["world_size"]
@@ -270,7 +430,9 @@ def cp_scaling(build: Build) -> Statement:
     return Statement(text, words == {"about linear"}, f"speedups {x}")
 
 
-@statement("cp-device-over-event")
+@claim("cp-device-over-event", reads=[names.cp_record(names.CP_LENGTHS[0])],
+       flip=Flip(f"{names.cp_record(names.CP_LENGTHS[0])}.json",
+                 lambda s: s["ranks"][0].update(event_median_us=s["ranks"][0]["event_median_us"] / 2)))
 def cp_device_over_event(build: Build) -> Statement:
     s = build.summary(names.cp_record(names.CP_LENGTHS[0]))
     r = s["ranks"][0]
@@ -308,7 +470,8 @@ def kernel_value(build: Build, record, part, field):
     return KERNEL_FIELDS[field](op, s)
 
 
-@statement("grid")
+@claim("grid", reads=lambda stage, tile="128": [names.record_name(stage, LONG_SHAPE)],
+       flip=lambda stage, tile="128": Flip(f"{names.record_name(stage, LONG_SHAPE)}.json", _halve_longest_grid))
 def grid(build: Build, stage, tile="128") -> Statement:
     """A stage's longest kernel at the long shape: one block per query tile of `tile` rows and head."""
     s = build.summary(names.record_name(stage, LONG_SHAPE))
@@ -322,7 +485,10 @@ def grid(build: Build, stage, tile="128") -> Statement:
 
 # ---- one quantity, several methods ---------------------------------------------------------------
 
-@statement("rates")
+@claim("rates", reads=lambda stage: [names.record_name(stage, LONG_SHAPE), f"{names.record_name(stage, LONG_SHAPE)}.counters",
+                              "run-fastest", "run-sweep"],
+       flip=lambda stage: Flip("run-fastest.json", in_run("fastest", lambda rows: [
+           r.update(times_us=scale(r["times_us"], 0.5)) for r in rows if r["path"] == stage])))
 def rates(build: Build, stage) -> Statement:
     """A stage's rate at the long shape by every method the site shows it with."""
     from ...analysis.flops import causal_flops, causal_tflops, tflops
@@ -358,37 +524,53 @@ def rates(build: Build, stage) -> Statement:
                      f"kernel {kernel_only}, back to back {b2b}, one call {one_call}")
 
 
-@statement("cpu-saving")
+@claim("cpu-saving", reads=lambda stage, against: [stage, against],
+       flip=lambda stage, against: [Flip(f"{against}.json", each("cpu_forward_us", 3.0), ADAPTS),  # a saving
+                                    Flip(f"{stage}.json", each("cpu_forward_us", 3.0))])  # dearer without the copy
 def cpu_saving(build: Build, stage, against) -> Statement:
-    """Whether a stage's forward takes less CPU time than another's, by the profiled forwards' spread."""
+    """Whether a stage's forward takes less CPU time than another's, by the profiled forwards' spread. It
+    may be less or not told apart; decidedly more contradicts the page (dropping a copy adds no CPU work)."""
     a, b = build.summary(stage), build.summary(against)
-    ea, eb = a["cpu_forward_us_each"], b["cpu_forward_us_each"]
-    spread = lambda e: f"{us(min(e))} to {us(max(e))}"
-    head = (f"The annotated forward takes {us(a['cpu_forward_us'])} of CPU time here against "
-            f"{us(b['cpu_forward_us'])} for {short(against)} (median of {len(ea)} profiled forwards, profiler on")
-    if max(ea) < min(eb):
-        text = f"{head}): every profiled forward of {short(stage)} took less than every one of {short(against)}'s"
-    else:
-        text = (f"{head}; {spread(ea)} and {spread(eb)}): the ranges overlap, so this profile cannot tell the "
-                f"saving on the CPU apart from the forward-to-forward spread")
-    return Statement(text, bool(ea) and bool(eb), f"{ea} against {eb}")
+    ra, rb = samples(a["cpu_forward_us_each"]), samples(b["cpu_forward_us_each"])
+    place = decide.order(ra, rb)
+    text = (f"The annotated forward takes {ra.text(us)} of CPU time here against {rb.text(us)} for {short(against)} "
+            f"(median and p10–p90 of {len(a['cpu_forward_us_each'])} profiled forwards, profiler on)")
+    text += {-1: ": less, told apart from the forward-to-forward spread",
+             0: ": not told apart, so this profile cannot tell the saving on the CPU apart from the forward-to-forward "
+                "spread",
+             1: ": more"}[place]
+    return Statement(text, place <= 0, f"{ra} against {rb}", apart(ra, rb))
 
 
-@statement("queued-vs-one-call")
+@claim("queued-vs-one-call", reads=lambda stage: ["run-fastest"],
+       flip=lambda stage: Flip("run-fastest.json", in_run("fastest", lambda rows: [
+           r.update(times_us=scale(r["times_us"], 0.5)) for r in rows if r["path"] == stage]), ADAPTS))
 def queued_vs_one_call(build: Build, stage) -> Statement:
-    """A stage's time per forward queued back to back against one call at a time, in the fastest-forward run."""
-    rows = [r for r in build.run("fastest") if r["path"] == stage and "back_to_back_us" in r]
-    faster = [r["back_to_back_us"] < r["median_us"] for r in rows]
-    pairs = "; ".join(f"{us(r['back_to_back_us'])} against {us(r['median_us'])}" for r in rows)
-    if all(faster):
-        text = (f"{short(stage)} ran faster per forward queued than one call at a time ({pairs}), as a stream "
-                f"should: the queue hides each launch behind the previous forward's kernels")
-    elif not any(faster):
-        text = (f"{short(stage)} ran slower per forward queued than one call at a time ({pairs}); the GPU's clocks "
-                f"were not read during the run, so this run cannot say why")
+    """A stage's time per forward queued back to back against one call at a time, in the fastest-forward
+    run, row by row (each layout) by the one rule."""
+    layouts = [r["layout"] for r in build.run("fastest") if r["path"] == stage and r.get("back_to_back_us_each")]
+    if not layouts:
+        raise RecordUnusable(f"the fastest-forward run has no row of {stage} timed back to back")
+    pick = lambda layout, field: across(build, "fastest", lambda res: row(res, path=stage, layout=layout)[field])
+    pairs = {l: (pick(l, "back_to_back_us_each"), pick(l, "times_us")) for l in layouts}
+    found = {l: decide.order(q, one) for l, (q, one) in pairs.items()}
+    said = "; ".join(f"{q.text(us)} against {one.text(us)}, stored {l}" for l, (q, one) in pairs.items())
+    how = next(iter(pairs.values()))[0].how
+    name = short(stage)
+    if set(found.values()) == {-1}:
+        text = (f"{name} ran faster per forward queued than one call at a time ({said}; {how}), as a stream should: "
+                f"the queue hides each launch behind the previous forward's kernels")
+    elif set(found.values()) == {1}:
+        text = (f"{name} ran slower per forward queued than one call at a time ({said}; {how}); the GPU's clocks were "
+                f"not read during the run, so this run cannot say why")
+    elif set(found.values()) == {0}:
+        text = f"{name}'s queued and one-call times are not told apart ({said}; {how})"
     else:
-        text = f"{short(stage)}'s queued and one-call times fall on either side of each other ({pairs})"
-    return Statement(text, bool(rows), "; ".join(f"{r['back_to_back_us']:.1f} vs {r['median_us']:.1f}" for r in rows))
+        words = {-1: "faster queued", 0: "not told apart", 1: "slower queued"}
+        text = (f"{name}'s queued and one-call times do not fall the same way in its rows: "
+                + "; ".join(f"stored {l}, {words[found[l]]} ({q.text(us)} against {one.text(us)})"
+                            for l, (q, one) in pairs.items()) + f" ({how})")
+    return Statement(text, len(found) == len(layouts), said, str(found))
 
 
 def _graphs_row(build: Build, path: str) -> dict | None:
@@ -401,45 +583,56 @@ def _graphs_row(build: Build, path: str) -> dict | None:
                  and "eager" in r), None)
 
 
-@statement("one-call-runs")
+@claim("one-call-runs", reads=["cudnn", "flash", names.record_name("cudnn", LONG_SHAPE), "run-graphs", "run-fastest"],
+       flip=Flip("cudnn.json", events(0.5)))  # one call below the device time
 def one_call_runs(build: Build) -> Statement:
-    """One call's CUDA-event median is a latency, and it differs between runs far more than device time."""
-    parts, holds = [], True
+    """One call's CUDA-event median is a latency, above the device time, and it differs between runs; each
+    comparison by the one rule."""
+    parts, holds, moves = [], True, False
     for stage, label in (("cudnn", "cuDNN"), ("flash", "flash")):
         s, g = build.summary(stage), _graphs_row(build, label if stage == "flash" else "cuDNN")
+        own, device = samples(s["event_times_us"]), samples(s["forward_device_us_each"])
+        holds &= decide.order(own, device) == 1
         if g:
-            parts.append(f"{label}'s is {us(s['event_median_us'])} in its capture's run and "
-                         f"{us(g['eager']['median_us'])} in the CUDA-graph run of "
-                         f"[When the GPU waits for Python](launch-bound.md)")
-            holds &= g["eager"]["median_us"] > s["forward_device_us"] and s["event_median_us"] > s["forward_device_us"]
+            other = across(build, "graphs", lambda res: row(res, path=g["path"], where=g["where"])["eager"]["times_us"])
+            parts.append(f"{label}'s is {own.text(us)} in its capture's run and {other.text(us)} in the CUDA-graph run "
+                         f"of [When the GPU waits for Python](launch-bound.md)")
+            holds &= decide.order(other, device) == 1
+            moves |= decide.told_apart(own, other)
     long = build.summary(names.record_name("cudnn", LONG_SHAPE))
+    own, device = samples(long["event_times_us"]), samples(long["forward_device_us_each"])
+    holds &= decide.order(own, device) == 1
     fast = next((r for r in build.run("fastest") if r["path"] == "cudnn" and r.get("layout", "BHSD") == "BHSD"), None)
-    holds &= long["event_median_us"] > long["forward_device_us"]
     if fast:
-        holds &= fast["median_us"] > long["forward_device_us"]
-        parts.append(f"cuDNN's at B=1, S=8,192, D=128 is {us(long['event_median_us'])} in its capture's run and "
-                     f"{us(fast['median_us'])} in the fastest-forward run of [Roofline](roofline.md), over "
-                     f"{us(long['forward_device_us'])} of device time")
+        other = across(build, "fastest", lambda res: row(res, path="cudnn", layout=fast.get("layout"))["times_us"])
+        holds &= decide.order(other, device) == 1
+        moves |= decide.told_apart(own, other)
+        parts.append(f"cuDNN's at B=1, S=8,192, D=128 is {own.text(us)} in its capture's run and {other.text(us)} in "
+                     f"the fastest-forward run of [Roofline](roofline.md), over {device.text(us)} of device time")
     text = ("One call's CUDA-event median is a latency, the kernels plus the launch and whatever the host did "
             "before it, always above the device time, and it moves from one run to the next. At the post's shape "
-            + "; ".join(parts) + ". Each table names the run its numbers come from.")
-    return Statement(text, holds and bool(parts), "; ".join(parts))
+            + "; ".join(parts) + " (median and p10–p90 of each run's calls). Each table names the run its numbers "
+            "come from.")
+    return Statement(text, holds and moves, "; ".join(parts))
 
 
-@statement("cudnn-fastest")
+@claim("cudnn-fastest", reads=["math", "efficient", "flash", "cudnn"], flip=Flip("cudnn.json", events(3.0)))
 def cudnn_fastest(build: Build) -> Statement:
-    """cuDNN is the fastest SDPA backend at the post's shape, by device time and by one call."""
+    """cuDNN is the fastest SDPA backend at the post's shape, by device time and by one call, told apart
+    from every other by the one rule."""
     backends = ("math", "efficient", "flash", "cudnn")
     runs = {b: build.summary(b) for b in backends}
-    by_device = ranked({b: s["forward_device_us"] for b, s in runs.items()})
-    by_event = ranked({b: s["event_median_us"] for b, s in runs.items()})
+    device = {b: samples(s["forward_device_us_each"]) for b, s in runs.items()}
+    event = {b: samples(s["event_times_us"]) for b, s in runs.items()}
     # cuDNN against the fastest of the others, whether or not cuDNN leads
-    rival, rival_event = (next(b for b in order if b != "cudnn") for order in (by_device, by_event))
-    text = (f"the fastest SDPA backend, by device time ({us(runs['cudnn']['forward_device_us'])} against "
-            f"{short(rival)}'s {us(runs[rival]['forward_device_us'])}) and by one call's CUDA-event median "
-            f"({us(runs['cudnn']['event_median_us'])} against {short(rival_event)}'s "
-            f"{us(runs[rival_event]['event_median_us'])})")
-    return Statement(text, by_device[0] == by_event[0] == "cudnn", f"by device {by_device}, by one call {by_event}")
+    rival, rival_event = (min((b for b in backends if b != "cudnn"), key=lambda b: rows[b].median)
+                          for rows in (device, event))
+    text = (f"the fastest SDPA backend, by device time ({device['cudnn'].text(us)} against "
+            f"{short(rival)}'s {device[rival].text(us)}) and by one call's CUDA-event median "
+            f"({event['cudnn'].text(us)} against {short(rival_event)}'s {event[rival_event].text(us)}; median and "
+            f"p10–p90 of each capture's forwards)")
+    first = [decide.ranking(rows)[0] for rows in (device, event)]
+    return Statement(text, first == [["cudnn"], ["cudnn"]], f"first by device {first[0]}, by one call {first[1]}")
 
 
 def hopper_kernels(build: Build) -> list[str]:
@@ -455,7 +648,9 @@ def hopper_kernels(build: Build) -> list[str]:
     return out
 
 
-@statement("flash-vs-hopper-kernels")
+@claim("flash-vs-hopper-kernels", reads=[names.record_name(s, LONG_SHAPE) for s in select(fused=True)],
+       flip=Flip(f"{names.record_name('flash', LONG_SHAPE)}.json",
+                 lambda s: summary.longest_kernel(s).update(duration_us=summary.longest_kernel(s)["duration_us"] / 4)))
 def flash_vs_hopper_kernels(build: Build) -> Statement:
     """SDPA's flash kernel at the long shape against the Hopper kernels, by profiled kernel time."""
     def kernel_us(stage):
@@ -466,7 +661,9 @@ def flash_vs_hopper_kernels(build: Build) -> Statement:
     return Statement(text, bool(ratio) and max(ratio.values()) < 1, f"{ratio}")
 
 
-@statement("causal-halves")
+@claim("causal-halves", reads=[names.cp_record(LONGEST_CP, balanced=False)],
+       flip=Flip(f"{names.cp_record(LONGEST_CP, balanced=False)}.json",
+                 lambda s: s["ranks"][1].update(causal_pairs=2 * s["ranks"][0]["causal_pairs"])))
 def causal_halves(build: Build) -> Statement:
     """Contiguous halves of a causal sequence: how many more (query, key) pairs the later half holds."""
     s = build.summary(names.cp_record(LONGEST_CP, balanced=False))
@@ -481,7 +678,9 @@ def kernels_of(build: Build, record: str) -> list[str]:
     return [op["name"] for op in build.summary(record)["ops"] if op["kind"] == "kernel"]
 
 
-@statement("inductor-fused")
+@claim("inductor-fused", reads=lambda compiled="naive_compiled", eager="naive": [compiled, eager],
+       flip=lambda compiled="naive_compiled", eager="naive": Flip(
+           f"{compiled}.json", lambda s: s["ops"].append(dict(s["ops"][0], kind="memcpy", name="Memcpy DtoD"))))
 def inductor_fused(build: Build, compiled="naive_compiled", eager="naive") -> Statement:
     """Which eager kernels Inductor replaced by generated Triton kernels, and which it left alone."""
     mine, theirs = kernels_of(build, compiled), kernels_of(build, eager)
@@ -500,139 +699,235 @@ def inductor_fused(build: Build, compiled="naive_compiled", eager="naive") -> St
     return Statement(text, bool(generated) and all(k in theirs for k in kept) and gone, f"{mine} against {theirs}")
 
 
-@statement("between")
+@claim("between", reads=lambda stage, slower, faster: [stage, slower, faster],
+       flip=lambda stage, slower, faster: Flip(f"{stage}.json", events(10.0)))
 def between(build: Build, stage, slower, faster) -> Statement:
-    """A stage's one-call time between two others' (CUDA-event medians of the captures)."""
-    a, b, c = (build.summary(r)["event_median_us"] for r in (stage, slower, faster))
-    text = (f"{us(a)} per forward (CUDA-event median of one call, {shape_text(DEFAULT_SHAPE)}) against "
-            f"{us(b)} for {short(slower)} and {us(c)} for {short(faster)}: {times(b / a)} faster than the first, "
-            f"{times(a / c)} slower than the second")
-    return Statement(text, c < a < b, f"{a:.1f} between {c:.1f} and {b:.1f}")
+    """A stage's one-call time between two others' (CUDA-event samples of the captures), told apart from
+    both by the one rule."""
+    a, b, c = (samples(build.summary(r)["event_times_us"]) for r in (stage, slower, faster))
+    text = (f"{a.text(us)} per forward (CUDA-event median and p10–p90 of one call, {shape_text(DEFAULT_SHAPE)}) "
+            f"against {b.text(us)} for {short(slower)} and {c.text(us)} for {short(faster)}: "
+            f"{times(b.median / a.median)} faster than the first, {times(a.median / c.median)} slower than the second")
+    return Statement(text, decide.order(c, a) == -1 and decide.order(a, b) == -1, f"{a} between {c} and {b}")
 
 
-@statement("same-kernels")
+def _rename_generated(s):
+    next(op for op in s["ops"] if op["name"].startswith("triton_"))["name"] = "triton_red_fused_other_0"
+
+
+@claim("same-kernels", reads=lambda a, b: [a, b],
+       flip=lambda a, b: [Flip(f"{b}.json", _rename_generated, ADAPTS),
+                          Flip(f"{b}.json", each("forward_device_us", 1.5), ADAPTS)])
 def same_kernels(build: Build, a, b) -> Statement:
-    """Whether two compiled variants run the same kernels, and their one-call times."""
+    """Whether two compiled variants run the same kernels and, if so, whether those take the same device
+    time (the one rule); then their one-call times."""
     ka, kb = kernels_of(build, a), kernels_of(build, b)
-    ta, tb = (build.summary(r)["event_median_us"] for r in (a, b))
-    if ka == kb:
-        text = (f"generates the same {count(len(kb))} kernels ({us(tb)} against {us(ta)} per forward, CUDA-event medians "
-                f"of one call): once compiled, the difference between `masked_fill` and `masked_fill_` is gone")
-    else:
+    if ka != kb:
         text = (f"generates different kernels ({', '.join(f'`{kernel_names.label(k)}`' for k in kb if k not in ka)} in "
                 f"place of {', '.join(f'`{kernel_names.label(k)}`' for k in ka if k not in kb)})")
-    return Statement(text, bool(ka) and bool(kb), f"{ka} against {kb}")
+        return Statement(text, bool(ka) and bool(kb), f"{ka} against {kb}", "different kernels")
+    sa, sb = build.summary(a), build.summary(b)
+    da, db = samples(sa["forward_device_us_each"]), samples(sb["forward_device_us_each"])
+    ta, tb = samples(sa["event_times_us"]), samples(sb["event_times_us"])
+    same = decide.order(db, da) == 0
+    text = (f"generates the same {count(len(kb))} kernels, which take {db.text(us)} against {da.text(us)} of device "
+            f"time (profiler, median and p10–p90 of {len(sb['forward_device_us_each'])} forwards)"
+            + (": not told apart, so once compiled, the difference between `masked_fill` and `masked_fill_` is gone "
+               "from the GPU" if same else f": {'more' if decide.order(db, da) > 0 else 'less'}, told apart")
+            + f". One call takes {tb.text(us)} against {ta.text(us)} (CUDA-event median and p10–p90 of "
+              f"{len(sb['event_times_us'])} calls), "
+            + {0: "not told apart", 1: "longer, told apart", -1: "shorter, told apart"}[decide.order(tb, ta)]
+            + ("; as the kernels take the same time, that difference lies outside them"
+               if same and decide.told_apart(tb, ta) else ""))
+    return Statement(text, bool(kb), f"device {db} against {da}, one call {tb} against {ta}",
+                     f"same kernels, device {apart(db, da)}, one call {apart(tb, ta)}")
 
 
-@statement("second-compile")
+def point(x: float) -> decide.Range:
+    """One measured value, with no spread recorded."""
+    return decide.Range(x, x, x, 1, decide.SAMPLES)
+
+
+@claim("second-compile", reads=lambda first="naive_compiled", second="inplace_compiled": [first, second],
+       flip=lambda first="naive_compiled", second="inplace_compiled": [
+           Flip(f"{second}.json", setting(first_call_ms=0.05)),  # a first call quicker than a compiled one
+           Flip(f"{second}.json", setting(first_call_ms=5000.0), ADAPTS)])  # no cache to infer
 def second_compile(build: Build, first="naive_compiled", second="inplace_compiled") -> Statement:
-    """The first call of two compiled stages taken one after the other in one process."""
-    fa, fb = (build.summary(r)["first_call_ms"] for r in (first, second))
+    """The first call of two compiled stages taken one after the other in one process: each pays for its
+    compilation (decidedly above its compiled one-call times); the second much less where it runs the
+    same kernels."""
+    sa, sb = build.summary(first), build.summary(second)
+    fa, fb = sa["first_call_ms"], sb["first_call_ms"]
+    pays = all(decide.order(point(s["first_call_ms"] * 1e3), samples(s["event_times_us"])) == 1 for s in (sa, sb))
     text = f"{ms(fa)} here, and {ms(fb)} for the second"
-    if kernels_of(build, first) == kernels_of(build, second) and fb < fa / 2:
+    cached = kernels_of(build, first) == kernels_of(build, second) and fb < fa / 2
+    if cached:
         text += (": it runs the same kernels, and compiled after the first in the same process (as a regeneration "
                  "and `capture all` take them) Inductor most likely found their code in its cache (an inference: "
                  "the capture does not record cache hits)")
-    return Statement(text, True, f"{fa:.0f} and {fb:.0f} ms")
+    return Statement(text, pays, f"{fa:.0f} and {fb:.0f} ms, one call {sa['event_median_us']:.0f} and "
+                     f"{sb['event_median_us']:.0f} µs", "cached" if cached else "not cached")
 
 
-@statement("graph-gains")
+@claim("graph-gains", reads=["run-graphs"],
+       flip=Flip("run-graphs.json", in_run("graphs", lambda rows: [
+           r["graph"].update(times_us=scale(r["graph"]["times_us"], 3.0)) for r in rows
+           if r.get("path") == "SDPA flash" and r.get("shape") == list(DEFAULT_SHAPE) and "graph" in r])))
 def graph_gains(build: Build) -> Statement:
-    """What a CUDA graph replay saves one call (CUDA-event medians of the graphs run), at the post's shape
-    and at the decode steps, and which path gains most where."""
+    """What a CUDA graph replay saves one call (CUDA-event samples of the graphs run), at the post's shape
+    and at the decode steps, and which path gains most where; each comparison by the one rule."""
     rows = [r for r in build.run("graphs") if "error" not in r]
-    places = list(dict.fromkeys(r["where"] for r in rows))
+    pick = lambda r, side: across(build, "graphs", lambda res: row(res, where=r["where"], path=r["path"])[side]["times_us"])
+    eager, graph = ({(r["where"], r["path"]): pick(r, side) for r in rows} for side in ("eager", "graph"))
+    speedup = {k: _speedup(eager[k], graph[k]) for k in eager}
+    places = list(dict.fromkeys(w for w, _ in eager))
     kv = {r["where"]: r.get("kv_len") for r in rows}
-    speedup = {(r["where"], r["path"]): r["eager"]["median_us"] / r["graph"]["median_us"] for r in rows}
-    saves = ", ".join(f"{us(r['eager']['median_us'] - r['graph']['median_us'])} of {r['path']}'s "
-                      f"{us(r['eager']['median_us'])} ({pct(1 - r['graph']['median_us'] / r['eager']['median_us'])})"
-                      for r in rows if r["where"] == places[0])
-    at = lambda w: [v for (w2, _), v in speedup.items() if w2 == w]
-    replayed = lambda w: min(r["graph"]["median_us"] for r in rows if r["where"] == w)
+    saves = "; ".join(f"{us(eager[k].median - graph[k].median)} of {k[1]}'s {eager[k].text(us)}, "
+                      f"{pct(1 - graph[k].median / eager[k].median)}" for k in eager if k[0] == places[0])
+    at = lambda w: [v.median for (w2, _), v in speedup.items() if w2 == w]
+    replayed = lambda w: min((v for (w2, _), v in graph.items() if w2 == w), key=lambda v: v.median)
     first, last = places[1], places[-1]
-    gains = {}
+    most = {}  # the paths that gain most (not told apart from one another) -> where
     for w in places:
-        gains.setdefault(max((p for (w2, p) in speedup if w2 == w), key=lambda p: speedup[(w, p)]), []).append(w)
+        top = front({p: v for (w2, p), v in speedup.items() if w2 == w}, largest=True)
+        most.setdefault(" and ".join(top) + (" (not told apart)" if len(top) > 1 else ""), []).append(w)
     where = lambda ws: ("every decode step" if ws == places[1:] else ", ".join(
         "the post's shape" if w == places[0] else f"KV {kv[w]:,}" for w in ws))
-    text = (f"At {places[0]} a replay saves {saves}, one call each (CUDA-event medians). At a decode step with a "
-            f"KV cache of {kv[first]:,} the replay is {times(min(at(first)))}–{times(max(at(first)))} faster per "
+    text = (f"At {places[0]} a replay saves {saves}, one call each (CUDA-event median and p10–p90). At a decode step "
+            f"with a KV cache of {kv[first]:,} the replay is {times(min(at(first)))}–{times(max(at(first)))} faster per "
             f"call; at {kv[last]:,}, {times(min(at(last)))}–{times(max(at(last)))}: the fastest replayed call grows "
-            f"from {us(replayed(first))} to {us(replayed(last))} as the kernel reads more K and V. The path that "
-            f"gains most is " + "; ".join(f"{p} at {where(ws)}" for p, ws in gains.items()))
-    return Statement(text, len(places) > 2, f"{ {k: round(v, 2) for k, v in speedup.items()} }")
+            f"from {replayed(first).text(us)} to {replayed(last).text(us)} as the kernel reads more K and V. The path "
+            f"that gains most is " + "; ".join(f"{p} at {where(ws)}" for p, ws in most.items()))
+    faster = all(decide.order(graph[k], eager[k]) == -1 for k in eager)
+    grows = decide.order(replayed(first), replayed(last)) == -1
+    return Statement(text, len(places) > 2 and faster and grows,
+                     f"replay faster everywhere: {faster}, grows: {grows}; "
+                     f"{ {k: round(v.median, 2) for k, v in speedup.items()} }", str(most))
 
 
-@statement("reduce-overhead")
+def _speedup(eager: decide.Range, graph: decide.Range) -> decide.Range:
+    """Eager over graph, from the two ranges: its extremes pair one's end with the other's start."""
+    return decide.Range(eager.median / graph.median, eager.lo / graph.hi, eager.hi / graph.lo,
+                        min(eager.n, graph.n), eager.basis)
+
+
+@claim("reduce-overhead", reads=lambda reduce="naive_reduce", default="naive_compiled": [reduce, default],
+       flip=lambda reduce="naive_reduce", default="naive_compiled": [
+           Flip(f"{reduce}.json", events(0.5), ADAPTS),  # faster than the default mode
+           Flip(f"{reduce}.json", lambda s: s.update(ops=[o for o in s["ops"] if o["kind"] != "memcpy"]))])
 def reduce_overhead(build: Build, reduce="naive_reduce", default="naive_compiled") -> Statement:
-    """torch.compile's reduce-overhead mode against the default mode per call, and the share of the
-    difference its input copies account for on the GPU."""
-    a, b = (build.summary(r)["event_median_us"] for r in (reduce, default))
-    copies = [op["duration_us"] for op in build.summary(reduce)["ops"] if op["kind"] == "memcpy"]
-    text = (f"the graph replay with its copies takes {us(a)} per forward against {us(b)} for the default mode "
-            f"(CUDA-event medians of one call)")
-    if a > b:
+    """torch.compile's reduce-overhead mode against the default mode per call (the one rule), and the
+    share of the difference its input copies account for on the GPU; the copies are work the default mode
+    does not do."""
+    sr, sd = build.summary(reduce), build.summary(default)
+    a, b = samples(sr["event_times_us"]), samples(sd["event_times_us"])
+    copies = [op["duration_us"] for op in sr["ops"] if op["kind"] == "memcpy"]
+    place = decide.order(a, b)
+    text = (f"the graph replay with its copies takes {a.text(us)} per forward against {b.text(us)} for the default "
+            f"mode (CUDA-event median and p10–p90 of one call): "
+            + {1: "slower", -1: "faster, the copies included", 0: "not told apart"}[place])
+    if place == 1:
+        share = sum(copies) / (a.median - b.median)
         text += (f"; the {count(len(copies))} copies themselves take {us(sum(copies))} of device time (profiler), "
-                 f"{pct(sum(copies) / (a - b))} of that difference, so most of it lies elsewhere, on the host side "
-                 f"of the compiled wrapper most likely (an inference: the capture does not split it)")
-    return Statement(text, bool(copies), f"{a:.1f} against {b:.1f}, copies {sum(copies):.1f}")
+                 f"{pct(share)} of that difference, so "
+                 + ("most of it lies elsewhere, on the host side of the compiled wrapper most likely (an inference: "
+                    "the capture does not split it)" if share < 0.5 else "they account for most of it"))
+    own = any(op["kind"] == "memcpy" for op in sd["ops"])
+    return Statement(text, bool(copies) and not own, f"{a} against {b}, copies {sum(copies):.1f} µs, "
+                     f"the default mode's own copies: {own}", apart(a, b))
 
 
-@statement("pays-most")
+@claim("pays-most", reads=["run-fastest"],
+       flip=Flip("run-fastest.json", in_run("fastest", lambda rows: [
+           r.update(times_us=scale(r["times_us"], 2.0)) for r in rows if r["path"] == "flash"
+           and r["layout"] == "BSHD"]), ADAPTS))
 def pays_most(build: Build) -> Statement:
-    """Which path of the fastest-forward run adds most to one call over its back-to-back time."""
-    rows = [r for r in build.run("fastest") if "back_to_back_us" in r and "median_us" in r]
-    extra = lambda r: r["median_us"] - r["back_to_back_us"]
-    top = sorted(rows, key=extra, reverse=True)
-    label = lambda r: f"{short(r['path'])} ({r['layout']})"
-    text = (f"{label(top[0])} pays most there, {us(extra(top[0]))} per call ({us(top[0]['median_us'])} one call "
-            f"against {us(top[0]['back_to_back_us'])} back to back), then {label(top[1])}, {us(extra(top[1]))}")
-    return Statement(text, len(rows) > 1, ", ".join(f"{label(r)} {extra(r):.1f}" for r in top))
+    """Which path of the fastest-forward run adds most to one call over its back-to-back time; paths whose
+    extra time cannot be told apart (the one rule) share the first place."""
+    keys = [(r["path"], r["layout"]) for r in build.run("fastest") if r.get("back_to_back_us_each") and r.get("times_us")]
+    pick = lambda k, f: across(build, "fastest", lambda res: row(res, path=k[0], layout=k[1])[f])
+    one = {k: pick(k, "times_us") for k in keys}
+    queued = {k: pick(k, "back_to_back_us_each") for k in keys}
+    extra = {k: decide.Range(one[k].median - queued[k].median, one[k].lo - queued[k].hi, one[k].hi - queued[k].lo,
+                             one[k].n, one[k].basis) for k in keys}
+    top = front(extra, largest=True)
+    label = lambda k: f"{short(k[0])} ({k[1]})"
+    if len(top) == 1:
+        k = top[0]
+        rest = max((x for x in keys if x != k), key=lambda x: extra[x].median)
+        text = (f"{label(k)} pays most there, {extra[k].text(us)} per call ({one[k].text(us)} one call against "
+                f"{queued[k].text(us)} back to back), then {label(rest)}, {extra[rest].text(us)}")
+    else:
+        text = (f"{listed([label(k) for k in top])} pay most there, not told apart: "
+                + ", ".join(f"{extra[k].text(us)}" for k in top) + " per call over back to back, in that order")
+    text += f" ({one[top[0]].how} of each)"
+    holds = len(top) < len(keys) and all(decide.order(one[k], queued[k]) == 1 for k in top)
+    return Statement(text, holds, ", ".join(f"{label(k)} {extra[k].median:.1f}" for k in keys), str(top))
 
 
-@statement("kernel-ahead")
+@claim("kernel-ahead", reads=lambda a, b: [a, b], flip=lambda a, b: Flip(f"{a}.json", each("forward_device_us", 1.5), ADAPTS))
 def kernel_ahead(build: Build, a, b) -> Statement:
-    """Which of two captures' forwards takes less device time (profiler), and by how much."""
-    ta, tb = (build.summary(r)["forward_device_us"] for r in (a, b))
-    first, second = (a, b) if ta <= tb else (b, a)
-    lo, hi = min(ta, tb), max(ta, tb)
-    text = (f"{short(names.parse_record(first)[0])}'s forward takes {us(lo)} of device time against {us(hi)} for "
-            f"{short(names.parse_record(second)[0])} (profiler, {shape_text(build.summary(a)['shape'])}), "
-            f"{pct(1 - lo / hi)} less")
-    return Statement(text, True, f"{ta:.1f} against {tb:.1f}")
+    """Which of two captures' forwards takes less device time (profiler, the one rule), and by how much."""
+    ra, rb = (samples(build.summary(r)["forward_device_us_each"]) for r in (a, b))
+    name = lambda r: short(names.parse_record(r)[0])
+    how = (f"profiler, median and p10–p90 of {len(build.summary(a)['forward_device_us_each'])} profiled forwards, "
+           f"{shape_text(build.summary(a)['shape'])}")
+    place = decide.order(ra, rb)
+    if place == 0:
+        text = (f"{name(a)}'s and {name(b)}'s forwards are not told apart by device time: {ra.text(us)} against "
+                f"{rb.text(us)} ({how})")
+    else:
+        (first, lo), (second, hi) = sorted(((a, ra), (b, rb)), key=lambda x: x[1].median)
+        text = (f"{name(first)}'s forward takes {lo.text(us)} of device time against {hi.text(us)} for "
+                f"{name(second)} ({how}), {pct(1 - lo.median / hi.median)} less")
+    return Statement(text, ra.n > 1 and rb.n > 1, f"{ra} against {rb}", apart(ra, rb))
 
 
 # ---- Nsight Compute's verdicts ------------------------------------------------------------------
 
-@statement("verdict")
-def verdict(build: Build, record, part) -> Statement:
-    """What Nsight Compute's rule makes of the kernels of a record whose name is `part` (or holds it)."""
+@claim("verdict", reads=lambda record, part, expect=None: [f"{record}.counters"],
+       flip=lambda record, part, expect=None: Flip(f"{record}.counters.json", _other_verdict(part),
+                                                   FALSE if expect else ADAPTS))
+def verdict(build: Build, record, part, expect=None) -> Statement:
+    """What Nsight Compute's rule makes of the kernels of a record whose name is `part` (or holds it): one
+    verdict for them all, and `expect`'s where the page's words around it need that one."""
     from ...analysis import counters
-    measured = build.counters_of(record)
-    ks = [k for k in measured["kernels"] if counters.base_name(k["name"]) == part] or \
-        [k for k in measured["kernels"] if part in k["name"]]
+    ks = _kernels_named(build.counters_of(record)["kernels"], part)
     found = sorted({counters.verdict(k) for k in ks})
     both = lambda field: " and ".join(f"{k[field]:.1f} %" for k in ks)
     text = (f"{' and '.join(found)} by Nsight Compute's rule (SM throughput {both('sm_throughput_pct')}, memory "
             f"throughput {both('memory_throughput_pct')} of peak)")
-    return Statement(text, bool(ks), f"{len(ks)} kernel(s) named {part!r}")
+    return Statement(text, len(found) == 1 and (expect is None or found == [expect]),
+                     f"{len(ks)} kernel(s) named {part!r}: {found}, the page needs {expect or 'any one'}", str(found))
 
 
-@statement("cpu-rank")
+def _kernels_named(kernels: list[dict], part: str) -> list[dict]:
+    from ...analysis import counters
+    return [k for k in kernels if counters.base_name(k["name"]) == part] or [k for k in kernels if part in k["name"]]
+
+
+def _other_verdict(part: str):
+    """The counted kernels named `part` with their SM and memory throughput swapped: the other verdict."""
+    def change(c):
+        for k in _kernels_named(c["kernels"], part):
+            k["sm_throughput_pct"], k["memory_throughput_pct"] = k["memory_throughput_pct"], k["sm_throughput_pct"]
+    return change
+
+
+@claim("cpu-rank", reads=lambda stage, *others: ["run-timing"],
+       flip=lambda stage, *others: Flip("run-timing.json", in_run("timing", lambda r: [
+           x.update(enqueue_us=scale(x["enqueue_us"], 10.0)) for x in r["rows"]
+           if x["stage"] == stage and tuple(x["shape"]) == DEFAULT_SHAPE]), ADAPTS))
 def cpu_rank(build: Build, stage, *others) -> Statement:
     """Where a stage's CPU cost per forward ranks among others at the post's shape, by the timing run's
-    unprofiled CPU enqueue: above or below each, or not told apart from it (timing.agree)."""
+    unprofiled CPU enqueue: above or below each, or not told apart from it (the one rule)."""
     from ...analysis import timing
-    from ..pieces.timing import rows, spread
-    enqueue = {r["stage"]: timing.verdict(r).enqueue for r in rows(build)
-               if r["stage"] in (stage, *others) and tuple(r["shape"]) == DEFAULT_SHAPE}
+    enqueue = {s: across(build, "timing", lambda res, s=s: timing.find(res["rows"], s, DEFAULT_SHAPE)["enqueue_us"])
+               for s in (stage, *others)}
     mine = enqueue[stage]
     words = {"above": [], "below": [], "not told apart from": []}
     for other in others:
-        theirs = enqueue[other]
-        place = ("not told apart from" if timing.agree(mine, theirs)
-                 else "above" if mine.median > theirs.median else "below")
-        words[place].append(f"{short(other)}'s {spread(theirs)}")
+        words[apart(mine, enqueue[other])].append(f"{short(other)}'s {enqueue[other].text(us)}")
     said = "; ".join(f"{w} {' and '.join(v)}" for w, v in words.items() if v)
     n = len(others)
     rank = ("the most expensive of these here" if len(words["above"]) == n
@@ -640,12 +935,16 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
             else "not the most expensive of these here" if words["below"]
             else "this run cannot rank it among them" if len(words["not told apart from"]) == n
             else "the most expensive here, with those it is not told apart from")
-    text = (f"by unprofiled CPU enqueue (host clock, back-to-back calls, per forward, median and p10–p90, "
-            f"{shape_text(DEFAULT_SHAPE)}), {short(stage)} takes {spread(mine)}: {said}, so {rank}")
-    return Statement(text, all(o in enqueue for o in others), f"{ {k: v.median for k, v in enqueue.items()} }")
+    text = (f"by unprofiled CPU enqueue (host clock, back-to-back calls, per forward, {mine.how}, "
+            f"{shape_text(DEFAULT_SHAPE)}), {short(stage)} takes {mine.text(us)}: {said}, so {rank}")
+    # the ranking's own groups bear out an outright first or last place
+    groups = decide.ranking(enqueue)
+    holds = {"the most expensive of these here": groups[-1] == [stage],
+             "the cheapest of these here": groups[0] == [stage]}.get(rank, True)
+    return Statement(text, holds, f"{ {k: round(v.median, 1) for k, v in enqueue.items()} }, groups {groups}", rank)
 
 
-@statement("cudnn-cpu-inside")
+@claim("cudnn-cpu-inside", reads=["cudnn"], flip=Flip("cudnn.trace.json.gz", _shrink_cpu_op("aten::_cudnn_attention_forward")))
 def cudnn_cpu_inside(build: Build) -> Statement:
     """Where cuDNN's forward spends its CPU time: inside `_cudnn_attention_forward`, in the pictured forward."""
     _, shown = build.forwards("cudnn")
@@ -655,7 +954,8 @@ def cudnn_cpu_inside(build: Build) -> Statement:
     return Statement(text, inside / shown.cpu_us > 0.5, f"{inside:.1f} of {shown.cpu_us:.1f} µs")
 
 
-@statement("flash-register-limit")
+@claim("flash-register-limit", reads=["flash"],
+       flip=Flip("flash.json", lambda s: next(o for o in s["ops"] if "flash_fwd" in o["name"]).update(registers=32)))
 def flash_register_limit(build: Build) -> Statement:
     """FlashAttention-2's occupancy from its registers: what a warp takes, how many warps and blocks fit."""
     import math
@@ -671,38 +971,91 @@ def flash_register_limit(build: Build) -> Statement:
     return Statement(text, t["limiter"] == "registers", f"{op['registers']} registers, {threads} threads, {t}")
 
 
-@statement("leads-long")
+@claim("leads-long", reads=lambda stage: ["run-sweep"],
+       flip=lambda stage: Flip("run-sweep.json", _longest_slower(stage, 10.0)))  # it no longer leads there
 def leads_long(build: Build, stage) -> Statement:
-    """Where a stage leads the sweep (back-to-back TFLOP/s): from some length up, at every head dim."""
-    rows = [r for r in build.run("sweep") if r.get("tflops_back_to_back")]
-    lead = {}
-    for d in sorted({r["shape"][3] for r in rows}):
-        for n in sorted({r["shape"][2] for r in rows}):
-            pts = {r["path"]: r["tflops_back_to_back"] for r in rows if r["shape"][3] == d and r["shape"][2] == n}
-            if pts:
-                lead[(d, n)] = max(pts, key=pts.get)
+    """Where a stage leads the sweep (time per forward back to back, the one rule): from some length up,
+    at every head dim; a length where it is not told apart from the fastest other is said so."""
+    rows = [r for r in build.run("sweep") if r.get("back_to_back_us_each")]
+    ranges = {}  # (d, n) -> path -> range
+    for r in rows:
+        d, n = r["shape"][3], r["shape"][2]
+        ranges.setdefault((d, n), {})[r["path"]] = across(
+            build, "sweep", lambda res, r=r: row(res, path=r["path"], shape=r["shape"])["back_to_back_us_each"])
+    lead = {k: front(v) for k, v in ranges.items()}
     dims = sorted({d for d, _ in lead})
-    starts = {d: min((n for (dd, n), p in lead.items() if dd == d and p == stage), default=None) for d in dims}
-    below = sorted({p for (d, n), p in lead.items() if starts[d] is not None and n < starts[d]})
-    where = " and ".join(f"from S={starts[d]:,} at head dim {d}" for d in dims if starts[d] is not None)
-    text = (f"It leads {where}, at every longer sequence, and trails {' and '.join(short(p) for p in below) or 'no one'} "
-            f"below that (back-to-back TFLOP/s, the figures above)") if where else "It leads nowhere in this sweep"
-    holds = (all(s is not None for s in starts.values()) and bool(below)
-             and all(p == stage for (d, n), p in lead.items() if n >= starts[d]))
-    return Statement(text, holds, f"leaders {lead}")
+    parts, ties, below, holds = [], [], set(), True
+    for d in dims:
+        ns = sorted(n for dd, n in lead if dd == d)
+        alone = [n for n in ns if lead[d, n] == [stage]]
+        if not alone:
+            holds = False
+            continue
+        start = alone[0]
+        holds &= all(stage in lead[d, n] for n in ns if n >= start) and ns[-1] in alone
+        below |= {p for n in ns if n < start and stage not in lead[d, n] for p in lead[d, n]}
+        tied = [n for n in ns if stage in lead[d, n] and n not in alone]
+        ties += [f"at S={n:,}, head dim {d}, its {ranges[d, n][stage].text(us)} is not told apart from "
+                 + listed([f"{short(p)}'s {ranges[d, n][p].text(us)}" for p in lead[d, n] if p != stage]) for n in tied]
+        parts.append(f"from S={start:,} at head dim {d}")
+    holds &= bool(below)
+    how = next(iter(next(iter(ranges.values())).values())).how
+    text = (f"It leads {' and '.join(parts)}, at every longer sequence; " + "".join(f"{t}; " for t in ties)
+            + f"below {'those lengths' if len(parts) > 1 else 'that'} it trails "
+            f"{' and '.join(short(p) for p in sorted(below)) or 'no one'} (time per forward back to back, {how}, the "
+            f"figures above)") if parts else "It leads nowhere in this sweep"
+    return Statement(text, holds, f"the paths at the front: { {k: v for k, v in sorted(lead.items())} }",
+                     str(sorted(lead.items())))
 
 
-@statement("layout-gap")
+def _longest_slower(stage: str, factor: float):
+    """A run of the sweep with `stage` `factor` times slower back to back at the longest sequence."""
+    def edit(rows):
+        longest = max(r["shape"][2] for r in rows)
+        for r in rows:
+            if r["path"] == stage and r["shape"][2] == longest and r.get("back_to_back_us_each"):
+                r["back_to_back_us_each"] = scale(r["back_to_back_us_each"], factor)
+    return in_run("sweep", edit)
+
+
+@claim("layout-gap", reads=lambda stage: ["run-fastest"],
+       flip=lambda stage: [Flip("run-fastest.json", in_run("fastest", _slower_rows(stage, "BHSD", 0.85)), ADAPTS),
+                           Flip("run-fastest.json", in_run("fastest", _slower_rows(stage, "BHSD", 3.0)))])
 def layout_gap(build: Build, stage) -> Statement:
-    """A stage's two layouts in the fastest-forward run, and what one run cannot tell."""
-    rows = {r["layout"]: r for r in build.run("fastest") if r["path"] == stage and "tflops_back_to_back" in r}
-    a, b = rows["BSHD"]["tflops_back_to_back"], rows["BHSD"]["tflops_back_to_back"]
-    text = (f"Do not read much into the gap between its two rows ({pct(abs(a / b - 1))}): the run keeps one median "
-            f"per row, not the spread between runs, so it cannot separate a layout effect from run-to-run variation")
-    return Statement(text, abs(a / b - 1) < 0.25, f"{a:.0f} and {b:.0f} TFLOP/s")
+    """A stage is the fastest forward stored either way in the fastest-forward run (told apart from the
+    next, the one rule), and its two layouts against each other."""
+    rows = [r for r in build.run("fastest") if r.get("back_to_back_us_each")]
+    at = {(r["path"], r["layout"]): across(build, "fastest", lambda res, r=r: row(
+        res, path=r["path"], layout=r["layout"])["back_to_back_us_each"]) for r in rows}
+    fastest, nexts = True, []
+    for layout in ("BSHD", "BHSD"):
+        fastest &= front({p: v for (p, l), v in at.items() if l == layout}) == [stage]
+        runner = min(((p, v) for (p, l), v in at.items() if l == layout and p != stage), key=lambda pv: pv[1].median)
+        nexts.append(f"{at[stage, layout].text(us)} against {short(runner[0])}'s {runner[1].text(us)} stored {layout}")
+    a, b = at[stage, "BSHD"], at[stage, "BHSD"]
+    text = (f"In both, {short(stage)} is the fastest forward here ({'; '.join(nexts)}; per forward back to back, "
+            f"{a.how}). ")
+    if decide.order(a, b) == 0:
+        text += (f"Its own two rows are not told apart ({pct(abs(a.median / b.median - 1))} between the medians), so "
+                 f"this run cannot separate a layout effect from run-to-run variation")
+    else:
+        (fast, rf), (slow, rs) = sorted((("BSHD", a), ("BHSD", b)), key=lambda x: x[1].median)
+        text += (f"Stored {fast} it runs {pct(1 - rf.median / rs.median)} faster than stored {slow}, told apart by "
+                 f"more than the spread")
+    return Statement(text, fastest, "; ".join(nexts), apart(a, b))
 
 
-@statement("hopper-compute-bound")
+def _slower_rows(stage: str, layout: str, factor: float):
+    def edit(rows):
+        for r in rows:
+            if r["path"] == stage and r["layout"] == layout and r.get("back_to_back_us_each"):
+                r["back_to_back_us_each"] = scale(r["back_to_back_us_each"], factor)
+    return edit
+
+
+@claim("hopper-compute-bound", reads=[f"{r}.counters" for _, r in names.counted_at(LONG_SHAPE)] + [names.record_name(s, LONG_SHAPE) for s in select(fused=True)],
+       flip=Flip(f"{names.record_name('cudnn', LONG_SHAPE)}.counters.json",
+                 lambda c: c["kernels"][0].update(sm_throughput_pct=10.0, memory_throughput_pct=90.0)))
 def hopper_compute_bound(build: Build) -> Statement:
     """Which fused kernels the counters call compute-bound at the long shape."""
     from ...analysis import counters
@@ -721,7 +1074,8 @@ def hopper_compute_bound(build: Build) -> Statement:
     return Statement(text, sorted(bound) == sorted(hopper), f"verdicts {verdicts}, Hopper kernels {hopper}")
 
 
-@statement("causal-tile-work")
+@claim("causal-tile-work", reads=lambda stage, tile="128": [names.record_name(stage, LONG_SHAPE)],
+       flip=lambda stage, tile="128": Flip(f"{names.record_name(stage, LONG_SHAPE)}.json", _halve_longest_grid))
 def causal_tile_work(build: Build, stage, tile="128") -> Statement:
     """Under a causal mask a head's last query tile meets every key tile, the first only one."""
     s = build.summary(names.record_name(stage, LONG_SHAPE))
@@ -734,7 +1088,9 @@ def causal_tile_work(build: Build, stage, tile="128") -> Statement:
     return Statement(text, blocks == tiles * s["shape"][1] * s["shape"][0], f"grid {op['grid']}")
 
 
-@statement("rotations-agree")
+@claim("rotations-agree", reads=[names.cp_record(LONGEST_CP, rotate=r) for r in ("allgather", "alltoall")],
+       flip=Flip(f"{names.cp_record(LONGEST_CP, rotate='alltoall')}.json",
+                 lambda s: s.update(cp_event_median_us=1.2 * s["cp_event_median_us"])))
 def rotations_agree(build: Build) -> Statement:
     """All-gather and all-to-all at the same length: the slower rank's one-call medians side by side."""
     a, b = (build.summary(names.cp_record(LONGEST_CP, rotate=r))["cp_event_median_us"] for r in ("allgather", "alltoall"))
@@ -742,7 +1098,7 @@ def rotations_agree(build: Build) -> Statement:
     return Statement(text, abs(a / b - 1) < 0.03, f"{a:.0f} and {b:.0f} µs")
 
 
-@statement("naive-ops-vs-a100")
+@claim("naive-ops-vs-a100", reads=["naive"], flip=Flip("naive.json", lambda s: s.update(ops_per_forward=s["ops_per_forward"] + 1)))
 def naive_ops_vs_a100(build: Build) -> Statement:
     """Our naive op count against the post's: the same kernels plus cuBLAS's memset."""
     s = build.summary("naive")
@@ -768,7 +1124,8 @@ def _aten(s: dict, op: dict) -> str:
     return path[-1].removeprefix("aten::") if path else "?"
 
 
-@statement("longest-op")
+@claim("longest-op", reads=lambda stage, launched_by: [stage],
+       flip=lambda stage, launched_by: Flip(f"{stage}.trace.json.gz", kernels_in_trace("nvjet", 10.0)))
 def longest_op(build: Build, stage, launched_by) -> Statement:
     """The longest op of the forward a chapter shows, named by the aten op that launched it, against the
     longer of its matmuls: `say longest-op naive masked_fill_`."""
@@ -781,7 +1138,8 @@ def longest_op(build: Build, stage, launched_by) -> Statement:
                      f"longest op {i} launched by {_aten(s, op)}, matmul {mm['duration_us']:.1f} µs")
 
 
-@statement("copy-cost")
+@claim("copy-cost", reads=lambda stage="naive", against="inplace": [stage, against, "run-hardware"],
+       flip=Flip("run-hardware.json", in_run("hardware", lambda r: r.update(copy_us_each=scale(r["copy_us_each"], 2.0)))))
 def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
     """What the out-of-place copy should cost (its bytes in and out over the copy rate measured on the same
     GPU) against what it took, and what dropping it saved: the in-place chapter's arithmetic."""
@@ -800,7 +1158,8 @@ def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
                      f"expected {expected:.1f} µs, copy {copy['duration_us']:.1f} µs, saved {saved:.1f} µs")
 
 
-@statement("same-op-time")
+@claim("same-op-time", reads=lambda a, b, launched_by: [a, b],
+       flip=lambda a, b, launched_by: Flip(f"{b}.trace.json.gz", kernels_in_trace("at::native::elementwise_kernel", 1.5)))
 def same_op_time(build: Build, a, b, launched_by) -> Statement:
     """One kernel in two stages' forwards (named by the aten op that launched it): the same time, within 5 %."""
     ta, tb = ({_aten(s, op): op["duration_us"] for op in s["ops"]}[launched_by]
@@ -810,7 +1169,7 @@ def same_op_time(build: Build, a, b, launched_by) -> Statement:
     return Statement(text, abs(tb / ta - 1) < 0.05, f"{ta:.1f} and {tb:.1f} µs")
 
 
-@statement("more-ops")
+@claim("more-ops", reads=lambda a, b: [a, b], flip=lambda a, b: Flip(f"{a}.json", lambda s: s.update(ops_per_forward=1)))
 def more_ops(build: Build, a, b) -> Statement:
     """How many more device ops one forward launches than another."""
     na, nb = build.summary(a)["ops_per_forward"], build.summary(b)["ops_per_forward"]
@@ -818,7 +1177,8 @@ def more_ops(build: Build, a, b) -> Statement:
     return Statement(text, na > nb, f"{na} and {nb}")
 
 
-@statement("recompile-cliff")
+@claim("recompile-cliff", reads=["run-recompile"],
+       flip=Flip("run-recompile.json", in_run("recompile", lambda r: r["points"][2].update(times_us=scale(r["points"][2]["times_us"], 50.0)))))
 def recompile_cliff(build: Build) -> Statement:
     """Where the recompile chart falls off its cliff: the first call past torch.compile's recompile limit."""
     r = build.run("recompile")

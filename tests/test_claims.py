@@ -1,0 +1,159 @@
+"""Every checked sentence is a claim (attnprof/site/claims/statements.py: CLAIMS): the records it reads and
+its flips are data beside its words. Here every flip of every claim, for every `say` on the pages, is
+applied to a copy of the records: the claim must then turn false, or, where its words follow the records,
+choose other words that hold. A claim that reads a run decides over the run's repeats where it has them."""
+import gzip
+import json
+import shutil
+
+import pytest
+
+from attnprof.analysis import records
+from attnprof.model import store
+from attnprof.site import registry
+from attnprof.site.build import Build, FalseStatement
+from attnprof.site.claims.statements import ADAPTS, CLAIMS, FALSE, check
+
+registry.load()  # every module that registers claims, as a build loads them
+DOCS = store.ROOT / "docs"
+
+
+def usages() -> list[tuple[str, ...]]:
+    """Every `say` of the chapters (name and arguments), once each."""
+    return sorted({tuple(args) for page in DOCS.glob("*.md")
+                   for piece, args in registry.directives(page.read_text(encoding="utf-8")) if piece == "say"})
+
+
+def split(words):
+    name, *args = words
+    return name, [a for a in args if "=" not in a], dict(a.split("=", 1) for a in args if "=" in a)
+
+
+def cases():
+    for words in usages():
+        name, args, keywords = split(words)
+        for i, flip in enumerate(CLAIMS[name].flips(*args, **keywords)):
+            yield pytest.param(words, i, id=f"{' '.join(words)} #{i} {flip.file}")
+
+
+class Unchecked(Build):
+    """A build over a copy whose one edited record is read as it is: no `check`, and a counters record
+    read without holding it to its ncu report (a flip edits the JSON alone). It also notes every record
+    it reads."""
+
+    def __init__(self, folder):
+        super().__init__(folder, problems={})
+        self.read = set()
+
+    def summary(self, record):
+        self.read.add(record)
+        return super().summary(record)
+
+    def trace(self, record):
+        self.read.add(record)
+        return super().trace(record)
+
+    def run(self, name):
+        self.read.add(f"run-{name}")
+        return super().run(name)
+
+    def counters(self, record):
+        self.read.add(f"{record}.counters")
+        if f"{record}.counters" not in self._counters:
+            self._counters[f"{record}.counters"] = records.load_counters(record, self.folder)
+        return self._counters[f"{record}.counters"]
+
+
+@pytest.fixture(scope="module")
+def committed():
+    return Unchecked(store.CAPTURES)
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("claims") / "captures"
+    shutil.copytree(store.CAPTURES, folder)
+    return folder
+
+
+def flipped(clean, flip) -> tuple[Unchecked, object]:
+    """A build over the copy with `flip` applied to its file; the file is put back by the caller."""
+    path = clean / flip.file
+    raw = path.read_bytes()
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
+        data = json.load(f)
+    flip.change(data)
+    with opener(path, "wt") as f:
+        json.dump(data, f)
+    return Unchecked(clean), lambda: path.write_bytes(raw)
+
+
+def test_every_claim_is_said_on_a_page_and_has_a_flip():
+    assert {words[0] for words in usages()} == set(CLAIMS)
+    for words in usages():
+        name, args, keywords = split(words)
+        flips = CLAIMS[name].flips(*args, **keywords)
+        assert flips and all(f.then in (FALSE, ADAPTS) for f in flips), words
+
+
+@pytest.mark.parametrize("words", usages(), ids=" ".join)
+def test_a_claim_holds_and_reads_what_it_declares(committed, words):
+    """On the committed records every claim holds, and it reads only the records it says it reads (so a
+    flip of any other record cannot move it), among them the one each of its flips changes."""
+    name, args, keywords = split(words)
+    committed.read.clear()
+    s = check(committed, name, *args, **keywords)
+    assert s.holds and s.text and "{" not in s.text
+    declared = set(CLAIMS[name].reads(*args, **keywords))
+    assert committed.read <= declared, committed.read - declared
+    assert {f.record for f in CLAIMS[name].flips(*args, **keywords)} <= declared
+
+
+@pytest.mark.parametrize("words, index", list(cases()))
+def test_a_flip_turns_its_claim(committed, clean, words, index):
+    name, args, keywords = split(words)
+    flip = CLAIMS[name].flips(*args, **keywords)[index]
+    before = check(committed, name, *args, **keywords)
+    build, restore = flipped(clean, flip)
+    try:
+        if flip.then == FALSE:
+            with pytest.raises(FalseStatement, match=f"'{name}'"):
+                check(build, name, *args, **keywords)
+        else:  # other words, for another outcome, that hold
+            after = check(build, name, *args, **keywords)
+            assert after.outcome != before.outcome and after.text != before.text
+            assert "{" not in after.text
+    finally:
+        restore()
+
+
+def _with_repeats(record, rows_of, change):
+    """A run record with two more repeats: copies of its result whose rows `change` edits."""
+    extra = []
+    for factor in (1.0, 1.0):
+        result = json.loads(json.dumps(record["result"]))
+        for r in rows_of(result):
+            change(r, factor)
+        extra.append(result)
+    record["repeats"] = extra
+
+
+def test_a_run_claim_decides_across_repeats_where_there_are_some(clean):
+    """cpu-rank: cuDNN's enqueue decidedly above flash's in one process; with two more repeats in which
+    cuDNN's is the same as flash's, the medians across the three repeats overlap, and the words say so."""
+    from attnprof.site.claims.statements import Flip
+
+    def same_as_flash(row, _):
+        if row["stage"] == "cudnn" and row["shape"] == [8, 16, 1024, 64]:
+            row["enqueue_us"] = [0.8 * x for x in row["enqueue_us"]]  # below flash's in these repeats
+
+    flip = Flip("run-timing.json", lambda r: _with_repeats(r, lambda res: res["rows"], same_as_flash))
+    one = check(Unchecked(clean), "cpu-rank", "cudnn", "flash", "efficient")
+    assert "above flash's" in one.text and "p10–p90 of one process" in one.text
+    build, restore = flipped(clean, flip)
+    try:
+        text = check(build, "cpu-rank", "cudnn", "flash", "efficient").text
+        assert "across 3 separate processes" in text and "not told apart from flash's" in text
+    finally:
+        restore()
