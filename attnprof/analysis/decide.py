@@ -10,6 +10,7 @@ it by a few tenths of a point.
 """
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass
 from typing import Callable
@@ -33,9 +34,9 @@ class Range:
         if self.lo == self.hi:
             return fmt(self.median)
         lo, hi = fmt(self.lo), fmt(self.hi)
-        unit = hi.rsplit(" ", 1)[-1] if " " in hi else ""
-        if unit and lo.endswith(f" {unit}"):  # one unit for the range: 33.9–42.1 µs
-            lo = lo.removesuffix(f" {unit}")
+        unit = re.search(r"\s\D+$", hi)  # " µs" (any space, a no-break one too)
+        if unit and lo.endswith(unit.group()):  # one unit for the range: 33.9–42.1 µs
+            lo = lo.removesuffix(unit.group())
         return f"{fmt(self.median)} ({lo}–{hi})"
 
     @property

@@ -627,12 +627,16 @@ def cudnn_fastest(build: Build) -> Statement:
     # cuDNN against the fastest of the others, whether or not cuDNN leads
     rival, rival_event = (min((b for b in backends if b != "cudnn"), key=lambda b: rows[b].median)
                           for rows in (device, event))
-    text = (f"the fastest SDPA backend, by device time ({device['cudnn'].text(us)} against "
-            f"{short(rival)}'s {device[rival].text(us)}) and by one call's CUDA-event median "
-            f"({event['cudnn'].text(us)} against {short(rival_event)}'s {event[rival_event].text(us)}; median and "
-            f"p10–p90 of each capture's forwards)")
     first = [decide.ranking(rows)[0] for rows in (device, event)]
-    return Statement(text, first == [["cudnn"], ["cudnn"]], f"first by device {first[0]}, by one call {first[1]}")
+    by_call = (f"and by one call's CUDA-event median too ({event['cudnn'].text(us)} against {short(rival_event)}'s "
+               f"{event[rival_event].text(us)})" if first[1] == ["cudnn"] else
+               f"though by one call's CUDA-event median it is not told apart from "
+               f"{' and '.join(short(b) + chr(39) + 's' for b in first[1] if b != 'cudnn')} ({event['cudnn'].text(us)} "
+               f"against {event[rival_event].text(us)})")
+    text = (f"the fastest SDPA backend by device time ({device['cudnn'].text(us)} against "
+            f"{short(rival)}'s {device[rival].text(us)}), {by_call}; median and p10–p90 of each capture's forwards")
+    return Statement(text, first[0] == ["cudnn"] and "cudnn" in first[1],
+                     f"first by device {first[0]}, by one call {first[1]}")
 
 
 def hopper_kernels(build: Build) -> list[str]:
@@ -1066,12 +1070,20 @@ def hopper_compute_bound(build: Build) -> Statement:
         measured = build.counters(record)
         if measured:
             verdicts[stage] = counters.verdict(summary.longest_counted(measured))
-    bound = [s for s, v in verdicts.items() if v == "compute-bound"]
+    reach = {s: v for s, v in verdicts.items() if v in ("compute-bound", counters.NEAR, counters.BOTH)}
     hopper = hopper_kernels(build)
-    others = {v for s, v in verdicts.items() if s not in bound}
+    others = {v for s, v in verdicts.items() if s not in reach}
+    said = {v: [f"{short(s)}'s" for s, w in reach.items() if w == v] for v in dict.fromkeys(reach.values())}
+    where = {"compute-bound": "{} into compute-bound", counters.NEAR: "{} near the threshold, within "
+             f"{counters.BAND:g} points of {counters.BOUND_AT:g} %", counters.BOTH: "{} into both compute- and memory-bound"}
+    parts = [where[v].format(("cross" if len(ks) > 1 else "crosses") if v != counters.NEAR else
+                             ("lie" if len(ks) > 1 else "lies")) for v, ks in said.items()]
     text = (f"Only the {len(hopper)} kernels written for Hopper, {' and '.join(short(s) + chr(39) + 's' for s in hopper)}, "
-            f"cross into compute-bound; the others are {', '.join(sorted(others))}")
-    return Statement(text, sorted(bound) == sorted(hopper), f"verdicts {verdicts}, Hopper kernels {hopper}")
+            f"come to the compute-bound threshold: "
+            + "; ".join(f"{' and '.join(said[v])} {p}" for v, p in zip(said, parts))
+            + f"; the others are {', '.join(sorted(others))}")
+    return Statement(text, sorted(reach) == sorted(hopper) and "compute-bound" in reach.values(),
+                     f"verdicts {verdicts}, Hopper kernels {hopper}")
 
 
 @claim("causal-tile-work", reads=lambda stage, tile="128": [names.record_name(stage, LONG_SHAPE)],
