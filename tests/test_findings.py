@@ -73,8 +73,9 @@ def test_claims_reuse_the_facts_of_the_tables():
 @pytest.fixture
 def copy(tmp_path):
     """copy(run, change): a copy of the committed records with `change(result)` applied to one run's committed
-    result (its medians derived again from the changed samples), read as a build reads them; each call starts
-    from the committed run again."""
+    result and each of its repeats (their medians derived again from the changed samples), read as a build
+    reads them; each call starts from the committed run again. With repeat=True, the changed result is added
+    as a further repeat instead."""
     import json
     import shutil
     from attnprof.analysis import derived
@@ -85,9 +86,12 @@ def copy(tmp_path):
     def flip(run, change, repeat=None):
         path = folder / f"run-{run}.json"
         record = json.loads((store.CAPTURES / path.name).read_text())
-        if repeat is None:
+        if repeat is None:  # the same change measured in every process of the run
             change(record["result"])
             record["result"] = derived.derive(run, record["result"])
+            for i, result in enumerate(record.get("repeats", [])):
+                change(result)
+                record["repeats"][i] = derived.derive(run, result)
         else:  # a further independent repeat of the run, the committed result changed
             import copy as deep
             again = deep.deepcopy(record["result"])
@@ -108,60 +112,77 @@ def scale(rows, factor, key="back_to_back_us_each", **match):
         where[key] = [factor * x for x in where[key]]
 
 
-def test_the_crossover_is_named_only_where_the_rule_decides_it(copy):
-    said = findings.leads(BUILD, "fa4")
-    # at head dim 64, S=4,096, FlashAttention-4 and cuDNN are 0.5 % apart: not told apart, both ranges given
-    assert "from S=8,192 up at head dim 64" in said and "at S=4,096, head dim 64, it is not told apart from cuDNN (" in said
-    assert said.count("TFLOP/s against") == 1
-    faster = copy("sweep", lambda rows: scale(rows, 0.85, path="fa4", shape=[4, 16, 4096, 64]))
-    moved = findings.leads(faster, "fa4")
-    assert "from S=4,096 up at head dim 64" in moved and "not told apart" not in moved
-    # a second repeat in which FlashAttention-4 is 20 % slower at S=8,192: across the two the lead is not decided
-    slower = copy("sweep", lambda rows: scale(rows, 1.2, path="fa4", shape=[2, 16, 8192, 64]), repeat=True)
-    assert "at S=8,192, head dim 64, it is not told apart from cuDNN" in findings.leads(slower, "fa4")
-    assert "across 2 separate processes" in findings.leads(slower, "fa4")
+def _as(factor, part, of=None, keys=("times_us", "back_to_back_us_each"), **match):
+    """A change: in the rows whose fields equal `match`, `part`'s samples made `factor` times `of`'s (the row
+    itself where `of` is None), sample by sample."""
+    def change(rows):
+        for r in rows:
+            if all(r.get(k) == v for k, v in match.items()):
+                source = r[of] if of else r
+                for key in keys:
+                    r[part][key] = [factor * x for x in source[key]]
+    return change
 
 
 def test_concatenation_against_in_place_is_decided_or_not_told_apart(copy):
-    said = findings.decode_error(BUILD)
+    said = findings.decode_error(copy("decode_step", _as(1.0, "concat", batch=1)))
     assert "at batch 1, where the cache is small, the concatenating step and the in-place one are not told apart" in said
     assert "× as long" in said.split(";")[0]  # the largest batch: decided, the cost per token with it
-    longer = copy("decode_step", lambda rows: scale(rows, 1.2, batch=1, part="concat"))
-    assert "at batch 1, where the cache is small, a step takes" in findings.decode_error(longer)
-    assert "not told apart" not in findings.decode_error(longer)
-    shorter = copy("decode_step", lambda rows: scale(rows, 0.8, batch=1, part="concat"))
+    longer = findings.decode_error(copy("decode_step", _as(5.0, "concat", batch=1)))  # beyond any spread across processes
+    # batch 1 now decidedly longer, the row of the smallest ratio (whichever batch that is) is decided too
+    assert re.search(r"where the cache is small, a step takes .* as long \(", longer) and "not told apart" not in longer
+    shorter = copy("decode_step", _as(0.2, "concat", batch=1))
     assert "less time, not more" in findings.decode_error(shorter)
 
 
+def _fastest_rows(times: dict):
+    """Every row of the fastest-forward run timed back to back as `times[(path, layout)]` times FlashAttention-4's
+    row on [B, H, S, D] (2 where not named), sample by sample."""
+    def change(rows):
+        fa4 = list(next(r for r in rows if (r["path"], r["layout"]) == ("fa4", "BHSD"))["back_to_back_us_each"])
+        for r in rows:
+            if "back_to_back_us_each" in r:
+                r["back_to_back_us_each"] = [times.get((r["path"], r["layout"]), 2.0) * x for x in fa4]
+    return change
+
+
 def test_the_fastest_forward_is_one_only_where_told_apart_from_the_rest(copy):
-    said = findings.fastest(BUILD).split("\n\n")[-1]
-    assert said.startswith("The fastest forwards we ran at this shape are not told apart: **FlashAttention-4")
-    one = copy("fastest", lambda rows: scale(rows, 1.3, path="fa4", layout="BSHD"))
-    said = findings.fastest(one).split("\n\n")[-1]
-    assert said.startswith("The fastest forward we ran at this shape is **FlashAttention-4 through kernels on [B, H, S, D]")
-    assert "Fastest within each layout: on [B, H, S, D] inputs, FlashAttention-4" in said
-    def same_as_fa4(rows):  # cuDNN on [B, S, H, D] timed exactly as FlashAttention-4 there
-        fa4 = next(r for r in rows if r["path"] == "fa4" and r["layout"] == "BSHD")
-        next(r for r in rows if r["path"] == "cudnn" and r["layout"] == "BSHD")["back_to_back_us_each"] = \
-            list(fa4["back_to_back_us_each"])
-    within = findings.fastest(copy("fastest", same_as_fa4)).split("Fastest within each layout: ")[1]
+    tie = findings.fastest(copy("fastest", _fastest_rows({("fa4", "BHSD"): 1.0, ("fa4", "BSHD"): 1.0}))).split("\n\n")[-1]
+    assert tie.startswith("The fastest forwards we ran at this shape are not told apart: **FlashAttention-4")
+    one = findings.fastest(copy("fastest", _fastest_rows({("fa4", "BHSD"): 1.0, ("fa4", "BSHD"): 1.2}))).split("\n\n")[-1]
+    assert one.startswith("The fastest forward we ran at this shape is **FlashAttention-4 through kernels on [B, H, S, D]")
+    assert "Fastest within each layout: on [B, H, S, D] inputs, FlashAttention-4" in one
+    within = findings.fastest(copy("fastest", _fastest_rows({("fa4", "BHSD"): 1.0, ("fa4", "BSHD"): 1.2,
+                                                            ("cudnn", "BSHD"): 1.2}))).split("Fastest within each layout: ")[1]
     assert within.split("; ")[1] == "on [B, S, H, D] inputs, cuDNN and FlashAttention-4, not told apart."
 
 
 def test_a_stream_slower_than_one_call_is_said_only_where_decided(copy):
-    assert "ran slower per layer" not in findings.cost(BUILD)  # every shape's two ranges overlap
-    slow = copy("e2e", lambda rows: scale(rows, 1.3, batch=2, part="sdpa_layer"))
-    note = findings.cost(slow).split("ran slower per layer than one layer at a time at ")[1]
+    def stream_as_one_call(factor_at_batch_2):  # back to back timed as one call (times the factor at batch 2)
+        def change(rows):
+            for r in rows:
+                factor = factor_at_batch_2 if r["batch"] == 2 else 1.0
+                r["sdpa_layer"]["back_to_back_us_each"] = [factor * x for x in r["sdpa_layer"]["times_us"]]
+        return change
+    assert "ran slower per layer" not in findings.cost(copy("e2e", stream_as_one_call(1.0)))
+    note = findings.cost(copy("e2e", stream_as_one_call(3.0))).split("ran slower per layer than one layer at a time at ")[1]
     assert note.startswith("batch 2 × 4,096 (") and "batch 8" not in note
 
 
 def test_a_gain_or_a_fallback_ratio_within_the_noise_is_not_told_apart(copy):
-    assert "not told apart" not in findings.graphs(BUILD).split("\n\n")[0]
+    far = copy("graphs", _as(0.2, "graph", "eager", keys=("times_us",)))
+    assert "not told apart" not in findings.graphs(far).split("\n\n")[0]
     same = copy("graphs", lambda rows: rows[0]["graph"].update(times_us=list(rows[0]["eager"]["times_us"])))
     assert "| 1.0×, not told apart |" in findings.graphs(same).split("\n\n")[0]
-    assert "| fp16 inputs |" in findings.fallback(BUILD) and "1.0×, not told apart" in findings.fallback(BUILD)
-    slow = copy("fallback", lambda rows: scale(rows, 2.0, "times_us", case="fp16 inputs"))
-    fp16 = next(l for l in findings.fallback(slow).splitlines() if l.startswith("| fp16 inputs"))
+    def fp16_as_fast_path(factor):
+        def change(rows):
+            fast = next(r for r in rows if r["case"].startswith("fast path"))
+            next(r for r in rows if r["case"] == "fp16 inputs")["times_us"] = [factor * x for x in fast["times_us"]]
+        return change
+    tied = findings.fallback(copy("fallback", fp16_as_fast_path(1.0)))
+    assert "| fp16 inputs |" in tied and "1.0×, not told apart" in tied
+    fp16 = next(l for l in findings.fallback(copy("fallback", fp16_as_fast_path(2.0))).splitlines()
+                if l.startswith("| fp16 inputs"))
     assert fp16.endswith("× |") and "not told apart" not in fp16
 
 

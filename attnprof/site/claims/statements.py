@@ -171,10 +171,14 @@ def setting(**values):
 
 
 def in_run(run: str, edit: Callable):
-    """`edit(result)` on a run's result, its medians and rates then derived again from the samples."""
+    """`edit(result)` on a run's result and on each of its further repeats (the same change measured in every
+    process), their medians and rates then derived again from the samples."""
     def change(record):
         edit(record["result"])
         record["result"] = derived.derive(run, record["result"])
+        for i, result in enumerate(record.get("repeats", [])):
+            edit(result)
+            record["repeats"][i] = derived.derive(run, result)
     return change
 
 
@@ -914,10 +918,14 @@ def _kernels_named(kernels: list[dict], part: str) -> list[dict]:
 
 
 def _other_verdict(part: str):
-    """The counted kernels named `part` with their SM and memory throughput swapped: the other verdict."""
+    """The counted kernels named `part` made clearly memory-bound, or clearly compute-bound where they were
+    memory-bound: another verdict, whatever theirs was."""
+    from ...analysis import counters
+
     def change(c):
         for k in _kernels_named(c["kernels"], part):
-            k["sm_throughput_pct"], k["memory_throughput_pct"] = k["memory_throughput_pct"], k["sm_throughput_pct"]
+            sm, mem = (90.0, 20.0) if counters.verdict(k) == "memory-bound" else (20.0, 90.0)
+            k.update(sm_throughput_pct=sm, memory_throughput_pct=mem)
     return change
 
 

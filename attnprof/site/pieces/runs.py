@@ -156,53 +156,8 @@ def ceilings(build: Build):
     ])
 
 
-def sweep_leaders(build: Build, d: int) -> dict[int, list[str]]:
-    """At each swept S of head dim d, the paths at the top of the one rule's ranking of back-to-back times
-    (the fastest, with every path it cannot tell apart from them)."""
-    leaders = {}
-    for n in sorted({r["shape"][2] for r in build.run("sweep") if r["shape"][3] == d}):
-        rows = [r for r in build.run("sweep") if r["shape"][3] == d and r["shape"][2] == n and _value(r, "back_to_back_us")]
-        if rows:
-            leaders[n] = decide.ranking({r["path"]: _sweep_time(build, r) for r in rows})[0]
-    return leaders
-
-
 def _sweep_time(build: Build, r: dict) -> decide.Range:
     return measured(build, "sweep", row_where(path=r["path"], shape=r["shape"]))
-
-
-@piece("leads", inline=True, conclusion=True)
-def leads(build: Build, stage):
-    """Where a stage leads the sweep, decided by the one rule: from which S up at each head dim, whom it trails
-    below that, and where it is not told apart from the fastest, with both ranges."""
-    rows = build.run("sweep")
-    dims_ = sorted({r["shape"][3] for r in rows})
-    starts, trails, ties = {}, set(), []
-    for d in dims_:
-        leaders = sweep_leaders(build, d)
-        lens = sorted(leaders)
-        tail = [n for i, n in enumerate(lens) if all(leaders[m] == [stage] for m in lens[i:])]
-        starts[d] = tail[0] if tail else None
-        for n in lens:
-            if n in tail:
-                continue
-            if stage in leaders[n]:
-                if len(leaders[n]) > 1:
-                    ties.append((d, n, leaders[n]))
-            else:
-                trails.update(leaders[n])
-    rate = lambda d, n, p: next(_sweep_time(build, r).scaled(lambda t: tflops(causal_flops(r["shape"]), t))
-                                for r in rows if r["path"] == p and r["shape"][2:] == [n, d])
-    led = [f"from S={starts[d]:,} up at head dim {d}" for d in dims_ if starts[d]]
-    said = (f"It leads {' and '.join(led)} (back-to-back TFLOP/s, the figures above)" if led else
-            "It leads at no length and head dim of this sweep from there up")
-    said += f", and trails {' and '.join(short(p) for p in sorted(trails))} below that" if led and trails else ""
-    for d, n, top in ties:
-        others = [p for p in top if p != stage]
-        said += (f"; at S={n:,}, head dim {d}, it is not told apart from {' and '.join(short(p) for p in others)} ("
-                 + " against ".join(f"{rate(d, n, p).text(lambda x: f'{x:.0f}')} TFLOP/s" for p in [stage, *others])
-                 + f", {rate(d, n, stage).how})")
-    return said
 
 
 @piece("sweep-table")
