@@ -173,7 +173,8 @@ def silent(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def axe(lock):
-    """axe-core 4's script, installed from npm into tests/.axe/ when it is not there yet (by one process)."""
+    """The address of axe-core 4's script, installed from npm into tests/.axe/ when it is not there yet (by
+    one process), served from an origin of its own (so that the browser keeps it compiled between pages)."""
     with lock(AXE_DIR / "install.lock"):
         if not AXE_JS.exists():
             npm = shutil.which("npm")
@@ -181,15 +182,28 @@ def axe(lock):
             r = subprocess.run([npm, "install", "--no-save", "--no-audit", "--no-fund", "--prefix", str(AXE_DIR),
                                 "axe-core@4"], capture_output=True, text=True, timeout=300)
             assert r.returncode == 0 and AXE_JS.exists(), f"npm could not install axe-core@4 into {AXE_DIR}: {r.stderr[-500:]}"
-    return AXE_JS.read_text()
+    httpd, url = serve(AXE_JS.parent)
+    yield f"{url}/{AXE_JS.name}"
+    httpd.shutdown()
 
 
-def accessibility(browser, axe_js, only=None) -> list[str]:
-    """axe-core's serious and critical WCAG 2 A/AA violations on the open page, by every rule or `only`
-    these (axe is put into a page once: switching the scheme keeps it, loading a page drops it)."""
+# axe put into the open page by a script element, unless it is there already (switching the scheme keeps
+# it, loading a page drops it); null when it does not load.
+AXE_IN = """
+const done = arguments[arguments.length - 1];
+if (typeof axe === 'object') { done(true); return; }
+const script = document.createElement('script');
+script.src = arguments[0];
+script.onload = () => done(typeof axe === 'object');
+script.onerror = () => done(null);
+document.head.appendChild(script);
+"""
+
+
+def accessibility(browser, axe_url, only=None) -> list[str]:
+    """axe-core's serious and critical WCAG 2 A/AA violations on the open page, by every rule or `only` these."""
     browser.set_script_timeout(60)
-    if not browser.execute_script("return typeof axe === 'object'"):
-        browser.execute_script(axe_js)
+    assert browser.execute_async_script(AXE_IN, axe_url), f"axe-core did not load into the page from {axe_url}"
     return browser.execute_async_script(AXE_RUN, only)
 
 
@@ -259,15 +273,29 @@ def metrics(browser, width):
         "width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600})
 
 
+# Switch the scheme as a reader does, with the header's toggle, unless it is the one asked for; after a
+# switch, answer once two frames have passed (Material turns transitions off while it switches, until the
+# next frame). Answers the scheme.
+SCHEME = """
+const done = arguments[arguments.length - 1], dark = arguments[0];
+const scheme = () => document.body.getAttribute('data-md-color-scheme');
+if ((scheme() === 'slate') === dark) { done(scheme()); return; }
+document.querySelector('label[for^="__palette"]:not([hidden])').click();
+requestAnimationFrame(() => requestAnimationFrame(() => done(scheme())));
+"""
+
+
+def scheme(browser, dark) -> bool:
+    """Put the open page in the dark or light scheme, switched as a reader does: with the header's toggle.
+    Whether the page shows that scheme now."""
+    return browser.execute_async_script(SCHEME, dark) == ("slate" if dark else "default")
+
+
 def view(browser, width, dark):
     """Lay the open page out at `width` CSS px (a phone's viewport below 600 px), in the dark or light
     scheme, switched as a reader does: with the header's toggle."""
     metrics(browser, width)
-    scheme = "return document.body.getAttribute('data-md-color-scheme')"
-    if (browser.execute_script(scheme) == "slate") != dark:
-        browser.execute_script("document.querySelector('label[for^=\"__palette\"]:not([hidden])').click()")
-    time.sleep(0.05)
-    return browser.execute_script(scheme) == ("slate" if dark else "default")
+    return scheme(browser, dark)
 
 
 def shoot(browser, name):
