@@ -10,6 +10,9 @@ taken otherwise.
 
 One Chromium per test process (each xdist worker has its own) serves every test that asks for `browser`,
 reset between tests to a fresh one's state; each page is its own test, so the workers share the pages.
+A page's test loads it once at each width and makes there every check that only reads the page: this
+file's and test_phone.py's (charts, tap targets, numbers, cards, prose width, the lesson first on a
+phone); the tests that tap or click load their own page.
 
 axe-core (the npm package, version 4) is installed on first use into tests/.axe/ with
 `npm install --no-save --prefix tests/.axe axe-core@4`; nothing else is downloaded."""
@@ -336,14 +339,45 @@ def test_the_browser_opens_every_built_page(site):
                                        f"the build made {page_paths(site)}: make source_pages() find every page")
 
 
+# The trace is part of the page, so each bar's <title> shows on hover; its text is not shrunk below the
+# page's small print.
+TRACE_FIGURE = """
+const svg = document.querySelector('article .attnprof-trace svg');
+if (!svg) return null;
+const small = parseFloat(getComputedStyle(document.querySelector('article table')).fontSize);
+const sizes = [...svg.querySelectorAll('text')].map(t => t.getBoundingClientRect().height)
+    .filter(h => h > 0);
+return {titles: [...svg.querySelectorAll('rect > title')].map(t => t.textContent),
+        smallest: Math.min(...sizes), small: small};
+"""
+
+
+def trace_answers_hover(browser, stage) -> list[str]:
+    """A ladder chapter's trace figure is inline, a <title> on each of its forward's ops, its text no smaller
+    than 0.9 times the tables' (on the page as loaded at 1400 px)."""
+    figure = browser.execute_script(TRACE_FIGURE)
+    if not figure:
+        return ["no inline trace figure"]
+    problems = []
+    ops = records.load_summary(stage)["ops_per_forward"]
+    if sum(t.split(".")[0].isdigit() for t in figure["titles"]) < ops:
+        problems.append(f"the trace figure names fewer than its {ops} ops on hover: {figure['titles'][:5]}")
+    if figure["smallest"] < figure["small"] * 0.9:
+        problems.append(f"the trace figure's text is {figure['smallest']:.1f} px high, the tables' {figure['small']:.1f} px")
+    return problems
+
+
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p or "home")
 def test_every_page_in_a_real_browser(path, server, browser, axe, shots):
+    """Each page loaded once at each width, every check of it made there: this file's, and those of
+    test_phone.py that read a page as laid out (their docstrings say in which state of the page)."""
+    import test_phone as phone  # here: test_phone imports this module
     problems = []
     url = f"{server}/{path}/" if path else f"{server}/"
     name = path.replace("/", "_") or "home"
     metrics(browser, WIDE)  # before loading: a page resized after its load can be laid out stale
     browser.get(url)
-    view(browser, WIDE, dark=False)
+    scheme(browser, dark=False)
     errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     broken = browser.execute_script(
         "return [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
@@ -362,51 +396,41 @@ def test_every_page_in_a_real_browser(path, server, browser, axe, shots):
     if not path.startswith("notebooks"):
         problems += [f"{path} at {WIDE} px: {p}" for p in browser.execute_script(FITS)]
         problems += [f"{path}: trace figure '{f}' has no Open-in-Perfetto button after it" for f in perfetto_controls(browser)]
+    if path in ladder():
+        problems += [f"{path} at {WIDE} px: {p}" for p in trace_answers_hover(browser, path)]
     if shots:
         shoot(browser, f"{name}-{WIDE}-light")
     problems += [f"{path} at {WIDE} px, light: axe: {v}" for v in accessibility(browser, axe)]
-    if not view(browser, WIDE, dark=True):
+    if not scheme(browser, dark=True):
         problems.append(f"{path}: the light/dark toggle did not switch to the dark scheme")
     if shots:
         shoot(browser, f"{name}-{WIDE}-dark")
     problems += [f"{path} at {WIDE} px, dark: axe: {v}" for v in accessibility(browser, axe, COLOUR_RULES)]
-    view(browser, PHONE, dark=True)
-    browser.refresh()  # laid out afresh at a phone's width, as a phone would load it (the scheme is kept)
+    if path in phone.WIDE_PAGES:  # test_phone's checks at 1400 px, in the light scheme; they open the page's details
+        scheme(browser, dark=False)
+        problems += [f"{path} at {WIDE} px: {p}" for p in phone.at_wide(browser, path)]
+        scheme(browser, dark=True)
+    metrics(browser, PHONE)
+    browser.refresh()  # laid out afresh at a phone's width, as a phone would load it (the dark scheme is kept)
     for dark in (True, False):
-        scheme = "dark" if dark else "light"
-        view(browser, PHONE, dark)
+        shade = "dark" if dark else "light"
+        scheme(browser, dark)
         overflow = browser.execute_script("return document.documentElement.scrollWidth")
         if overflow > PHONE + 1:
             problems.append(f"{path} at {PHONE} px: the page itself scrolls sideways ({overflow} px)")
         if shots:
-            shoot(browser, f"{name}-{PHONE}-{scheme}")
-        problems += [f"{path} at {PHONE} px, {scheme}: axe: {v}"
+            shoot(browser, f"{name}-{PHONE}-{shade}")
+        problems += [f"{path} at {PHONE} px, {shade}: axe: {v}"
                      for v in accessibility(browser, axe, None if dark else COLOUR_RULES)]
+    # in the light scheme now: test_phone's checks at 390 px, around this file's own
+    problems += [f"{path} at {PHONE} px: {p}" for p in phone.at_phone_unopened(browser, path)]
+    problems += [f"{path} at {PHONE} px: {p}" for p in phone.at_phone_opened(browser, path)]
     problems += [f"{path} at {PHONE} px: {p}" for p in browser.execute_script(PHONE_CHECKS)]
+    problems += [f"{path} at {PHONE} px: {p}" for p in phone.at_phone_revealed(browser, path)]
     assert not problems, "\n".join(problems)
     if shots:
-        kept = [f"{name}-{width}-{scheme}.png" for width in (WIDE, PHONE) for scheme in ("light", "dark")]
+        kept = [f"{name}-{width}-{shade}.png" for width in (WIDE, PHONE) for shade in ("light", "dark")]
         assert all((ARTIFACTS / f).exists() for f in kept), f"{path}: screenshots missing from {ARTIFACTS}: {kept}"
-
-
-@pytest.mark.parametrize("stage", ladder())
-def test_trace_figures_are_inline_and_answer_hover(site, server, browser, stage):
-    """The trace is part of the page, so each bar's <title> shows on hover; its text is not shrunk below
-    the page's small print."""
-    browser.get(f"{server}/{stage}/")
-    figure = browser.execute_script("""
-        const svg = document.querySelector('article .attnprof-trace svg');
-        if (!svg) return null;
-        const small = parseFloat(getComputedStyle(document.querySelector('article table')).fontSize);
-        const sizes = [...svg.querySelectorAll('text')].map(t => t.getBoundingClientRect().height)
-            .filter(h => h > 0);
-        return {titles: [...svg.querySelectorAll('rect > title')].map(t => t.textContent),
-                smallest: Math.min(...sizes), small: small};
-    """)
-    assert figure, f"{stage}: no inline trace figure"
-    ops = records.load_summary(stage)["ops_per_forward"]
-    assert sum(t.split(".")[0].isdigit() for t in figure["titles"]) >= ops, figure["titles"][:5]
-    assert figure["smallest"] >= figure["small"] * 0.9, figure
 
 
 def test_open_in_perfetto_posts_the_committed_trace(site, server, stub, browser, perfetto_received):
