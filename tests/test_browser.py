@@ -65,14 +65,23 @@ AXE_JS = AXE_DIR / "node_modules" / "axe-core" / "axe.min.js"
 # Only these of axe's WCAG 2 A/AA rules read colours, so only these can change with the scheme: every rule runs
 # at each width in one scheme, these in the other scheme too.
 COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+# axe put into the open page by a script element from `arguments[0]`, unless it is there already (switching
+# the scheme keeps it, loading a page drops it), then run by every rule or `arguments[1]` these: the serious and
+# critical violations, each in a line; null when axe does not load.
 AXE_RUN = """
-const done = arguments[arguments.length - 1], only = arguments[0];
-axe.run(document, {runOnly: only ? {type: 'rule', values: only}
-                                 : {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']},
-                   resultTypes: ['violations']}).then(r => done(
+const done = arguments[arguments.length - 1], src = arguments[0], only = arguments[1];
+const run = () => axe.run(document, {runOnly: only ? {type: 'rule', values: only}
+                                                   : {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']},
+                                     resultTypes: ['violations']}).then(r => done(
   r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical').map(v =>
     `${v.id} (${v.impact}, ${v.nodes.length} nodes): ` + v.nodes.slice(0, 3).map(n =>
       n.target.join(' ') + ' ' + ((n.any[0] || n.all[0] || {}).message || '')).join(' | '))));
+if (typeof axe === 'object') { run(); return; }
+const script = document.createElement('script');
+script.src = src;
+script.onload = () => typeof axe === 'object' ? run() : done(null);
+script.onerror = () => done(null);
+document.head.appendChild(script);
 """
 
 # On a phone: every op list's first time and every trace's GPU lane inside the viewport, as laid out
@@ -190,24 +199,12 @@ def axe(lock):
     httpd.shutdown()
 
 
-# axe put into the open page by a script element, unless it is there already (switching the scheme keeps
-# it, loading a page drops it); null when it does not load.
-AXE_IN = """
-const done = arguments[arguments.length - 1];
-if (typeof axe === 'object') { done(true); return; }
-const script = document.createElement('script');
-script.src = arguments[0];
-script.onload = () => done(typeof axe === 'object');
-script.onerror = () => done(null);
-document.head.appendChild(script);
-"""
-
-
 def accessibility(browser, axe_url, only=None) -> list[str]:
     """axe-core's serious and critical WCAG 2 A/AA violations on the open page, by every rule or `only` these."""
     browser.set_script_timeout(60)
-    assert browser.execute_async_script(AXE_IN, axe_url), f"axe-core did not load into the page from {axe_url}"
-    return browser.execute_async_script(AXE_RUN, only)
+    found = browser.execute_async_script(AXE_RUN, axe_url, only)
+    assert found is not None, f"axe-core did not load into the page from {axe_url}"
+    return found
 
 
 WINDOW = (WIDE, 1000)  # Chromium's window, CSS px
