@@ -332,9 +332,17 @@ def lesson_first(browser) -> list[str]:
 
 # ---- run by test_browser.py's test of each page, on the page it has loaded --------------------------------
 
+def test_every_page_these_checks_name_is_a_page_of_the_site():
+    """The checks here run inside the test of each page they name: a page renamed or gone would leave its
+    checks unmade rather than failing."""
+    from test_browser import PAGES
+    named = {*WIDE_PAGES, *TARGET_PAGES, *ladder(), "verification", "claims", "naive"}
+    assert named <= set(PAGES), f"pages named in test_phone.py that the site does not have: {sorted(named - set(PAGES))}"
+
+
 def at_wide(browser, page) -> list[str]:
-    """`page` loaded at 1400 px in the light scheme, nothing opened or clicked yet; every details block is
-    opened first, as `load` does."""
+    """`page` loaded at 1400 px, in the light scheme, no details block opened and no tab clicked yet; every
+    details block is opened first, as `load` does."""
     if page not in WIDE_PAGES:
         return []
     browser.execute_script(OPEN_ALL)
@@ -349,7 +357,7 @@ def at_wide(browser, page) -> list[str]:
 
 
 def at_phone_unopened(browser, page) -> list[str]:
-    """`page` loaded at 390 px, in the light scheme, nothing opened or clicked."""
+    """`page` loaded at 390 px, in the light scheme, no details block opened and no tab clicked."""
     return lesson_first(browser) if page in ladder() else []
 
 
