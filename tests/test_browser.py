@@ -10,6 +10,9 @@ taken otherwise.
 
 One Chromium per test process (each xdist worker has its own) serves every test that asks for `browser`,
 reset between tests to a fresh one's state; each page is its own test, so the workers share the pages.
+A page's test loads it once at each width and makes there every check that only reads the page: this
+file's and test_phone.py's (charts, tap targets, numbers, cards, prose width, the lesson first on a
+phone); the tests that tap or click load their own page.
 
 axe-core (the npm package, version 4) is installed on first use into tests/.axe/ with
 `npm install --no-save --prefix tests/.axe axe-core@4`; nothing else is downloaded."""
@@ -62,14 +65,23 @@ AXE_JS = AXE_DIR / "node_modules" / "axe-core" / "axe.min.js"
 # Only these of axe's WCAG 2 A/AA rules read colours, so only these can change with the scheme: every rule runs
 # at each width in one scheme, these in the other scheme too.
 COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+# axe put into the open page by a script element from `arguments[0]`, unless it is there already (switching
+# the scheme keeps it, loading a page drops it), then run by every rule or `arguments[1]` these: the serious and
+# critical violations, each in a line; null when axe does not load.
 AXE_RUN = """
-const done = arguments[arguments.length - 1], only = arguments[0];
-axe.run(document, {runOnly: only ? {type: 'rule', values: only}
-                                 : {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']},
-                   resultTypes: ['violations']}).then(r => done(
+const done = arguments[arguments.length - 1], src = arguments[0], only = arguments[1];
+const run = () => axe.run(document, {runOnly: only ? {type: 'rule', values: only}
+                                                   : {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']},
+                                     resultTypes: ['violations']}).then(r => done(
   r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical').map(v =>
     `${v.id} (${v.impact}, ${v.nodes.length} nodes): ` + v.nodes.slice(0, 3).map(n =>
       n.target.join(' ') + ' ' + ((n.any[0] || n.all[0] || {}).message || '')).join(' | '))));
+if (typeof axe === 'object') { run(); return; }
+const script = document.createElement('script');
+script.src = src;
+script.onload = () => typeof axe === 'object' ? run() : done(null);
+script.onerror = () => done(null);
+document.head.appendChild(script);
 """
 
 # On a phone: every op list's first time and every trace's GPU lane inside the viewport, as laid out
@@ -173,7 +185,8 @@ def silent(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def axe(lock):
-    """axe-core 4's script, installed from npm into tests/.axe/ when it is not there yet (by one process)."""
+    """The address of axe-core 4's script, installed from npm into tests/.axe/ when it is not there yet (by
+    one process), served from an origin of its own (so that the browser keeps it compiled between pages)."""
     with lock(AXE_DIR / "install.lock"):
         if not AXE_JS.exists():
             npm = shutil.which("npm")
@@ -181,16 +194,17 @@ def axe(lock):
             r = subprocess.run([npm, "install", "--no-save", "--no-audit", "--no-fund", "--prefix", str(AXE_DIR),
                                 "axe-core@4"], capture_output=True, text=True, timeout=300)
             assert r.returncode == 0 and AXE_JS.exists(), f"npm could not install axe-core@4 into {AXE_DIR}: {r.stderr[-500:]}"
-    return AXE_JS.read_text()
+    httpd, url = serve(AXE_JS.parent)
+    yield f"{url}/{AXE_JS.name}"
+    httpd.shutdown()
 
 
-def accessibility(browser, axe_js, only=None) -> list[str]:
-    """axe-core's serious and critical WCAG 2 A/AA violations on the open page, by every rule or `only`
-    these (axe is put into a page once: switching the scheme keeps it, loading a page drops it)."""
+def accessibility(browser, axe_url, only=None) -> list[str]:
+    """axe-core's serious and critical WCAG 2 A/AA violations on the open page, by every rule or `only` these."""
     browser.set_script_timeout(60)
-    if not browser.execute_script("return typeof axe === 'object'"):
-        browser.execute_script(axe_js)
-    return browser.execute_async_script(AXE_RUN, only)
+    found = browser.execute_async_script(AXE_RUN, axe_url, only)
+    assert found is not None, f"axe-core did not load into the page from {axe_url}"
+    return found
 
 
 WINDOW = (WIDE, 1000)  # Chromium's window, CSS px
@@ -259,15 +273,29 @@ def metrics(browser, width):
         "width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600})
 
 
+# Switch the scheme as a reader does, with the header's toggle, unless it is the one asked for; after a
+# switch, answer once two frames have passed (Material turns transitions off while it switches, until the
+# next frame). Answers the scheme.
+SCHEME = """
+const done = arguments[arguments.length - 1], dark = arguments[0];
+const scheme = () => document.body.getAttribute('data-md-color-scheme');
+if ((scheme() === 'slate') === dark) { done(scheme()); return; }
+document.querySelector('label[for^="__palette"]:not([hidden])').click();
+requestAnimationFrame(() => requestAnimationFrame(() => done(scheme())));
+"""
+
+
+def scheme(browser, dark) -> bool:
+    """Put the open page in the dark or light scheme, switched as a reader does: with the header's toggle.
+    Whether the page shows that scheme now."""
+    return browser.execute_async_script(SCHEME, dark) == ("slate" if dark else "default")
+
+
 def view(browser, width, dark):
     """Lay the open page out at `width` CSS px (a phone's viewport below 600 px), in the dark or light
     scheme, switched as a reader does: with the header's toggle."""
     metrics(browser, width)
-    scheme = "return document.body.getAttribute('data-md-color-scheme')"
-    if (browser.execute_script(scheme) == "slate") != dark:
-        browser.execute_script("document.querySelector('label[for^=\"__palette\"]:not([hidden])').click()")
-    time.sleep(0.05)
-    return browser.execute_script(scheme) == ("slate" if dark else "default")
+    return scheme(browser, dark)
 
 
 def shoot(browser, name):
@@ -308,14 +336,45 @@ def test_the_browser_opens_every_built_page(site):
                                        f"the build made {page_paths(site)}: make source_pages() find every page")
 
 
+# The trace is part of the page, so each bar's <title> shows on hover; its text is not shrunk below the
+# page's small print.
+TRACE_FIGURE = """
+const svg = document.querySelector('article .attnprof-trace svg');
+if (!svg) return null;
+const small = parseFloat(getComputedStyle(document.querySelector('article table')).fontSize);
+const sizes = [...svg.querySelectorAll('text')].map(t => t.getBoundingClientRect().height)
+    .filter(h => h > 0);
+return {titles: [...svg.querySelectorAll('rect > title')].map(t => t.textContent),
+        smallest: Math.min(...sizes), small: small};
+"""
+
+
+def trace_answers_hover(browser, stage) -> list[str]:
+    """A ladder chapter's trace figure is inline, a <title> on each of its forward's ops, its text no smaller
+    than 0.9 times the tables' (on the page as loaded at 1400 px)."""
+    figure = browser.execute_script(TRACE_FIGURE)
+    if not figure:
+        return ["no inline trace figure"]
+    problems = []
+    ops = records.load_summary(stage)["ops_per_forward"]
+    if sum(t.split(".")[0].isdigit() for t in figure["titles"]) < ops:
+        problems.append(f"the trace figure names fewer than its {ops} ops on hover: {figure['titles'][:5]}")
+    if figure["smallest"] < figure["small"] * 0.9:
+        problems.append(f"the trace figure's text is {figure['smallest']:.1f} px high, the tables' {figure['small']:.1f} px")
+    return problems
+
+
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p or "home")
 def test_every_page_in_a_real_browser(path, server, browser, axe, shots):
+    """Each page loaded once at each width, every check of it made there: this file's, and those of
+    test_phone.py that read a page as laid out (their docstrings say in which state of the page)."""
+    import test_phone as phone  # here: test_phone imports this module
     problems = []
     url = f"{server}/{path}/" if path else f"{server}/"
     name = path.replace("/", "_") or "home"
     metrics(browser, WIDE)  # before loading: a page resized after its load can be laid out stale
     browser.get(url)
-    view(browser, WIDE, dark=False)
+    scheme(browser, dark=False)
     errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     broken = browser.execute_script(
         "return [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
@@ -334,51 +393,41 @@ def test_every_page_in_a_real_browser(path, server, browser, axe, shots):
     if not path.startswith("notebooks"):
         problems += [f"{path} at {WIDE} px: {p}" for p in browser.execute_script(FITS)]
         problems += [f"{path}: trace figure '{f}' has no Open-in-Perfetto button after it" for f in perfetto_controls(browser)]
+    if path in ladder():
+        problems += [f"{path} at {WIDE} px: {p}" for p in trace_answers_hover(browser, path)]
     if shots:
         shoot(browser, f"{name}-{WIDE}-light")
     problems += [f"{path} at {WIDE} px, light: axe: {v}" for v in accessibility(browser, axe)]
-    if not view(browser, WIDE, dark=True):
+    if not scheme(browser, dark=True):
         problems.append(f"{path}: the light/dark toggle did not switch to the dark scheme")
     if shots:
         shoot(browser, f"{name}-{WIDE}-dark")
     problems += [f"{path} at {WIDE} px, dark: axe: {v}" for v in accessibility(browser, axe, COLOUR_RULES)]
-    view(browser, PHONE, dark=True)
-    browser.refresh()  # laid out afresh at a phone's width, as a phone would load it (the scheme is kept)
+    if path in phone.WIDE_PAGES:  # test_phone's checks at 1400 px, in the light scheme; they open the page's details
+        scheme(browser, dark=False)
+        problems += [f"{path} at {WIDE} px: {p}" for p in phone.at_wide(browser, path)]
+        scheme(browser, dark=True)
+    metrics(browser, PHONE)
+    browser.refresh()  # laid out afresh at a phone's width, as a phone would load it (the dark scheme is kept)
     for dark in (True, False):
-        scheme = "dark" if dark else "light"
-        view(browser, PHONE, dark)
+        shade = "dark" if dark else "light"
+        scheme(browser, dark)
         overflow = browser.execute_script("return document.documentElement.scrollWidth")
         if overflow > PHONE + 1:
             problems.append(f"{path} at {PHONE} px: the page itself scrolls sideways ({overflow} px)")
         if shots:
-            shoot(browser, f"{name}-{PHONE}-{scheme}")
-        problems += [f"{path} at {PHONE} px, {scheme}: axe: {v}"
+            shoot(browser, f"{name}-{PHONE}-{shade}")
+        problems += [f"{path} at {PHONE} px, {shade}: axe: {v}"
                      for v in accessibility(browser, axe, None if dark else COLOUR_RULES)]
+    # in the light scheme now: test_phone's checks at 390 px, around this file's own
+    problems += [f"{path} at {PHONE} px: {p}" for p in phone.at_phone_unopened(browser, path)]
+    problems += [f"{path} at {PHONE} px: {p}" for p in phone.at_phone_opened(browser, path)]
     problems += [f"{path} at {PHONE} px: {p}" for p in browser.execute_script(PHONE_CHECKS)]
+    problems += [f"{path} at {PHONE} px: {p}" for p in phone.at_phone_revealed(browser, path)]
     assert not problems, "\n".join(problems)
     if shots:
-        kept = [f"{name}-{width}-{scheme}.png" for width in (WIDE, PHONE) for scheme in ("light", "dark")]
+        kept = [f"{name}-{width}-{shade}.png" for width in (WIDE, PHONE) for shade in ("light", "dark")]
         assert all((ARTIFACTS / f).exists() for f in kept), f"{path}: screenshots missing from {ARTIFACTS}: {kept}"
-
-
-@pytest.mark.parametrize("stage", ladder())
-def test_trace_figures_are_inline_and_answer_hover(site, server, browser, stage):
-    """The trace is part of the page, so each bar's <title> shows on hover; its text is not shrunk below
-    the page's small print."""
-    browser.get(f"{server}/{stage}/")
-    figure = browser.execute_script("""
-        const svg = document.querySelector('article .attnprof-trace svg');
-        if (!svg) return null;
-        const small = parseFloat(getComputedStyle(document.querySelector('article table')).fontSize);
-        const sizes = [...svg.querySelectorAll('text')].map(t => t.getBoundingClientRect().height)
-            .filter(h => h > 0);
-        return {titles: [...svg.querySelectorAll('rect > title')].map(t => t.textContent),
-                smallest: Math.min(...sizes), small: small};
-    """)
-    assert figure, f"{stage}: no inline trace figure"
-    ops = records.load_summary(stage)["ops_per_forward"]
-    assert sum(t.split(".")[0].isdigit() for t in figure["titles"]) >= ops, figure["titles"][:5]
-    assert figure["smallest"] >= figure["small"] * 0.9, figure
 
 
 def test_open_in_perfetto_posts_the_committed_trace(site, server, stub, browser, perfetto_received):
@@ -391,10 +440,16 @@ def test_open_in_perfetto_posts_the_committed_trace(site, server, stub, browser,
     assert "Naive" in received["title"] and received["origin"] == server
 
 
-# Set up before a page's buttons are clicked: the time from the clicks until every button's line says
-# that Perfetto did not answer, taken in the page (so pages in other tabs can wait at the same time).
-WATCH_NOTES = """
-const lines = () => [...document.querySelectorAll('article a.attnprof-perfetto')].map(a => a.attnprofNote);
+# In a page at 1400 px whose buttons talk to `arguments[0]` (a Perfetto page that never answers), with every
+# details block open: note the time from the clicks until every button's line says that Perfetto did not
+# answer, taken in the page (so pages in other tabs can wait at the same time), then click each button as a
+# reader would, at once on every button. Answers how many buttons it clicked.
+CLICK_OFFLINE = """
+const buttons = [...document.querySelectorAll('article a.attnprof-perfetto')];
+if (!buttons.length) return 0;
+window.attnprofPerfettoUrl = arguments[0];
+document.querySelectorAll('article details').forEach(d => d.open = true);
+const lines = () => buttons.map(a => a.attnprofNote);
 window.attnprofClicked = performance.now();
 new MutationObserver((_, watcher) => {
   if (lines().every(n => n && n.textContent.includes('did not answer'))) {
@@ -402,6 +457,21 @@ new MutationObserver((_, watcher) => {
     watcher.disconnect();
   }
 }).observe(document.querySelector('article'), {childList: true, subtree: true, characterData: true});
+for (const b of buttons) {
+  b.scrollIntoView({block: 'center'});
+  b.click();
+}
+return buttons.length;
+"""
+# Wait in the page until its buttons have answered or `arguments[0]` ms have passed since the clicks: the
+# seconds they took, or null.
+ANSWERED = """
+const done = arguments[arguments.length - 1], until = arguments[0];
+(function poll() {
+  if (window.attnprofAnswered !== undefined) done(window.attnprofAnswered / 1000);
+  else if (performance.now() - window.attnprofClicked > until) done(null);
+  else setTimeout(poll, 100);
+})();
 """
 NOTES = ("return [...document.querySelectorAll('article a.attnprof-perfetto')].map(a => a.attnprofNote ?"
          " [a.attnprofNote.textContent, !!a.attnprofNote.querySelector('a[href$=\".gz\"]'),"
@@ -412,7 +482,6 @@ def test_every_open_in_perfetto_control_answers_offline(site, server, silent, br
     """Against a Perfetto page that never answers, every Open-in-Perfetto button (each trace figure has its
     own: test_every_page_in_a_real_browser) says so within PERFETTO_NOTE_S seconds and offers the trace as a
     download. Each page with such a button waits in its own tab, all at once."""
-    from selenium.webdriver.common.by import By
     problems, waiting = [], {}  # tab -> page
     home = browser.current_window_handle
     for path in page_paths(site):
@@ -421,34 +490,21 @@ def test_every_open_in_perfetto_control_answers_offline(site, server, silent, br
         browser.switch_to.new_window("tab")
         metrics(browser, WIDE)
         browser.get(f"{server}/{path}/" if path else f"{server}/")
-        buttons = browser.find_elements(By.CSS_SELECTOR, "article a.attnprof-perfetto")
-        if not buttons:
+        if not browser.execute_script(CLICK_OFFLINE, silent):
             browser.close()
             browser.switch_to.window(home)
             continue
-        browser.execute_script("window.attnprofPerfettoUrl = arguments[0]", silent)
-        browser.execute_script("document.querySelectorAll('article details').forEach(d => d.open = true)")
-        browser.execute_script(WATCH_NOTES)
-        for b in buttons:
-            browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", b)
-            browser.execute_script("arguments[0].click()", b)  # a reader's click, at once on every button
         waiting[browser.current_window_handle] = path
-    last = time.monotonic()
-    answered = {}
-    while len(answered) < len(waiting) and time.monotonic() - last < PERFETTO_NOTE_S + 1:
-        time.sleep(0.25)
-        for tab in waiting.keys() - answered.keys():
-            browser.switch_to.window(tab)
-            if (took := browser.execute_script("return window.attnprofAnswered")) is not None:
-                answered[tab] = took / 1000
-    for tab, path in waiting.items():
+    browser.set_script_timeout(PERFETTO_NOTE_S + 30)
+    for tab, path in waiting.items():  # the tabs wait at the same time: a later tab has answered by its turn
         browser.switch_to.window(tab)
+        answered = browser.execute_async_script(ANSWERED, (PERFETTO_NOTE_S + 1) * 1000)
         for i, n in enumerate(browser.execute_script(NOTES)):
             if not (n and "did not answer" in n[0] and n[1] and n[2] is None):
                 problems.append(f"{path}: Open-in-Perfetto button {i + 1} showed no message with a download link "
                                 f"within {PERFETTO_NOTE_S} s of a silent Perfetto page: {n}")
-        if answered.get(tab, 0) > PERFETTO_NOTE_S:
-            problems.append(f"{path}: the Perfetto buttons took {answered[tab]:.1f} s to say that Perfetto did not answer")
+        if answered is not None and answered > PERFETTO_NOTE_S:
+            problems.append(f"{path}: the Perfetto buttons took {answered:.1f} s to say that Perfetto did not answer")
     assert waiting, "no page has an Open-in-Perfetto button"
     assert not problems, "\n".join(problems)
 

@@ -3,20 +3,30 @@ Chromium: no chart's drawing wider than the screen and its text 11 px or more; t
 most 40 % of the screen's height, starting with the op's number, short name and time; every legend row
 and tap target at least 24 px tall, and a tap between thin marks listing those under the finger; no
 number broken across lines; the naive snippet's masking line on screen; prose lines of about 90
-characters at most at 1400 px. (axe-core's WCAG 2 A/AA rules run on every page, both widths and schemes, in
-test_browser.py.)"""
+characters at most at 1400 px; on each ladder chapter the lesson first: the trace figure within
+FIRST_SCREENS px below the title and the "What to notice" box on the page as laid out, with nothing
+opened. (axe-core's WCAG 2 A/AA rules run on every page, both widths and schemes, in test_browser.py.)
+
+The checks that only read a page run inside test_browser.py's test of each page, on the page it has
+already loaded at each width (one load per width and page): `at_wide`, `at_phone_unopened`,
+`at_phone_opened` and `at_phone_revealed` below, each on the page in the state its docstring names. The
+tap tests, which change the page, load their own."""
 import re
 
 import pytest
 
 from attnprof.model.stages import ladder
-from test_browser import WIDE, PHONE, browser, metrics, serve, view  # noqa: F401  (fixtures)
+from test_browser import WIDE, PHONE, browser, metrics, server, view  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 
 CHART_PAGES = ["scaling", "roofline", "serving", "fallback"]
 TABLE_PAGES = ["verification", "claims", "fused", "naive", "math", "launch-bound"]
+PROSE_PAGES = ["naive", "fallback", "verification"]
+TARGET_PAGES = [*ladder(), "fused", *CHART_PAGES]
+WIDE_PAGES = {*TABLE_PAGES, *CHART_PAGES, *PROSE_PAGES}  # pages with a check at 1400 px here
 SMALLEST_TEXT_PX, FINGER_PX, TIP_SHARE, PROSE_CHARS = 11, 24, 0.4, 95
+FIRST_SCREENS = 1700  # px below the title's bottom edge: about two phone screens
 
 OPEN_ALL = """
 document.querySelectorAll('article details').forEach(d => d.open = true);
@@ -48,13 +58,6 @@ return out;
 """
 
 
-@pytest.fixture(scope="module")
-def server(site):
-    httpd, url = serve(site)
-    yield url
-    httpd.shutdown()
-
-
 def load(browser, server, page, width=PHONE, dark=False):
     metrics(browser, width)  # before loading: the page lays itself out (tables.js) at this width
     browser.get(f"{server}/{page}/")
@@ -62,16 +65,15 @@ def load(browser, server, page, width=PHONE, dark=False):
     browser.execute_script(OPEN_ALL)
 
 
-@pytest.mark.parametrize("page", CHART_PAGES)
-def test_every_chart_fits_a_phone_with_legible_text(site, server, browser, page):
-    """At 390 px the narrow drawing alone is shown, inside the screen, its text 11 px or more; at
-    1400 px the wide one."""
-    load(browser, server, page)
+def charts(browser, narrow: bool) -> list[str]:
+    """Every chart revealed in turn (its tab opened, scrolled to): at 390 px the narrow drawing alone is
+    shown, inside the screen, its text SMALLEST_TEXT_PX or more; at 1400 px the wide one alone."""
     found = browser.execute_script(CHARTS, SMALLEST_TEXT_PX)
-    problems = [p for p in found if p != "attnprof-narrow"]
-    assert found and not problems, problems
-    load(browser, server, page, WIDE)
-    assert set(browser.execute_script(CHARTS, SMALLEST_TEXT_PX)) == {"attnprof-wide"}
+    if not found:
+        return ["no chart found"]
+    if narrow:
+        return [f"charts: {p}" for p in found if p != "attnprof-narrow"]
+    return [] if set(found) == {"attnprof-wide"} else [f"charts: drawings shown {found}, not the wide one alone"]
 
 
 TIP = """
@@ -196,13 +198,6 @@ return out;
 """
 
 
-@pytest.mark.parametrize("page", [*ladder(), "fused", *CHART_PAGES])
-def test_every_legend_row_and_tap_target_is_a_finger_tall(site, server, browser, page):
-    load(browser, server, page)
-    problems = browser.execute_script(TARGETS, FINGER_PX)
-    assert not problems, "\n".join(problems[:20])
-
-
 BROKEN_NUMBERS = """
 const out = [], number = /[-+]?\\d[\\d,]*(?:\\.\\d+)?(?:e[-+]\\d+)?(?:[\\s\\u00a0](?:µs|ms|%|×|KiB|MiB|GiB|TFLOP\\/s|GB\\/s))?/g;
 for (const td of document.querySelectorAll('article td')) {
@@ -222,48 +217,51 @@ return out;
 """
 
 
-@pytest.mark.parametrize("width", [PHONE, WIDE])
-@pytest.mark.parametrize("page", TABLE_PAGES)
-def test_no_number_in_a_table_breaks_across_lines(site, server, browser, page, width):
-    load(browser, server, page, width)
-    problems = browser.execute_script(BROKEN_NUMBERS)
-    assert not problems, "\n".join(problems[:20])
+VERIFICATION_CARDS = """
+const t = [...document.querySelectorAll('article table')].find(t => t.textContent.includes('rel. Frobenius'));
+return t.hasAttribute('data-cards') && [...t.querySelectorAll('tbody tr')].map(tr =>
+    [tr.children[0].textContent.trim(), tr.children[4].textContent.trim()]);
+"""
 
 
-def test_the_verification_cards_put_failures_first_and_mark_them(site, server, browser):
-    load(browser, server, "verification")
-    cards = browser.execute_script("""
-        const t = [...document.querySelectorAll('article table')].find(t => t.textContent.includes('rel. Frobenius'));
-        return t.hasAttribute('data-cards') && [...t.querySelectorAll('tbody tr')].map(tr =>
-            [tr.children[0].textContent.trim(), tr.children[4].textContent.trim()]);""")
-    assert cards, "the verification table is not shown as cards on a phone"
+def verification_cards(browser) -> list[str]:
+    """The verification table is cards on a phone, the failing paths first, each path's cards together,
+    every failure marked "✗ fail"."""
+    cards = browser.execute_script(VERIFICATION_CARDS)
+    if not cards:
+        return ["the verification table is not shown as cards on a phone"]
+    problems = []
     statuses = [s for _, s in cards]
     failing = {p for p, s in cards if "fail" in s}
-    assert failing and all(s == "✗ fail" for s in statuses if "fail" in s)
+    if not (failing and all(s == "✗ fail" for s in statuses if "fail" in s)):
+        problems.append(f"verification cards: no failure, or one not marked '✗ fail': {statuses}")
     paths = list(dict.fromkeys(p for p, _ in cards))
-    assert paths[:len(failing)] == [p for p in paths if p in failing]  # the failing paths first
-    assert [p for p, _ in cards] == sorted((p for p, _ in cards), key=paths.index)  # each path's cards together
+    if paths[:len(failing)] != [p for p in paths if p in failing]:
+        problems.append(f"verification cards: the failing paths {sorted(failing)} do not come first: {paths}")
+    if [p for p, _ in cards] != sorted((p for p, _ in cards), key=paths.index):
+        problems.append(f"verification cards: a path's cards are not together: {[p for p, _ in cards]}")
+    return problems
 
 
-def test_the_claims_table_is_cards_on_a_phone(site, server, browser):
-    load(browser, server, "claims")
-    assert browser.execute_script(
-        "return [...document.querySelectorAll('article table')].some(t => t.textContent.includes('verdict') "
-        "&& t.hasAttribute('data-cards'))")
+CLAIMS_CARDS = ("return [...document.querySelectorAll('article table')].some(t => t.textContent.includes('verdict') "
+                "&& t.hasAttribute('data-cards'))")
+
+MASKING_LINE = """
+const code = [...document.querySelectorAll('article pre code')].find(c => c.textContent.includes('masked_fill'));
+code.scrollIntoView();
+const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT), range = document.createRange();
+for (let node; (node = walker.nextNode());) {
+  const i = node.data.indexOf('out of place');
+  if (i >= 0) { range.setStart(node, i); range.setEnd(node, i + 'out of place'.length); break; }
+}
+return [Math.max(...[...range.getClientRects()].map(r => r.right)), code.closest('pre').getBoundingClientRect().right];
+"""
 
 
-def test_the_naive_snippets_masking_line_is_on_a_phones_screen(site, server, browser):
-    load(browser, server, "naive")
-    right, width = browser.execute_script("""
-        const code = [...document.querySelectorAll('article pre code')].find(c => c.textContent.includes('masked_fill'));
-        code.scrollIntoView();
-        const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT), range = document.createRange();
-        for (let node; (node = walker.nextNode());) {
-          const i = node.data.indexOf('out of place');
-          if (i >= 0) { range.setStart(node, i); range.setEnd(node, i + 'out of place'.length); break; }
-        }
-        return [Math.max(...[...range.getClientRects()].map(r => r.right)), code.closest('pre').getBoundingClientRect().right];""")
-    assert right <= width + 0.5
+def masking_line(browser) -> list[str]:
+    """The naive snippet's masking line ("... out of place") ends inside its code block on a phone."""
+    right, width = browser.execute_script(MASKING_LINE)
+    return [] if right <= width + 0.5 else [f"the naive snippet's masking line ends at x {right:.0f}, past its code block's {width:.0f}"]
 
 
 PROSE = """
@@ -286,12 +284,103 @@ return out;
 """
 
 
-@pytest.mark.parametrize("page", ["naive", "fallback", "verification"])
-def test_prose_lines_are_about_90_characters_at_1400_px(site, server, browser, page):
-    load(browser, server, page, WIDE)
+COLUMN_WIDE = ("const c = document.querySelector('article').getBoundingClientRect().width;"
+               "return [...document.querySelectorAll('article .attnprof-trace, article .md-typeset__scrollwrap')]"
+               ".filter(e => e.offsetParent).every(e => e.getBoundingClientRect().width > 0.9 * c)")
+
+
+def prose(browser) -> list[str]:
+    """At 1400 px prose lines hold about 90 characters at most, while tables and figures keep the column's width."""
+    problems = []
     lengths = browser.execute_script(PROSE)
-    assert lengths and max(lengths) <= PROSE_CHARS, max(lengths)
-    assert browser.execute_script(  # while tables and figures keep the column's width
-        "const c = document.querySelector('article').getBoundingClientRect().width;"
-        "return [...document.querySelectorAll('article .attnprof-trace, article .md-typeset__scrollwrap')]"
-        ".filter(e => e.offsetParent).every(e => e.getBoundingClientRect().width > 0.9 * c)")
+    if not lengths or max(lengths) > PROSE_CHARS:
+        problems.append(f"prose: the longest line holds {max(lengths, default=None)} characters (at most {PROSE_CHARS})")
+    if not browser.execute_script(COLUMN_WIDE):
+        problems.append("prose: a table or trace figure is not as wide as the column")
+    return problems
+
+
+# The ladder's chapters on a phone: the lesson comes first. The trace figure starts within FIRST_SCREENS px
+# below the title, and the "What to notice" box is on the page as laid out, with nothing opened.
+LAYOUT = """
+const title = document.querySelector('article h1');
+const figure = [...document.querySelectorAll('article .attnprof-trace svg')].find(s => s.getBoundingClientRect().width > 0);
+const box = [...document.querySelectorAll('article .admonition')]
+    .find(a => (a.querySelector('.admonition-title') || {}).textContent === 'What to notice');
+const top = el => el.getBoundingClientRect().top + window.scrollY;
+return {
+  title: title && top(title) + title.getBoundingClientRect().height,
+  figure: figure ? top(figure) : null,
+  box: box ? {shown: box.offsetParent !== null && box.getBoundingClientRect().height > 0,
+              folded: !!box.closest('details:not([open])'), text: box.textContent.trim().slice(0, 80)} : null,
+};
+"""
+
+
+def lesson_first(browser) -> list[str]:
+    at = browser.execute_script(LAYOUT)
+    if at["title"] is None or at["figure"] is None:
+        return [f"no title or no trace figure shown: {at}"]
+    problems = []
+    below = at["figure"] - at["title"]
+    if not 0 < below <= FIRST_SCREENS:
+        problems.append(f"the trace figure starts {below:.0f} px below the title (at most {FIRST_SCREENS})")
+    if not (at["box"] and at["box"]["shown"] and not at["box"]["folded"]):
+        problems.append(f"'What to notice' is not shown unopened: {at['box']}")
+    return problems
+
+
+# ---- run by test_browser.py's test of each page, on the page it has loaded --------------------------------
+
+def test_every_page_these_checks_name_is_a_page_of_the_site():
+    """The checks here run inside the test of each page they name: a page renamed or gone would leave its
+    checks unmade rather than failing."""
+    from test_browser import PAGES
+    named = {*WIDE_PAGES, *TARGET_PAGES, *ladder(), "verification", "claims", "naive"}
+    assert named <= set(PAGES), f"pages named in test_phone.py that the site does not have: {sorted(named - set(PAGES))}"
+
+
+def at_wide(browser, page) -> list[str]:
+    """`page` loaded at 1400 px, in the light scheme, no details block opened and no tab clicked yet; every
+    details block is opened first, as `load` does."""
+    if page not in WIDE_PAGES:
+        return []
+    browser.execute_script(OPEN_ALL)
+    problems = []
+    if page in TABLE_PAGES:
+        problems += [f"number: {p}" for p in browser.execute_script(BROKEN_NUMBERS)[:20]]
+    if page in PROSE_PAGES:
+        problems += prose(browser)
+    if page in CHART_PAGES:  # last: it opens the tabs that hold the charts
+        problems += charts(browser, narrow=False)
+    return problems
+
+
+def at_phone_unopened(browser, page) -> list[str]:
+    """`page` loaded at 390 px, in the light scheme, no details block opened and no tab clicked."""
+    return lesson_first(browser) if page in ladder() else []
+
+
+def at_phone_opened(browser, page) -> list[str]:
+    """`page` at 390 px in the light scheme with every details block opened (as `load` leaves it), no tab clicked."""
+    browser.execute_script(OPEN_ALL)
+    problems = []
+    if page in TABLE_PAGES:
+        problems += [f"number: {p}" for p in browser.execute_script(BROKEN_NUMBERS)[:20]]
+    if page == "verification":
+        problems += verification_cards(browser)
+    if page == "claims" and not browser.execute_script(CLAIMS_CARDS):
+        problems.append("the claims table is not shown as cards on a phone")
+    if page == "naive":
+        problems += masking_line(browser)
+    return problems
+
+
+def at_phone_revealed(browser, page) -> list[str]:
+    """`page` at 390 px in the light scheme, details opened; each check opens the tab of what it looks at."""
+    problems = []
+    if page in CHART_PAGES:
+        problems += charts(browser, narrow=True)
+    if page in TARGET_PAGES:
+        problems += [f"finger: {p}" for p in browser.execute_script(TARGETS, FINGER_PX)[:20]]
+    return problems
