@@ -148,13 +148,16 @@ def test_a_tap_between_thin_marks_lists_those_under_the_finger(site, server, bro
     launches = [r for r in narrow.find_elements(By.CSS_SELECTOR, "rect")
                 if "launches op" in (browser.execute_script("const t = arguments[0].querySelector('title'); "
                                                             "return t && t.textContent", r) or "")]
-    lefts = [browser.execute_script("return arguments[0].getBoundingClientRect().left", r) for r in launches]
-    pair = next(i for i in range(len(lefts) - 1) if lefts[i + 1] - lefts[i] < FINGER_PX / 2)  # two launches a finger apart
-    gap = (lefts[pair + 1] - lefts[pair]) / 2 + 1
-    tap(browser, launches[pair], gap + 0.5)
+    edges = [browser.execute_script("const r = arguments[0].getBoundingClientRect(); return [r.left, r.right]", r)
+             for r in launches]
+    # a point 1 px right of a mark, on no mark, with two or more marks within half a finger: beside them all
+    near = lambda x: [i for i, (lo, hi) in enumerate(edges) if max(lo - x, x - hi, 0) < FINGER_PX / 2]
+    spot = next((i, hi + 1) for i, (lo, hi) in enumerate(edges)
+                if not any(a <= hi + 1 <= b for a, b in edges) and len(near(hi + 1)) >= 2)
+    tap(browser, launches[spot[0]], spot[1] - edges[spot[0]][0])
     tip = browser.execute_script(TIP)
     assert tip and len(tip["picks"]) >= 2 and all(h >= FINGER_PX for _, h in tip["picks"]), tip
-    assert any(f"launches op {pair + 1}" in p for p, _ in tip["picks"])
+    assert any(f"launches op {spot[0] + 1}" in p for p, _ in tip["picks"])
     browser.find_elements(By.CSS_SELECTOR, ".attnprof-tip-pick")[0].click()
     tip = browser.execute_script(TIP)
     assert "launches op" in tip["lines"][0] and not tip["picks"]
