@@ -168,3 +168,49 @@ def test_a_run_claim_decides_across_repeats_where_there_are_some(clean):
         assert "across 3 separate processes" in text and "not told apart from flash's" in text
     finally:
         restore()
+
+
+# ---- the timing run's verdicts that a page expects (`verdict ... expect=`, `verdicts ... expect=`) ------------
+
+def expected_verdicts() -> list[tuple[str, ...]]:
+    """Every timing verdict on the pages that states the verdict it expects, once each."""
+    return sorted({(piece, *args) for page in DOCS.glob("*.md")
+                   for piece, args in registry.directives(page.read_text(encoding="utf-8"))
+                   if piece in ("verdict", "verdicts") and any(a.startswith("expect=") for a in args)})
+
+
+def _the_other_verdict(row: dict, expect: str):
+    """A timing row's samples changed, in place, so that the verdict a page expects of it is no longer so."""
+    b2b = row["back_to_back_us"]
+    if expect == "GPU-bound":  # the stream now at the CPU's pace, far from the GPU's
+        row["enqueue_us"], row["graph_us"] = list(b2b), [0.3 * x for x in b2b]
+    elif expect == "launch-bound":  # the stream now at the GPU's pace, far from the CPU's
+        row["graph_us"], row["enqueue_us"] = list(b2b), [0.3 * x for x in b2b]
+    elif expect == "kernels_dominate":  # one call now mostly launch
+        row["one_call_us"] = [3 * x for x in row["graph_us"]]
+    elif expect == "launch_dominates":  # one call now mostly kernels
+        row["one_call_us"] = [1.2 * x for x in row["graph_us"]]
+    else:
+        raise AssertionError(f"no flip for expect={expect}")
+
+
+@pytest.mark.parametrize("directive", expected_verdicts(), ids=" ".join)
+def test_an_expected_verdict_fails_when_every_process_says_otherwise(clean, directive):
+    from attnprof.site.registry import expand
+    piece, *args = directive
+    expect = next(a for a in args if a.startswith("expect=")).removeprefix("expect=")
+    shape = args[1] if piece == "verdict" else args[0]
+    expand(Build(clean, problems={}), piece, args)  # it holds on the committed records
+    path = clean / "run-timing.json"
+    kept = path.read_text()
+    record = json.loads(kept)
+    for result in [record["result"], *record.get("repeats", [])]:
+        for row in result["rows"]:
+            if "x".join(map(str, row["shape"])) == shape and (piece == "verdicts" or row["stage"] == args[0]):
+                _the_other_verdict(row, expect)
+    path.write_text(json.dumps(record))
+    try:
+        with pytest.raises(FalseStatement):
+            expand(Build(clean, problems={}), piece, args)
+    finally:
+        path.write_text(kept)
