@@ -28,13 +28,19 @@ def test_line_chart_skips_missing_points_and_says_why():
 
 def test_cost_follows_from_measured_throughput():
     html = findings.cost(BUILD, "32")
-    cells = re.findall(r'data-tokens-per-s="([\d.e+]+)">([\d.]+)<', html)
+    cells = re.findall(r'data-tokens-per-s="([\d.e+]+)" data-tokens-per-s-range="([\d.e+]+) ([\d.e+]+)">'
+                       r'([\d.]+)(?: \(([\d.]+)–([\d.]+)\))?<', html)
     graphed = [r for r in BUILD.run("decode_step") if "back_to_back_us" in r.get("graph", {})]
     assert graphed  # each decode step also replayed from a CUDA graph: a row of its own
     assert len(cells) == len(BUILD.run("e2e")) + len(BUILD.run("decode_step")) + len(graphed)
     assert "decode, CUDA graph" in html and "launch-bound" in html  # the eager rows say who sets the pace
-    for tps, dollars in cells:
-        assert float(dollars) == pytest.approx(findings.DEFAULT_PRICE / 3600 / float(tps) * 1e6, abs=1e-3)
+    per_million = lambda tps: findings.DEFAULT_PRICE / 3600 / float(tps) * 1e6
+    for tps, slow, fast, dollars, cheap, dear in cells:
+        assert float(slow) <= float(tps) <= float(fast)  # the median's rate within the processes' range
+        assert float(dollars) == pytest.approx(per_million(tps), abs=1e-3)
+        if cheap:  # the fastest process's dollars, then the slowest's
+            assert (float(cheap), float(dear)) == (pytest.approx(per_million(fast), abs=1e-3),
+                                                   pytest.approx(per_million(slow), abs=1e-3))
     assert 'id="attnprof-price"' in html
 
 
@@ -201,3 +207,28 @@ def test_the_end_to_end_claim_turns_with_the_layer_times(copy):
         for r in rows:
             r["naive_layer"]["times_us"] = [1.3 * x for x in r["sdpa_layer"]["times_us"]]
     assert claims.end_to_end(copy("e2e", gain_of_30_pct))[3].startswith("agrees")
+
+
+def _batch_1_stream(enqueue_per_gpu: float, b2b_per_gpu: float):
+    """The batch-1 decode step's stream samples made `enqueue_per_gpu` and `b2b_per_gpu` times its GPU-only ones."""
+    def change(rows):
+        s = next(r for r in rows if r["batch"] == 1)["stream"]
+        s["enqueue_us"] = [enqueue_per_gpu * x for x in s["graph_us"]]
+        s["enqueue_late_us"] = list(s["enqueue_us"])
+        s["back_to_back_us"] = [b2b_per_gpu * x for x in s["graph_us"]]
+    return change
+
+
+def test_the_cost_table_gives_each_time_its_range_and_decides_a_stream_over_every_process(copy):
+    both = copy("decode_step", _batch_1_stream(10.0, 10.0))  # launch-bound by far, in every process
+    table = findings.cost(both)
+    row = next(r for r in table.split("<tr>") if r.startswith("<td>decode, eager</td><td>batch 1,"))
+    assert "<td>launch-bound: " in row and "within" not in row
+    cell = row.split('class="attnprof-cost" ')[1]
+    lo, hi = (float(x) for x in cell.split('data-tokens-per-s-range="')[1].split('"')[0].split())
+    assert lo <= float(cell.split('data-tokens-per-s="')[1].split('"')[0]) <= hi
+    dollars = re.search(r">(\d+\.\d{3}) \((\d+\.\d{3})–(\d+\.\d{3})\)</td>", cell)  # median (cheapest–dearest)
+    assert dollars and float(dollars[2]) <= float(dollars[1]) <= float(dollars[3])
+    differ = copy("decode_step", _batch_1_stream(0.1, 1.0), repeat=True)  # one more process: GPU-bound there
+    row = next(r for r in findings.cost(differ).split("<tr>") if r.startswith("<td>decode, eager</td><td>batch 1,"))
+    assert "not the same in every process (" in row and "GPU-bound)" in row

@@ -387,3 +387,20 @@ def at_phone_revealed(browser, page) -> list[str]:
     if page in TARGET_PAGES:
         problems += [f"finger: {p}" for p in browser.execute_script(TARGETS, FINGER_PX)[:20]]
     return problems
+
+
+def test_a_new_price_redraws_every_cost_with_its_range(site, server, browser):
+    """The cost table's price box, offline: a new price per GPU-hour redraws every row's dollars from the
+    tokens/s the cell carries, its median and its range's ends alike, as the build wrote them at the default."""
+    load(browser, server, "end-to-end")
+    cells = """return [...document.querySelectorAll('td.attnprof-cost')].map(c =>
+        [c.textContent, +c.dataset.tokensPerS, c.dataset.tokensPerSRange.split(' ').map(Number)])"""
+    before = browser.execute_script(cells)
+    assert before and any("–" in text for text, _, _ in before)
+    browser.execute_script("const i = document.getElementById('attnprof-price'); i.value = '7.00'; "
+                           "i.dispatchEvent(new Event('input'))")
+    for (text, tps, (slow, fast)), (after, _, _) in zip(before, browser.execute_script(cells)):
+        dollars = lambda rate, price: f"{price / 3600 / rate * 1e6:.3f}"
+        ends = dollars(fast, 7.0), dollars(slow, 7.0)  # the fastest process's dollars first
+        spread = "" if ends[0] == ends[1] else f" ({ends[0]}–{ends[1]})"
+        assert text.split(" ")[0] == dollars(tps, 3.5) and after == dollars(tps, 7.0) + spread, (text, after)

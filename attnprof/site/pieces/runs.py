@@ -353,7 +353,7 @@ def decode_step(build: Build):
     """One decode step of the layer with a static cache written in place, and the same step concatenating
     the cache, both timed without the profiler."""
     rows = [(r["batch"], f"{r['kv_len']:,}", size(r["cache_bytes"]), r["backend"], us(r["median_us"]),
-             us(r["back_to_back_us"]), us(r.get("graph", {}).get("back_to_back_us")), decode_stream(r),
+             us(r["back_to_back_us"]), us(r.get("graph", {}).get("back_to_back_us")), decode_stream(build, r),
              us(r["concat"]["back_to_back_us"]), f"{r['ratio']:.1f}×")
             for r in decode_steps(build)]
     d = build.run("decode_step")[0]
@@ -460,11 +460,17 @@ def e2e(build: Build):
                          "attention's share (SDPA)", "layer throughput gain"], rows, "rrrrrrr")
 
 
-def decode_stream(r: dict) -> str:
-    """Who sets the pace of a stream of eager decode steps (analysis/timing.py), with the margin that decides it."""
-    v = timing.verdict({**r["stream"], "one_call_us": r["times_us"], "stage": "decode step", "shape": [r["batch"]]})
-    return (f"{v.stream}{'' if v.decided else f', within the {timing.HOST_MARGIN:g}× margin'}: {us(v.gpu_only.median)} GPU only, "
-            f"{us(v.enqueue.median)} CPU enqueue")
+def decode_stream(build: Build, r: dict) -> str:
+    """Who sets the pace of a stream of eager decode steps (analysis/timing.py), across the run's processes:
+    decided only where every process gives the verdict by the margin; the CPU enqueue with its range."""
+    pick = row_where(batch=r["batch"], kv_len=r["kv_len"])
+    every = [timing.verdict({**pick(result)["stream"], "one_call_us": pick(result)["times_us"], "stage": "decode step",
+                             "shape": [r["batch"]]}) for result in build.repeats("decode_step")]
+    enqueue = decide.of([pick(result)["stream"]["enqueue_us"] for result in build.repeats("decode_step")])
+    kind = timing.consensus(every)
+    said = (f"{kind}" if timing.settled(every) else f"{kind}, within the {timing.HOST_MARGIN:g}× margin" if kind
+            else f"not the same in every process ({', '.join(v.stream for v in every)})")
+    return f"{said}: {us(every[0].gpu_only.median)} GPU only, {enqueue.text(us)} CPU enqueue"
 
 
 def stream_against_one_call(build: Build, r: dict) -> str | None:
@@ -485,25 +491,22 @@ def cost(build: Build, layers="32"):
     rows, slower = [], []
     for r in build.run("e2e"):
         if "prefill_tokens_per_s_per_layer" in r:
-            layer = r["sdpa_layer"]
-            rows.append(("prefill", f"batch {r['batch']} × {r['seq']:,} tokens", layer["back_to_back_us"],
-                         r["prefill_tokens_per_s_per_layer"] / layers, "not measured"))
+            layer = measured(build, "e2e", lambda result: row_where(batch=r["batch"], seq=r["seq"])(result)["sdpa_layer"])
+            rows.append(("prefill", f"batch {r['batch']} × {r['seq']:,} tokens", layer, r["batch"] * r["seq"],
+                         "not measured"))
             said = stream_against_one_call(build, r)
             if said:
                 slower.append(said)
     for r in build.run("decode_step"):
         if "decode_tokens_per_s_per_layer" in r:
             what = f"batch {r['batch']}, KV cache {r['kv_len']:,} (static, in place)"
-            rows.append(("decode, eager", what, r["back_to_back_us"], r["decode_tokens_per_s_per_layer"] / layers,
-                         decode_stream(r)))
-            g = r.get("graph", {})
-            if "back_to_back_us" in g:
-                rows.append(("decode, CUDA graph", what, g["back_to_back_us"],
-                             r["batch"] / (g["back_to_back_us"] * 1e-6) / layers, "one launch per step"))
-    body = "".join(
-        f'<tr><td>{phase}</td><td>{what}</td><td>{us(layer_us)}</td><td>{tps:,.0f}</td><td>{stream}</td>'
-        f'<td class="attnprof-cost" data-tokens-per-s="{tps:.6g}">{DEFAULT_PRICE / 3600 / tps * 1e6:.3f}</td></tr>'
-        for phase, what, layer_us, tps, stream in rows)
+            pick = row_where(batch=r["batch"], kv_len=r["kv_len"])
+            rows.append(("decode, eager", what, measured(build, "decode_step", pick), r["batch"],
+                         decode_stream(build, r)))
+            if "back_to_back_us" in r.get("graph", {}):
+                rows.append(("decode, CUDA graph", what, measured(build, "decode_step", lambda result: pick(result)["graph"]),
+                             r["batch"], "one launch per step"))
+    body = "".join(_cost_row(*row, layers) for row in rows)
     note = ("" if not slower else
             "\n\nA stream of layers ran slower per layer than one layer at a time at " + "; ".join(slower) +
             ". The run did not read the GPU's clocks, so it cannot say why; the table uses the stream's time.")
@@ -511,7 +514,22 @@ def cost(build: Build, layers="32"):
             f'value="{DEFAULT_PRICE:.2f}" step="0.10" min="0"></label></div>\n\n'
             f'<table><thead><tr><th>phase</th><th>batch</th><th>one layer, back to back (CUDA events, per call)</th>'
             f'<th>tokens/s per H200 ({layers} layers)</th><th>a stream of steps (eager)</th>'
-            f'<th>$ per million tokens</th></tr></thead><tbody>{body}</tbody></table>' + note)
+            f'<th>$ per million tokens</th></tr></thead><tbody>{body}</tbody></table>\n\n'
+            f'Each time: the {_basis(build, "decode_step")}, the range in brackets; tokens/s and dollars follow '
+            f'from the median, and the bracketed dollars from the slowest and the fastest process.' + note)
+
+
+def _cost_row(phase: str, what: str, layer: decide.Range, tokens: int, stream: str, layers: int) -> str:
+    """One row of the cost table: $ per million tokens from the median time, and from the range's ends (the
+    cell's data attributes, which cost.js reads again when the reader changes the price)."""
+    rate = lambda t: tokens / (t * 1e-6) / layers  # tokens/s of the model at one layer's time t
+    dollars = lambda tps: DEFAULT_PRICE / 3600 / tps * 1e6
+    ends = [f"{dollars(rate(t)):.3f}" for t in (layer.lo, layer.hi)]
+    spread = "" if ends[0] == ends[1] else f" ({ends[0]}–{ends[1]})"
+    return (f'<tr><td>{phase}</td><td>{what}</td><td>{layer.text(us)}</td><td>{rate(layer.median):,.0f}</td>'
+            f'<td>{stream}</td><td class="attnprof-cost" data-tokens-per-s="{rate(layer.median):.6g}" '
+            f'data-tokens-per-s-range="{rate(layer.hi):.6g} {rate(layer.lo):.6g}">'
+            f'{dollars(rate(layer.median)):.3f}{spread}</td></tr>')
 
 
 def against_fast_path(build: Build, r: dict) -> str:
