@@ -1,7 +1,7 @@
 """The one rule that decides every comparison and threshold a page states (pure, no torch).
 
 A quantity is a `Range`: measured in several independent repeats (separate processes, a fresh CUDA
-context each), its median across them and the span of the repeats' values; measured in one process only,
+context each), the median of all their samples and the span of the repeats' medians; measured in one process only,
 the median and p10–p90 of that process's samples. Two quantities are told apart when their ranges do not
 overlap and their medians differ by MARGIN of the larger besides; otherwise a page says "not told apart"
 and gives both ranges, words that hold whichever way a regeneration falls. A value set against a
@@ -42,13 +42,18 @@ class Range:
     @property
     def how(self) -> str:
         """What the range is, for the sentence or the details that give it."""
-        return (f"median and range across {self.n} separate processes" if self.basis == REPEATS
-                else "median and p10–p90 of one process")
+        return how(self.n if self.basis == REPEATS else 1)
 
     def scaled(self, f: Callable[[float], float]) -> "Range":
         """The same range through a monotonic function (a time to a rate flips lo and hi)."""
         a, b = f(self.lo), f(self.hi)
         return Range(f(self.median), min(a, b), max(a, b), self.n, self.basis)
+
+
+def how(processes: int) -> str:
+    """What a range of a quantity measured in this many separate processes is."""
+    return (f"median over {processes} separate processes, and the range of their medians" if processes > 1
+            else "median and p10–p90 of one process")
 
 
 def of_samples(samples) -> Range:
@@ -69,11 +74,13 @@ def of_repeats(values) -> Range:
 
 
 def of(repeats: list) -> Range:
-    """The range a comparison uses: across the repeats' medians where there are two or more repeats
-    (each a list of samples), else p10–p90 of the one repeat's samples."""
+    """The range a comparison uses, from the samples of each repeat: where there are two or more repeats,
+    the median of all their samples (the median a table over the pooled repeats shows) and the span of
+    the repeats' own medians; else the median and p10–p90 of the one repeat's samples."""
     repeats = [list(r) for r in repeats if r]
     if len(repeats) >= 2:
-        return of_repeats(statistics.median(r) for r in repeats)
+        spread = of_repeats(statistics.median(r) for r in repeats)
+        return Range(statistics.median([x for r in repeats for x in r]), spread.lo, spread.hi, spread.n, REPEATS)
     if repeats:
         return of_samples(repeats[0])
     raise ValueError("no repeats with samples to make a range of")

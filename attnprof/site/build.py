@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..model import names, store
 from ..analysis import records
-from ..analysis import trace
+from ..analysis import derived, stats, trace
 
 
 class RecordUnusable(Exception):
@@ -25,6 +25,7 @@ class Build:
         self._problems = problems  # record -> why it cannot be used; found on first use when not given
         self.strict = strict  # a strict build: a piece may name only records the site lists
         self._summaries, self._traces, self._runs, self._shown, self._counters = {}, {}, {}, {}, {}
+        self._pooled: dict[str, list | dict] = {}
         self._listed: set[str] | None = None
 
     @property
@@ -108,8 +109,9 @@ class Build:
         return measured
 
     def run(self, name: str) -> list | dict:
-        """The result of a committed measurement run (`run-<name>.json`); a name the site does not run is
-        the code's mistake, whatever the records hold."""
+        """The result of a committed measurement run (`run-<name>.json`), over all its repeats where it was
+        taken in several processes (stats.pooled); a name the site does not run is the code's mistake,
+        whatever the records hold."""
         if name not in names.RUNS:
             raise ValueError(f"no measurement run named {name!r} (the site's runs: {', '.join(names.RUNS)})")
         if f"run-{name}" in self.problems:
@@ -119,13 +121,17 @@ class Build:
                 self._runs[name] = records.load_run(name, self.folder)
             except (store.CaptureMissing, ValueError) as e:
                 raise RecordUnusable(str(e)) from None
-        return self._runs[name]["result"]
+        if name not in self._pooled:  # a run taken in several processes reads as one over all of them
+            record = self._runs[name]
+            self._pooled[name] = (derived.derive(name, stats.pooled([record["result"], *record["repeats"]]))
+                                  if record.get("repeats") else record["result"])
+        return self._pooled[name]
 
     def repeats(self, name: str) -> list:
-        """The result of each independent repeat of a run (separate processes), the first being `run(name)`'s;
-        one item for a run taken once."""
-        first = self.run(name)
-        return [first] + list(self._runs[name].get("repeats", []))
+        """The result of each independent repeat of a run (separate processes), the first process's first; one
+        item for a run taken once. `run(name)` pools them."""
+        self.run(name)
+        return [self._runs[name]["result"]] + list(self._runs[name].get("repeats", []))
 
     def run_record(self, name: str) -> dict:
         self.run(name)

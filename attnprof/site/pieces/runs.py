@@ -542,8 +542,7 @@ def against_fast_path(build: Build, r: dict) -> str:
 
 def _basis(build: Build, run: str) -> str:
     """What a run's ranges are: across its repeats, or one process's p10–p90."""
-    return (f"median and range across {len(build.repeats(run))} separate processes" if len(build.repeats(run)) > 1
-            else "p10–p90 of one process's calls")
+    return decide.how(len(build.repeats(run)))
 
 
 @piece("fallback")
