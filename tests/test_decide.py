@@ -39,10 +39,10 @@ def test_a_value_within_the_band_of_a_threshold_is_near_it():
 
 def test_a_range_prints_its_median_then_its_span_and_says_how_it_was_had():
     r = decide.of_repeats([10.0, 12.0, 11.0])
-    assert r.text(lambda x: f"{x:.1f}") == "11.0 (10.0–12.0)"
-    assert r.text(lambda x: f"{x:.1f} µs") == "11.0 µs (10.0–12.0 µs)"
-    assert r.text(lambda x: f"{x:.1f}\xa0µs") == "11.0\xa0µs (10.0–12.0\xa0µs)"  # as text.us writes a time
-    assert r.text(lambda x: f"{x / 1000:.3f}\xa0ms" if x >= 11 else f"{x:.1f}\xa0µs") == "0.011\xa0ms (10.0\xa0µs–0.012\xa0ms)"
+    assert r.text(lambda x: f"{x:.1f}") == "11.0 [10.0–12.0]"
+    assert r.text(lambda x: f"{x:.1f} µs") == "11.0 µs [10.0–12.0 µs]"
+    assert r.text(lambda x: f"{x:.1f}\xa0µs") == "11.0\xa0µs [10.0–12.0\xa0µs]"  # as text.us writes a time
+    assert r.text(lambda x: f"{x / 1000:.3f}\xa0ms" if x >= 11 else f"{x:.1f}\xa0µs") == "0.011\xa0ms [10.0\xa0µs–0.012\xa0ms]"
     assert "3 separate processes" in r.how
     rate = r.scaled(lambda t: 100 / t)
     assert rate.lo < rate.median < rate.hi and rate.lo == pytest.approx(100 / 12)

@@ -30,14 +30,16 @@ class Range:
     basis: str  # REPEATS or SAMPLES
 
     def text(self, fmt: Callable[[float], str]) -> str:
-        """'12.3 µs (11.9–12.8 µs)': the median, then the range, each through `fmt` (a unit once)."""
+        """'12.3 µs [11.9–12.8 µs]': the median, then the range in brackets (a sentence often holds it in
+        parentheses), each through `fmt`, a unit once."""
+        minus = lambda t: re.sub(r"(?<!\w)-(?=\d)", "−", t)  # a minus sign, not a hyphen, before a negative
         if self.lo == self.hi:
-            return fmt(self.median)
-        lo, hi = fmt(self.lo), fmt(self.hi)
+            return minus(fmt(self.median))
+        lo, hi = minus(fmt(self.lo)), minus(fmt(self.hi))
         unit = re.search(r"\s\D+$", hi)  # " µs" (any space, a no-break one too)
         if unit and lo.endswith(unit.group()):  # one unit for the range: 33.9–42.1 µs
             lo = lo.removesuffix(unit.group())
-        return f"{fmt(self.median)} ({lo}–{hi})"
+        return f"{minus(fmt(self.median))} [{lo}–{hi}]"
 
     @property
     def how(self) -> str:

@@ -278,25 +278,27 @@ def bwd_fastest(build: Build) -> Statement:
     runs = _bwd(build, FUSED_BWD + UNFUSED_BWD)
     device = {k: samples(s["backward_device_us_each"]) for k, s in runs.items()}
     event = {k: samples(s["event_times_us"]) for k, s in runs.items()}
-    by_device, by_event = decide.ranking(device), decide.ranking(event)
-    first = by_device[0]
+    first, first_event = front(device), front(event)
+    runner = front({k: r for k, r in device.items() if k not in first})
     some = next(iter(runs.values()))
     text = (f"By device time (profiler, median and p10–p90 of {len(some['backward_device_us_each'])} profiled "
             f"backwards), {_place('the fastest backward here', first, device)}, then "
-            f"{_named(by_device[1], device)}{', not told apart' if len(by_device[1]) > 1 else ''}. Timed from the "
+            f"{_named(runner, device)}{', not told apart' if len(runner) > 1 else ''}. Timed from the "
             f"CPU, one `backward()` call between CUDA events (median and p10–p90 of {len(some['event_times_us'])}), ")
-    if by_event[0] == first:
+    if first_event == first:
         text += f"{'it comes' if len(first) == 1 else 'they come'} first too ({_named(first, event)})."
-    elif set(first) <= set(by_event[0]):
-        text += f"{_place('the first place', by_event[0], event)}."
     else:
-        place = next(i + 1 for i, g in enumerate(by_event) if first[0] in g)
-        text += (f"the order is not the same: {_place('the first place', by_event[0], event)}, and "
-                 f"{short(first[0])}'s is {ordinal(place)} ({event[first[0]].text(us)})"
-                 + (", not told apart from " + _named([k for k in by_event[place - 1] if k != first[0]], event)
-                    if len(by_event[place - 1]) > 1 else "") + ".")
-    outcome = f"device {by_device[:2]}, one call {by_event}"
-    return Statement(text, len(by_device) > 1, outcome, outcome)
+        lead = (f"{_named(first_event, event)} comes first" if len(first_event) == 1 else
+                f"{_named(first_event, event)} share the first place, not told apart")
+        ahead = [k for k in event if decide.order(event[k], event[first[0]]) < 0]  # decidedly faster by one call
+        tied = [k for k in event if k != first[0] and decide.order(event[k], event[first[0]]) == 0]
+        text += (f"the order is not the same: {lead}. {short(first[0])}'s {event[first[0]].text(us)} is "
+                 + (f"decidedly slower than {listed([short(k) + chr(39) + 's' for k in ahead])}" if ahead else
+                    "not decidedly slower than any")
+                 + (f", and not told apart from {listed([short(k) + chr(39) + 's' for k in tied])}" if tied else "")
+                 + ".")
+    outcome = f"device {first}, one call {first_event}"
+    return Statement(text, len(device) > 1, outcome, outcome)
 
 
 def _named(group: list[str], rows: dict[str, decide.Range]) -> str:
@@ -305,10 +307,10 @@ def _named(group: list[str], rows: dict[str, decide.Range]) -> str:
 
 
 def _place(what: str, group: list[str], rows: dict[str, decide.Range]) -> str:
-    """One stage in a place of a ranking, or the stages that share it, not told apart."""
+    """One stage in a place, or the leader and those not told apart from it (`front`) sharing it."""
     if len(group) == 1:
         return f"{what} is {_named(group, rows)}"
-    return f"{what} is not decided, {_named(group, rows)} not told apart"
+    return f"{what} is not decided: {_named(group[:1], rows)} is not told apart from {_named(group[1:], rows)}"
 
 
 def listed(items: list[str]) -> str:
@@ -865,16 +867,17 @@ def pays_most(build: Build) -> Statement:
     extra = {k: decide.Range(one[k].median - queued[k].median, one[k].lo - queued[k].hi, one[k].hi - queued[k].lo,
                              one[k].n, one[k].basis) for k in keys}
     top = front(extra, largest=True)
-    label = lambda k: f"{short(k[0])} ({k[1]})"
+    label = lambda k: f"{short(k[0])} stored {k[1]}"
     if len(top) == 1:
         k = top[0]
         rest = max((x for x in keys if x != k), key=lambda x: extra[x].median)
         text = (f"{label(k)} pays most there, {extra[k].text(us)} per call ({one[k].text(us)} one call against "
                 f"{queued[k].text(us)} back to back), then {label(rest)}, {extra[rest].text(us)}")
     else:
-        text = (f"{listed([label(k) for k in top])} pay most there, not told apart: "
-                + ", ".join(f"{extra[k].text(us)}" for k in top) + " per call over back to back, in that order")
-    text += f" ({one[top[0]].how} of each)"
+        k = top[0]
+        text = (f"{label(k)} pays most there, {extra[k].text(us)} per call over back to back, though not told apart "
+                f"from these: " + "; ".join(f"{label(x)}, {extra[x].text(us)}" for x in top[1:]))
+    text += f" ({one[top[0]].how})"
     holds = len(top) < len(keys) and decide.order(one[top[0]], queued[top[0]]) == 1  # the leader's extra is real
     return Statement(text, holds, ", ".join(f"{label(k)} {extra[k].median:.1f}" for k in keys), str(top))
 
