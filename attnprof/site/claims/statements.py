@@ -545,8 +545,8 @@ def cpu_saving(build: Build, stage, against) -> Statement:
     text = (f"The annotated forward takes {ra.text(us)} of CPU time here against {rb.text(us)} for {short(against)} "
             f"(median and p10–p90 of {len(a['cpu_forward_us_each'])} profiled forwards, profiler on)")
     text += {-1: ": less, told apart from the forward-to-forward spread",
-             0: ": not told apart, so this profile cannot tell the saving on the CPU apart from the forward-to-forward "
-                "spread",
+             0: ": not told apart, so this profile cannot say whether writing the mask in place saves CPU time; "
+                "the forward-to-forward spread is larger than any difference",
              1: ": more"}[place]
     return Statement(text, place <= 0, f"{ra} against {rb}", apart(ra, rb))
 
@@ -576,7 +576,8 @@ def queued_vs_one_call(build: Build, stage) -> Statement:
         text = f"{name}'s queued and one-call times are not told apart ({said}; {how})"
     else:
         words = {-1: "faster queued", 0: "not told apart", 1: "slower queued"}
-        text = (f"{name}'s queued and one-call times do not fall the same way in its rows: "
+        text = (f"{name}'s queued and one-call times compare differently in its two layouts (queued slower: the "
+                f"stream took longer per forward than a lone call): "
                 + "; ".join(f"stored {l}, {words[found[l]]} ({q.text(us)} against {one.text(us)})"
                             for l, (q, one) in pairs.items()) + f" ({how})")
     return Statement(text, len(found) == len(layouts), said, str(found))
@@ -778,7 +779,7 @@ def second_compile(build: Build, first="naive_compiled", second="inplace_compile
     text = f"{ms(fa)} here, and {ms(fb)} for the second"
     cached = kernels_of(build, first) == kernels_of(build, second) and fb < fa / 2
     if cached:
-        text += (": it runs the same kernels, and compiled after the first in the same process (as a regeneration "
+        text += (": it runs the same kernels, and compiled after the first in the same process (as `regenerate` "
                  "and `capture all` take them) Inductor most likely found their code in its cache (an inference: "
                  "the capture does not record cache hits)")
     return Statement(text, pays, f"{fa:.0f} and {fb:.0f} ms, one call {sa['event_median_us']:.0f} and "
@@ -803,17 +804,20 @@ def graph_gains(build: Build) -> Statement:
     at = lambda w: [v.median for (w2, _), v in speedup.items() if w2 == w]
     replayed = lambda w: min((v for (w2, _), v in graph.items() if w2 == w), key=lambda v: v.median)
     first, last = places[1], places[-1]
-    most = {}  # the paths that gain most (not told apart from one another) -> where
+    most = {}  # the path that gains most, with those not told apart from it -> where
     for w in places:
         top = front({p: v for (w2, p), v in speedup.items() if w2 == w}, largest=True)
-        most.setdefault(" and ".join(top) + (" (not told apart)" if len(top) > 1 else ""), []).append(w)
-    where = lambda ws: ("every decode step" if ws == places[1:] else ", ".join(
-        "the post's shape" if w == places[0] else f"KV {kv[w]:,}" for w in ws))
-    text = (f"At {places[0]} a replay saves {saves}, one call each (CUDA-event median and p10–p90). At a decode step "
+        most.setdefault(tuple(top), []).append(w)
+    where = lambda ws: ("every decode step" if ws == places[1:] else listed(
+        ["the post's shape"] * (places[0] in ws) + [f"KV {kv[w]:,}" for w in ws if w != places[0]]))
+    gains = lambda top: (f"the most is gained by {top[0]}" if len(top) == 1 else
+                         f"{top[0]} gains most, not told apart from " + listed(list(top[1:])))
+    text = (f"At {places[0]} a replay saves {saves}, one call each (CUDA events: {next(iter(eager.values())).how}). "
+            f"At a decode step "
             f"with a KV cache of {kv[first]:,} the replay is {times(min(at(first)))}–{times(max(at(first)))} faster per "
             f"call; at {kv[last]:,}, {times(min(at(last)))}–{times(max(at(last)))}: the fastest replayed call grows "
-            f"from {replayed(first).text(us)} to {replayed(last).text(us)} as the kernel reads more K and V. The path "
-            f"that gains most is " + "; ".join(f"{p} at {where(ws)}" for p, ws in most.items()))
+            f"from {replayed(first).text(us)} to {replayed(last).text(us)} as the kernel reads more K and V. "
+            + "; ".join(f"{'at' if i else 'At'} {where(ws)}, {gains(top)}" for i, (top, ws) in enumerate(most.items())))
     faster = all(decide.order(graph[k], eager[k]) == -1 for k in eager)
     grows = decide.order(replayed(first), replayed(last)) == -1
     return Statement(text, len(places) > 2 and faster and grows,
@@ -1005,7 +1009,7 @@ def leads_long(build: Build, stage) -> Statement:
             build, "sweep", lambda res, r=r: row(res, path=r["path"], shape=r["shape"])["back_to_back_us_each"])
     lead = {k: front(v) for k, v in ranges.items()}
     dims = sorted({d for d, _ in lead})
-    parts, ties, below, holds = [], [], set(), True
+    starts, ties, below, holds = {}, [], set(), True
     for d in dims:
         ns = sorted(n for dd, n in lead if dd == d)
         alone = [n for n in ns if lead[d, n] == [stage]]
@@ -1018,13 +1022,15 @@ def leads_long(build: Build, stage) -> Statement:
         tied = [n for n in ns if stage in lead[d, n] and n not in alone]
         ties += [f"at S={n:,}, head dim {d}, its {ranges[d, n][stage].text(us)} is not told apart from "
                  + listed([f"{short(p)}'s {ranges[d, n][p].text(us)}" for p in lead[d, n] if p != stage]) for n in tied]
-        parts.append(f"from S={start:,} at head dim {d}")
+        starts.setdefault(start, []).append(d)
     holds &= bool(below)
+    parts = [f"from S={n:,} at head dim{'s' if len(ds) > 1 else ''} {listed([str(d) for d in ds])}"
+             for n, ds in starts.items()]
     how = next(iter(next(iter(ranges.values())).values())).how
     text = (f"It leads {' and '.join(parts)}, at every longer sequence; " + "".join(f"{t}; " for t in ties)
-            + f"below {'those lengths' if len(parts) > 1 else 'that'} it trails "
-            f"{' and '.join(short(p) for p in sorted(below)) or 'no one'} (time per forward back to back, {how}, the "
-            f"figures above)") if parts else "It leads nowhere in this sweep"
+            + f"at the other, shorter lengths {listed([short(p) for p in sorted(below)]) or 'no one'} "
+            f"lead{'s' if len(below) == 1 else ''} (time per forward back to back, {how}, the figures above)"
+            ) if parts else "It leads nowhere in this sweep"
     return Statement(text, holds, f"the paths at the front: { {k: v for k, v in sorted(lead.items())} }",
                      str(sorted(lead.items())))
 
@@ -1080,17 +1086,21 @@ def _slower_rows(stage: str, layout: str, factor: float):
 def hopper_compute_bound(build: Build) -> Statement:
     """Which fused kernels the counters call compute-bound at the long shape."""
     from ...analysis import counters
-    verdicts = {}
+    verdicts, kernels = {}, {}
     for stage, record in names.counted_at(LONG_SHAPE):
         if f"{record}.counters" in build.problems:
             raise RecordUnusable(build.problems[f"{record}.counters"])
         measured = build.counters(record)
         if measured:
-            verdicts[stage] = counters.verdict(summary.longest_counted(measured))
+            kernels[stage] = summary.longest_counted(measured)
+            verdicts[stage] = counters.verdict(kernels[stage])
     reach = {s: v for s, v in verdicts.items() if v in ("compute-bound", counters.NEAR, counters.BOTH)}
+    busier = {s: max((k.get("sm_throughput_pct") or 0, "SM throughput"), (k.get("memory_throughput_pct") or 0,
+                                                                          "memory throughput")) for s, k in kernels.items()}
     hopper = hopper_kernels(build)
     others = {v for s, v in verdicts.items() if s not in reach}
-    said = {v: [f"{short(s)}'s" for s, w in reach.items() if w == v] for v in dict.fromkeys(reach.values())}
+    said = {v: [f"{short(s)}'s" + (f" ({busier[s][1]} {busier[s][0]:.1f} % of peak, Nsight Compute)" if v == counters.NEAR else "")
+                for s, w in reach.items() if w == v] for v in dict.fromkeys(reach.values())}
     where = {"compute-bound": "{} into compute-bound", counters.NEAR: "{} near the threshold, within "
              f"{counters.BAND:g} points of {counters.BOUND_AT:g} %", counters.BOTH: "{} into both compute- and memory-bound"}
     parts = [where[v].format(("cross" if len(ks) > 1 else "crosses") if v != counters.NEAR else
@@ -1181,7 +1191,7 @@ def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
     saved = s["forward_device_us"] - build.shown(against)["forward_device_us"]
     text = (f"{size / 2**20:.0f} MiB in and {size / 2**20:.0f} MiB out at the copy rate measured on the {s['device']} "
             f"({hw['copy_gbs']:,.0f} GB/s, bytes read + written) should take {us(expected)}; the Memcpy (op {i} of the "
-            f"{short(stage)} forward) took {us(copy['duration_us'])}, within {pct(abs(copy['duration_us'] / expected - 1))} "
+            f"{short(stage)} forward) took {us(copy['duration_us'])}, within {100 * abs(copy['duration_us'] / expected - 1):.1f} % "
             f"of that, and writing the mask in place saved {us(saved)} of device time per forward")
     return Statement(text, abs(copy["duration_us"] / expected - 1) < 0.1 and abs(saved / copy["duration_us"] - 1) < 0.1,
                      f"expected {expected:.1f} µs, copy {copy['duration_us']:.1f} µs, saved {saved:.1f} µs")

@@ -402,7 +402,7 @@ def decode_error(build: Build):
     worst = max(decode_steps(build), key=lambda r: r["ratio"])
     best = min(decode_steps(build), key=lambda r: r["ratio"])
     o, said = concat_against_in_place(build, worst)
-    cost = f", and the decode cost per token is {worst['ratio']:.1f}× as high" if o > 0 else ""
+    cost = ", and so is the decode cost per token" if o > 0 else ""
     return (f"at batch {worst['batch']} {said}{cost}; at batch {best['batch']}, where the cache is small, "
             f"{concat_against_in_place(build, best)[1]}")
 

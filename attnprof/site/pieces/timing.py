@@ -8,6 +8,7 @@ the data give another verdict.
 from __future__ import annotations
 
 import math
+import re
 
 from ...analysis import decide, timing
 from ...model import names
@@ -221,12 +222,16 @@ def _margin(build: Build, every: list[timing.Verdict]) -> str:
     repeats disagree, or one is closer than the margin that decides it."""
     if timing.settled(every) or every[0].stream not in ("GPU-bound", "launch-bound"):
         return ""
-    host = build.run_record("timing").get("host_cpu")
+    host = re.sub(r"\s+", " ", re.sub(r"\((R|TM)\)", "", build.run_record("timing").get("host_cpu") or "")).strip()
     here = f" in this run{f' (host CPU: {host})' if host else ''}"
     if timing.consensus(every) is None:
         return (f"{here}, not in all of its {len(every)} separate processes ({', '.join(v.stream for v in every)}), "
                 f"so another run or host may give another verdict")
-    return f"{here}, by less than the {timing.HOST_MARGIN:g}× margin that would decide it for any host"
+    close = min(every, key=lambda v: max(v.gpu_only.median, v.enqueue.median) / min(v.gpu_only.median, v.enqueue.median))
+    return (f"{here}, in every one of its {len(every)} processes, but in one by less than the {timing.HOST_MARGIN:g}× "
+            f"margin that would decide it for any host ({us(close.gpu_only.median)} GPU only against "
+            f"{us(close.enqueue.median)} of CPU enqueue there)" if len(every) > 1 else
+            f"{here}, by less than the {timing.HOST_MARGIN:g}× margin that would decide it for any host")
 
 
 @piece("verdicts", inline=True, conclusion=True)
@@ -249,8 +254,10 @@ def verdicts(build: Build, shape, expect=None):
         sentence = "; ".join(f"{_names(t for t, v in decided.items() if v == k)}: **{k}**" for k in kinds)
     if close:
         sentence += ("; " if sentence else "") + "; ".join(
-            f"{k}: **{v.stream}**{_margin(build, every[k])} ({us(v.gpu_only.median)} GPU only against "
-            f"{us(v.enqueue.median)} of CPU enqueue per call)" for k, v in close.items())
+            f"{k}: **{v.stream}**{_margin(build, every[k])}" + (
+                "" if timing.consensus(every[k]) and len(every[k]) > 1 else  # the margin's words give the numbers
+                f" ({us(v.gpu_only.median)} GPU only against {us(v.enqueue.median)} of CPU enqueue per call)")
+            for k, v in close.items())
     found_kind = kinds[0] if len(kinds) == 1 and not close else "mixed"
     return _claim(f"verdicts {shape}", expect, found_kind, sentence)
 
