@@ -29,7 +29,7 @@ def test_line_chart_skips_missing_points_and_says_why():
 def test_cost_follows_from_measured_throughput():
     html = findings.cost(BUILD, "32")
     cells = re.findall(r'data-tokens-per-s="([\d.e+]+)" data-tokens-per-s-range="([\d.e+]+) ([\d.e+]+)">'
-                       r'([\d.]+)(?: \(([\d.]+)–([\d.]+)\))?<', html)
+                       r'([\d.]+)(?: \[([\d.]+)–([\d.]+)\])?<', html)
     graphed = [r for r in BUILD.run("decode_step") if "back_to_back_us" in r.get("graph", {})]
     assert graphed  # each decode step also replayed from a CUDA graph: a row of its own
     assert len(cells) == len(BUILD.run("e2e")) + len(BUILD.run("decode_step")) + len(graphed)
@@ -227,7 +227,7 @@ def test_the_cost_table_gives_each_time_its_range_and_decides_a_stream_over_ever
     cell = row.split('class="attnprof-cost" ')[1]
     lo, hi = (float(x) for x in cell.split('data-tokens-per-s-range="')[1].split('"')[0].split())
     assert lo <= float(cell.split('data-tokens-per-s="')[1].split('"')[0]) <= hi
-    dollars = re.search(r">(\d+\.\d{3}) \((\d+\.\d{3})–(\d+\.\d{3})\)</td>", cell)  # median (cheapest–dearest)
+    dollars = re.search(r">(\d+\.\d{3}) \[(\d+\.\d{3})–(\d+\.\d{3})\]</td>", cell)  # median [cheapest–dearest]
     assert dollars and float(dollars[2]) <= float(dollars[1]) <= float(dollars[3])
     differ = copy("decode_step", _batch_1_stream(0.1, 1.0), repeat=True)  # one more process: GPU-bound there
     row = next(r for r in findings.cost(differ).split("<tr>") if r.startswith("<td>decode, eager</td><td>batch 1,"))

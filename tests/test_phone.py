@@ -396,11 +396,11 @@ def test_a_new_price_redraws_every_cost_with_its_range(site, server, browser):
     cells = """return [...document.querySelectorAll('td.attnprof-cost')].map(c =>
         [c.textContent, +c.dataset.tokensPerS, c.dataset.tokensPerSRange.split(' ').map(Number)])"""
     before = browser.execute_script(cells)
-    assert before and any("–" in text for text, _, _ in before)
+    assert before and any("[" in text for text, _, _ in before)
     browser.execute_script("const i = document.getElementById('attnprof-price'); i.value = '7.00'; "
                            "i.dispatchEvent(new Event('input'))")
     for (text, tps, (slow, fast)), (after, _, _) in zip(before, browser.execute_script(cells)):
         dollars = lambda rate, price: f"{price / 3600 / rate * 1e6:.3f}"
         ends = dollars(fast, 7.0), dollars(slow, 7.0)  # the fastest process's dollars first
-        spread = "" if ends[0] == ends[1] else f" ({ends[0]}–{ends[1]})"
+        spread = "" if ends[0] == ends[1] else f" [{ends[0]}–{ends[1]}]"
         assert text.split(" ")[0] == dollars(tps, 3.5) and after == dollars(tps, 7.0) + spread, (text, after)

@@ -515,8 +515,8 @@ def cost(build: Build, layers="32"):
             f'<table><thead><tr><th>phase</th><th>batch</th><th>one layer, back to back (CUDA events, per call)</th>'
             f'<th>tokens/s per H200 ({layers} layers)</th><th>a stream of steps (eager)</th>'
             f'<th>$ per million tokens</th></tr></thead><tbody>{body}</tbody></table>\n\n'
-            f'Each time: the {_basis(build, "decode_step")}, the range in brackets; tokens/s and dollars follow '
-            f'from the median, and the bracketed dollars from the slowest and the fastest process.' + note)
+            f'Times: the {_basis(build, "decode_step")} in brackets. Tokens/s and dollars follow from the median; '
+            f'the bracketed dollars, from the fastest and the slowest process.' + note)
 
 
 def _cost_row(phase: str, what: str, layer: decide.Range, tokens: int, stream: str, layers: int) -> str:
@@ -525,7 +525,7 @@ def _cost_row(phase: str, what: str, layer: decide.Range, tokens: int, stream: s
     rate = lambda t: tokens / (t * 1e-6) / layers  # tokens/s of the model at one layer's time t
     dollars = lambda tps: DEFAULT_PRICE / 3600 / tps * 1e6
     ends = [f"{dollars(rate(t)):.3f}" for t in (layer.lo, layer.hi)]
-    spread = "" if ends[0] == ends[1] else f" ({ends[0]}–{ends[1]})"
+    spread = "" if ends[0] == ends[1] else f" [{ends[0]}–{ends[1]}]"
     return (f'<tr><td>{phase}</td><td>{what}</td><td>{layer.text(us)}</td><td>{rate(layer.median):,.0f}</td>'
             f'<td>{stream}</td><td class="attnprof-cost" data-tokens-per-s="{rate(layer.median):.6g}" '
             f'data-tokens-per-s-range="{rate(layer.hi):.6g} {rate(layer.lo):.6g}">'

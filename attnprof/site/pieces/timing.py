@@ -31,11 +31,10 @@ def repeated(build: Build, stage, shape) -> list[timing.Verdict]:
     return [timing.verdict(r) for r in found if "error" not in r]
 
 
-def enqueue_range(build: Build, stage, shape) -> str:
-    """The CPU enqueue per call across the run's repeats (or p10–p90 of its one process), with how."""
+def enqueue_range(build: Build, stage, shape) -> decide.Range:
+    """The CPU enqueue per call across the run's repeats (or p10–p90 of its one process)."""
     found = [timing.find(rep["rows"], stage, shape) for rep in build.repeats("timing")]
-    r = decide.of([f["enqueue_us"] for f in found if "error" not in f])
-    return f"{r.text(us)}, {r.how}"
+    return decide.of([f["enqueue_us"] for f in found if "error" not in f])
 
 
 def where(s) -> str:
@@ -162,7 +161,7 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
     v = timing.verdict(r)
     directive = f"verdict {stage} {shape} {kind}"
     if kind == "stream":
-        every = repeated(build, stage, shape)
+        every, enqueue = repeated(build, stage, shape), enqueue_range(build, stage, shape)
         if expect == v.stream and not timing.settled(every):
             raise FalseStatement(f"the sentence `{directive}` expects {expect!r}, and the timing run says so, but not "
                                  f"in every repeat by the {timing.HOST_MARGIN:g}× margin that decides it "
@@ -171,8 +170,7 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
         return _claim(directive, expect, v.stream,
                       f"**{v.stream}** in a stream{_margin(build, every)}: back to back it takes "
                       f"{us(v.back_to_back.median)} per call, against {us(v.gpu_only.median)} of GPU work (CUDA-graph "
-                      f"replay) and {us(v.enqueue.median)} of CPU enqueue (across the run: "
-                      f"{enqueue_range(build, stage, shape)})")
+                      f"replay) and {enqueue.text(us)} of CPU enqueue ({enqueue.how})")
     if kind == "call":
         share = v.launch_overhead_us / v.one_call.median
         found = "launch dominates" if v.launch_overhead_us > v.gpu_only.median else (
