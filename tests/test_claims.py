@@ -214,3 +214,29 @@ def test_an_expected_verdict_fails_when_every_process_says_otherwise(clean, dire
             expand(Build(clean, problems={}), piece, args)
     finally:
         path.write_text(kept)
+
+
+def _pages_saying(words) -> list[str]:
+    return sorted(p.name for p in DOCS.glob("*.md")
+                  if any(piece == "say" and tuple(args) == tuple(words)
+                         for piece, args in registry.directives(p.read_text(encoding="utf-8"))))
+
+
+@pytest.mark.parametrize("words, index", [c for c in cases()
+                                          if CLAIMS[split(c.values[0])[0]].flips(*split(c.values[0])[1],
+                                                                                  **split(c.values[0])[2])[c.values[1]].then == ADAPTS])
+def test_a_page_holds_under_each_outcome_of_its_claims(clean, words, index):
+    """A claim whose words follow the records, given its other outcome: every page that says it still renders,
+    every other checked sentence and expected verdict on it holding too, so no typed claim around it rests on
+    the outcome the committed records happen to give."""
+    import markdown
+    from attnprof.site import extension
+    name, args, keywords = split(words)
+    build, restore = flipped(clean, CLAIMS[name].flips(*args, **keywords)[index])
+    try:
+        for page in _pages_saying(words):
+            markdown.markdown((DOCS / page).read_text(encoding="utf-8"),
+                              extensions=["admonition", "attr_list", "md_in_html",
+                                          extension.PiecesExtension(build=Build(clean, problems={}))])
+    finally:
+        restore()

@@ -271,7 +271,7 @@ def bwd_over_forward(build: Build) -> Statement:
 
 
 @claim("bwd-fastest", reads=[names.backward_record(s) for s in FUSED_BWD + UNFUSED_BWD],
-       flip=Flip("fa4-bwd.json", events(0.2), ADAPTS))  # FlashAttention-4 then first by both methods
+       flip=Flip("cudnn-bwd.json", events(3.0), ADAPTS))  # cuDNN's one call then far behind: another first place
 def bwd_fastest(build: Build) -> Statement:
     """The backward ranking by device time and by one call, each by the one rule: backwards that
     cannot be told apart share a place."""
