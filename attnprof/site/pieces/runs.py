@@ -330,13 +330,16 @@ def decode(build: Build):
          f"{r['gbs']:.0f}" if "gbs" in r else "OOM", f"{100 * r['gbs'] / copy:.0f} %" if "gbs" in r else "—")
         for r in build.run("decode")], "rrlrrrr") + (
         f"\n\nSDPA alone: one query token per sequence against K and V of the stated length, {_heads(build.run('decode'))}, "
-        f"bf16; time per step: {_queued(build.run('decode'))}.")
+        f"bf16; time per step: {_queued(build, 'decode')}.")
 
 
-def _queued(rows) -> str:
-    """How the back-to-back times of a run's rows were taken, read from the rows themselves."""
-    r = next(r for r in rows if "back_to_back_us_each" in r)
-    return f"median of {len(r['back_to_back_us_each'])} runs of {r['back_to_back_calls']} steps queued back to back"
+def _queued(build: Build, run: str) -> str:
+    """How the back-to-back times of a run's rows were taken, read from the rows themselves (each process's)."""
+    every = build.repeats(run)
+    r = next(r for r in every[0] if "back_to_back_us_each" in r)
+    where = f" in each of {len(every)} separate processes, pooled" if len(every) > 1 else ""
+    return (f"median of {len(r['back_to_back_us_each'])} runs of {r['back_to_back_calls']} steps queued back to back"
+            + where)
 
 
 def decode_steps(build: Build) -> list[dict]:
@@ -363,7 +366,7 @@ def decode_step(build: Build):
                          "concatenated ÷ in place"], rows, "rrrlrrrlrr") + (
         f"\n\nOne step of the decoder layer (model width {d['d_model']}, {d['heads']} heads, head dim "
         f"{d['d_model'] // d['heads']}, bf16): one new token per sequence, every sequence with {d['kv_len']:,} cached "
-        f"tokens. Back to back: {_queued(decode_steps(build))}.")
+        f"tokens. Back to back: {_queued(build, 'decode_step')}.")
 
 
 @piece("decode-share", inline=True)

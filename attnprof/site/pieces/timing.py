@@ -54,9 +54,10 @@ def _signed(x: float) -> str:
 
 
 def _method_note(build: Build) -> str:
-    r = build.run("timing")
+    r, processes = build.run("timing"), len(build.repeats("timing"))
+    pooled = f", in each of {processes} separate processes, pooled" if processes > 1 else ""
     return (f"Unprofiled times are medians with p10–p90 in brackets, in the median's unit: one call over {r['one_call_reps']} "
-            f"calls; back to back, GPU only and CPU enqueue per call, over {r['reps']} runs of {r['calls']} calls each. "
+            f"calls; back to back, GPU only and CPU enqueue per call, over {r['reps']} runs of {r['calls']} calls each{pooled}. "
             f"Profiled CPU time: the annotated range of each of the {count(SCHEDULE['active'])} forwards this run profiles "
             f"(torch.profiler, as the captures do; a chapter's own capture is another run and gives its own "
             f"numbers). bf16, causal.")
