@@ -361,7 +361,7 @@ def a100_inplace(build: Build) -> Statement:
     nearest = min(p, key=lambda k: abs(p[k] - r))
     hw = build.run("hardware")
     of_peak = hw["copy_gbs"] / hardware.h200_peaks(hw)["hbm_gbs"]
-    text = (f"{times(r, 2)}, of the three hardware ratios nearest the bandwidth ratio ({times(p['hbm_gbs'], 2)}, peak to "
+    text = (f"{times(r, 2)}, of the three ratios a rung can be bound by (bandwidth, FP32, SMs × clock) nearest the bandwidth ratio ({times(p['hbm_gbs'], 2)}, peak to "
             f"peak), and {relation(r, p['hbm_gbs'], p['hbm_gbs'])} it by {pct(abs(1 - r / p['hbm_gbs']))}: a copy "
             f"measured on the H200 reaches {pct(of_peak)} of its peak, and how near its own peak the A100 ran the "
             f"post's forward is not known")
@@ -384,7 +384,7 @@ def a100_fused_ampere(build: Build) -> Statement:
     p = peak_ratios(build)
     rs = {s: rung_ratio(build, s) for s in ("efficient", "flash")}
     text = (f"{times(rs['efficient'], 2)} and {times(rs['flash'], 2)}, below even the SMs × clock ratio "
-            f"({times(p['sm_clock'], 2)}, peak to peak), the smallest of the three")
+            f"({times(p['sm_clock'], 2)}, peak to peak), the smallest of those three")
     return Statement(text, max(rs.values()) < min(p.values()), f"ratios {rs}, hardware {p}")
 
 
