@@ -232,3 +232,14 @@ def test_the_cost_table_gives_each_time_its_range_and_decides_a_stream_over_ever
     differ = copy("decode_step", _batch_1_stream(0.1, 1.0), repeat=True)  # one more process: GPU-bound there
     row = next(r for r in findings.cost(differ).split("<tr>") if r.startswith("<td>decode, eager</td><td>batch 1,"))
     assert "not the same in every process (" in row and "GPU-bound)" in row
+
+
+def test_the_varlen_table_has_a_note_column_only_where_a_row_has_a_note(copy):
+    def none_unavailable(rows):
+        for r in rows:
+            r.pop("unavailable", None)
+    assert "note" not in findings.varlen(copy("varlen", none_unavailable)).split("\n")[0]
+    def one_unavailable(rows):
+        rows[-1]["unavailable"] = "ImportError: no module named 'flash_attn'"
+    header = findings.varlen(copy("varlen", one_unavailable)).split("\n")[0]
+    assert header.rstrip(" |").endswith("note")

@@ -1225,9 +1225,9 @@ def recompile_cliff(build: Build) -> Statement:
     drop = min(range(1, len(points)), key=lambda i: points[i]["tflops"] / points[i - 1]["tflops"])
     before, after = points[drop - 1], points[drop]
     limit = r["recompile_limit"]
-    text = (f"The cliff is at S = {after['shape'][2]:,}, the {ordinal(drop + 1)} new shape, one past "
+    text = (f"The cliff is at S={after['shape'][2]:,}, the {ordinal(drop + 1)} new shape, one past "
             f"`torch.compile`'s limit of {limit} recompiles: that call runs at "
-            f"{after['tflops']:.1f} TFLOP/s against {before['tflops']:.1f} at S = {before['shape'][2]:,} "
+            f"{after['tflops']:.1f} TFLOP/s against {before['tflops']:.1f} at S={before['shape'][2]:,} "
             f"({times(before['tflops'] / after['tflops'], 0)} slower, one call's CUDA-event median), and no "
             f"later shape climbs back.")
     rest = [p["tflops"] for p in points[drop:]]

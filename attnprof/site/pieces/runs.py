@@ -441,9 +441,12 @@ def graphs(build: Build):
 def varlen(build: Build):
     rows = build.run("varlen")
     lengths = rows[0]["lengths"]
-    table = tables.table(["how", "causal", "one call (CUDA-event median)", "FLOPs spent on padding", "note"], [
-        (r["way"], "yes" if r["causal"] else "no", us(r.get("median_us")), f"{r['wasted_flops_pct']:.0f} %",
-         tables.cell(tables.why_unavailable(r["unavailable"]) if "unavailable" in r else "")) for r in rows], "llrr")
+    noted = any("unavailable" in r for r in rows)  # a note column only where a row has something to note
+    table = tables.table(["how", "causal", "one call (CUDA-event median)", "FLOPs spent on padding"]
+                         + ["note"] * noted, [
+        (r["way"], "yes" if r["causal"] else "no", us(r.get("median_us")), f"{r['wasted_flops_pct']:.0f} %")
+        + (tables.cell(tables.why_unavailable(r["unavailable"]) if "unavailable" in r else ""),) * noted
+        for r in rows], "llrr")
     table += tables.raw_reasons((r["way"], r["unavailable"]) for r in rows if "unavailable" in r)
     return table + (f"\n\n{len(lengths)} sequences, {min(lengths)} to {max(lengths)} tokens "
                     f"({sum(lengths):,} in all), {_heads(rows)}, bf16.")
