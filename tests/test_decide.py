@@ -46,3 +46,14 @@ def test_a_range_prints_its_median_then_its_span_and_says_how_it_was_had():
     assert "3 separate processes" in r.how
     rate = r.scaled(lambda t: 100 / t)
     assert rate.lo < rate.median < rate.hi and rate.lo == pytest.approx(100 / 12)
+
+
+def test_the_methods_page_states_the_rule_with_the_numbers_the_code_applies(monkeypatch):
+    from attnprof.analysis import counters
+    from attnprof.site.build import Build
+    from attnprof.site.pieces import guides
+    assert "*not told apart*" in guides.decision_guide(Build(problems={}))
+    monkeypatch.setattr(decide, "MARGIN", 0.05)
+    monkeypatch.setattr(counters, "BAND", 1.5)
+    said = guides.decision_guide(Build(problems={}))
+    assert "at least 5 %" in said and "±1.5 points" in said

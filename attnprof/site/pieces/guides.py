@@ -10,6 +10,7 @@ from ...analysis.occupancy import REG_ALLOC_UNIT, SMEM_RESERVED_PER_BLOCK
 from ..render import tables
 from ..build import Build
 from ..registry import piece
+from ..words import count
 
 
 @piece("occupancy-guide", captures=1)
@@ -51,3 +52,22 @@ def counters_guide(build: Build):
                     f"each other"),
     ]) + ("\n\nEach percentage is of that unit's peak, measured over one forward with the clocks unlocked (as the GPU "
           "runs them in use, not fixed for repeatable numbers).")
+
+
+@piece("decision-guide")
+def decision_guide(build: Build):
+    """When the pages call two measurements told apart, said once, its numbers read from the rule's code
+    (analysis/decide.py, counters.BAND, timing.HOST_MARGIN, model/procedure.RUN_REPEATS)."""
+    from ...analysis import decide, timing
+    from ...model.procedure import RUN_REPEATS
+    return (
+        f"A run whose numbers a page compares is taken {count(RUN_REPEATS)} times, each in a separate process with its "
+        f"own CUDA context; a capture is one process. A time is then given as its median with a range in "
+        f"brackets: for a run, the median over every process's calls and the span of the processes' medians; "
+        f"for a capture, the median and p10–p90 of its calls. Two times are *told apart* only when their ranges "
+        f"do not overlap and their medians differ by at least {100 * decide.MARGIN:.0f} % besides; otherwise the "
+        f"page says *not told apart* and gives both ranges, words that stay true however a new measurement falls. "
+        f"A ranking names who leads and those not told apart from it. A stream's launch-bound or GPU-bound "
+        f"verdict is decided only when every process gives it with the pace-setting side slower by "
+        f"{timing.HOST_MARGIN:g}× or more. Nsight Compute's {counters.BOUND_AT:g} % threshold carries a band of "
+        f"±{counters.BAND:g} points: a kernel inside it is *near the threshold*, not flipped across it.")
