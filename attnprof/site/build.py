@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..model import names, store
 from ..analysis import records
-from ..analysis import derived, stats, trace
+from ..analysis import decide, derived, stats, trace
 
 
 class RecordUnusable(Exception):
@@ -136,6 +136,17 @@ class Build:
     def run_record(self, name: str) -> dict:
         self.run(name)
         return self._runs[name]
+
+
+def row(rows: list[dict], **match) -> dict:
+    """The one row of a run's rows whose fields have these values."""
+    return next(r for r in rows if all(r.get(k) == v for k, v in match.items()))
+
+
+def across(build: Build, run: str, pick) -> decide.Range:
+    """A run's samples, `pick(result)`, in each of its repeats: the range across repeats where there
+    are two or more, else p10–p90 of the one (analysis/decide.py)."""
+    return decide.of([pick(result) for result in build.repeats(run)])
 
 
 class FalseStatement(Exception):

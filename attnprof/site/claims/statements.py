@@ -18,7 +18,7 @@ from ...analysis.stats import event_stats
 from ...model import names
 from ...model.stages import DEFAULT_SHAPE, LONG_SHAPE, select
 from ...text import ms, shape as shape_text, us
-from ..build import Build, FalseStatement, RecordUnusable
+from ..build import Build, FalseStatement, RecordUnusable, across, row
 from ..words import count, short, title
 from ..registry import piece
 
@@ -118,17 +118,6 @@ def false_statements(build: Build, docs: Path) -> list[str]:
 def samples(values) -> decide.Range:
     """A capture's samples (one process): their median and p10–p90."""
     return decide.of([values])
-
-
-def across(build: Build, run: str, pick: Callable[[object], list]) -> decide.Range:
-    """A run's samples, `pick(result)`, in each of its repeats: the range across repeats where there
-    are two or more, else p10–p90 of the one."""
-    return decide.of([pick(result) for result in build.repeats(run)])
-
-
-def row(rows: list[dict], **match) -> dict:
-    """The one row of a run's rows whose fields have these values."""
-    return next(r for r in rows if all(r.get(k) == v for k, v in match.items()))
 
 
 def front(rows: dict, largest: bool = False) -> list:

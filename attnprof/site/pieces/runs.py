@@ -13,7 +13,7 @@ from ...model.names import counted_at
 from ...model.stages import LONG_SHAPE, select
 from ...text import dims, shape, size, us
 from ..render import plots, tables
-from ..build import Build
+from ..build import Build, across, row
 from ..words import short, title
 from ..registry import piece
 
@@ -26,7 +26,7 @@ DEFAULT_PRICE = 3.50  # $ per GPU-hour: an assumption the reader changes on the 
 def measured(build: Build, run: str, pick, samples: str = "back_to_back_us_each") -> decide.Range:
     """The range of one measurement of a run: `pick(result)` finds its row (or part of a row) in each independent
     repeat of the run, `samples` names the raw samples kept there (`times_us`: one call at a time)."""
-    return decide.of([pick(result)[samples] for result in build.repeats(run)])
+    return across(build, run, lambda result: pick(result)[samples])
 
 
 def quotient(a: decide.Range, b: decide.Range) -> decide.Range:
@@ -41,7 +41,7 @@ def not_told_apart(a: str, ra: decide.Range, b: str, rb: decide.Range, fmt=us) -
 
 def row_where(**match):
     """A picker for `measured`: the row of a run's result whose fields equal `match`."""
-    return lambda result: next(r for r in result if all(r.get(k) == v for k, v in match.items()))
+    return lambda result: row(result, **match)
 
 
 def _sweep_points(build, d, path):
