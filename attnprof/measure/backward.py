@@ -15,13 +15,14 @@ from torch.profiler import record_function
 
 from ..model import names, store
 from ..analysis import trace
-from ..model.procedure import BWD_FLOP_FACTOR, BWD_LABEL, EVENT_REPS, LABEL
-from ..model.stages import ProviderUnavailable, get_stage
+from ..model.procedure import BWD_FLOP_FACTOR, BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, LABEL
+from ..model.stages import DEFAULT_SHAPE, ProviderUnavailable, get_stage, select
+from ..text import first_line
 from ..analysis.stats import event_stats
 from .bench import sync
 from .capture import cannot_run, each, head
 from .profiling import key_average_rows, profiled
-from .numerics import make_inputs, reference, relative_error, torch_dtype
+from .numerics import default_device, make_inputs, reference, relative_error, torch_dtype
 
 
 def _clear_grads(tensors):
@@ -117,6 +118,45 @@ def grad_errors(q, k, v, out, grad) -> dict:
             **{f"d{n}": relative_error(t.grad, t64.grad) for n, t, t64 in zip("qkv", (q, k, v), (q64, k64, v64))}}
 
 
+def upstream(q):
+    """The upstream gradient dL/dout every backward here is handed: fixed, from a seeded generator."""
+    gen = torch.Generator(device="cpu").manual_seed(1)
+    return torch.randn(q.shape, generator=gen).to(device=q.device, dtype=q.dtype)
+
+
+def measured(forward, grad, inputs) -> tuple[dict, object, list[float]]:
+    """What a backward's timing rests on: the profiled trace and key_averages (profile_steps over
+    forward + backward steps), and one `backward()` call's CUDA-event time, EVENT_REPS times."""
+    events, averages = profiled(backward_step(forward, grad, inputs))
+    return events, averages, time_backward(forward, grad, inputs, EVENT_REPS)
+
+
+def ranking(shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE):
+    """The ranking's samples, for a run repeated in separate processes: every backward stage at `shape`,
+    by device time per profiled backward (counted as a capture counts it) and by one call's CUDA-event
+    time. A generator (measure/repeat.py): it yields once every stage is loaded, compiled and run once."""
+    ready, rows = [], {}
+    for name in select(backward=True):
+        stage = get_stage(name)
+        q, k, v = inputs = [t.requires_grad_() for t in make_inputs(shape, torch_dtype(dtype_name), default_device())]
+        try:
+            forward, grad = stage.prepare(q, k, v), upstream(q)
+            with stage.context():
+                forward().backward(grad)
+                sync()
+            _clear_grads(inputs)
+            ready.append((stage, forward, grad, inputs))
+        except (ProviderUnavailable, RuntimeError) as e:
+            rows[name] = {"stage": name, "error": f"{type(e).__name__}: {first_line(e)}"[:300]}
+    yield
+    for stage, forward, grad, inputs in ready:
+        with stage.context():
+            events, _, times = measured(forward, grad, inputs)
+        each = trace.summarize_backward(events, BWD_LABEL, LABEL)["backward_device_us_each"]
+        rows[stage.name] = {"stage": stage.name, "backward_device_us_each": each, "event_times_us": times}
+    return {"shape": list(shape), "dtype": dtype_name, "rows": [rows[name] for name in select(backward=True)]}
+
+
 def capture_backward(name, shape, dtype_name, out_dir, device="cuda") -> dict:
     """Capture forward + backward of one stage; returns the summary (also written)."""
     stage = get_stage(name)
@@ -125,14 +165,12 @@ def capture_backward(name, shape, dtype_name, out_dir, device="cuda") -> dict:
                    names.backward_settings(shape, dtype_name), BWD_LABEL)
     summary.update({"pass": "backward", "forward_label": LABEL, "follow_autograd": True,
                     "bwd_flop_factor": BWD_FLOP_FACTOR})
-    q, k, v = (t.requires_grad_() for t in make_inputs(shape, torch_dtype(dtype_name), device))
-    inputs = (q, k, v)
+    q, k, v = inputs = [t.requires_grad_() for t in make_inputs(shape, torch_dtype(dtype_name), device)]
     try:
         forward = stage.prepare(q, k, v)
     except ProviderUnavailable as e:
         return cannot_run(out_dir, summary, str(e))
-    gen = torch.Generator(device="cpu").manual_seed(1)
-    grad = torch.randn(q.shape, generator=gen).to(device=device, dtype=q.dtype)  # the upstream gradient dL/dout
+    grad = upstream(q)
     with stage.context():
         try:  # a backward that autograd refuses (or a backend that cannot run) raises here
             out = forward()
@@ -144,8 +182,7 @@ def capture_backward(name, shape, dtype_name, out_dir, device="cuda") -> dict:
         summary["grad_rel_err"] = grad_errors(q, k, v, out.detach(), grad)
         del out
         _clear_grads(inputs)
-        events, averages = profiled(backward_step(forward, grad, inputs))
-        times = time_backward(forward, grad, inputs, EVENT_REPS)
+        events, averages, times = measured(forward, grad, inputs)
         summary["memory"] = memory(forward, grad, inputs)
         try:
             summary["saved"] = saved_for_backward(forward, inputs)

@@ -1,7 +1,8 @@
 """Measurement runs beyond the ladder (sweeps, serving shapes, verification), each written as
 one stamped JSON record in the captures folder: `python -m attnprof sweep [--only NAME,...]`. A run whose
 numbers a page compares is taken several times (model/names.py's RUN_CODE says how many): first here,
-then each further repeat in a fresh process (measure/repeat.py), kept beside the first as `repeats`."""
+then each further repeat in a fresh process (measure/repeat.py), kept beside the first as `repeats`. A
+run's function may be a generator: its `yield` marks the end of its preparation (measure/repeat.py)."""
 from __future__ import annotations
 
 import importlib
@@ -49,15 +50,17 @@ def run(chosen, out_dir=store.CAPTURES) -> dict[str, str]:
     for name in chosen:
         print(f"== {name}", flush=True)
         start = time.perf_counter()
-        try:
-            result = function(name)()
-        except Exception as e:
-            traceback.print_exc()
-            status[name] = f"{type(e).__name__}: {first_line(e)}"
-            torch.cuda.empty_cache()
-            continue
-        torch.cuda.empty_cache()  # the repeats' processes share the GPU with this one
-        more = repeat.in_processes(names.RUN_CODE[name].function, names.RUN_CODE[name].repeats - 1)
+        # the further repeats' processes start while this one prepares, and wait while it measures
+        with repeat.Started(names.RUN_CODE[name].function, names.RUN_CODE[name].repeats - 1) as others:
+            try:
+                result = repeat.measured(function(name), ready=others.ready)
+            except Exception as e:
+                traceback.print_exc()
+                status[name] = f"{type(e).__name__}: {first_line(e)}"
+                torch.cuda.empty_cache()
+                continue
+            torch.cuda.empty_cache()  # the repeats' processes share the GPU with this one
+            more = others.results()
         record = {"record": f"run-{name}", "run": name, "key": records.RUN.key(f"run-{name}"),
                   "code": records.RUN.code(f"run-{name}"), "settings": records.RUN.settings(f"run-{name}"),
                   "wall_s": time.perf_counter() - start, **environment(), "host_cpu": host_cpu(),

@@ -1,8 +1,8 @@
 """The fastest forward at steady state, repeated in separate processes.
 
 One stage (the stage table's `steady` one) at the long shape, in its own layout: in each of REPEATS fresh
-processes (a fresh CUDA context; measure/repeat.py), warm up back to back for WARMUP_S seconds so the
-clocks settle, then RUNS runs of CALLS forwards queued back to back, and in the same process a bf16
+processes (a fresh CUDA context; measure/repeat.py: prepared together, measured one at a time), warm up
+back to back for WARMUP_S seconds so the clocks settle, then RUNS runs of CALLS forwards queued back to back, and in the same process a bf16
 matmul's back-to-back rate, the peak the forward is set against. Only raw samples are kept; the site
 draws medians, the range across processes and TFLOP/s from them.
 """
@@ -20,13 +20,14 @@ REPEATS, CALLS, RUNS, WARMUP_S = 5, 200, 5, 2.0
 MATMUL_N = 8192
 
 
-def once(path: str) -> dict:
-    """One process's samples: the forward back to back after the warm-up, and the matmul."""
+def once(path: str):
+    """One process's samples (a generator: it yields once prepared): the forward back to back after the warm-up, and the matmul."""
     stage = STAGES[path]
     q, k, v = inputs(LONG_SHAPE, torch.bfloat16, stage.layout)
     with stage.context(), torch.no_grad():
         forward = stage.prepare(q, k, v)
         forward()  # compile outside the timing
+        yield  # prepared: the processes wait here, then measure one at a time (measure/repeat.py)
         start = time.perf_counter()
         while time.perf_counter() - start < WARMUP_S:  # back to back until the clocks settle
             bench.back_to_back_each(forward, calls=CALLS, reps=1)

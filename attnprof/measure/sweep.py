@@ -107,8 +107,9 @@ def inputs(shape, dtype, layout="BHSD"):
     return [t.transpose(1, 2) for t in make_inputs((b, s, h, d), dtype, device)]
 
 
-def point(path: str, shape, dtype=torch.bfloat16, layout="BHSD", calls=5) -> dict:
-    """One path at one shape: time, TFLOP/s, peak memory; OOM or unavailability as results."""
+def prepared(path: str, shape, dtype=torch.bfloat16, layout="BHSD"):
+    """One path at one shape, made ready to time (inputs drawn, kernel loaded, compiled, called once): its row
+    and its forward, or its row alone where it cannot run (OOM or unavailability as results)."""
     stage = STAGES[path]
     row = {"path": path, "shape": list(shape), "layout": layout}
     if stage.fresh_compile:  # a fresh compile per shape: past torch.compile's recompile limit it would run eagerly
@@ -119,19 +120,40 @@ def point(path: str, shape, dtype=torch.bfloat16, layout="BHSD", calls=5) -> dic
             forward = stage.prepare(q, k, v)
             with torch.no_grad():
                 forward()  # compile / autotune outside the timing
-            result = bench.measure(forward, calls=calls)
+        return row, forward
     except ProviderUnavailable as e:
-        return {**row, "unavailable": str(e)}
+        row["unavailable"] = str(e)
     except torch.OutOfMemoryError:
+        row["oom"] = True
+    except RuntimeError as e:
+        row["unavailable"] = first_line(e)[:300]
+    q = k = v = forward = None
+    if torch.cuda.is_available():
         torch.cuda.empty_cache()
-        return {**row, "oom": True}
+    return row, None
+
+
+def timed(row: dict, forward, calls=5) -> dict:
+    """A prepared path timed (bench.measure) under its stage's context, with its TFLOP/s."""
+    if forward is None:
+        return row
+    try:
+        with STAGES[row["path"]].context():
+            result = bench.measure(forward, calls=calls)
     except RuntimeError as e:
         return {**row, "unavailable": first_line(e)[:300]}
+    return derived.DERIVE["sweep"]([{**row, **result}])[0]
+
+
+def point(path: str, shape, dtype=torch.bfloat16, layout="BHSD", calls=5) -> dict:
+    """One path at one shape: time, TFLOP/s, peak memory; OOM or unavailability as results."""
+    row, forward = prepared(path, shape, dtype, layout)
+    try:
+        return timed(row, forward, calls)
     finally:
-        q = k = v = forward = None
+        forward = None
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-    return derived.DERIVE["sweep"]([{**row, **result}])[0]  # with its TFLOP/s
 
 
 def sweep(paths=None, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, heads=HEADS) -> list[dict]:
@@ -146,15 +168,18 @@ def sweep(paths=None, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, hea
     return rows
 
 
-def fastest(shape=LONG_SHAPE, paths=None, bshd_paths=None, calls=50) -> list[dict]:
+def fastest(shape=LONG_SHAPE, paths=None, bshd_paths=None, calls=50):
     """Every fused path at the target shape, timed back to back (the stream's throughput: `calls`
     forwards queued, so the first launch's latency is spread thin), on contiguous [B, H, S, D]
     inputs; the fastest again on inputs stored [B, S, H, D], the layout FlashAttention-4 takes
-    without a transpose (SDPA's backends then read transposed views)."""
+    without a transpose (SDPA's backends then read transposed views). A generator (measure/repeat.py):
+    every path is loaded and compiled before the first is timed."""
     paths = paths or select(fused=True, sweep=True)
     bshd_paths = bshd_paths or select(fused=True, sweep=True, bshd_too=True)
-    return ([point(path, shape, layout="BHSD", calls=calls) for path in paths]
-            + [point(path, shape, layout="BSHD", calls=calls) for path in bshd_paths])
+    ready = ([prepared(path, shape, layout="BHSD") for path in paths]
+             + [prepared(path, shape, layout="BSHD") for path in bshd_paths])
+    yield  # every path loaded and compiled: a generator for measure/repeat.py
+    return [timed(row, forward, calls) for row, forward in ready]
 
 
 def recompile_limit(seq_lens=(256, 384, 512, 640, 768, 896, 1024, 1152, 1280, 1408, 1536), heads=16, d=64) -> dict:

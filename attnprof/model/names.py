@@ -103,6 +103,8 @@ RUN_CODE = {
     "decode_step": Run("serving.decode_step", ("bench", "numerics", "timing", "profiling"), snippets=("graphed",), repeats=RUN_REPEATS),
     "graphs": Run("graphs.graphs", ("bench", "numerics"), snippets=("naive", "compiled", "graphed", "sdpa"), repeats=RUN_REPEATS),
     "steady": Run("steady.steady", ("sweep", "bench", "numerics", "repeat"), dict(steady=True)),
+    "backward": Run("backward.ranking", ("capture", "profiling", "bench", "numerics"), dict(backward=True),
+                    repeats=RUN_REPEATS),
     "timing": Run("timing.timing", ("bench", "numerics", "capture", "profiling"), timing_stages(), ("graphed",), repeats=RUN_REPEATS),
 }
 

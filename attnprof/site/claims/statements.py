@@ -259,21 +259,46 @@ def bwd_over_forward(build: Build) -> Statement:
                      f"unfused {min(unfused.values()):.2f}–{max(unfused.values()):.2f}×")
 
 
-@claim("bwd-fastest", reads=[names.backward_record(s) for s in FUSED_BWD + UNFUSED_BWD],
-       flip=Flip("cudnn-bwd.json", events(3.0), ADAPTS))  # cuDNN's one call then far behind: another first place
+def _bwd_ranked(build: Build, field: str) -> dict[str, decide.Range]:
+    """Each backward's `field` samples in the backward run, over its separate processes (the one rule's range)."""
+    stages = [r["stage"] for r in build.run("backward")["rows"] if field in r]
+    return {k: across(build, "backward", lambda res, k=k: row(res["rows"], stage=k).get(field, [])) for k in stages}
+
+
+def _slower_backward(stage: str, field: str, factor: float):
+    def edit(result):
+        r = row(result["rows"], stage=stage)
+        r[field] = scale(r[field], factor)
+    return in_run("backward", edit)
+
+
+def _failed_once(stage: str):
+    """The backward run with `stage` failing in its last process: the ranking would leave it out there."""
+    def change(record):
+        last = (record.get("repeats") or [record["result"]])[-1]
+        r = row(last["rows"], stage=stage)
+        r.clear()
+        r.update(stage=stage, error="RuntimeError: out of memory")
+    return change
+
+
+@claim("bwd-fastest", reads=["run-backward"],
+       flip=[Flip("run-backward.json", _slower_backward("cudnn", "event_times_us", 3.0), ADAPTS),  # another first, one call
+             Flip("run-backward.json", _slower_backward("fa4", "backward_device_us_each", 3.0), ADAPTS),  # by device too
+             Flip("run-backward.json", _failed_once("cudnn"))])  # a ranking without cuDNN's backward in one process
 def bwd_fastest(build: Build) -> Statement:
-    """The backward ranking by device time and by one call, each by the one rule: backwards that
-    cannot be told apart share a place."""
-    runs = _bwd(build, FUSED_BWD + UNFUSED_BWD)
-    device = {k: samples(s["backward_device_us_each"]) for k, s in runs.items()}
-    event = {k: samples(s["event_times_us"]) for k, s in runs.items()}
+    """The backward ranking by device time and by one call, each by the one rule over the backward run's
+    separate processes: backwards that cannot be told apart share a place."""
+    device, event = _bwd_ranked(build, "backward_device_us_each"), _bwd_ranked(build, "event_times_us")
     first, first_event = front(device), front(event)
     runner = front({k: r for k, r in device.items() if k not in first})
-    some = next(iter(runs.values()))
-    text = (f"By device time (profiler, median and p10–p90 of {len(some['backward_device_us_each'])} profiled "
-            f"backwards), {_place('the fastest backward here', first, device)}, then "
+    some = next(r for r in build.repeats("backward")[0]["rows"] if "event_times_us" in r)
+    text = (f"Ranked in a run of its own, {len(build.repeats('backward'))} separate processes each timing every "
+            f"backward ({next(iter(device.values())).how}): by device time (profiler, "
+            f"{len(some['backward_device_us_each'])} profiled backwards a process), "
+            f"{_place('the fastest backward here', first, device)}, then "
             f"{_named(runner, device)}{', not told apart' if len(runner) > 1 else ''}. Timed from the "
-            f"CPU, one `backward()` call between CUDA events (median and p10–p90 of {len(some['event_times_us'])}), ")
+            f"CPU, one `backward()` call between CUDA events ({len(some['event_times_us'])} a process), ")
     if first_event == first:
         text += f"{'it comes' if len(first) == 1 else 'they come'} first too ({_named(first, event)})."
     else:
@@ -287,7 +312,9 @@ def bwd_fastest(build: Build) -> Statement:
                  + (f", and not told apart from {listed([short(k) + chr(39) + 's' for k in tied])}" if tied else "")
                  + ".")
     outcome = f"device {first}, one call {first_event}"
-    return Statement(text, len(device) > 1, outcome, outcome)
+    missing = [r["stage"] for result in build.repeats("backward") for r in result["rows"] if "error" in r]
+    return Statement(text, not missing and len(device) == len(FUSED_BWD + UNFUSED_BWD),  # every backward, every process
+                     f"{outcome}; failed in a process: {missing or 'none'}", outcome)
 
 
 def _named(group: list[str], rows: dict[str, decide.Range]) -> str:
@@ -618,14 +645,25 @@ def one_call_runs(build: Build) -> Statement:
     return Statement(text, holds, "; ".join(parts))
 
 
-@claim("cudnn-fastest", reads=["math", "efficient", "flash", "cudnn"], flip=Flip("cudnn.json", events(3.0)))
+def _timed(stage: str, shape=DEFAULT_SHAPE, pick=lambda r: r["one_call_us"]):
+    """A stage's samples in the timing run (one call's CUDA-event times, unless `pick` says otherwise)."""
+    return lambda result: pick(row(result["rows"], stage=stage, shape=list(shape)))
+
+
+def _slower_timed(stage: str, factor: float, shape=DEFAULT_SHAPE):
+    def edit(result):
+        r = row(result["rows"], stage=stage, shape=list(shape))
+        r["one_call_us"] = scale(r["one_call_us"], factor)
+    return in_run("timing", edit)
+
+
+@claim("cudnn-fastest", reads=["run-timing"], flip=Flip("run-timing.json", _slower_timed("cudnn", 3.0)))
 def cudnn_fastest(build: Build) -> Statement:
     """cuDNN is the fastest SDPA backend at the post's shape, by device time and by one call, told apart
-    from every other by the one rule."""
+    from every other by the one rule over the timing run's separate processes."""
     backends = ("math", "efficient", "flash", "cudnn")
-    runs = {b: build.summary(b) for b in backends}
-    device = {b: samples(s["forward_device_us_each"]) for b, s in runs.items()}
-    event = {b: samples(s["event_times_us"]) for b, s in runs.items()}
+    device = {b: across(build, "timing", _timed(b, pick=lambda r: r["profiled"]["device_us"])) for b in backends}
+    event = {b: across(build, "timing", _timed(b)) for b in backends}
     # cuDNN against the fastest of the others, whether or not cuDNN leads
     rival, rival_event = (min((b for b in backends if b != "cudnn"), key=lambda b: rows[b].median)
                           for rows in (device, event))
@@ -636,7 +674,7 @@ def cudnn_fastest(build: Build) -> Statement:
                f"{' and '.join(short(b) + chr(39) + 's' for b in first[1] if b != 'cudnn')} ({event['cudnn'].text(us)} "
                f"against {event[rival_event].text(us)})")
     text = (f"the fastest SDPA backend by device time ({device['cudnn'].text(us)} against "
-            f"{short(rival)}'s {device[rival].text(us)}), {by_call}; median and p10–p90 of each capture's forwards")
+            f"{short(rival)}'s {device[rival].text(us)}), {by_call}; {device['cudnn'].how}")
     return Statement(text, first[0] == ["cudnn"] and "cudnn" in first[1],
                      f"first by device {first[0]}, by one call {first[1]}")
 
