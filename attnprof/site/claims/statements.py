@@ -97,19 +97,20 @@ def say(build: Build, name, *args, **keywords):
 
 
 def false_statements(build: Build, docs: Path) -> list[str]:
-    """Every `say` of the chapters under `docs` that the records contradict or that cannot be said, one
-    line each naming its page, as the strict build finds them (`check` runs this; a sentence over a record
-    that `check` already lists as unusable is left to that line)."""
+    """Every `say` of the chapters under `docs`, and every piece told what to find (`expect=`), that the
+    records contradict or that cannot be said, one line each naming its page, as the strict build finds
+    them (`check` runs this; a sentence over a record that `check` already lists as unusable is left to
+    that line)."""
     from ..registry import directives, expand
     found = []
     for page in sorted(docs.rglob("*.md")):
         for piece_name, args in directives(page.read_text(encoding="utf-8")):
-            if piece_name != "say":
+            if piece_name != "say" and not any(a.startswith("expect=") for a in args):
                 continue
             try:
                 expand(build, piece_name, args)
             except (KeyError, TypeError, ValueError, OSError, FalseStatement, RecordUnusable) as e:
-                found.append(f"{page.relative_to(docs.parent)}: <!-- attnprof: say {' '.join(args)} -->: {e}")
+                found.append(f"{page.relative_to(docs.parent)}: <!-- attnprof: {piece_name} {' '.join(args)} -->: {e}")
     return found
 
 

@@ -31,10 +31,11 @@ def repeated(build: Build, stage, shape) -> list[timing.Verdict]:
     return [timing.verdict(r) for r in found if "error" not in r]
 
 
-def enqueue_range(build: Build, stage, shape) -> decide.Range:
-    """The CPU enqueue per call across the run's repeats (or p10–p90 of its one process)."""
+def timed_range(build: Build, stage, shape, field="enqueue_us") -> decide.Range:
+    """A row's samples (the CPU enqueue per call, unless `field` says otherwise) across the run's repeats (or
+    p10–p90 of its one process)."""
     found = [timing.find(rep["rows"], stage, shape) for rep in build.repeats("timing")]
-    return decide.of([f["enqueue_us"] for f in found if "error" not in f])
+    return decide.of([f[field] for f in found if "error" not in f])
 
 
 def where(s) -> str:
@@ -152,6 +153,9 @@ def _claim(directive: str, expect: str | None, found: str, sentence: str) -> str
     return sentence
 
 
+UNDECIDED_CALL = "launch and kernels not told apart"  # one call within the one rule's reach of twice its GPU work
+
+
 @piece("verdict", inline=True, conclusion=True)
 def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
     """A verdict in prose, with its evidence: kind=stream (launch-bound, GPU-bound, on the boundary),
@@ -162,7 +166,7 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
     v = timing.verdict(r)
     directive = f"verdict {stage} {shape} {kind}"
     if kind == "stream":
-        every, enqueue = repeated(build, stage, shape), enqueue_range(build, stage, shape)
+        every, enqueue = repeated(build, stage, shape), timed_range(build, stage, shape)
         if expect == v.stream and not timing.settled(every):
             raise FalseStatement(f"the sentence `{directive}` expects {expect!r}, and the timing run says so, but not "
                                  f"in every repeat by the {timing.HOST_MARGIN:g}× margin that decides it "
@@ -172,13 +176,19 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
                       f"**{v.stream}** in a stream{_margin(build, every)}: back to back it takes "
                       f"{us(v.back_to_back.median)} per call, against {us(v.gpu_only.median)} of GPU work (CUDA-graph "
                       f"replay) and {enqueue.text(us)} of CPU enqueue ({enqueue.how})")
-    if kind == "call":
-        share = v.launch_overhead_us / v.one_call.median
-        found = "launch dominates" if v.launch_overhead_us > v.gpu_only.median else (
-            "kernels dominate" if v.launch_overhead_us > 0 else "no launch overhead visible")
+    if kind == "call":  # launch overhead against GPU work, by the one rule: one call against twice the GPU work
+        one, gpu = timed_range(build, stage, shape, "one_call_us"), timed_range(build, stage, shape, "graph_us")
+        side = decide.order(one, gpu.scaled(lambda x: 2 * x))
+        found = ("launch dominates" if side > 0 else UNDECIDED_CALL if side == 0 else
+                 "kernels dominate" if v.launch_overhead_us > 0 else "no launch overhead visible")
+        if expect is not None and found == UNDECIDED_CALL:
+            raise FalseStatement(f"the sentence `{directive}` expects {expect!r}, but one call ({one.text(us)}) and "
+                                 f"twice its GPU work ({gpu.scaled(lambda x: 2 * x).text(us)}) are not told apart "
+                                 f"({one.how}): drop expect= and let the numbers speak")
         return _claim(directive, expect, found,
-                      f"it takes {us(v.one_call.median)} (CUDA events), {us(v.gpu_only.median)} of it GPU work "
-                      f"and {_signed(v.launch_overhead_us)} launch overhead ({100 * share:.0f} %)")
+                      f"it takes {one.text(us)} (CUDA events), {gpu.text(us)} of it GPU work (CUDA-graph replay) "
+                      f"and {_signed(v.launch_overhead_us)} launch overhead ({100 * v.launch_overhead_us / v.one_call.median:.0f} %"
+                      f"; {one.how})")
     if kind == "profiler":
         return _claim(directive, expect, f"{v.profiler_inflation:.0f}x",
                       f"the profiler records {us(v.profiled_cpu.median)} of CPU time per forward where the "
