@@ -57,3 +57,25 @@ def test_the_methods_page_states_the_rule_with_the_numbers_the_code_applies(monk
     monkeypatch.setattr(counters, "BAND", 1.5)
     said = guides.decision_guide(Build(problems={}))
     assert "at least 5 %" in said and "±1.5 points" in said
+
+
+def test_a_repeated_run_pools_every_sample_list_a_verdict_reads_from_the_same_processes():
+    """The committed timing run: each row's back-to-back samples are pooled over the processes like its CPU
+    enqueue samples (both come from the same loops), and the sweep's back-to-back median is taken again
+    from its pooled samples."""
+    import statistics
+    from attnprof.site.build import Build, row
+    build = Build()
+    every = build.repeats("timing")
+    assert len(every) > 1
+    for r in build.run("timing")["rows"]:
+        if "error" in r:
+            continue
+        parts = [row(rep["rows"], stage=r["stage"], shape=r["shape"]) for rep in every]
+        for field in ("back_to_back_us", "enqueue_us", "graph_us", "one_call_us"):
+            assert r[field] == [x for p in parts for x in p[field]], (r["stage"], r["shape"], field)
+    fastest = build.run("fastest")
+    assert all(r["back_to_back_us"] == statistics.median(r["back_to_back_us_each"]) for r in fastest
+               if "back_to_back_us_each" in r)
+    assert len(fastest[0]["back_to_back_us_each"]) == sum(len(rep[0]["back_to_back_us_each"])
+                                                          for rep in build.repeats("fastest"))

@@ -48,8 +48,10 @@ MEASURED_ONCE = {"rel_err": "relative error against float64", "grad_rel_err": "t
 MEASURED_ONCE_TWO_GPU = {"event_median_us": "each rank's and the single GPU's CUDA-event median (kept without "
                                             "samples: bounded by each rank's profiled forward and the sweep's flash rate)"}
 # The raw samples every median, percentile and rate is recomputed from: data, not derived figures.
+# `back_to_back_us` is samples in a timing row (beside `enqueue_us`, from the same loops); elsewhere it is the
+# median of `back_to_back_us_each`, a number, never pooled.
 RAW_SAMPLES = ("event_times_us", "times_us", "timing", "one_call_us", "one_call_wall_us", "back_to_back_us_each",
-               "enqueue_us", "enqueue_late_us", "graph_us", "profiled")
+               "back_to_back_us", "enqueue_us", "enqueue_late_us", "graph_us", "profiled")
 
 
 class CaptureError(RuntimeError):
