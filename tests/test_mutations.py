@@ -10,6 +10,7 @@ import pytest
 from attnprof.analysis import records
 from attnprof.model import store
 from attnprof.model.procedure import BWD_FLOP_FACTOR
+from attnprof.model.stages import DEFAULT_SHAPE
 from attnprof.site import registry
 from attnprof.site.build import Build
 from attnprof.site.claims.statements import false_statements
@@ -149,16 +150,18 @@ def test_a_record_from_another_gpu_is_named(clean, tmp_path):
     assert "NVIDIA H200" in found["run-sweep"] and "one GPU per site" in found["run-sweep"]
 
 
-def cudnn_slower(s):
-    """Raw samples edited, the statistics redone: a consistent record whose numbers make cuDNN slow."""
-    from attnprof.analysis.stats import event_stats
-    s["event_times_us"] = [3 * t for t in s["event_times_us"]]
-    s.update(event_stats(s["event_times_us"]))
+def cudnn_slower(record):
+    """Raw samples edited in every process of the timing run: a consistent record whose one-call times
+    make cuDNN slow at the post's shape."""
+    for result in [record["result"], *record.get("repeats", [])]:
+        for r in result["rows"]:
+            if r["stage"] == "cudnn" and tuple(r["shape"]) == DEFAULT_SHAPE:
+                r["one_call_us"] = [3 * t for t in r["one_call_us"]]
 
 
 def test_check_evaluates_every_checked_sentence(clean, tmp_path):
-    folder = edited(clean, tmp_path, "cudnn.json", cudnn_slower)
-    assert records.status("cudnn", folder) is None  # the record itself holds
+    folder = edited(clean, tmp_path, "run-timing.json", cudnn_slower)
+    assert records.status("run-timing", folder) is None  # the record itself holds
     found = false_statements(Build(folder, records.problems(folder), strict=True), DOCS)
     line = next(l for l in found if "cudnn-fastest" in l)
     assert line.startswith("docs/at-a-glance.md: ") and "\n" not in line

@@ -149,10 +149,16 @@ def test_serving_records_keep_the_samples_their_medians_come_from():
 
 
 def test_the_decode_cost_comes_from_the_in_place_step():
+    """The cost rows read the step that writes the cache in place; concatenating K and V, which copies the
+    whole cache each step, is never decidedly faster (by the one rule, across the run's processes: at batch 1
+    both are launch-bound, and host noise moves each by more than their difference)."""
+    from attnprof.analysis import decide
+    from attnprof.site.build import across, row
     for r in BUILD.run("decode_step"):
         assert r["cache"] == "static, written in place"
         assert r["decode_tokens_per_s_per_layer"] == pytest.approx(r["batch"] / (r["back_to_back_us"] * 1e-6))
-        assert r["concat"]["back_to_back_us"] >= r["back_to_back_us"] * 0.9
+        step = lambda pick: across(BUILD, "decode_step", lambda res: pick(row(res, batch=r["batch"]))["back_to_back_us_each"])
+        assert decide.order(step(lambda x: x["concat"]), step(lambda x: x)) >= 0, r["batch"]
 
 
 def test_the_timing_run_measures_on_a_cpu_at_a_tiny_size():

@@ -7,6 +7,7 @@ statement the records contradict stops the build with one line that names it and
 """
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from dataclasses import dataclass
@@ -266,7 +267,7 @@ def _bwd_ranked(build: Build, field: str) -> dict[str, decide.Range]:
     return {k: across(build, "backward", lambda res, k=k: row(res["rows"], stage=k).get(field, [])) for k in stages}
 
 
-def _slower_backward(stage: str, field: str, factor: float):
+def _scaled_backward(stage: str, field: str, factor: float):
     def edit(result):
         r = row(result["rows"], stage=stage)
         r[field] = scale(r[field], factor)
@@ -284,8 +285,8 @@ def _failed_once(stage: str):
 
 
 @claim("bwd-fastest", reads=["run-backward"],
-       flip=[Flip("run-backward.json", _slower_backward("cudnn", "event_times_us", 3.0), ADAPTS),  # another first, one call
-             Flip("run-backward.json", _slower_backward("fa4", "backward_device_us_each", 3.0), ADAPTS),  # by device too
+       flip=[Flip("run-backward.json", _scaled_backward("cudnn", "event_times_us", 3.0), ADAPTS),  # another first, one call
+             Flip("run-backward.json", _scaled_backward("cudnn", "backward_device_us_each", 0.3), ADAPTS),  # first by device
              Flip("run-backward.json", _failed_once("cudnn"))])  # a ranking without cuDNN's backward in one process
 def bwd_fastest(build: Build) -> Statement:
     """The backward ranking by device time and by one call, each by the one rule over the backward run's
@@ -568,36 +569,30 @@ def cpu_saving(build: Build, stage, against) -> Statement:
     return Statement(text, place <= 0, f"{ra} against {rb}", apart(ra, rb))
 
 
+QUEUED_NEAR = 0.10  # a long forward's time queued and its one call lie this close: the launch is small beside it
+
+
 @claim("queued-vs-one-call", reads=lambda stage: ["run-fastest"],
        flip=lambda stage: Flip("run-fastest.json", in_run("fastest", lambda rows: [
-           r.update(times_us=scale(r["times_us"], 0.5)) for r in rows if r["path"] == stage]), ADAPTS))
+           r.update(times_us=scale(r["times_us"], 0.5)) for r in rows if r["path"] == stage])))
 def queued_vs_one_call(build: Build, stage) -> Statement:
-    """A stage's time per forward queued back to back against one call at a time, in the fastest-forward
-    run, row by row (each layout) by the one rule."""
+    """At the long shape a stage's time per forward queued back to back and its one call at a time lie within
+    QUEUED_NEAR of each other in every layout: one call's launch is small beside the kernel. Which of the two
+    is lower is not said: it moves from machine to machine by more than the run's own spread."""
     layouts = [r["layout"] for r in build.run("fastest") if r["path"] == stage and r.get("back_to_back_us_each")]
     if not layouts:
         raise RecordUnusable(f"the fastest-forward run has no row of {stage} timed back to back")
     pick = lambda layout, field: across(build, "fastest", lambda res: row(res, path=stage, layout=layout)[field])
     pairs = {l: (pick(l, "back_to_back_us_each"), pick(l, "times_us")) for l in layouts}
-    found = {l: decide.order(q, one) for l, (q, one) in pairs.items()}
-    said = "; ".join(f"{q.text(us)} against {one.text(us)}, stored {l}" for l, (q, one) in pairs.items())
-    how = next(iter(pairs.values()))[0].how
-    name = short(stage)
-    if set(found.values()) == {-1}:
-        text = (f"{name} ran faster per forward queued than one call at a time ({said}; {how}), as a stream should: "
-                f"the queue hides each launch behind the previous forward's kernels")
-    elif set(found.values()) == {1}:
-        text = (f"{name} ran slower per forward queued than one call at a time ({said}; {how}); the GPU's clocks were "
-                f"not read during the run, so this run cannot say why")
-    elif set(found.values()) == {0}:
-        text = f"{name}'s queued and one-call times are not told apart ({said}; {how})"
-    else:
-        words = {-1: "faster queued", 0: "not told apart", 1: "slower queued"}
-        text = (f"{name}'s queued and one-call times compare differently in its two layouts (queued slower: the "
-                f"stream took longer per forward than a lone call): "
-                + "; ".join(f"stored {l}, {words[found[l]]} ({q.text(us)} against {one.text(us)})"
-                            for l, (q, one) in pairs.items()) + f" ({how})")
-    return Statement(text, len(found) == len(layouts), said, str(found))
+    gaps = {l: abs(q.median / one.median - 1) for l, (q, one) in pairs.items()}
+    said = "; ".join(f"stored {l}, {q.text(us)} queued against {one.text(us)} for one call"
+                     for l, (q, one) in pairs.items())
+    text = (f"{short(stage)}'s time per forward queued and its time for one call at a time lie within "
+            f"{math.ceil(100 * max(gaps.values()))} % of each other ({said}; {next(iter(pairs.values()))[0].how}): beside a "
+            f"forward this long, the launch that one call adds is small, and the two methods measure nearly the "
+            f"same kernel time")
+    return Statement(text, max(gaps.values()) < QUEUED_NEAR,
+                     f"gaps {', '.join(f'{l} {pct(g)}' for l, g in gaps.items())} against {pct(QUEUED_NEAR)}")
 
 
 def _graphs_row(build: Build, path: str) -> dict | None:
