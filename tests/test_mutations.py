@@ -170,6 +170,22 @@ def test_check_evaluates_every_checked_sentence(clean, tmp_path):
     assert "cuDNN's" not in quoted and quoted.count(" against ") == 2
 
 
+def test_check_holds_every_piece_told_what_to_find(clean, tmp_path):
+    """`expect=` on a piece is a checked sentence too: flash's one call at the short shape made only 30 % longer
+    than its GPU work in every process, the page's `expect=launch_dominates` is named false by check, with its
+    page."""
+    def no_launch(record):
+        for result in [record["result"], *record.get("repeats", [])]:
+            for r in result["rows"]:
+                if r["stage"] == "flash" and r["shape"] == [1, 16, 256, 64]:
+                    r["one_call_us"] = [1.3 * t for t in r["graph_us"][:len(r["one_call_us"])]]
+    folder = edited(clean, tmp_path, "run-timing.json", no_launch)
+    found = false_statements(Build(folder, records.problems(folder), strict=True), DOCS)
+    (line,) = [l for l in found if "verdict flash 1x16x256x64 call" in l]
+    assert line.startswith("docs/launch-bound.md: <!-- attnprof: verdict flash 1x16x256x64 call expect=launch_dominates -->")
+    assert "the data say 'kernels dominate'" in line
+
+
 # ---- pieces and directives: a strict build fails, a plain one renders a box or warns ---------------
 
 def render(folder, text, strict=True):
