@@ -55,3 +55,20 @@ def test_slim_css_keeps_what_can_match_and_drops_the_rest():
     assert ".jp-Cell .bp3-x,.jp-Cell p{margin:0}" in slim  # one selector of the list can match: kept whole
     assert "@media (max-width:600px){.jp-Cell{padding:0}}" in slim and "@keyframes spin{from{a:b}to{a:c}}" in slim
     assert "pre{white-space:pre}" in slim and '.a[data-x="}"]{color:green}' in slim  # a brace inside quotes
+
+
+def test_a_build_imports_the_notebook_converter_only_to_convert():
+    """MkDocs loads mkdocs-jupyter after the extension deferred nbconvert and jupytext: loading the config
+    imports neither (a build whose notebooks are in the conversion cache never does); a deferred module,
+    once used, is the module itself."""
+    import subprocess
+    import sys
+    from attnprof.model.snippets import ROOT
+    code = ("import sys; from mkdocs.config import load_config; load_config('mkdocs.yml'); "
+            "import mkdocs_jupyter.plugin as p; from attnprof.site.deferred import Deferred; "
+            "print(isinstance(p.convert, Deferred), sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('nbconvert', 'jupytext') and not isinstance(sys.modules[m], Deferred)), "
+            "p.convert.nb2html is sys.modules['mkdocs_jupyter.convert'].nb2html, 'nbconvert' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["True", "[]", "True", "True"], r.stdout
