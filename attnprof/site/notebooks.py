@@ -75,19 +75,19 @@ def css_path() -> Path:
 
 CSS_URI = "stylesheets/jupyter.css"
 _CLASS = re.compile(r"\.(-?[_a-zA-Z][\w-]*)")
+_MARK = re.compile(r"[;{}'\"]")  # what ends or nests a block, or opens a string: the rest is skipped over
 
 
 def _blocks(css: str):
     """Top-level (prelude, body) pairs of a stylesheet; a statement such as @charset has body None."""
     i, n = 0, len(css)
     while i < n:
-        j, depth, quote = i, 0, None
-        while j < n:
-            c = css[j]
-            if quote:
-                quote = None if c == quote else quote
-            elif c in "'\"":
-                quote = c
+        j, depth = i, 0
+        while (m := _MARK.search(css, j)) is not None:
+            j, c = m.start(), m.group()
+            if c in "'\"":  # a string: nothing in it counts, up to the same quote (or the end)
+                end = css.find(c, j + 1)
+                j = n if end < 0 else end
             elif c == ";" and depth == 0:
                 yield css[i:j].strip(), None
                 break
@@ -101,6 +101,8 @@ def _blocks(css: str):
                     yield css[i:head].strip(), css[head + 1:j]
                     break
             j += 1
+        else:
+            j = n
         i = j + 1
 
 
