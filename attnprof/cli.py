@@ -183,8 +183,9 @@ def cmd_check(args) -> int:
     docs extra too)."""
     from .site.build import Build
     from .site.claims.statements import false_statements
-    problems = records.problems(args.captures)
-    false = false_statements(Build(args.captures or store.CAPTURES, problems, strict=True), store.ROOT / "docs")
+    build = Build(args.captures or store.CAPTURES, strict=True)
+    problems = build.problems
+    false = false_statements(build, store.ROOT / "docs")
     for why in [*problems.values(), *false]:
         print(why)
     if not problems and not false:

@@ -13,9 +13,9 @@ def test_notebook_runs_on_cpu(stage, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     nb = notebooks.notebook(STAGES[stage])
     scope = {}
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            exec(compile(cell.source, f"{stage}.ipynb", "exec"), scope)
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            exec(compile(cell["source"], f"{stage}.ipynb", "exec"), scope)
     assert scope["rel_err"] < 1e-5
     assert (tmp_path / "trace.json").stat().st_size > 0
     shown = scope["view"]._repr_html_()  # the display cell: this profile beside the site's H200 capture
@@ -27,15 +27,26 @@ def test_notebook_runs_on_cpu(stage, tmp_path, monkeypatch):
 
 def test_notebooks_hold_the_snippet_not_a_copy():
     for stage in (STAGES[n] for n in ladder()):
-        code = "\n".join(c.source for c in notebooks.notebook(stage).cells)
+        code = "\n".join(c["source"] for c in notebooks.notebook(stage)["cells"])
         assert snippet_section(SNIPPETS / f"{stage.snippet}.py", "attention") in code
 
 
 def test_notebooks_are_byte_stable():
     """Generating twice gives the same bytes, so builds reuse mkdocs-jupyter's conversion cache."""
+    for name in ladder():
+        assert notebooks.file_text(STAGES[name]) == notebooks.file_text(STAGES[name])
+
+
+def test_a_notebook_file_is_what_nbformat_writes():
+    """The build writes the notebooks without nbformat: each file is a valid notebook, byte for byte what
+    nbformat writes for it, and its cells are the stage's."""
     import nbformat
     for name in ladder():
-        assert nbformat.writes(notebooks.notebook(STAGES[name])) == nbformat.writes(notebooks.notebook(STAGES[name]))
+        text = notebooks.file_text(STAGES[name])
+        nb = nbformat.reads(text, as_version=4)
+        nbformat.validate(nb)
+        assert nbformat.writes(nb) == text
+        assert [(c.cell_type, c.source) for c in nb.cells] == notebooks.cells(STAGES[name])
 
 
 def test_template_cells_fit_the_stage():
@@ -55,3 +66,20 @@ def test_slim_css_keeps_what_can_match_and_drops_the_rest():
     assert ".jp-Cell .bp3-x,.jp-Cell p{margin:0}" in slim  # one selector of the list can match: kept whole
     assert "@media (max-width:600px){.jp-Cell{padding:0}}" in slim and "@keyframes spin{from{a:b}to{a:c}}" in slim
     assert "pre{white-space:pre}" in slim and '.a[data-x="}"]{color:green}' in slim  # a brace inside quotes
+
+
+def test_a_build_imports_the_notebook_converter_only_to_convert():
+    """MkDocs loads mkdocs-jupyter after the extension deferred nbconvert and jupytext: loading the config
+    imports neither, nor nbformat (a build whose notebooks are in the conversion cache never does); a
+    deferred module, once used, is the module itself."""
+    import subprocess
+    import sys
+    from attnprof.model.snippets import ROOT
+    code = ("import sys; from mkdocs.config import load_config; load_config('mkdocs.yml'); "
+            "import mkdocs_jupyter.plugin as p; from attnprof.site.deferred import Deferred; "
+            "print(isinstance(p.convert, Deferred), sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('nbconvert', 'jupytext', 'nbformat') and not isinstance(sys.modules[m], Deferred)), "
+            "p.convert.nb2html is sys.modules['mkdocs_jupyter.convert'].nb2html, 'nbconvert' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["True", "[]", "True", "True"], r.stdout

@@ -94,8 +94,9 @@ def test_the_picture_shows_the_forward_nearest_both_medians(h200):
     assert abs(shown.device_us - s["forward_device_us"]) < 0.05 * s["forward_device_us"]
 
 
-def test_a_flipped_number_fails_the_strict_build_naming_its_sentence(tmp_path, build_site):
-    """A run whose samples say otherwise (consistent in itself, so `check` passes) makes the sentence false."""
+def test_a_flipped_number_fails_the_strict_build_naming_its_sentence(tmp_path, build_site, copy_project):
+    """A run whose samples say otherwise (consistent in itself, so `check` passes) makes the sentence false
+    (the strict build of the chapter that says it: a project with that chapter alone)."""
     from attnprof.analysis import derived
     folder = tmp_path / "captures"
     shutil.copytree(store.CAPTURES, folder)
@@ -107,7 +108,8 @@ def test_a_flipped_number_fails_the_strict_build_naming_its_sentence(tmp_path, b
             r["back_to_back_us_each"] = [10 * t for t in r["back_to_back_us_each"]]
     record["result"] = derived.derive("sweep", record["result"])
     path.write_text(json.dumps(record))
-    r = build_site(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    tree = copy_project(tmp_path / "tree", ["scaling"])
+    r = build_site(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)}, root=tree)
     assert r.returncode != 0
     [line] = [line for line in r.stderr.splitlines() if "'leads-long'" in line]
     assert "is false for the committed records" in line and "It leads from S=" in line

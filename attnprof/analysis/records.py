@@ -14,7 +14,7 @@ that retakes it. `check`, the strict build and `show` walk KINDS; a new kind is 
 """
 from __future__ import annotations
 
-import json
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -27,7 +27,44 @@ from ..model.names import (BACKWARD_CODE, COUNTERS_CODE, CP_CODE, CP_CONFIGS, CP
                     run_sources, run_stages, settings, source_hash_of)
 from ..model.stages import counter_records, select, site_records
 
-# ---- loading ------------------------------------------------------------------------------------
+# ---- loading: once per build ----------------------------------------------------------------------
+# A build checks every record (`problems`) and then renders from the same files; while it reads
+# (`reading`, with the memo of its Build), each file is read and decoded once. Outside, every read reads.
+
+_memo: dict | None = None
+
+
+@contextlib.contextmanager
+def reading(memo: dict | None = None):
+    """Files read within this block are kept in `memo` (a Build's: made anew for every build, so nothing
+    read survives a rebuild); without one, in the memo already in use or else a new one."""
+    global _memo
+    outer = _memo
+    _memo = memo if memo is not None else outer if outer is not None else {}
+    try:
+        yield
+    finally:
+        _memo = outer
+
+
+def _once(key, read):
+    """read(); while a build is reading, what it gave the first time for `key`. A read that raises is
+    not kept (the next one raises again). What it gives is shared: never change it."""
+    if _memo is None:
+        return read()
+    if key not in _memo:
+        _memo[key] = read()
+    return _memo[key]
+
+
+def _json(path, what="record", fix="") -> dict:
+    """store.read_json, once per file while a build reads."""
+    return _once(("json", str(path)), lambda: store.read_json(path, what, fix))
+
+
+def load_trace(path) -> dict:
+    """trace.load, once per file while a build reads."""
+    return _once(("trace", str(path)), lambda: trace.load(path))
 
 
 def load_summary(record, folder=None) -> dict:
@@ -35,7 +72,7 @@ def load_summary(record, folder=None) -> dict:
     folder = folder or store.CAPTURES
     path = store.summary_path(folder, record)
     fix = kind_of(record).fix(record)
-    summary = store.read_json(path, f"capture {record!r}", fix)
+    summary = _json(path, f"capture {record!r}", fix)
     if not isinstance(summary, dict) or summary.get("record") != record:
         raise ValueError(f"capture {path.name} is not a summary of {record!r}: {fix}")
     return summary
@@ -52,15 +89,13 @@ def existing_capture(record, folder) -> dict | None:
 def load_counters(record, folder=None) -> dict:
     """The counters record of the stage capture `record`."""
     name = f"{record}.counters"
-    return store.read_json(store.summary_path(folder or store.CAPTURES, name), f"counters record of {record!r}",
-                           COUNTERS.fix(name))
+    return _json(store.summary_path(folder or store.CAPTURES, name), f"counters record of {record!r}", COUNTERS.fix(name))
 
 
 def load_run(name, folder=None) -> dict:
     """A committed measurement run (`run-<name>.json`); a missing or corrupt one raises one line naming the fix."""
     record = f"run-{name}"
-    return store.read_json(store.summary_path(folder or store.CAPTURES, record), f"record of run {name!r}",
-                           RUN.fix(record))
+    return _json(store.summary_path(folder or store.CAPTURES, record), f"record of run {name!r}", RUN.fix(record))
 
 # ---- status: present, current and consistent ----------------------------------------------------
 
@@ -71,7 +106,7 @@ def _stale(record, folder) -> str | None:
     naming the code that changed (the files it ran, when the record names them) and the fix."""
     kind = kind_of(record)
     try:
-        made = json.loads(store.summary_path(folder, record).read_text())
+        made = _json(store.summary_path(folder, record))
     except (OSError, ValueError):
         return None
     if not isinstance(made, dict):
@@ -125,7 +160,7 @@ def disagreement(record, summary, folder, differences=trace.disagreements) -> st
     fix = kind_of(record).fix(record)
     path = store.trace_path(folder, record)
     try:
-        found = differences(summary, trace.load(path))
+        found = differences(summary, load_trace(path))
     except trace.TraceError as e:
         return f"{str(e).replace(str(path), path.name).split(': recapture')[0]} ({record!r}): {fix}"
     if not found:
@@ -359,8 +394,13 @@ def status(record: str, folder=None) -> str | None:
 
 def problems(folder=None, kinds=KINDS) -> dict[str, str]:
     """Every record the site reads that is missing, stale or inconsistent, with why and the fix; and,
-    where the usable ones were taken on more than one GPU, those taken on another than most."""
-    folder = folder or store.CAPTURES
+    where the usable ones were taken on more than one GPU, those taken on another than most. Each file
+    is read once (`reading`)."""
+    with reading():
+        return _problems(folder or store.CAPTURES, kinds)
+
+
+def _problems(folder, kinds) -> dict[str, str]:
     found = {record: why for kind in kinds for record in kind.records() if (why := status(record, folder))}
     devices = {}
     for kind in kinds:
@@ -374,7 +414,7 @@ def problems(folder=None, kinds=KINDS) -> dict[str, str]:
 
 def _device_stated(record, folder) -> tuple | None:
     try:
-        return confirm.device_of(json.loads(store.summary_path(folder, record).read_text()))
+        return confirm.device_of(_json(store.summary_path(folder, record)))
     except (OSError, ValueError, AttributeError):
         return None
 

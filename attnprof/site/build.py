@@ -1,5 +1,6 @@
 """What one site build reads, read once: capture summaries, traces, run records, and the captures
-that cannot be used. A new Build is made for every build, so nothing read survives a rebuild."""
+that cannot be used. A new Build is made for every build, so nothing read survives a rebuild; the
+files its check (`problems`) read are not read again (records.reading)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,11 +28,17 @@ class Build:
         self._summaries, self._traces, self._runs, self._shown, self._counters = {}, {}, {}, {}, {}
         self._pooled: dict[str, list | dict] = {}
         self._listed: set[str] | None = None
+        self._read: dict = {}  # every file this build has read (records.reading)
+
+    def _load(self, load, *args):
+        """load(*args), reading each file once over the whole build."""
+        with records.reading(self._read):
+            return load(*args)
 
     @property
     def problems(self) -> dict[str, str]:
         if self._problems is None:
-            self._problems = records.problems(self.folder)
+            self._problems = self._load(records.problems, self.folder)
         return self._problems
 
     def listed(self, record: str) -> bool:
@@ -51,7 +58,7 @@ class Build:
             raise RecordUnusable(self.problems[record])
         if record not in self._summaries:
             try:
-                self._summaries[record] = records.load_summary(record, self.folder)
+                self._summaries[record] = self._load(records.load_summary, record, self.folder)
             except (store.CaptureMissing, ValueError) as e:
                 raise RecordUnusable(str(e), known=record in self.problems) from None
         return self._summaries[record]
@@ -61,7 +68,7 @@ class Build:
 
     def trace(self, record: str) -> dict:
         if record not in self._traces:
-            self._traces[record] = trace.load(store.trace_path(self.folder, record))
+            self._traces[record] = self._load(records.load_trace, store.trace_path(self.folder, record))
         return self._traces[record]
 
     def forwards(self, record: str) -> tuple[list[trace.Forward], trace.Forward]:
@@ -92,8 +99,8 @@ class Build:
         checked and read once per build."""
         if record not in self._counters:
             name = f"{record}.counters"
-            usable = name not in self.problems and not records.status(name, self.folder)
-            self._counters[record] = records.load_counters(record, self.folder) if usable else None
+            usable = name not in self.problems and not self._load(records.status, name, self.folder)
+            self._counters[record] = self._load(records.load_counters, record, self.folder) if usable else None
         return self._counters[record]
 
     def counters_of(self, record: str) -> dict:
@@ -118,7 +125,7 @@ class Build:
             raise RecordUnusable(self.problems[f"run-{name}"])
         if name not in self._runs:
             try:
-                self._runs[name] = records.load_run(name, self.folder)
+                self._runs[name] = self._load(records.load_run, name, self.folder)
             except (store.CaptureMissing, ValueError) as e:
                 raise RecordUnusable(str(e)) from None
         if name not in self._pooled:  # a run taken in several processes reads as one over all of them

@@ -17,7 +17,10 @@ from markdown.postprocessors import Postprocessor
 from markdown.preprocessors import Preprocessor
 
 from .build import Build, FalseStatement, RecordUnusable
+from .deferred import defer
 from .registry import DIRECTIVE, INLINE, MALFORMED, expand
+
+defer()  # before MkDocs loads mkdocs-jupyter, which it does after importing this extension
 
 log = logging.getLogger("mkdocs.extensions.attnprof")
 SVG = re.compile(r"<svg\b.*?</svg>", re.S)

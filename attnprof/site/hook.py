@@ -20,7 +20,6 @@ from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
 from attnprof.model import store
-from attnprof.analysis import records
 from attnprof.site import notebooks
 from attnprof.site.build import Build
 
@@ -53,14 +52,15 @@ def on_config(config):
     if mode not in ("auto", "always", "never"):
         raise PluginError(f"ATTNPROF_RECAPTURE={mode!r} is not understood: use auto, always or never")
     _regenerate(mode)
-    problems = records.problems()
+    build = Build(store.CAPTURES, strict=config.strict)  # what its check reads, the pages read from it
+    problems = build.problems
     if problems and config.strict:  # raised, not logged: `mkdocs build -q --strict` drops warnings
         raise PluginError("\n".join(problems.values()))
     for why in problems.values():
         log.warning(why)
     if EXTENSION not in config.markdown_extensions:
         raise PluginError(f"mkdocs.yml lists the hook but not the extension: add {EXTENSION} to markdown_extensions")
-    config.mdx_configs.setdefault(EXTENSION, {})["build"] = Build(store.CAPTURES, problems, strict=config.strict)
+    config.mdx_configs.setdefault(EXTENSION, {})["build"] = build
     return config
 
 

@@ -6,11 +6,10 @@ GPU at the post's shape and on a CPU at a small shape.
 """
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from string import Template
-
-import nbformat
 
 from ..model import procedure
 from ..model.stages import STAGES, Stage, ladder
@@ -37,13 +36,21 @@ def cells(stage: Stage) -> list[tuple[str, str]]:
     return out
 
 
-def notebook(stage: Stage) -> nbformat.NotebookNode:
-    new = {"markdown": nbformat.v4.new_markdown_cell, "code": nbformat.v4.new_code_cell}
-    nb = nbformat.v4.new_notebook(cells=[new[kind](source) for kind, source in cells(stage)])
-    for i, cell in enumerate(nb.cells):  # stable ids: the same snippets give the same file, byte for byte
-        cell.id = f"{stage.name}-{i}"
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    return nb
+def notebook(stage: Stage) -> dict:
+    """The stage's notebook (nbformat 4.5), each cell's source one string; a code cell is never run."""
+    return {"cells": [{"cell_type": kind, "id": f"{stage.name}-{i}", "metadata": {}, "source": source,
+                       **({"execution_count": None, "outputs": []} if kind == "code" else {})}
+                      for i, (kind, source) in enumerate(cells(stage))],  # stable ids: the same snippets, the same file
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def file_text(stage: Stage) -> str:
+    """The stage's notebook file: what nbformat.writes gives for it (a test holds it to that), written here
+    so that a build imports no Jupyter package (nbformat alone is a tenth of a second)."""
+    nb = notebook(stage)
+    nb["cells"] = [dict(cell, source=cell["source"].splitlines(True)) for cell in nb["cells"]]
+    return json.dumps(nb, indent=1, sort_keys=True, separators=(",", ": "), ensure_ascii=False)
 
 
 def write_all(out: Path = OUT) -> dict[str, Path]:
@@ -52,7 +59,7 @@ def write_all(out: Path = OUT) -> dict[str, Path]:
     written = {}
     for stage in (STAGES[name] for name in ladder()):
         path = out / f"{stage.name}.ipynb"
-        text = nbformat.writes(notebook(stage))
+        text = file_text(stage)
         if not path.exists() or path.read_text() != text:
             path.write_text(text)
         written[f"notebooks/{stage.name}.ipynb"] = path
@@ -68,19 +75,19 @@ def css_path() -> Path:
 
 CSS_URI = "stylesheets/jupyter.css"
 _CLASS = re.compile(r"\.(-?[_a-zA-Z][\w-]*)")
+_MARK = re.compile(r"[;{}'\"]")  # what ends or nests a block, or opens a string: the rest is skipped over
 
 
 def _blocks(css: str):
     """Top-level (prelude, body) pairs of a stylesheet; a statement such as @charset has body None."""
     i, n = 0, len(css)
     while i < n:
-        j, depth, quote = i, 0, None
-        while j < n:
-            c = css[j]
-            if quote:
-                quote = None if c == quote else quote
-            elif c in "'\"":
-                quote = c
+        j, depth = i, 0
+        while (m := _MARK.search(css, j)) is not None:
+            j, c = m.start(), m.group()
+            if c in "'\"":  # a string: nothing in it counts, up to the same quote (or the end)
+                end = css.find(c, j + 1)
+                j = n if end < 0 else end
             elif c == ";" and depth == 0:
                 yield css[i:j].strip(), None
                 break
@@ -94,6 +101,8 @@ def _blocks(css: str):
                     yield css[i:head].strip(), css[head + 1:j]
                     break
             j += 1
+        else:
+            j = n
         i = j + 1
 
 
