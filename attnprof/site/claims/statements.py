@@ -909,9 +909,12 @@ def pays_most(build: Build) -> Statement:
     return Statement(text, holds, ", ".join(f"{label(k)} {extra[k].median:.1f}" for k in keys), str(top))
 
 
-@claim("kernel-ahead", reads=lambda a, b: [a, b], flip=lambda a, b: Flip(f"{a}.json", each("forward_device_us", 1.5), ADAPTS))
+@claim("kernel-ahead", reads=lambda a, b: [a, b],
+       flip=lambda a, b: [Flip(f"{a}.json", each("forward_device_us", 1.5), ADAPTS),
+                          Flip(f"{b}.json", setting(shape=list(DEFAULT_SHAPE)))])  # then the two are not alike
 def kernel_ahead(build: Build, a, b) -> Statement:
-    """Which of two captures' forwards takes less device time (profiler, the one rule), and by how much."""
+    """Which of two captures' forwards takes less device time (profiler, the one rule), and by how much: a
+    comparison that holds only between forwards of one shape and dtype, which the sentence names once."""
     ra, rb = (samples(build.summary(r)["forward_device_us_each"]) for r in (a, b))
     name = lambda r: short(names.parse_record(r)[0])
     how = (f"profiler, median and p10–p90 of {len(build.summary(a)['forward_device_us_each'])} profiled forwards, "
@@ -924,7 +927,8 @@ def kernel_ahead(build: Build, a, b) -> Statement:
         (first, lo), (second, hi) = sorted(((a, ra), (b, rb)), key=lambda x: x[1].median)
         text = (f"{name(first)}'s forward takes {lo.text(us)} of device time against {hi.text(us)} for "
                 f"{name(second)} ({how}), {pct(1 - lo.median / hi.median)} less")
-    return Statement(text, ra.n > 1 and rb.n > 1, f"{ra} against {rb}", apart(ra, rb))
+    alike = all(build.summary(a)[k] == build.summary(b)[k] for k in ("shape", "dtype"))
+    return Statement(text, alike and ra.n > 1 and rb.n > 1, f"{ra} against {rb}; alike: {alike}", apart(ra, rb))
 
 
 # ---- Nsight Compute's verdicts ------------------------------------------------------------------
