@@ -228,19 +228,22 @@ def _names(items) -> str:
 
 def _margin(build: Build, every: list[timing.Verdict]) -> str:
     """Nothing for a verdict settled across the run's repeats; otherwise that it is this host's: the
-    repeats disagree, or one is closer than the margin that decides it."""
-    if timing.settled(every) or every[0].stream not in ("GPU-bound", "launch-bound"):
-        return ""
+    repeats disagree, or some are closer than the margin that decides it (counted, the closest given)."""
+    if timing.settled(every) or (timing.consensus(every) or "") not in ("GPU-bound", "launch-bound", ""):
+        return ""  # settled, or the same undecided verdict ("on the boundary", "neither") in every process
     host = re.sub(r"\s+", " ", re.sub(r"\((R|TM)\)", "", build.run_record("timing").get("host_cpu") or "")).strip()
     here = f" in this run{f' (host CPU: {host})' if host else ''}"
     if timing.consensus(every) is None:
-        return (f"{here}, not in all of its {len(every)} separate processes ({', '.join(v.stream for v in every)}), "
+        return (f"{here}, not decided: its {len(every)} separate processes said {_names(v.stream for v in every)}, "
                 f"so another run or host may give another verdict")
-    close = min(every, key=lambda v: max(v.gpu_only.median, v.enqueue.median) / min(v.gpu_only.median, v.enqueue.median))
-    return (f"{here}, in every one of its {len(every)} processes, but in one by less than the {timing.HOST_MARGIN:g}× "
-            f"margin that would decide it for any host ({us(close.gpu_only.median)} GPU only against "
-            f"{us(close.enqueue.median)} of CPU enqueue there)" if len(every) > 1 else
-            f"{here}, by less than the {timing.HOST_MARGIN:g}× margin that would decide it for any host")
+    if len(every) == 1:
+        return f"{here}, by less than the {timing.HOST_MARGIN:g}× margin that would decide it for any host"
+    ratio = lambda v: max(v.gpu_only.median, v.enqueue.median) / min(v.gpu_only.median, v.enqueue.median)
+    short_of = [v for v in every if not v.decided]
+    close = min(short_of, key=ratio)
+    return (f"{here}, in every one of its {len(every)} processes, but in {count(len(short_of))} of them by less than "
+            f"the {timing.HOST_MARGIN:g}× margin that would decide it for any host (the closest: "
+            f"{us(close.gpu_only.median)} GPU only against {us(close.enqueue.median)} of CPU enqueue)")
 
 
 @piece("verdicts", inline=True, conclusion=True)
@@ -253,7 +256,7 @@ def verdicts(build: Build, shape, expect=None):
     every = {short(r["stage"]): repeated(build, r["stage"], shape) for r in _at(build, shape)}
     if not every:
         raise ValueError(f"the timing run has no row at {shape}")
-    found = {k: vs[0] for k, vs in every.items()}
+    found = {short(r["stage"]): timing.verdict(r) for r in _at(build, shape)}  # over every process, as `verdict` says it
     decided = {k: v.stream for k, v in found.items() if timing.settled(every[k])}
     close = {k: v for k, v in found.items() if k not in decided}
     kinds = sorted(set(decided.values()))
@@ -273,17 +276,30 @@ def verdicts(build: Build, shape, expect=None):
 
 @piece("lone-call", inline=True)
 def lone_call(build: Build):
-    """Where one call measured shorter than GPU only per call (a negative launch overhead), said as it is."""
-    neg = [r for r in rows(build) if timing.verdict(r).launch_overhead_us < 0]
-    if not neg:
+    """Where one call's median came out shorter than GPU only per call (a negative launch overhead), said as it
+    is: decidedly shorter by the one rule, or not told apart from it."""
+    below = []
+    for r in rows(build):
+        one, gpu = (timed_range(build, r["stage"], r["shape"], f) for f in ("one_call_us", "graph_us"))
+        if one.median < gpu.median:
+            below.append((r, one, gpu, decide.order(one, gpu) < 0))
+    if not below:
         return "Everywhere in this run one call took longer than the GPU-only time per call."
-    return (f"At {_names(sorted({where(r['shape']) for r in neg}))}, one call of "
-            f"{_names(short(r['stage']) for r in neg)} measured *shorter* than the GPU-only time per call of a "
-            f"stream of {build.run('timing')['calls']}, which the overhead column shows as a negative number "
-            f"({'; '.join(_signed(timing.verdict(r).launch_overhead_us) for r in neg)}). The launch overhead is "
-            f"still there, but smaller than the difference between one kernel on an idle GPU and the same "
-            f"kernel inside a sustained stream; this run did not record clocks or cache state, so it does not "
-            f"say which of them made the lone call faster.")
+    said = lambda group: "; ".join(f"{short(r['stage'])} at {where(r['shape'])}, {one.text(us)} for one call against "
+                                   f"{gpu.text(us)}" for r, one, gpu, _ in group)
+    shorter, tied = [x for x in below if x[3]], [x for x in below if not x[3]]
+    text = []
+    if tied:
+        text.append(f"Where the overhead column shows a negative number, one call and the GPU-only time per call are "
+                    f"not told apart ({said(tied)}; {tied[0][1].how}): beside a kernel this long the launch is "
+                    f"within the spread of the two methods.")
+    if shorter:
+        text.append(f"One call measured decidedly *shorter* than the GPU-only time per call of a stream of "
+                    f"{build.run('timing')['calls']} ({said(shorter)}; {shorter[0][1].how}). The launch overhead is "
+                    f"still there, but smaller than the difference between one kernel on an idle GPU and the same "
+                    f"kernel inside a sustained stream; this run did not record clocks or cache state, so it does "
+                    f"not say which of them made the lone call faster.")
+    return " ".join(text)
 
 
 @piece("timing-value", inline=True)
