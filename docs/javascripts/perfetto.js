@@ -5,7 +5,8 @@
 // Every link with the class attnprof-perfetto works this way, however many a page has. When the UI
 // does not answer within TIMEOUT_MS (no internet, say), the pinging stops and a line beside the
 // button says so and offers the file itself.
-// window.attnprofPerfettoUrl overrides the UI's address (the browser test points it at a local stub).
+// window.attnprofPerfettoUrl overrides the UI's address (the browser test points it at a local stub),
+// window.attnprofPerfettoTimeoutMs the wait (the test shortens it on all but one page).
 (function () {
   var TIMEOUT_MS = 8000;
 
@@ -37,6 +38,7 @@
   function open(link) {
     var url = window.attnprofPerfettoUrl || "https://ui.perfetto.dev";
     var origin = new URL(url, location.href).origin;
+    var timeout = window.attnprofPerfettoTimeoutMs || TIMEOUT_MS;
     var ui = window.open(url);  // at once, inside the click, so that no popup blocker stops it
     if (!ui) { location.href = link.href; return; }
     var buffer = null, ready = false, done = false, timer = null, deadline = null;
@@ -70,9 +72,9 @@
       if (ready) return;
       stop();
       try { ui.close(); } catch (err) { /* the tab is the reader's now */ }
-      say(link, "Perfetto did not answer within " + TIMEOUT_MS / 1000 + " s (it loads from " + origin +
+      say(link, "Perfetto did not answer within " + timeout / 1000 + " s (it loads from " + origin +
               ", which needs an internet connection).", true);
-    }, TIMEOUT_MS);
+    }, timeout);
     link.setAttribute("aria-busy", "true");
     say(link, "Opening Perfetto…");
     fetch(link.href).then(function (r) {
