@@ -114,8 +114,8 @@ def test_the_tap_tip_is_opaque_short_and_starts_with_the_ops_name_and_time(site,
     bars = narrow.find_elements(By.CSS_SELECTOR, ".attnprof-gpu-op")
     rows = narrow.find_elements(By.CSS_SELECTOR, ".attnprof-legend")
     assert len(bars) == len(rows) >= 5
-    longest = max(range(len(bars)), key=lambda i: len(browser.execute_script(
-        "return arguments[0].querySelector('title').textContent", bars[i])))
+    longest = browser.execute_script("const n = arguments[0].map(b => b.querySelector('title').textContent.length);"
+                                     " return n.indexOf(Math.max(...n))", bars)
     for target in (bars[longest], rows[longest]):  # the bar, and its legend row, name the same op
         tap(browser, target)
         tip = browser.execute_script(TIP)
@@ -145,11 +145,11 @@ def test_a_tap_between_thin_marks_lists_those_under_the_finger(site, server, bro
     from selenium.webdriver.common.by import By
     load(browser, server, "naive")
     narrow = browser.find_element(By.CSS_SELECTOR, "article .attnprof-trace svg.attnprof-narrow")
-    launches = [r for r in narrow.find_elements(By.CSS_SELECTOR, "rect")
-                if "launches op" in (browser.execute_script("const t = arguments[0].querySelector('title'); "
-                                                            "return t && t.textContent", r) or "")]
-    edges = [browser.execute_script("const r = arguments[0].getBoundingClientRect(); return [r.left, r.right]", r)
-             for r in launches]
+    marks = browser.execute_script(  # each launch mark, with its left and right edges
+        "return [...arguments[0].querySelectorAll('rect')].filter(r => (r.querySelector('title') || {}).textContent"
+        "?.includes('launches op')).map(r => { const b = r.getBoundingClientRect(); return [r, [b.left, b.right]]; })",
+        narrow)
+    launches, edges = [m[0] for m in marks], [m[1] for m in marks]
     # a point 1 px right of a mark, on no mark, with two or more marks within half a finger: beside them all
     near = lambda x: [i for i, (lo, hi) in enumerate(edges) if max(lo - x, x - hi, 0) < FINGER_PX / 2]
     spot = next((i, hi + 1) for i, (lo, hi) in enumerate(edges)
