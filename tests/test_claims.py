@@ -172,6 +172,32 @@ def test_a_run_claim_decides_across_repeats_where_there_are_some(clean):
         restore()
 
 
+def test_a_measurement_missing_from_one_process_makes_the_run_unusable(clean):
+    """A row that ran out of memory in the last of a run's processes, but ran in the others: its range across
+    the processes names the run and its fix (the strict build fails on it, `serve` shows a box)."""
+    from attnprof.site.build import RecordUnusable, across, row
+    from attnprof.site.claims.statements import Flip
+
+    def out_of_memory_in_the_last(record):
+        last = record["repeats"][-1][0]
+        for key in set(last) - {"path", "shape", "layout"}:
+            del last[key]
+        last["oom"] = True
+
+    build, restore = flipped(clean, Flip("run-fastest.json", out_of_memory_in_the_last))
+    try:
+        first = build.run("fastest")[0]
+        pick = lambda result: row(result, path=first["path"], shape=first["shape"], layout=first["layout"])["back_to_back_us_each"]
+        with pytest.raises(RecordUnusable, match=r"run-fastest\.json: a measurement is missing from some of its 3 processes"
+                                                 r".*sweep --only fastest"):
+            across(build, "fastest", pick)
+        second = build.run("fastest")[1]  # a row every process measured still has its range
+        assert across(build, "fastest", lambda result: row(result, path=second["path"], shape=second["shape"],
+                                                           layout=second["layout"])["back_to_back_us_each"]).n == 3
+    finally:
+        restore()
+
+
 # ---- the timing run's verdicts that a page expects (`verdict ... expect=`, `verdicts ... expect=`) ------------
 
 def expected_verdicts() -> list[tuple[str, ...]]:

@@ -152,8 +152,16 @@ def row(rows: list[dict], **match) -> dict:
 
 def across(build: Build, run: str, pick) -> decide.Range:
     """A run's samples, `pick(result)`, in each of its repeats: the range across repeats where there
-    are two or more, else p10–p90 of the one (analysis/decide.py)."""
-    return decide.of([pick(result) for result in build.repeats(run)])
+    are two or more, else p10–p90 of the one (analysis/decide.py). A measurement that one repeat lacks
+    (it ran out of memory or could not run in that process) makes the run unusable, with its fix."""
+    repeats = build.repeats(run)
+    try:
+        return decide.of([pick(result) for result in repeats])
+    except (KeyError, StopIteration, TypeError):
+        if len(repeats) < 2:
+            raise
+        raise RecordUnusable(f"run run-{run}.json: a measurement is missing from some of its {len(repeats)} processes "
+                             f"(it ran out of memory or could not run there): {records.RUN.fix(f'run-{run}')}") from None
 
 
 class FalseStatement(Exception):
