@@ -300,8 +300,8 @@ def cmd_sweep(args) -> int:
 def cmd_regenerate(args) -> int:
     """`regenerate`: retake every stale record (or all) this machine can take, on all its GPUs."""
     from . import regenerate as regen
-    kinds = regen.parse_kinds(args.only)
-    wanted = regen.wanted_records(kinds, every=args.all, folder=args.out)
+    kinds, skip = regen.parse_kinds(args.only), regen.parse_skip(args.skip)
+    wanted = [r for r in regen.wanted_records(kinds, every=args.all, folder=args.out) if r not in skip]
     if not wanted:
         print("nothing to retake: every record the site uses of " + (", ".join(kinds) if kinds else "every kind")
               + " is present and current")
@@ -414,6 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("regenerate", help="retake every stale record this machine can take, on all its GPUs")
     g.add_argument("--only", help="record kinds, comma-separated: " + ", ".join(k.name for k in records.KINDS))
+    g.add_argument("--skip", help="records to leave out, comma-separated (run-sweep, say, to take it on its own)")
     which_ = g.add_mutually_exclusive_group()
     which_.add_argument("--stale", action="store_true", help="records missing, stale or inconsistent (the default)")
     which_.add_argument("--all", action="store_true", help="every record the site uses")

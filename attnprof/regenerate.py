@@ -304,6 +304,16 @@ def parse_kinds(text: str | None) -> list[str] | None:
     return names
 
 
+def parse_skip(text: str | None) -> set[str]:
+    """The records `--skip` leaves out (say, the sweep, to take it in a call of its own): each one the site uses."""
+    names = {n.strip() for n in (text or "").split(",") if n.strip()}
+    used = {r for kind in records.KINDS for r in kind.records()}
+    if bad := sorted(names - used):
+        raise ValueError(f"bad --skip {text!r}: {', '.join(bad)} {'is not a record' if len(bad) == 1 else 'are not records'} "
+                         f"the site uses (`python -m attnprof check` counts them by kind)")
+    return names
+
+
 def table(results: list[Result], cannot: dict[str, str]) -> str:
     rows = [(r.record, r.kind, ",".join(r.devices), f"{r.seconds:.1f}", short(r.outcome, 90)) for r in results]
     rows += [(record, records.kind_of(record).name, "-", "-", short(f"not taken: {why}", 90))

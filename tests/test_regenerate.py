@@ -272,6 +272,15 @@ def test_dry_run_without_a_gpu_names_what_it_cannot_take_and_writes_nothing():
     assert {p.name: p.read_bytes() for p in store.CAPTURES.iterdir()} == before
 
 
+def test_skip_leaves_out_the_records_it_names_and_a_bad_name_is_one_line():
+    r = _run_cli("regenerate", "--dry-run", "--all", "--only", "run", "--skip", "run-sweep,run-verify")
+    taken = [l.split()[2] for l in r.stdout.splitlines() if l.startswith("cannot retake ")]
+    assert r.returncode == 0 and taken == [r for r in records.RUN.records() if r not in ("run-sweep", "run-verify")]
+    bad = _run_cli("regenerate", "--dry-run", "--skip", "run-sweep,run-swep")
+    assert bad.returncode == 2 and bad.stderr.strip() == ("error: bad --skip 'run-sweep,run-swep': run-swep is not a record "
+                                                          "the site uses (`python -m attnprof check` counts them by kind)")
+
+
 def test_a_bad_kind_is_one_line():
     r = _run_cli("regenerate", "--dry-run", "--only", "stage,forward")
     assert r.returncode == 2 and r.stderr.strip() == (
