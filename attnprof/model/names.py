@@ -91,7 +91,7 @@ class Run:
 RUN_CODE = {
     "ceilings": Run("sweep.ceilings", ("bench",)),
     "hardware": Run("sweep.hardware", ("bench",)),
-    "sweep": Run("sweep.sweep", ("bench", "numerics"), dict(sweep=True)),
+    "sweep": Run("sweep.sweep", ("bench", "numerics"), dict(sweep=True), repeats=RUN_REPEATS),
     "fastest": Run("sweep.fastest", ("bench", "numerics"), dict(fused=True, sweep=True), repeats=RUN_REPEATS),
     "recompile": Run("sweep.recompile_limit", ("bench", "numerics"), dict(fresh_compile=True)),
     "fallback": Run("verify.fallbacks", ("dispatch", "bench", "numerics"), snippets=("sdpa",), repeats=RUN_REPEATS),
