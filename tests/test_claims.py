@@ -172,6 +172,23 @@ def test_a_run_claim_decides_across_repeats_where_there_are_some(clean):
         restore()
 
 
+def test_the_points_table_shows_the_ties_the_leads_sentence_names(committed):
+    """leads-long names the points where FlashAttention-4 is not told apart from the fastest other path; its
+    table of points (one per swept length and head dim) marks the same points, and no others."""
+    import re
+    text = check(committed, "leads-long", "fa4").text
+    named = {(int(d), int(n.replace(",", ""))) for d, ns in re.findall(r"head dim (\d+), S=([\d,]+(?: and [\d,]+)*)", text)
+             for n in ns.split(" and ")}
+    marked = set()
+    for d in (64, 128):
+        rows = [line.split("|") for line in registry.expand(committed, "leads-long-points", ["fa4", str(d)]).splitlines()[2:]
+                if line.startswith("|")]
+        assert len(rows) == len({r["shape"][2] for r in committed.run("sweep")}), d
+        marked |= {(d, int(r[1].strip().replace(",", ""))) for r in rows
+                   if "not told apart" in r[4] and "FlashAttention-4" in r[4]}
+    assert named == marked
+
+
 def test_a_measurement_missing_from_one_process_makes_the_run_unusable(clean):
     """A row that ran out of memory in the last of a run's processes, but ran in the others: its range across
     the processes names the run and its fix (the strict build fails on it, `serve` shows a box)."""

@@ -22,6 +22,7 @@ from ...text import ms, shape as shape_text, us
 from ..build import Build, FalseStatement, RecordUnusable, across, row
 from ..words import count, short, title
 from ..registry import piece
+from ..render import tables
 
 
 @dataclass(frozen=True)
@@ -1032,20 +1033,35 @@ def flash_register_limit(build: Build) -> Statement:
     return Statement(text, t["limiter"] == "registers", f"{op['registers']} registers, {threads} threads, {t}")
 
 
+def _sweep_points(build: Build) -> dict:
+    """Each point of the sweep, (head dim, S) -> path -> its time per forward back to back, as a range across
+    the sweep's processes."""
+    ranges = {}
+    for r in build.run("sweep"):
+        if r.get("back_to_back_us_each"):
+            ranges.setdefault((r["shape"][3], r["shape"][2]), {})[r["path"]] = across(
+                build, "sweep", lambda res, r=r: row(res, path=r["path"], shape=r["shape"])["back_to_back_us_each"])
+    return ranges
+
+
+def _at(points) -> str:
+    """(head dim, S) points in words: "head dim 64, S=4,096, and at head dim 128, S=2,048 and 4,096"."""
+    by_dim = {}
+    for d, n in sorted(points):
+        by_dim.setdefault(d, []).append(f"{n:,}")
+    return ", and at ".join(f"head dim {d}, S={listed(ns)}" for d, ns in by_dim.items())
+
+
 @claim("leads-long", reads=lambda stage: ["run-sweep"],
        flip=lambda stage: Flip("run-sweep.json", _longest_slower(stage, 10.0)))  # it no longer leads there
 def leads_long(build: Build, stage) -> Statement:
     """Where a stage leads the sweep (time per forward back to back, the one rule): from some length up,
-    at every head dim; a length where it is not told apart from the fastest other is said so."""
-    rows = [r for r in build.run("sweep") if r.get("back_to_back_us_each")]
-    ranges = {}  # (d, n) -> path -> range
-    for r in rows:
-        d, n = r["shape"][3], r["shape"][2]
-        ranges.setdefault((d, n), {})[r["path"]] = across(
-            build, "sweep", lambda res, r=r: row(res, path=r["path"], shape=r["shape"])["back_to_back_us_each"])
+    at every head dim; the points where it is not told apart from the fastest other are named, their
+    ranges in the table of points (`leads-long-points`)."""
+    ranges = _sweep_points(build)
     lead = {k: front(v) for k, v in ranges.items()}
     dims = sorted({d for d, _ in lead})
-    starts, ties, below, holds = {}, [], set(), True
+    starts, ties, below, holds = {}, {}, set(), True
     for d in dims:
         ns = sorted(n for dd, n in lead if dd == d)
         alone = [n for n in ns if lead[d, n] == [stage]]
@@ -1055,20 +1071,39 @@ def leads_long(build: Build, stage) -> Statement:
         start = alone[0]
         holds &= all(stage in lead[d, n] for n in ns if n >= start) and ns[-1] in alone
         below |= {p for n in ns if n < start and stage not in lead[d, n] for p in lead[d, n]}
-        tied = [n for n in ns if stage in lead[d, n] and n not in alone]
-        ties += [f"at S={n:,}, head dim {d}, its {ranges[d, n][stage].text(us)} is not told apart from "
-                 + listed([f"{short(p)}'s {ranges[d, n][p].text(us)}" for p in lead[d, n] if p != stage]) for n in tied]
+        for n in ns:
+            if stage in lead[d, n] and n not in alone:
+                ties.setdefault(tuple(p for p in lead[d, n] if p != stage), []).append((d, n))
         starts.setdefault(start, []).append(d)
     holds &= bool(below)
     parts = [f"from S={n:,} at head dim{'s' if len(ds) > 1 else ''} {listed([str(d) for d in ds])}"
              for n, ds in starts.items()]
     how = next(iter(next(iter(ranges.values())).values())).how
-    text = (f"It leads {' and '.join(parts)}, at every longer sequence; " + "".join(f"{t}; " for t in ties)
-            + f"at the other, shorter lengths {listed([short(p) for p in sorted(below)]) or 'no one'} "
-            f"lead{'s' if len(below) == 1 else ''} (time per forward back to back, {how}, the figures above)"
-            ) if parts else "It leads nowhere in this sweep"
+    text = (f"It leads {' and '.join(parts)}, at every longer sequence"
+            + "".join(f"; it is not told apart from {listed([short(p) for p in others])} at {_at(points)}"
+                      for others, points in ties.items())
+            + f"; at the other, shorter lengths {listed([short(p) for p in sorted(below)]) or 'no one'} "
+            f"lead{'s' if len(below) == 1 else ''} (time per forward back to back, {how}: every point in the "
+            "table below)") if parts else "It leads nowhere in this sweep"
     return Statement(text, holds, f"the paths at the front: { {k: v for k, v in sorted(lead.items())} }",
                      str(sorted(lead.items())))
+
+
+@piece("leads-long-points")
+def leads_long_points(build: Build, stage, d):
+    """The evidence of `leads-long` at one head dim: at each length, the stage's time and the fastest
+    other path's, each a range across the sweep's processes, and who is in front by the one rule."""
+    points, rows = _sweep_points(build), []
+    for (dim, n), paths in sorted(points.items()):
+        if dim != int(d) or stage not in paths:
+            continue
+        other = min((p for p in paths if p != stage), key=lambda p: paths[p].median)
+        at_front = front(paths)
+        rows.append((f"{n:,}", paths[stage].text(us), f"{short(other)} {paths[other].text(us)}",
+                     listed([short(p) for p in at_front]) + (" (not told apart)" if len(at_front) > 1 else "")))
+    how = next(iter(next(iter(points.values())).values())).how
+    return tables.table(["S", short(stage), "fastest other", "in front"], rows, "rrrl") + (
+        f"\n\nTime per forward back to back at head dim {d}: {how}.")
 
 
 def _longest_slower(stage: str, factor: float):
