@@ -157,7 +157,7 @@ def across(build: Build, run: str, pick) -> decide.Range:
     repeats = build.repeats(run)
     try:
         return decide.of([pick(result) for result in repeats])
-    except (KeyError, StopIteration, TypeError):
+    except (KeyError, StopIteration):  # its row missing, or holding no samples
         if len(repeats) < 2:
             raise
         raise RecordUnusable(f"run run-{run}.json: a measurement is missing from some of its {len(repeats)} processes "
