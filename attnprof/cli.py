@@ -300,11 +300,15 @@ def cmd_sweep(args) -> int:
 def cmd_regenerate(args) -> int:
     """`regenerate`: retake every stale record (or all) this machine can take, on all its GPUs."""
     from . import regenerate as regen
-    kinds, skip = regen.parse_kinds(args.only), regen.parse_skip(args.skip)
-    wanted = [r for r in regen.wanted_records(kinds, every=args.all, folder=args.out) if r not in skip]
+    kinds = regen.parse_kinds(args.only)
+    skip = regen.parse_skip(args.skip, kinds)
+    wanted = regen.wanted_records(kinds, every=args.all, folder=args.out)
+    if left := sorted(set(wanted) & skip):
+        print(f"leaving out {', '.join(left)} (--skip)")
+        wanted = [r for r in wanted if r not in skip]
     if not wanted:
         print("nothing to retake: every record the site uses of " + (", ".join(kinds) if kinds else "every kind")
-              + " is present and current")
+              + (" but those left out" if left else "") + " is present and current")
         return 0
     machine = regen.detect()
     if args.dry_run:

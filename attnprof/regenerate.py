@@ -304,13 +304,14 @@ def parse_kinds(text: str | None) -> list[str] | None:
     return names
 
 
-def parse_skip(text: str | None) -> set[str]:
-    """The records `--skip` leaves out (say, the sweep, to take it in a call of its own): each one the site uses."""
+def parse_skip(text: str | None, kinds: list[str] | None = None) -> set[str]:
+    """The records `--skip` leaves out (say, the sweep, to take it in a call of its own): each one the site
+    uses, of the kinds chosen."""
     names = {n.strip() for n in (text or "").split(",") if n.strip()}
-    used = {r for kind in records.KINDS for r in kind.records()}
+    used = records.used_records([k for k in records.KINDS if kinds is None or k.name in kinds])
     if bad := sorted(names - used):
         raise ValueError(f"bad --skip {text!r}: {', '.join(bad)} {'is not a record' if len(bad) == 1 else 'are not records'} "
-                         f"the site uses (`python -m attnprof check` counts them by kind)")
+                         f"the site uses{' of ' + ', '.join(kinds) if kinds else ''} (`python -m attnprof check` counts them by kind)")
     return names
 
 

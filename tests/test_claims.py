@@ -177,8 +177,9 @@ def test_the_points_table_shows_the_ties_the_leads_sentence_names(committed):
     table of points (one per swept length and head dim) marks the same points, and no others."""
     import re
     text = check(committed, "leads-long", "fa4").text
-    named = {(int(d), int(n.replace(",", ""))) for d, ns in re.findall(r"head dim (\d+), S=([\d,]+(?: and [\d,]+)*)", text)
-             for n in ns.split(" and ")}
+    named = {(int(d), int(n.replace(",", ""))) for d, ns in re.findall(r"head dim (\d+), ((?:S=[\d,]+(?:, | and )?)+)", text)
+             for n in re.findall(r"S=(\d{1,3}(?:,\d{3})*)", ns)}
+    assert named, text  # the committed sweep has such points
     marked = set()
     for d in (64, 128):
         rows = [line.split("|") for line in registry.expand(committed, "leads-long-points", ["fa4", str(d)]).splitlines()[2:]
@@ -187,6 +188,8 @@ def test_the_points_table_shows_the_ties_the_leads_sentence_names(committed):
         marked |= {(d, int(r[1].strip().replace(",", ""))) for r in rows
                    if "not told apart" in r[4] and "FlashAttention-4" in r[4]}
     assert named == marked
+    with pytest.raises(ValueError, match="no point at head dim 96"):
+        registry.expand(committed, "leads-long-points", ["fa4", "96"])
 
 
 def test_a_measurement_missing_from_one_process_makes_the_run_unusable(clean):
@@ -205,9 +208,12 @@ def test_a_measurement_missing_from_one_process_makes_the_run_unusable(clean):
     try:
         first = build.run("fastest")[0]
         pick = lambda result: row(result, path=first["path"], shape=first["shape"], layout=first["layout"])["back_to_back_us_each"]
-        with pytest.raises(RecordUnusable, match=r"run-fastest\.json: a measurement is missing from some of its 3 processes"
+        with pytest.raises(RecordUnusable, match=r"run-fastest\.json: a measurement is missing from 1 of its 3 processes"
                                                  r".*sweep --only fastest"):
             across(build, "fastest", pick)
+        with pytest.raises(KeyError):  # a field no process has is the code's mistake, not the run's
+            across(build, "fastest", lambda result: row(result, path=first["path"], shape=first["shape"],
+                                                        layout=first["layout"])["back_to_back_ms_each"])
         second = build.run("fastest")[1]  # a row every process measured still has its range
         assert across(build, "fastest", lambda result: row(result, path=second["path"], shape=second["shape"],
                                                            layout=second["layout"])["back_to_back_us_each"]).n == 3

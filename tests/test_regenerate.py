@@ -273,12 +273,17 @@ def test_dry_run_without_a_gpu_names_what_it_cannot_take_and_writes_nothing():
 
 
 def test_skip_leaves_out_the_records_it_names_and_a_bad_name_is_one_line():
+    """The plan names every run but the two left out, and says it left them out; a name that is not a record
+    of the kinds chosen is one line."""
     r = _run_cli("regenerate", "--dry-run", "--all", "--only", "run", "--skip", "run-sweep,run-verify")
-    taken = [l.split()[2] for l in r.stdout.splitlines() if l.startswith("cannot retake ")]
-    assert r.returncode == 0 and taken == [r for r in records.RUN.records() if r not in ("run-sweep", "run-verify")]
+    planned = [l.split()[2] for l in r.stdout.splitlines() if l.startswith("cannot retake ")]
+    assert r.returncode == 0 and planned == [r for r in records.RUN.records() if r not in ("run-sweep", "run-verify")]
+    assert r.stdout.splitlines()[0] == "leaving out run-sweep, run-verify (--skip)"
     bad = _run_cli("regenerate", "--dry-run", "--skip", "run-sweep,run-swep")
     assert bad.returncode == 2 and bad.stderr.strip() == ("error: bad --skip 'run-sweep,run-swep': run-swep is not a record "
                                                           "the site uses (`python -m attnprof check` counts them by kind)")
+    other = _run_cli("regenerate", "--dry-run", "--only", "stage", "--skip", "run-sweep")
+    assert other.returncode == 2 and "run-sweep is not a record the site uses of stage" in other.stderr
 
 
 def test_a_bad_kind_is_one_line():

@@ -419,5 +419,10 @@ def _device_stated(record, folder) -> tuple | None:
         return None
 
 
+def used_records(kinds=KINDS) -> set[str]:
+    """Every record the site uses (of `kinds`)."""
+    return {r for kind in kinds for r in kind.records()}
+
+
 def site_record_count() -> dict[str, int]:
     return {kind.name: len(kind.records()) for kind in KINDS}

@@ -44,7 +44,7 @@ class Build:
     def listed(self, record: str) -> bool:
         """Whether the site lists `record` (so `check` and the strict build hold it to its data)."""
         if self._listed is None:
-            self._listed = {r for kind in records.KINDS for r in kind.records()}
+            self._listed = records.used_records()
         return record in self._listed
 
     def unlisted(self, record: str) -> RecordUnusable:
@@ -154,14 +154,18 @@ def across(build: Build, run: str, pick) -> decide.Range:
     """A run's samples, `pick(result)`, in each of its repeats: the range across repeats where there
     are two or more, else p10–p90 of the one (analysis/decide.py). A measurement that one repeat lacks
     (it ran out of memory or could not run in that process) makes the run unusable, with its fix."""
-    repeats = build.repeats(run)
-    try:
-        return decide.of([pick(result) for result in repeats])
-    except (KeyError, StopIteration):  # its row missing, or holding no samples
-        if len(repeats) < 2:
-            raise
-        raise RecordUnusable(f"run run-{run}.json: a measurement is missing from some of its {len(repeats)} processes "
-                             f"(it ran out of memory or could not run there): {records.RUN.fix(f'run-{run}')}") from None
+    found, missing = [], 0
+    for result in build.repeats(run):
+        try:
+            found.append(pick(result))
+        except (KeyError, StopIteration):  # its row missing, or holding no samples
+            missing += 1
+    if missing and not found:  # in no process: the code asks for what the run never measures
+        pick(build.repeats(run)[0])
+    if missing:
+        raise RecordUnusable(f"run run-{run}.json: a measurement is missing from {missing} of its {missing + len(found)} "
+                             f"processes (it ran out of memory or could not run there): {records.RUN.fix(f'run-{run}')}")
+    return decide.of(found)
 
 
 class FalseStatement(Exception):

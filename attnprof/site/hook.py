@@ -56,7 +56,8 @@ def on_startup(command, dirty):
 
 def on_shutdown():
     # The interpreter collects more than once while it exits, each time walking everything the build still
-    # holds (about half a second on two cores); frozen objects are not walked. Nothing needs finalizing here.
+    # holds (about half a second on two cores); frozen objects are not walked, and cycles among them are left
+    # to the exit rather than collected
     gc.freeze()
 
 

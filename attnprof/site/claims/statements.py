@@ -1033,23 +1033,26 @@ def flash_register_limit(build: Build) -> Statement:
     return Statement(text, t["limiter"] == "registers", f"{op['registers']} registers, {threads} threads, {t}")
 
 
-def _sweep_points(build: Build) -> dict:
+def _sweep_ranges(build: Build) -> dict:
     """Each point of the sweep, (head dim, S) -> path -> its time per forward back to back, as a range across
-    the sweep's processes."""
+    the sweep's processes; a path that ran in none of them (out of memory) is left out of its point, one that
+    ran in some but not all makes the run unusable (`across`)."""
     ranges = {}
     for r in build.run("sweep"):
-        if r.get("back_to_back_us_each"):
-            ranges.setdefault((r["shape"][3], r["shape"][2]), {})[r["path"]] = across(
-                build, "sweep", lambda res, r=r: row(res, path=r["path"], shape=r["shape"])["back_to_back_us_each"])
+        try:
+            measured = across(build, "sweep", lambda res, r=r: row(res, path=r["path"], shape=r["shape"])["back_to_back_us_each"])
+        except KeyError:
+            continue
+        ranges.setdefault((r["shape"][3], r["shape"][2]), {})[r["path"]] = measured
     return ranges
 
 
 def _at(points) -> str:
-    """(head dim, S) points in words: "head dim 64, S=4,096, and at head dim 128, S=2,048 and 4,096"."""
+    """(head dim, S) points in words: "head dim 64, S=4,096, and at head dim 128, S=2,048 and S=4,096"."""
     by_dim = {}
     for d, n in sorted(points):
-        by_dim.setdefault(d, []).append(f"{n:,}")
-    return ", and at ".join(f"head dim {d}, S={listed(ns)}" for d, ns in by_dim.items())
+        by_dim.setdefault(d, []).append(f"S={n:,}")
+    return ", and at ".join(f"head dim {d}, {listed(ns)}" for d, ns in by_dim.items())
 
 
 @claim("leads-long", reads=lambda stage: ["run-sweep"],
@@ -1058,7 +1061,7 @@ def leads_long(build: Build, stage) -> Statement:
     """Where a stage leads the sweep (time per forward back to back, the one rule): from some length up,
     at every head dim; the points where it is not told apart from the fastest other are named, their
     ranges in the table of points (`leads-long-points`)."""
-    ranges = _sweep_points(build)
+    ranges = _sweep_ranges(build)
     lead = {k: front(v) for k, v in ranges.items()}
     dims = sorted({d for d, _ in lead})
     starts, ties, below, holds = {}, {}, set(), True
@@ -1073,7 +1076,7 @@ def leads_long(build: Build, stage) -> Statement:
         below |= {p for n in ns if n < start and stage not in lead[d, n] for p in lead[d, n]}
         for n in ns:
             if stage in lead[d, n] and n not in alone:
-                ties.setdefault(tuple(p for p in lead[d, n] if p != stage), []).append((d, n))
+                ties.setdefault(tuple(sorted(p for p in lead[d, n] if p != stage)), []).append((d, n))
         starts.setdefault(start, []).append(d)
     holds &= bool(below)
     parts = [f"from S={n:,} at head dim{'s' if len(ds) > 1 else ''} {listed([str(d) for d in ds])}"
@@ -1093,14 +1096,16 @@ def leads_long(build: Build, stage) -> Statement:
 def leads_long_points(build: Build, stage, d):
     """The evidence of `leads-long` at one head dim: at each length, the stage's time and the fastest
     other path's, each a range across the sweep's processes, and who is in front by the one rule."""
-    points, rows = _sweep_points(build), []
+    points, rows = _sweep_ranges(build), []
     for (dim, n), paths in sorted(points.items()):
-        if dim != int(d) or stage not in paths:
+        if dim != int(d) or stage not in paths or len(paths) < 2:
             continue
         other = min((p for p in paths if p != stage), key=lambda p: paths[p].median)
         at_front = front(paths)
         rows.append((f"{n:,}", paths[stage].text(us), f"{short(other)} {paths[other].text(us)}",
                      listed([short(p) for p in at_front]) + (" (not told apart)" if len(at_front) > 1 else "")))
+    if not rows:
+        raise ValueError(f"the sweep has no point at head dim {d} where {stage!r} ran beside another path")
     how = next(iter(next(iter(points.values())).values())).how
     return tables.table(["S", short(stage), "fastest other", "in front"], rows, "rrrl") + (
         f"\n\nTime per forward back to back at head dim {d}: {how}.")
