@@ -22,6 +22,7 @@ from ...text import ms, shape as shape_text, us
 from ..build import Build, FalseStatement, RecordUnusable, across, row
 from ..words import count, short, title
 from ..registry import piece
+from ..pieces.runs import measured, row_where
 from ..render import tables
 
 
@@ -1040,11 +1041,16 @@ def _sweep_ranges(build: Build) -> dict:
     ranges = {}
     for r in build.run("sweep"):
         try:
-            measured = across(build, "sweep", lambda res, r=r: row(res, path=r["path"], shape=r["shape"])["back_to_back_us_each"])
+            time = measured(build, "sweep", row_where(path=r["path"], shape=r["shape"]))
         except KeyError:
             continue
-        ranges.setdefault((r["shape"][3], r["shape"][2]), {})[r["path"]] = measured
+        ranges.setdefault((r["shape"][3], r["shape"][2]), {})[r["path"]] = time
     return ranges
+
+
+def _how(ranges: dict) -> str:
+    """How the sweep's ranges were had (every one alike): over its processes, or one process's p10–p90."""
+    return next(iter(next(iter(ranges.values())).values())).how
 
 
 def _at(points) -> str:
@@ -1081,7 +1087,7 @@ def leads_long(build: Build, stage) -> Statement:
     holds &= bool(below)
     parts = [f"from S={n:,} at head dim{'s' if len(ds) > 1 else ''} {listed([str(d) for d in ds])}"
              for n, ds in starts.items()]
-    how = next(iter(next(iter(ranges.values())).values())).how
+    how = _how(ranges)
     text = (f"It leads {' and '.join(parts)}, at every longer sequence"
             + "".join(f"; it is not told apart from {listed([short(p) for p in others])} at {_at(points)}"
                       for others, points in ties.items())
@@ -1106,7 +1112,7 @@ def leads_long_points(build: Build, stage, d):
                      listed([short(p) for p in at_front]) + (" (not told apart)" if len(at_front) > 1 else "")))
     if not rows:
         raise ValueError(f"the sweep has no point at head dim {d} where {stage!r} ran beside another path")
-    how = next(iter(next(iter(points.values())).values())).how
+    how = _how(points)
     return tables.table(["S", short(stage), "fastest other", "in front"], rows, "rrrl") + (
         f"\n\nTime per forward back to back at head dim {d}: {how}.")
 
