@@ -89,8 +89,34 @@ def another_gpu(s):
     s.update(device="NVIDIA A100-SXM4-80GB", capability="sm_80", sm_count=108)
 
 
+def dropped_process(run):
+    run["repeats"].pop()
+    run["processes"].pop()
+
+
+def first_process_twice(run):
+    run["repeats"][0], run["processes"][1] = run["result"], run["processes"][0]
+
+
+def processes_reordered(run):
+    run["repeats"].reverse()
+    run["processes"][1:] = reversed(run["processes"][1:])
+
+
+def steady_process_dropped(run):
+    run["result"]["repeats"].pop()
+    run["result"]["processes"].pop()
+
+
 # (case, file edited, record whose status names it, the edit, the field the line must name)
 CASES = [
+    # 0. repeats: each names its process, as many as the settings ask for, each once, in the order they measured
+    ("a further process dropped", "run-timing.json", "run-timing", dropped_process, "repeats[0] hold the results of 2"),
+    ("the first process counted twice", "run-backward.json", "run-backward", first_process_twice, "processes[1]"),
+    ("a process's results duplicated", "run-fastest.json", "run-fastest",
+     lambda r: r["repeats"].__setitem__(1, r["repeats"][0]), "repeats[1] is identical to repeats[0]"),
+    ("processes reordered", "run-decode.json", "run-decode", processes_reordered, "processes are not in the order"),
+    ("a steady process dropped", "run-steady.json", "run-steady", steady_process_dropped, "result.repeats[0]"),
     # 1. key_averages, every column
     ("self CUDA time of a CPU op", "naive.json", "naive",
      lambda s: scale(row_named(s["key_averages"], "aten::masked_fill_"), "self_device_us", 1.2), ".self_device_us"),

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import confirm, derived, stats, trace
+from . import confirm, derived, processes, stats, trace
 from ..model import own, store
 from ..model.names import (BACKWARD_CODE, COUNTERS_CODE, CP_CODE, CP_CONFIGS, CP_WORLD, FORWARD_CODE, OWN_CODE, RUNS,
                     backward_record, backward_settings, capture_command, counters_settings, cp_config, cp_record,
                     cp_settings, make_key, parse_record, parsed, profiled_sources, record_name, run_settings,
-                    run_sources, run_stages, settings, source_hash_of)
+                    row_hash, run_sources, run_stages, settings, source_hash_of)
 from ..model.stages import counter_records, select, site_records
 
 # ---- loading: once per build ----------------------------------------------------------------------
@@ -113,15 +113,14 @@ def _stale(record, folder) -> str | None:
         return None
     if made.get("key") == kind.key(record):
         return _mislabelled(record, made, kind)
-    sources = kind.sources(record)
     code = made.get("code")
     if isinstance(code, dict):  # the record names the hash of each file it ran: name those that changed
-        changed = [p for p in sources if code.get(p) != source_hash_of([p])]
+        changed = [p for p, now in kind.code(record).items() if code.get(p) != now]
         if made.get("settings") not in (None, kind.settings(record)):
             changed.append("its settings")
         why = f"{', '.join(changed) or 'the files it ran'} changed since it was made"
     else:
-        why = f"made before {', '.join(sources)} or its settings last changed"
+        why = f"made before {', '.join(kind.sources(record))} or its settings last changed"
     return f"{kind.noun} {record!r} is stale ({why}): {kind.fix(record)}"
 
 
@@ -291,8 +290,8 @@ def _run_status(record, folder) -> str | None:
         return f"run {record}.json disagrees with its own samples: {'; '.join(found[:3])}{more}: {RUN.fix(record)}"
     hardware = _run_result("hardware", folder)
     memory = hardware.get("query", {}).get("total_memory") if isinstance(hardware, dict) else None
-    found = confirm.device_lines(run, None) + [line for result in [run.get("result")] + run.get("repeats", [])
-                                               for line in confirm.run_lines(name, result, memory)]
+    found = (processes.lines(name, run, RUN.settings(record)) + confirm.device_lines(run, None)
+             + [line for result in [run.get("result")] + run.get("repeats", []) for line in confirm.run_lines(name, result, memory)])
     return _contradiction("run", record, found, RUN.fix(record))
 
 
@@ -334,12 +333,15 @@ class Kind:
     noun: str = "capture"  # what a message calls one record
 
     def key(self, record: str) -> str:
-        """The key a record of this kind is made under now: the token hash of its code, and its settings."""
-        return make_key(source_hash_of(self.sources(record)), self.settings(record))
+        """The key a record of this kind is made under now: the token hash of its code, the rows of the
+        stage table it runs, and its settings."""
+        return make_key(source_hash_of(self.sources(record)) + row_hash(self.stages(record)), self.settings(record))
 
     def code(self, record: str) -> dict[str, str]:
-        """The token hash of each file the record runs, stored beside its key, so a stale one names what changed."""
-        return {p: source_hash_of([p]) for p in self.sources(record)}
+        """The token hash of each file the record runs, and the hash of each stage table row, stored beside
+        its key, so a stale one names what changed."""
+        return ({p: source_hash_of([p]) for p in self.sources(record)}
+                | {f"the stage table's {s!r} row": row_hash([s]) for s in self.stages(record)})
 
 
 def _stage_of(record: str) -> list[str]:
