@@ -30,7 +30,9 @@ def tree(tmp_path, monkeypatch):
     shutil.copytree(snippets.SNIPPETS, root / "snippets")
     shutil.copytree(ROOT / "attnprof" / "measure", root / "attnprof" / "measure")
     (root / "attnprof" / "analysis").mkdir()
-    shutil.copy(ROOT / "attnprof" / "analysis" / "derived.py", root / "attnprof" / "analysis" / "derived.py")  # every run's figures
+    for figures in ("derived.py", "flops.py"):  # every run's figures, and the rates pages show
+        shutil.copy(ROOT / "attnprof" / "analysis" / figures, root / "attnprof" / "analysis" / figures)
+    shutil.copytree(ROOT / "kernel-repos", root / "kernel-repos")  # FlashAttention-4's files key its records
     monkeypatch.setattr(names, "CODE_ROOT", root)
     monkeypatch.setattr(snippets, "SNIPPETS", root / "snippets")
     return root

@@ -35,7 +35,7 @@ def test_the_repeats_prepare_together_and_measure_one_at_a_time(tmp_path, monkey
     (tmp_path / "probes" / "__init__.py").write_text("")
     (tmp_path / "probes" / "probe.py").write_text(PROBE)
     monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    runs = repeat.in_processes("probes.probe.timed", 3, "0.5")
+    runs = repeat.in_processes("probes.probe.timed", 3, "1.5")  # long enough for all three to start, on a busy host
     assert len({r["pid"] for r in runs}) == 3 and os.getpid() not in {r["pid"] for r in runs}
     assert max(r["prepared"] for r in runs) < min(r["measuring"] for r in runs)  # none measures while one prepares
     assert max(r["start"] for r in runs) < min(r["prepared"] for r in runs)  # they prepared at the same time
