@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from attnprof.analysis import records
+from attnprof.analysis import hardware, records
 from attnprof.model import store
 from attnprof.model.procedure import BWD_FLOP_FACTOR
 from attnprof.model.stages import DEFAULT_SHAPE
@@ -142,12 +142,32 @@ def test_an_edit_is_named_with_its_file_and_field(clean, tmp_path, case, name, r
     assert "\n" not in why and name in why and field in why and "python -m attnprof" in why, why
 
 
-def test_a_record_from_another_gpu_is_named(clean, tmp_path):
-    """A run with no trace, taken on another GPU: consistent in itself, but not the site's GPU."""
-    found = records.problems(edited(clean, tmp_path, "run-sweep.json", another_gpu))
-    assert list(found) == ["run-sweep"]
-    assert "run-sweep.json was taken on NVIDIA A100-SXM4-80GB (sm_80, 108 SMs)" in found["run-sweep"]
-    assert "NVIDIA H200" in found["run-sweep"] and "one GPU per site" in found["run-sweep"]
+A100 = hardware.Spec(  # the A100-SXM4-80GB's datasheet figures, for a table that knows two GPUs
+    capability="sm_80", sms=108, tflops={"bf16": 312.0, "fp16": 312.0, "tf32": 156.0, "fp32": 156.0},
+    fp32_cuda_core_tflops=19.5, hbm_gbs=2039.0, memory_bytes=80 * 2**30,
+    per_sm={"maxThreadsPerMultiprocessor": 2048, "regsPerMultiprocessor": 65536,
+            "sharedMemPerMultiprocessor": 164 * 1024, "sharedMemPerBlockOptin": 163 * 1024,
+            "maxThreadsPerBlock": 1024, "regsPerBlock": 65536, "warpSize": 32},
+    blocks_per_sm=32, sources={})
+
+
+def test_a_record_from_another_gpu_is_named(clean, tmp_path, monkeypatch):
+    """A run with no trace, taken on another GPU the table knows: within that GPU's bounds, but not the
+    site's GPU."""
+    monkeypatch.setitem(hardware.SPECS, "NVIDIA A100-SXM4-80GB", A100)
+    found = records.problems(edited(clean, tmp_path, "run-gqa.json", another_gpu))
+    assert list(found) == ["run-gqa"]
+    assert "run-gqa.json was taken on NVIDIA A100-SXM4-80GB (sm_80, 108 SMs)" in found["run-gqa"]
+    assert "NVIDIA H200" in found["run-gqa"] and "one GPU per site" in found["run-gqa"]
+
+
+def test_a_gpu_the_table_does_not_know_is_refused(clean, tmp_path):
+    """Relabelled as a GPU the specification table does not hold, nothing would bound a record: refused in one
+    line that names the table as the fix."""
+    why = records.status("run-sweep", edited(clean, tmp_path, "run-sweep.json", another_gpu))
+    assert why == ("run record run-sweep.json: device 'NVIDIA A100-SXM4-80GB' is not in the GPU specification "
+                   "table, so nothing bounds its numbers: add the GPU, with the sources of its figures, to SPECS in "
+                   "attnprof/analysis/hardware.py")
 
 
 def cudnn_slower(record):
