@@ -1,13 +1,14 @@
 """One edit of each class that a careful maintainer might make to the committed records (issue 33), each
 applied to a copy of them: `check` (in process: records.status, records.problems, the checked sentences)
 or the strict build names the file and the field in one line. The untouched copy passes."""
+import gzip
 import json
 import logging
 import shutil
 
 import pytest
 
-from attnprof.analysis import hardware, records
+from attnprof.analysis import derived, hardware, records, stats
 from attnprof.model import store
 from attnprof.model.procedure import BWD_FLOP_FACTOR
 from attnprof.model.stages import DEFAULT_SHAPE
@@ -39,6 +40,22 @@ def edited(clean, tmp_path, name, edit):
     edit(data)
     (folder / name).write_text(json.dumps(data, indent=1))
     return folder
+
+
+def edited_trace(folder, record, edit):
+    """`edit` applied to the trace of `record` in `folder` (a copy)."""
+    path = store.trace_path(folder, record)
+    with gzip.open(path, "rt") as f:
+        data = json.load(f)
+    edit(data)
+    with gzip.open(path, "wt") as f:
+        json.dump(data, f)
+    return folder
+
+
+def edited_both(clean, tmp_path, record, edit_summary, edit_trace):
+    """A copy with the summary of `record` and its trace edited together."""
+    return edited_trace(edited(clean, tmp_path, f"{record}.json", edit_summary), record, edit_trace)
 
 
 def row_named(rows, name):
@@ -89,6 +106,48 @@ def another_gpu(s):
     s.update(device="NVIDIA A100-SXM4-80GB", capability="sm_80", sm_count=108)
 
 
+def samples(record, key, change, run=None):
+    """Every sample of `key` in a record (or in every process of run `run`) changed, and what follows from
+    them recomputed, so that only the physics is wrong."""
+    if run is None:
+        record[key] = [change(t) for t in record[key]]
+        record.update(stats.event_stats(record[key]))
+        return
+    for where, result in [("result", record["result"])] + [(i, r) for i, r in enumerate(record.get("repeats", []))]:
+        def walk(node):
+            if isinstance(node, dict):
+                if key in node and isinstance(node[key], list):
+                    node[key] = [change(t) for t in node[key]]
+                for v in node.values():
+                    walk(v)
+            elif isinstance(node, list):
+                for v in node:
+                    walk(v)
+        walk(result)
+        fixed = derived.derive(run, result)
+        if where == "result":
+            record["result"] = fixed
+        else:
+            record["repeats"][where] = fixed
+
+
+def fa4_at(rate):
+    """FlashAttention-4's one-call CUDA-event samples scaled to `rate` TFLOP/s at their median."""
+    def edit(s):
+        from attnprof.analysis.flops import causal_flops, tflops
+        factor = tflops(causal_flops(s["shape"]), s["event_median_us"]) / rate
+        samples(s, "event_times_us", lambda t: t * factor)
+    return edit
+
+
+def in_place_row(path):
+    def edit(r):
+        row = next(x for x in r["result"] if x.get("path") == path and "times_us" in x)
+        row["times_us"] = [-t for t in row["times_us"]]
+        r["result"] = derived.derive(r["run"], r["result"])
+    return edit
+
+
 # (case, file edited, record whose status names it, the edit, the field the line must name)
 CASES = [
     # 1. key_averages, every column
@@ -132,6 +191,20 @@ CASES = [
     ("peak memory above the GPU's", "run-sweep.json", "run-sweep",
      lambda r: scale(next(x for x in r["result"] if "peak_extra_bytes" in x), "peak_extra_bytes", 1000),
      ".peak_extra_bytes"),
+    # 7. physical bounds from the GPU's specification (analysis/hardware.py SPECS)
+    ("a matmul ceiling of 1,476 TFLOP/s", "run-ceilings.json", "run-ceilings",
+     lambda r: samples(r, "matmul_us_each", lambda t: t / 2, run="ceilings"), "result.matmul_tflops"),
+    ("a copy at 8.5 TB/s", "run-ceilings.json", "run-ceilings",
+     lambda r: samples(r, "copy_us_each", lambda t: t / 2, run="ceilings"), "result.copy_gbs"),
+    ("FlashAttention-4 at 1,052 TFLOP/s", "fa4-1x16x8192x128.json", "fa4-1x16x8192x128", fa4_at(1052),
+     "event_median_us"),
+    ("FlashAttention-4 at 1,052 TFLOP/s in the sweep", "run-sweep.json", "run-sweep",
+     lambda r: samples(r, "times_us", lambda t: t / 2, run="sweep"), ".tflops"),
+    ("negated samples", "run-fastest.json", "run-fastest", in_place_row("flash"), ".times_us["),
+    ("samples of inf", "naive.json", "naive",
+     lambda s: samples(s, "event_times_us", lambda t: float("inf") if t > s["event_median_us"] else t), "event_times_us["),
+    ("a backward at twice the peak", "flash-bwd.json", "flash-bwd",
+     lambda s: samples(s, "event_times_us", lambda t: t / 20), "event_median_us"),
 ]
 
 
@@ -269,3 +342,67 @@ def test_the_strict_build_fails_on_a_malformed_directive(copy_project, build_sit
     r = build_site(tmp_path / "site", root=tree)
     assert r.returncode != 0
     assert [l for l in r.stderr.splitlines() if "<!-- attnprof ops flash --> is not a directive" in l], r.stderr[-800:]
+
+
+# ---- physical bounds where the record's own reference is edited along with it ----------------------
+
+GIB = 2**30
+
+
+def device_properties(change):
+    def edit(trace):
+        for p in trace["deviceProperties"]:
+            change(p)
+    return edit
+
+
+def test_a_peak_above_the_gpus_memory_is_refused_with_its_trace_edited_along(clean, tmp_path):
+    """A peak of 450 GiB, the trace's totalGlobalMem raised to 500 GiB with it: the bound is the table's."""
+    folder = edited_both(clean, tmp_path, "flash", lambda s: set_to(s, "peak_extra_bytes", 450 * GIB),
+                         device_properties(lambda p: set_to(p, "totalGlobalMem", 500 * GIB)))
+    why = records.status("flash", folder)
+    assert why and "\n" not in why and "flash.json" in why and "python -m attnprof" in why, why
+    assert "peak_extra_bytes 483183820800 is more than the GPU's memory (151397597184 bytes)" in why, why
+
+
+def test_a_peak_above_the_gpus_memory_is_refused_with_the_device_query_edited_along(clean, tmp_path):
+    """A run's peak of 400 GiB, the hardware run's device query saying 500 GiB: both refused."""
+    folder = edited(clean, tmp_path, "run-sweep.json",
+                    lambda r: set_to(next(x for x in r["result"] if "peak_extra_bytes" in x), "peak_extra_bytes", 400 * GIB))
+    hw = json.loads((folder / "run-hardware.json").read_text())
+    hw["result"]["query"]["total_memory"] = 500 * GIB
+    (folder / "run-hardware.json").write_text(json.dumps(hw))
+    found = records.problems(folder)
+    assert set(found) == {"run-sweep", "run-hardware"}, found
+    assert "run-sweep.json" in found["run-sweep"] and "].peak_extra_bytes 429496729600 is more than the GPU's memory" in found["run-sweep"]
+    assert "run-hardware.json" in found["run-hardware"] and "result.query.total_memory 536870912000" in found["run-hardware"]
+    assert all("\n" not in why for why in found.values())
+
+
+@pytest.mark.parametrize("limit", ["maxThreadsPerMultiprocessor", "regsPerMultiprocessor", "sharedMemPerMultiprocessor"])
+def test_per_sm_limits_doubled_in_a_trace_are_refused(clean, tmp_path, limit):
+    """Doubled threads per SM would make the occupancy table say "24 of 128" warps: the trace's per-SM
+    limits are held to the table's for its GPU."""
+    folder = edited_trace(edited(clean, tmp_path, "flash.json", lambda s: None), "flash",
+                          device_properties(lambda p: scale(p, limit, 2)))
+    why = records.status("flash", folder)
+    assert why and "\n" not in why and "flash.json" in why and f"deviceProperties[0].{limit}" in why, why
+    assert "NVIDIA H200" in why and "python -m attnprof capture flash" in why
+
+
+def test_per_sm_limits_doubled_in_the_device_query_are_refused(clean, tmp_path):
+    folder = edited(clean, tmp_path, "run-hardware.json",
+                    lambda r: scale(r["result"]["query"], "max_threads_per_multi_processor", 2))
+    why = records.status("run-hardware", folder)
+    assert why and "\n" not in why and "result.query.max_threads_per_multi_processor 4096" in why, why
+
+
+def test_a_whole_record_relabelled_as_an_unknown_gpu_is_refused(clean, tmp_path):
+    """The summary and its trace's deviceProperties both say B200: consistent, but nothing bounds it."""
+    def b200(s):
+        s.update(device="NVIDIA B200", capability="sm_100", sm_count=148)
+    folder = edited_both(clean, tmp_path, "fa4", b200, device_properties(
+        lambda p: p.update(name="NVIDIA B200", computeMajor=10, computeMinor=0, numSms=148)))
+    why = records.status("fa4", folder)
+    assert why == ("capture fa4.json: device 'NVIDIA B200' is not in the GPU specification table, so nothing bounds "
+                   "its numbers: add the GPU, with the sources of its figures, to SPECS in attnprof/analysis/hardware.py")

@@ -66,7 +66,7 @@ def device_lines(record: dict, properties: list[dict] | None = None, query: dict
 
 def memory_lines(where: str, value, spec: Spec) -> list[str]:
     if not isinstance(value, (int, float)) or not 0 < value <= spec.memory_bytes:
-        return [f"{where} {value!r} is not within the GPU's memory ({spec.memory_bytes} bytes, {TABLE})"]
+        return [f"{where} {value!r} is not within the GPU's memory ({spec.memory_bytes} bytes)"]
     return []
 
 
@@ -76,10 +76,9 @@ def peak(spec: Spec, dtype: str | None, path: str | None = None) -> float:
 
 
 def rate_lines(where: str, value, bound: float, unit: str, zero=False) -> list[str]:
-    if not (isinstance(value, (int, float)) and (0 <= value if zero else 0 < value) and value <= bound):
-        return [f"{where} gives {value:.6g} {unit}, not between 0 and the GPU's peak {bound:g} {unit} ({TABLE})"
-                if isinstance(value, (int, float)) else f"{where} {value!r} is not a rate"]
-    return []
+    if not isinstance(value, (int, float)) or not (0 <= value if zero else 0 < value):
+        return [f"{where} gives {value!r} {unit}, not a rate"]
+    return [f"{where} gives {value:,.0f} {unit}, above the GPU's peak of {bound:,g} {unit}"] if value > bound else []
 
 
 def time_lines(node, path: str) -> list[str]:

@@ -221,8 +221,8 @@ def _physical(record, made, found, properties=None, query=None) -> str | None:
     if not found:
         return None
     more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
-    return (f"{kind.noun} {record}.json is beyond what its GPU can do (its specification): {'; '.join(found[:3])}"
-            f"{more}: {kind.fix(record)}")
+    return (f"{kind.noun} {record}.json is beyond the specification of its GPU ({made['device']}, {bounds.TABLE}): "
+            f"{'; '.join(found[:3])}{more}: {kind.fix(record)}")
 
 
 def _contradiction(noun, record, found, fix) -> str | None:
