@@ -148,6 +148,27 @@ def in_place_row(path):
     return edit
 
 
+def keep_first(key, n):
+    def edit(s):
+        s[key] = s[key][:n]
+        s.update(stats.event_stats(s[key]))
+    return edit
+
+
+def sweep_row_cut(r):
+    row = next(x for x in r["result"] if len(x.get("times_us", [])) == 50)
+    row["times_us"] = row["times_us"][:10]
+    r["result"] = derived.derive("sweep", r["result"])
+
+
+def timing_cut(r):
+    """10 of 50 one-call samples kept in every process, and the count the page states ("over 50 calls") with them."""
+    for result in [r["result"], *r["repeats"]]:
+        result["one_call_reps"] = 10
+        for row in result["rows"]:
+            row["one_call_us"], row["one_call_wall_us"] = row["one_call_us"][:10], row["one_call_wall_us"][:10]
+
+
 # (case, file edited, record whose status names it, the edit, the field the line must name)
 CASES = [
     # 1. key_averages, every column
@@ -205,6 +226,21 @@ CASES = [
      lambda s: samples(s, "event_times_us", lambda t: float("inf") if t > s["event_median_us"] else t), "event_times_us["),
     ("a backward at twice the peak", "flash-bwd.json", "flash-bwd",
      lambda s: samples(s, "event_times_us", lambda t: t / 20), "event_median_us"),
+    # 8. counts against settings: the samples and profiled forwards a record keeps are those it was taken with
+    ("10 of 50 CUDA-event samples kept", "flash.json", "flash", keep_first("event_times_us", 10), "event_times_us"),
+    ("10 of a backward's 50 samples kept", "naive-bwd.json", "naive-bwd", keep_first("event_times_us", 10),
+     "event_times_us"),
+    ("a stage's stream samples cut", "naive.json", "naive", lambda s: s["timing"].update(graph_us=s["timing"]["graph_us"][:10]),
+     "timing.graph_us"),
+    ("a sweep row's samples cut below its reps", "run-sweep.json", "run-sweep", sweep_row_cut, "].times_us"),
+    ("one-call samples cut with the run's count", "run-timing.json", "run-timing", timing_cut, "one_call_reps"),
+    ("a backward run's samples cut", "run-backward.json", "run-backward",
+     lambda r: r["result"]["rows"][0].update(event_times_us=r["result"]["rows"][0]["event_times_us"][:10]),
+     "rows[0].event_times_us"),
+    ("a ceiling's runs cut", "run-ceilings.json", "run-ceilings",
+     lambda r: r.update(result=derived.derive("ceilings", dict(r["result"], copy_us_each=r["result"]["copy_us_each"][:2]))),
+     "result.copy_us_each"),
+    ("a steady process dropped", "run-steady.json", "run-steady", lambda r: r["result"]["repeats"].pop(), "result.repeats"),
 ]
 
 
@@ -221,7 +257,7 @@ A100 = hardware.Spec(  # the A100-SXM4-80GB's datasheet figures, for a table tha
     per_sm={"maxThreadsPerMultiprocessor": 2048, "regsPerMultiprocessor": 65536,
             "sharedMemPerMultiprocessor": 164 * 1024, "sharedMemPerBlockOptin": 163 * 1024,
             "maxThreadsPerBlock": 1024, "regsPerBlock": 65536, "warpSize": 32},
-    blocks_per_sm=32, sources={})
+    blocks_per_sm=32, registers_per_thread=255, sources={})
 
 
 def test_a_record_from_another_gpu_is_named(clean, tmp_path, monkeypatch):

@@ -64,10 +64,36 @@ def device_lines(record: dict, properties: list[dict] | None = None, query: dict
     return found
 
 
-def memory_lines(where: str, value, spec: Spec) -> list[str]:
-    if not isinstance(value, (int, float)) or not 0 < value <= spec.memory_bytes:
+def memory_lines(where: str, value, spec: Spec, zero=False) -> list[str]:
+    if not isinstance(value, (int, float)) or not (0 <= value if zero else 0 < value) or value > spec.memory_bytes:
         return [f"{where} {value!r} is not within the GPU's memory ({spec.memory_bytes} bytes)"]
     return []
+
+
+def sizes_lines(node, path: str, spec: Spec) -> list[str]:
+    """Every size in bytes a record holds (`*_bytes`, `bytes`; not DRAM traffic) within the GPU's memory,
+    and every kernel's footprint (`registers` per thread, `shared_memory` per block, `block` threads)
+    within the SM's limits."""
+    found = []
+    most = {"registers": spec.registers_per_thread, "shared_memory": spec.per_sm["sharedMemPerBlockOptin"]}
+
+    def walk(node, where, key=None):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, f"{where}.{k}" if where else k, k)
+            block = node.get("block")
+            if isinstance(block, list) and block and prod(block) > spec.per_sm["maxThreadsPerBlock"]:
+                found.append(f"{where}.block {block!r}: more threads than a block holds ({spec.per_sm['maxThreadsPerBlock']})")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{where}[{i}]", key)
+        elif isinstance(node, (int, float)) and not isinstance(node, bool) and key:
+            if (key == "bytes" or key.endswith("_bytes")) and key != "dram_bytes":
+                found.extend(memory_lines(where, node, spec, zero=True))
+            elif key in most and not 0 <= node <= most[key]:
+                found.append(f"{where} {node!r} is more than the SM allows ({most[key]})")
+    walk(node, path)
+    return found[:3]
 
 
 def peak(spec: Spec, dtype: str | None, path: str | None = None) -> float:
@@ -115,7 +141,8 @@ def summary_lines(summary: dict) -> list[str]:
     of it (causal FLOPs, times the backward's factor, over its CUDA-event median and over each profiled
     forward's device time) at most the peak; its peak memory at most the GPU's."""
     spec = spec_of(summary)
-    found = time_lines({k: v for k, v in summary.items() if k not in ("settings", "code")}, "")
+    mine = {k: v for k, v in summary.items() if k not in ("settings", "code")}
+    found = time_lines(mine, "") + (sizes_lines(mine, "", spec) if spec else [])
     if spec is None or found or summary.get("stage") not in STAGES:  # a reader's attention may do less than causal
         return found
     bound = peak(spec, summary.get("dtype"), summary.get("stage"))
@@ -129,7 +156,8 @@ def summary_lines(summary: dict) -> list[str]:
 def cp_lines(summary: dict) -> list[str]:
     """A two-GPU record: its times, the single GPU's rate and each GPU's share of the work at most the peak."""
     spec = spec_of(summary)
-    found = time_lines({k: v for k, v in summary.items() if k not in ("settings", "code")}, "")
+    mine = {k: v for k, v in summary.items() if k not in ("settings", "code")}
+    found = time_lines(mine, "") + (sizes_lines(mine, "", spec) if spec else [])
     if spec is None or found:
         return found
     flops, bound = causal_flops(summary["shape"]), peak(spec, summary.get("dtype"))
@@ -146,7 +174,8 @@ def run_lines(name: str, run: dict) -> list[str]:
     every peak memory at most the GPU's."""
     spec = spec_of(run)
     results = [("result", run.get("result"))] + [(f"repeats[{i}]", r) for i, r in enumerate(run.get("repeats", []))]
-    found = [line for where, result in results for line in time_lines(result, where)]
+    found = [line for where, result in results for line in time_lines(result, where)
+             + (sizes_lines(result, where, spec) if spec else [])]
     if spec is None or found:
         return found
 

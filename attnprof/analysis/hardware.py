@@ -83,6 +83,7 @@ class Spec:
     memory_bytes: int
     per_sm: dict  # limits per SM and per block, by their deviceProperties names
     blocks_per_sm: int  # resident blocks per SM (not in deviceProperties)
+    registers_per_thread: int
     sources: dict
 
 
@@ -99,7 +100,7 @@ SPECS = {
         per_sm={"maxThreadsPerMultiprocessor": 2048, "regsPerMultiprocessor": 65536,
                 "sharedMemPerMultiprocessor": 228 * 1024, "sharedMemPerBlockOptin": 227 * 1024,
                 "maxThreadsPerBlock": 1024, "regsPerBlock": 65536, "warpSize": 32},
-        blocks_per_sm=32,
+        blocks_per_sm=32, registers_per_thread=255,
         sources={"peaks, HBM bandwidth and memory (NVIDIA H200 product page, H200 SXM)": H200_PAGE,
                  "SMs (NVIDIA H100 Tensor Core GPU Architecture whitepaper, H100 SXM5)": HOPPER_WHITEPAPER,
                  "per-SM limits, compute capability 9.0 (CUDA C++ Programming Guide)": CUDA_GUIDE,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import bounds, confirm, derived, stats, trace
+from . import bounds, confirm, counts, derived, stats, trace
 from ..model import own, store
 from ..model.names import (BACKWARD_CODE, COUNTERS_CODE, CP_CODE, CP_CONFIGS, CP_WORLD, FORWARD_CODE, OWN_CODE, RUNS,
                     backward_record, backward_settings, capture_command, counters_settings, cp_config, cp_record,
@@ -197,7 +197,7 @@ def _consistent(record, folder) -> str | None:
     tolerance = allowed.get((confirm.STAGES[stage].tolerance if stage in confirm.STAGES else None, summary.get("dtype")))
     found = confirm.summary_lines(summary, store.trace_path(folder, record).exists(), bounds.memory(summary), tolerance,
                                   errors.get((confirm.verified_path(stage), summary.get("dtype"))))
-    return (_contradiction(kind_of(record).noun, record, found, fix)
+    return (_contradiction(kind_of(record).noun, record, found, fix) or _counted(record, counts.summary_lines(summary))
             or _physical(record, summary, bounds.summary_lines(summary), properties))
 
 
@@ -208,6 +208,15 @@ def _with_device(differences, properties: list):
         properties[:] = loaded.get("deviceProperties", [])
         return differences(summary, loaded) + confirm.device_lines(summary, properties)
     return both
+
+
+def _counted(record, found) -> str | None:
+    """None when a record keeps as many samples and profiled forwards as its settings say (counts.py)."""
+    if not found:
+        return None
+    kind = kind_of(record)
+    more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+    return f"{kind.noun} {record}.json keeps other counts than it was taken with: {'; '.join(found[:3])}{more}: {kind.fix(record)}"
 
 
 def _physical(record, made, found, properties=None, query=None) -> str | None:
@@ -257,8 +266,8 @@ def _cp_status(record, folder) -> str | None:
     sweep = _run_result("sweep", folder)
     found = confirm.cp_lines(summary, sweep if isinstance(sweep, list) else None, bounds.memory(summary),
                              _verified(folder)[0].get((None, summary.get("dtype"))))
-    return _contradiction(CP.noun, record, found, CP.fix(record)) or _physical(record, summary, bounds.cp_lines(summary),
-                                                                               properties)
+    return (_contradiction(CP.noun, record, found, CP.fix(record)) or _counted(record, counts.summary_lines(summary))
+            or _physical(record, summary, bounds.cp_lines(summary), properties))
 
 
 def _counters_status(name, folder) -> str | None:
@@ -306,8 +315,8 @@ def _run_status(record, folder) -> str | None:
                                                for line in confirm.run_lines(name, result, bounds.memory(run))]
     result = run.get("result")
     query = result.get("query") if isinstance(result, dict) else None  # the hardware run's device query
-    return _contradiction("run", record, found, RUN.fix(record)) or _physical(record, run, bounds.run_lines(name, run),
-                                                                              query=query)
+    return (_contradiction("run", record, found, RUN.fix(record)) or _counted(record, counts.run_lines(name, run))
+            or _physical(record, run, bounds.run_lines(name, run), query=query))
 
 
 def _is_samples_list(run, line) -> bool:
