@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from attnprof.analysis import derived, hardware, records, stats
+from attnprof.analysis import derived, hardware, records, stats, trace
 from attnprof.model import store
 from attnprof.model.procedure import BWD_FLOP_FACTOR
 from attnprof.model.stages import DEFAULT_SHAPE
@@ -442,3 +442,94 @@ def test_a_whole_record_relabelled_as_an_unknown_gpu_is_refused(clean, tmp_path)
     why = records.status("fa4", folder)
     assert why == ("capture fa4.json: device 'NVIDIA B200' is not in the GPU specification table, so nothing bounds "
                    "its numbers: add the GPU, with the sources of its figures, to SPECS in attnprof/analysis/hardware.py")
+
+
+# ---- the drawn forward held whole: every op of every profiled forward, and their number ----------------
+
+def forward_events(data, label="attention_forward"):
+    """Each profiled forward's annotation and its device events (by correlation of the launches inside it), in
+    time order, as trace.forwards counts them."""
+    events = [e for e in data["traceEvents"] if e.get("ph") == "X"]
+    out = []
+    for ann in sorted((e for e in events if e.get("cat") == "user_annotation" and e["name"] == label), key=lambda e: e["ts"]):
+        end = ann["ts"] + ann["dur"]
+        corr = {e["args"]["correlation"] for e in events if e.get("cat") in trace.LAUNCH_CATS
+                and (e.get("pid"), e.get("tid")) == (ann.get("pid"), ann.get("tid")) and ann["ts"] <= e["ts"] <= end}
+        out.append((ann, sorted((e for e in events if e.get("cat") in trace.DEVICE_KINDS
+                                 and e.get("args", {}).get("correlation") in corr), key=lambda e: e["ts"])))
+    return out
+
+
+def drawn_and_other(data):
+    """The index of the forward a page draws, and of one neither drawn nor kept as the summary's median."""
+    fwds = trace.forwards(data, "attention_forward")
+    drawn, median = fwds.index(trace.typical_forward(fwds)), fwds.index(trace.median_forward(fwds))
+    return drawn, next(i for i in range(len(fwds)) if i not in (drawn, median))
+
+
+def mul_and_softmax_swapped(data):
+    """naive's drawn forward: Mul rewritten to 226.5 us and softmax shortened by as much, so its sum holds; the
+    other forward neither drawn nor the median gives it back, so every op's sum over forwards holds too."""
+    drawn, other = drawn_and_other(data)
+    for index, sign in ((drawn, 1), (other, -1)):
+        ops = forward_events(data)[index][1]
+        mul = next(e for e in ops if "MulFunctor" in e["name"])
+        softmax = next(e for e in ops if "softmax" in e["name"])
+        delta = sign * (226.5 - mul["dur"]) if sign == 1 else -delta_kept
+        if sign == 1:
+            delta_kept = delta
+        mul["dur"] += delta
+        softmax["dur"] -= delta
+
+
+def test_an_op_of_the_drawn_forward_rewritten_with_its_sums_kept_is_refused(clean, tmp_path):
+    folder = edited_trace(edited(clean, tmp_path, "naive.json", lambda s: None), "naive", mul_and_softmax_swapped)
+    why = records.status("naive", folder)
+    assert why and "\n" not in why and "naive.json" in why and "naive.trace.json.gz" in why, why
+    assert "run at once on one stream" in why and "python -m attnprof capture naive" in why, why
+
+
+def test_a_kernel_that_starts_before_its_launch_is_refused(clean, tmp_path):
+    def early(data):
+        drawn, other = drawn_and_other(data)
+        kernel = forward_events(data)[other][1][0]
+        launch = next(e for e in data["traceEvents"] if e.get("cat") in trace.LAUNCH_CATS
+                      and e.get("args", {}).get("correlation") == kernel["args"]["correlation"])
+        shift = kernel["ts"] - (launch["ts"] - 2.0)
+        for e in forward_events(data)[other][1]:  # the forward's ops move together: no two overlap
+            e["ts"] -= shift
+    folder = edited_trace(edited(clean, tmp_path, "flash.json", lambda s: None), "flash", early)
+    why = records.status("flash", folder)
+    assert why and "\n" not in why and "flash.json" in why, why
+    assert "before its launch" in why and "python -m attnprof capture flash" in why, why
+
+
+def test_a_profiled_forward_dropped_is_refused(clean, tmp_path):
+    """The last profiled forward removed from the trace (its annotation, CPU ops, launches and device work), and
+    the summary made again from what is left: consistent, but the settings profiled 3 ("of the 2 profiled")."""
+    folder = edited(clean, tmp_path, "naive.json", lambda s: None)
+    path = store.trace_path(folder, "naive")
+    with gzip.open(path, "rt") as f:
+        data = json.load(f)
+    before = trace.key_averages(data)
+    ann, ops = forward_events(data)[-1]
+    gone = {id(e) for e in ops} | {id(e) for e in data["traceEvents"] if e.get("ph") == "X"
+                                   and (e.get("pid"), e.get("tid")) == (ann.get("pid"), ann.get("tid"))
+                                   and ann["ts"] <= e["ts"] <= ann["ts"] + ann["dur"]}
+    gone |= {id(e) for e in data["traceEvents"] if e.get("cat") == "gpu_user_annotation"
+             and e["ts"] >= min(o["ts"] for o in ops) - 1 and e["ts"] <= max(o["ts"] for o in ops)}
+    data["traceEvents"] = [e for e in data["traceEvents"] if id(e) not in gone]
+    with gzip.open(path, "wt") as f:
+        json.dump(data, f)
+    summary = json.loads((folder / "naive.json").read_text())
+    summary.update(trace.summarize(data, "attention_forward"))
+    after = trace.key_averages(data)
+    for row in summary["key_averages"]:  # each row from the side it was of, made again
+        side = next(s for s in ("device", "cpu") if (s, row["name"]) in before
+                    and before[s, row["name"]]["calls"] == row["calls"])
+        row.update({k: after[side, row["name"]][k] for k in trace.COLUMNS})
+    (folder / "naive.json").write_text(json.dumps(summary))
+    assert len(trace.forwards(data, "attention_forward")) == 2
+    why = records.status("naive", folder)
+    assert why and "\n" not in why and "naive.json" in why, why
+    assert "ops_per_forward_each has 2 entries, but its settings' schedule keeps 3 profiled" in why, why
