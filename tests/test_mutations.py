@@ -533,3 +533,76 @@ def test_a_profiled_forward_dropped_is_refused(clean, tmp_path):
     why = records.status("naive", folder)
     assert why and "\n" not in why and "naive.json" in why, why
     assert "ops_per_forward_each has 2 entries, but its settings' schedule keeps 3 profiled" in why, why
+
+
+def one_of_each_class(clean, tmp_path):
+    """One copy holding an edit of each class above: a rate above the peak, per-SM limits doubled, samples
+    cut, the drawn forward rewritten with its sums kept."""
+    folder = edited(clean, tmp_path, "run-ceilings.json",
+                    lambda r: samples(r, "copy_us_each", lambda t: t / 2, run="ceilings"))
+    for name, edit in [("cudnn.json", keep_first("event_times_us", 10)), ("flash.json", lambda s: None),
+                       ("naive.json", lambda s: None)]:
+        data = json.loads((folder / name).read_text())
+        edit(data)
+        (folder / name).write_text(json.dumps(data))
+    edited_trace(folder, "flash", device_properties(lambda p: scale(p, "regsPerMultiprocessor", 2)))
+    edited_trace(folder, "naive", mul_and_softmax_swapped)
+    return folder, {"run-ceilings": "result.copy_gbs gives 8,507 GB/s, above the GPU's peak of 4,800 GB/s",
+                    "cudnn": "event_times_us keeps 10 samples, but its settings' event_reps is 50",
+                    "flash": "deviceProperties[0].regsPerMultiprocessor 131072 in its trace",
+                    "naive": "run at once on one stream"}
+
+
+def test_check_names_each_class_in_one_line(clean, tmp_path, capsys):
+    from attnprof.cli import main
+    folder, said = one_of_each_class(clean, tmp_path)
+    assert main(["check", "--captures", str(folder)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    for record, what in said.items():
+        [line] = [l for l in out if f" {record}.json" in l and what in l]
+        assert "python -m attnprof" in line, line
+
+
+@pytest.mark.site
+def test_the_strict_build_names_each_class_in_one_line(clean, tmp_path, build_site):
+    folder, said = one_of_each_class(clean, tmp_path)
+    r = build_site(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr, r.stderr[-2000:]
+    for record, what in said.items():
+        [line] = [l for l in r.stderr.splitlines() if f" {record}.json" in l and what in l]
+        assert "python -m attnprof" in line, line
+
+
+def edited_report(folder, record, kernel, column, change):
+    """The ncu report of `record` with one cell (`kernel`'s row, `column`) changed, its counters record parsed
+    again from it: the two agree, so only what the report says is wrong."""
+    import csv
+    import io
+    from attnprof.analysis import counters
+    path = folder / f"{record}.ncu.csv"
+    rows = list(csv.reader(io.StringIO(path.read_text())))
+    header = rows[0]
+    body = [i for i, r in enumerate(rows) if r and r[0].strip().isdigit()]
+    rows[body[kernel]][header.index(column)] = change(rows[body[kernel]][header.index(column)])
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    path.write_text(out.getvalue())
+    counted = json.loads((folder / f"{record}.counters.json").read_text())
+    counted["kernels"] = counters.parse_csv(out.getvalue())
+    (folder / f"{record}.counters.json").write_text(json.dumps(counted))
+    return folder
+
+
+@pytest.mark.parametrize("column, change, says", [
+    ("dram__bytes.sum", lambda v: str(10 * float(v.replace(",", ""))), "kernels[2].dram_bytes over its duration_ns gives"),
+    ("device__attribute_max_registers_per_multiprocessor", lambda v: "131,072",
+     "its ncu report's device__attribute_max_registers_per_multiprocessor 131072.0 (the NVIDIA H200's: 65536)"),
+    ("device__attribute_max_blocks_per_multiprocessor", lambda v: "64",
+     "its ncu report's device__attribute_max_blocks_per_multiprocessor 64.0 (the NVIDIA H200's: 32)"),
+], ids=["DRAM traffic at ten times the bandwidth", "registers per SM doubled", "blocks per SM doubled"])
+def test_a_counters_report_beyond_the_gpu_is_refused(clean, tmp_path, column, change, says):
+    folder = edited_report(edited(clean, tmp_path, "naive.counters.json", lambda c: None), "naive", 2, column, change)
+    why = records.status("naive.counters", folder)
+    assert why and "\n" not in why and "naive.counters.json" in why and says in why, why
+    assert "python -m attnprof counters" in why

@@ -10,10 +10,13 @@ returns lines `FIELD ...: what is wrong`; records.py puts the file and the fix a
 """
 from __future__ import annotations
 
+import csv
+import io
 import math
 import statistics
 from math import prod
 
+from .counters import _number
 from .flops import causal_flops, tflops
 from .hardware import QUERY_NAMES, SPECS, TABLE, Spec
 from ..model.procedure import BWD_FLOP_FACTOR, RAW_SAMPLES
@@ -82,7 +85,7 @@ def sizes_lines(node, path: str, spec: Spec) -> list[str]:
             for k, v in node.items():
                 walk(v, f"{where}.{k}" if where else k, k)
             block = node.get("block")
-            if isinstance(block, list) and block and prod(block) > spec.per_sm["maxThreadsPerBlock"]:
+            if _numbers(block) and block and prod(block) > spec.per_sm["maxThreadsPerBlock"]:
                 found.append(f"{where}.block {block!r}: more threads than a block holds ({spec.per_sm['maxThreadsPerBlock']})")
         elif isinstance(node, list):
             for i, v in enumerate(node):
@@ -96,12 +99,15 @@ def sizes_lines(node, path: str, spec: Spec) -> list[str]:
     return found[:3]
 
 
-def peak(spec: Spec, dtype: str | None, path: str | None = None) -> float:
-    """The dense TFLOP/s of the fastest unit a forward of this dtype (and path) can run on."""
-    return spec.tflops[UNIT.get(path) or dtype or "bf16"]
+def peak(spec: Spec, dtype: str | None, path: str | None = None) -> float | None:
+    """The dense TFLOP/s of the fastest unit a forward of this dtype (and path) can run on; None for a dtype
+    the table gives no peak for."""
+    return spec.tflops.get(UNIT.get(path) or dtype or "bf16")
 
 
-def rate_lines(where: str, value, bound: float, unit: str, zero=False) -> list[str]:
+def rate_lines(where: str, value, bound: float | None, unit: str, zero=False) -> list[str]:
+    if bound is None:
+        return [f"{where}: the table gives no peak for its dtype"]
     if not isinstance(value, (int, float)) or not (0 <= value if zero else 0 < value):
         return [f"{where} gives {value!r} {unit}, not a rate"]
     return [f"{where} gives {value:,.0f} {unit}, above the GPU's peak of {bound:,g} {unit}"] if value > bound else []
@@ -112,24 +118,35 @@ def time_lines(node, path: str) -> list[str]:
     finite, and positive where it measured something."""
     found = []
 
-    def check(key, value, where):
+    def check(key, value, where, sample):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
+            if sample:  # a raw sample that is no number
+                found.append(f"{where} {value!r} is not a time")
             return
         ok = math.isfinite(value) and (value >= 0 if key in MAY_BE_ZERO else True if key in EITHER_SIGN else value > 0)
         if not ok:
             found.append(f"{where} {value!r} is not a {'finite' if key in EITHER_SIGN else 'positive finite'} time")
 
-    def walk(node, where, key=None, timed=False):
+    def walk(node, where, key=None, timed=False, sample=False):
         if isinstance(node, dict):
             for k, v in node.items():
                 walk(v, f"{where}.{k}" if where else k, k, timed or k in RAW_SAMPLES)
         elif isinstance(node, list):
             for i, v in enumerate(node):
-                walk(v, f"{where}[{i}]", key, timed)
+                walk(v, f"{where}[{i}]", key, timed, sample=timed)
         elif timed or (key and key.endswith(("_us", "_us_each", "_ms", "_s"))):
-            check(key, node, where)
+            check(key, node, where, sample)
     walk(node, path)
     return found[:3]
+
+
+def _numbers(value) -> bool:
+    return isinstance(value, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)
+
+
+def _shape(value):
+    """A [B, H, S, D] shape, or None."""
+    return value if _numbers(value) and len(value) == 4 else None
 
 
 def _median(samples):
@@ -143,8 +160,8 @@ def summary_lines(summary: dict) -> list[str]:
     spec = spec_of(summary)
     mine = {k: v for k, v in summary.items() if k not in ("settings", "code")}
     found = time_lines(mine, "") + (sizes_lines(mine, "", spec) if spec else [])
-    if spec is None or found or summary.get("stage") not in STAGES:  # a reader's attention may do less than causal
-        return found
+    if spec is None or found or summary.get("stage") not in STAGES or not _shape(summary.get("shape")):
+        return found  # (a reader's attention may do less than causal attention's work)
     bound = peak(spec, summary.get("dtype"), summary.get("stage"))
     flops = causal_flops(summary["shape"]) * summary.get("bwd_flop_factor", 1)
     what = summary.get("pass", "forward")
@@ -158,13 +175,14 @@ def cp_lines(summary: dict) -> list[str]:
     spec = spec_of(summary)
     mine = {k: v for k, v in summary.items() if k not in ("settings", "code")}
     found = time_lines(mine, "") + (sizes_lines(mine, "", spec) if spec else [])
-    if spec is None or found:
+    if spec is None or found or not _shape(summary.get("shape")):
         return found
     flops, bound = causal_flops(summary["shape"]), peak(spec, summary.get("dtype"))
-    found += rate_lines("single_gpu.event_median_us", tflops(flops, summary["single_gpu"]["event_median_us"]), bound,
-                        "TFLOP/s")
-    found += rate_lines("cp_event_median_us", tflops(flops / len(summary["ranks"]), summary["cp_event_median_us"]),
-                        bound, "TFLOP/s per GPU")
+    single, slowest = (summary.get("single_gpu") or {}).get("event_median_us"), summary.get("cp_event_median_us")
+    if single:
+        found += rate_lines("single_gpu.event_median_us", tflops(flops, single), bound, "TFLOP/s")
+    if slowest and summary.get("ranks"):
+        found += rate_lines("cp_event_median_us", tflops(flops / len(summary["ranks"]), slowest), bound, "TFLOP/s per GPU")
     return found
 
 
@@ -186,7 +204,7 @@ def run_lines(name: str, run: dict) -> list[str]:
             return
         if not isinstance(node, dict):
             return
-        shape = node.get("shape") if len(node.get("shape") or ()) == 4 else shape
+        shape = _shape(node.get("shape")) or shape
         dtype, path = node.get("dtype", dtype), node.get("path", node.get("stage", path))
         bound = peak(spec, dtype, path)
         for k, v in node.items():
@@ -203,7 +221,7 @@ def run_lines(name: str, run: dict) -> list[str]:
                 if t:
                     found.extend(rate_lines(f"{where}.{k} (median)", tflops(factor * causal_flops(shape), t), bound,
                                             "TFLOP/s"))
-        if "matmul_shape" in node and _median(node.get("matmul_us_each")):
+        if _numbers(node.get("matmul_shape")) and _median(node.get("matmul_us_each")):
             found.extend(rate_lines(f"{where}.matmul_us_each (median)",
                                     tflops(2 * prod(node["matmul_shape"]), _median(node["matmul_us_each"])),
                                     spec.tflops["bf16"], "TFLOP/s"))
@@ -215,10 +233,45 @@ def run_lines(name: str, run: dict) -> list[str]:
     return found
 
 
-def counters_lines(counted: dict) -> list[str]:
-    """A counters record: each kernel's duration positive, its percentages of peak within 0-100, its DRAM
-    traffic over its own duration at most the HBM bandwidth, its resident blocks at most the SM's."""
-    spec, found = spec_of(counted), []
+# Nsight Compute's device attributes (every row of its raw report) for the table's figures
+NCU_ATTRIBUTES = {"multiprocessor_count": lambda s: s.sms, "max_blocks_per_multiprocessor": lambda s: s.blocks_per_sm,
+                  "max_registers_per_thread": lambda s: s.registers_per_thread,
+                  "max_threads_per_multiprocessor": lambda s: s.per_sm["maxThreadsPerMultiprocessor"],
+                  "max_registers_per_multiprocessor": lambda s: s.per_sm["regsPerMultiprocessor"],
+                  "max_shared_memory_per_multiprocessor": lambda s: s.per_sm["sharedMemPerMultiprocessor"],
+                  "max_shared_memory_per_block_optin": lambda s: s.per_sm["sharedMemPerBlockOptin"],
+                  "max_threads_per_block": lambda s: s.per_sm["maxThreadsPerBlock"],
+                  "max_registers_per_block": lambda s: s.per_sm["regsPerBlock"], "warp_size": lambda s: s.per_sm["warpSize"]}
+
+
+def report_lines(counted: dict, report: str) -> list[str]:
+    """The device attributes in every row of an ncu raw report are those of the GPU its record names."""
+    spec = spec_of(counted)
+    rows = list(csv.reader(io.StringIO(report)))
+    start = next((i for i, r in enumerate(rows) if r[:1] == ["ID"]), None)
+    if spec is None or start is None:
+        return []
+    found = []
+    for r in rows[start + 1:]:
+        if not (r and r[0].strip().isdigit()):
+            continue
+        row = dict(zip(rows[start], r))
+        found += [f"its ncu report's device__attribute_{a} {_number(row[f'device__attribute_{a}'])!r} "
+                  f"(the {counted['device']}'s: {want(spec)!r})" for a, want in NCU_ATTRIBUTES.items()
+                  if f"device__attribute_{a}" in row and _number(row[f"device__attribute_{a}"]) != want(spec)]
+        if "device__attribute_total_memory" in row:
+            found += memory_lines("its ncu report's device__attribute_total_memory",
+                                  _number(row["device__attribute_total_memory"]), spec)
+        if row.get("device__attribute_display_name", counted["device"]) != counted["device"]:
+            found.append(f"its ncu report's device__attribute_display_name {row['device__attribute_display_name']!r}")
+    return list(dict.fromkeys(found))
+
+
+def counters_lines(counted: dict, report: str = "") -> list[str]:
+    """A counters record: its ncu report's device attributes the GPU's; each kernel's duration positive, its
+    percentages of peak within 0-100, its DRAM traffic over its own duration at most the HBM bandwidth, its
+    resident blocks at most the SM's."""
+    spec, found = spec_of(counted), report_lines(counted, report)
     for i, k in enumerate(counted.get("kernels", [])):
         where = f"kernels[{i}]"
         d = k.get("duration_ns")

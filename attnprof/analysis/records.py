@@ -197,8 +197,8 @@ def _consistent(record, folder) -> str | None:
     tolerance = allowed.get((confirm.STAGES[stage].tolerance if stage in confirm.STAGES else None, summary.get("dtype")))
     found = confirm.summary_lines(summary, store.trace_path(folder, record).exists(), bounds.memory(summary), tolerance,
                                   errors.get((confirm.verified_path(stage), summary.get("dtype"))))
-    return (_contradiction(kind_of(record).noun, record, found, fix) or _counted(record, counts.summary_lines(summary))
-            or _physical(record, summary, bounds.summary_lines(summary), properties))
+    return (_contradiction(kind_of(record).noun, record, found, fix) or _counted(record, _safely(counts.summary_lines, summary))
+            or _physical(record, summary, _safely(bounds.summary_lines, summary), properties))
 
 
 def _with_device(differences, properties: list):
@@ -208,6 +208,14 @@ def _with_device(differences, properties: list):
         properties[:] = loaded.get("deviceProperties", [])
         return differences(summary, loaded) + confirm.device_lines(summary, properties)
     return both
+
+
+def _safely(lines, *args) -> list[str]:
+    """lines(*args); a record too malformed to be bounded or counted is one line, never a traceback."""
+    try:
+        return lines(*args)
+    except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as e:
+        return [f"cannot be read where {lines.__module__.rsplit('.', 1)[-1]}.py looks ({type(e).__name__}: {e})"]
 
 
 def _counted(record, found) -> str | None:
@@ -226,7 +234,7 @@ def _physical(record, made, found, properties=None, query=None) -> str | None:
     kind = kind_of(record)
     if why := bounds.unknown(made):
         return f"{kind.noun} {record}.json: {why}"
-    found = bounds.device_lines(made, properties, query) + found
+    found = _safely(bounds.device_lines, made, properties, query) + found
     if not found:
         return None
     more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
@@ -266,8 +274,8 @@ def _cp_status(record, folder) -> str | None:
     sweep = _run_result("sweep", folder)
     found = confirm.cp_lines(summary, sweep if isinstance(sweep, list) else None, bounds.memory(summary),
                              _verified(folder)[0].get((None, summary.get("dtype"))))
-    return (_contradiction(CP.noun, record, found, CP.fix(record)) or _counted(record, counts.summary_lines(summary))
-            or _physical(record, summary, bounds.cp_lines(summary), properties))
+    return (_contradiction(CP.noun, record, found, CP.fix(record)) or _counted(record, _safely(counts.summary_lines, summary))
+            or _physical(record, summary, _safely(bounds.cp_lines, summary), properties))
 
 
 def _counters_status(name, folder) -> str | None:
@@ -284,7 +292,8 @@ def _counters_status(name, folder) -> str | None:
         return str(e)
     report = Path(folder) / f"{record}.ncu.csv"
     try:
-        parsed = counters.parse_csv(report.read_text())
+        text = report.read_text()
+        parsed = counters.parse_csv(text)
     except (OSError, ValueError) as e:
         return f"ncu report {report.name} is missing or unreadable ({e}): {fix}"
     if parsed != counted.get("kernels"):
@@ -292,7 +301,7 @@ def _counters_status(name, folder) -> str | None:
     capture = existing_capture(record, folder)
     if capture and "ops" in capture and not counters.paired(capture["ops"], parsed):
         return f"counters of {record!r} name other kernels than its capture: {fix}"
-    return _physical(name, counted, bounds.counters_lines(counted))
+    return _physical(name, counted, _safely(bounds.counters_lines, counted, text))
 
 
 def _run_status(record, folder) -> str | None:
@@ -315,8 +324,8 @@ def _run_status(record, folder) -> str | None:
                                                for line in confirm.run_lines(name, result, bounds.memory(run))]
     result = run.get("result")
     query = result.get("query") if isinstance(result, dict) else None  # the hardware run's device query
-    return (_contradiction("run", record, found, RUN.fix(record)) or _counted(record, counts.run_lines(name, run))
-            or _physical(record, run, bounds.run_lines(name, run), query=query))
+    return (_contradiction("run", record, found, RUN.fix(record)) or _counted(record, _safely(counts.run_lines, name, run))
+            or _physical(record, run, _safely(bounds.run_lines, name, run), query=query))
 
 
 def _is_samples_list(run, line) -> bool:
