@@ -226,6 +226,8 @@ CASES = [
      lambda s: samples(s, "event_times_us", lambda t: float("inf") if t > s["event_median_us"] else t), "event_times_us["),
     ("a backward at twice the peak", "flash-bwd.json", "flash-bwd",
      lambda s: samples(s, "event_times_us", lambda t: t / 20), "event_median_us"),
+    ("a record that names no GPU", "run-ceilings.json", "run-ceilings", lambda r: r.pop("device"), "names no GPU (no `device`)"),
+    ("a capture that names no GPU", "flash.json", "flash", lambda s: s.pop("device"), "names no GPU (no `device`)"),
     # 8. counts against settings: the samples and profiled forwards a record keeps are those it was taken with
     ("10 of 50 CUDA-event samples kept", "flash.json", "flash", keep_first("event_times_us", 10), "event_times_us"),
     ("10 of a backward's 50 samples kept", "naive-bwd.json", "naive-bwd", keep_first("event_times_us", 10),
@@ -307,7 +309,8 @@ def test_check_holds_every_piece_told_what_to_find(clean, tmp_path):
         for result in [record["result"], *record.get("repeats", [])]:
             for r in result["rows"]:
                 if r["stage"] == "flash" and r["shape"] == [1, 16, 256, 64]:
-                    r["one_call_us"] = [1.3 * t for t in r["graph_us"][:len(r["one_call_us"])]]
+                    graph = r["graph_us"] * 2  # as many samples as the run keeps (50 of 30 GPU-only ones, cycled)
+                    r["one_call_us"] = [1.3 * t for t in graph[:len(r["one_call_us"])]]
     folder = edited(clean, tmp_path, "run-timing.json", no_launch)
     found = false_statements(Build(folder, records.problems(folder), strict=True), DOCS)
     (line,) = [l for l in found if "verdict flash 1x16x256x64 call" in l]

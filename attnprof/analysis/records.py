@@ -232,6 +232,8 @@ def _physical(record, made, found, properties=None, query=None) -> str | None:
     deviceProperties (and the device query) are that GPU's, and `found` (its bounds' lines) is empty;
     otherwise one line: a GPU the table does not know names the table as the fix."""
     kind = kind_of(record)
+    if "device" not in made:
+        return f"{kind.noun} {record}.json names no GPU (no `device`), so nothing bounds its numbers: {kind.fix(record)}"
     if why := bounds.unknown(made):
         return f"{kind.noun} {record}.json: {why}"
     found = _safely(bounds.device_lines, made, properties, query) + found
