@@ -609,3 +609,14 @@ def test_a_counters_report_beyond_the_gpu_is_refused(clean, tmp_path, column, ch
     why = records.status("naive.counters", folder)
     assert why and "\n" not in why and "naive.counters.json" in why and says in why, why
     assert "python -m attnprof counters" in why
+
+
+def test_an_op_of_the_drawn_forward_given_another_kind_is_refused(clean, tmp_path):
+    """naive's Mul kernel shown as a memset in the drawn forward: every sum and every key_averages row holds."""
+    def as_memset(data):
+        drawn, _ = drawn_and_other(data)
+        next(e for e in forward_events(data)[drawn][1] if "MulFunctor" in e["name"])["cat"] = "gpu_memset"
+    folder = edited_trace(edited(clean, tmp_path, "naive.json", lambda s: None), "naive", as_memset)
+    why = records.status("naive", folder)
+    assert why and "\n" not in why and "naive.json" in why, why
+    assert "runs other ops (names and kinds, in launch order) than forward 1, the median one" in why, why

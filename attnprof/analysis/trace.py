@@ -234,26 +234,26 @@ def disagreements(summary: dict, trace: dict) -> list[str]:
     else:
         derived = summarize(trace, summary.get("label", ""))
     found = [line for key, value in derived.items() for line in differences(summary.get(key), value, key)]
-    found += timeline_disagreements(trace, summary.get("label", ""), summary.get("pass") == "backward",
-                                    summary.get("ops"))
+    found += timeline_disagreements(trace, summary.get("label", ""), summary.get("pass") == "backward")
     return found + key_averages_disagreements(summary.get("key_averages", []), trace)
 
 
 AT_ONCE_US = 0.001  # the trace's timestamps are rounded to the nanosecond
 
 
-def timeline_disagreements(trace: dict, label: str, follow_autograd: bool = False, ops: list | None = None) -> list[str]:
+def timeline_disagreements(trace: dict, label: str, follow_autograd: bool = False) -> list[str]:
     """What no profile shows, in every profiled forward (the one a page draws among them): a device op that
     starts before the call that launched it, one outside its forward's device-side annotation (where the
     trace has one per forward), two ops of one stream running at once, and a forward whose ops (names and
-    kinds, in launch order) are not those of the summary's `ops`."""
+    kinds, in launch order) are not those of the median forward (the summary's `ops`)."""
     found, fwds = [], forwards(trace, label, follow_autograd)
     events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
     device = sorted((e for e in events if e.get("cat") == "gpu_user_annotation" and e.get("name") == label),
                     key=lambda e: e["ts"])
     if device and len(device) != len(fwds):
         found.append(f"{len(device)} device-side annotations {label!r} for {len(fwds)} profiled forwards")
-    shown = [(o["name"], o["kind"]) for o in ops] if ops is not None else None
+    median = fwds.index(median_forward(fwds))
+    ran = [(o.name, o.kind) for o in fwds[median].ops]
     for i, f in enumerate(fwds):
         span = device[i] if len(device) == len(fwds) else None
         for j, op in enumerate(f.ops):
@@ -264,9 +264,9 @@ def timeline_disagreements(trace: dict, label: str, follow_autograd: bool = Fals
             start = f.start_ts + op.start_us
             if span and not (span["ts"] - AT_ONCE_US <= start and start + op.duration_us <= span["ts"] + span["dur"] + AT_ONCE_US):
                 found.append(f"{where} lies outside its forward's device-side annotation")
-        if shown is not None and [(o.name, o.kind) for o in f.ops] != shown:
-            found.append(f"forward {i + 1} of {len(fwds)} runs other ops than the summary's ops (names and kinds in "
-                         f"launch order)")
+        if [(o.name, o.kind) for o in f.ops] != ran:
+            found.append(f"forward {i + 1} of {len(fwds)} runs other ops (names and kinds, in launch order) than "
+                         f"forward {median + 1}, the median one")
     streams: dict[tuple, list] = {}
     for e in events:
         if e.get("cat") in DEVICE_KINDS:
@@ -441,7 +441,7 @@ def ranks_disagreements(summary: dict, merged: dict) -> list[str]:
         found += [line for key, value in derived.items()
                   for line in differences(r.get(key), value, f"ranks[{r['rank']}].{key}")]
         found += [f"ranks[{r['rank']}]: {line}" for line in
-                  timeline_disagreements(rank_trace(merged, r["rank"]), summary["label"], ops=r.get("ops"))]
+                  timeline_disagreements(rank_trace(merged, r["rank"]), summary["label"])]
     slowest = max(r["event_median_us"] for r in summary["ranks"])
     found += list(differences(summary.get("cp_event_median_us"), slowest, "cp_event_median_us"))
     found += list(differences(summary.get("speedup"), summary["single_gpu"]["event_median_us"] / slowest, "speedup"))
