@@ -1,4 +1,6 @@
-"""The A100 figures published in Hugging Face's post, for citing beside our H200 captures.
+"""The A100 figures published in Hugging Face's post, for citing beside our H200 captures; and the
+specification table (SPECS) of each GPU a record may be taken on, which bounds every number it holds
+(analysis/bounds.py).
 
 Source: "Profiling in PyTorch (Part 3): Attention is all you profile",
 https://huggingface.co/blog/torch-attention-profile (NVIDIA A100-SXM4-80GB, bf16, [8, 16, 1024, 64],
