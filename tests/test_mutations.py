@@ -620,3 +620,16 @@ def test_an_op_of_the_drawn_forward_given_another_kind_is_refused(clean, tmp_pat
     why = records.status("naive", folder)
     assert why and "\n" not in why and "naive.json" in why, why
     assert "runs other ops (names and kinds, in launch order) than forward 1, the median one" in why, why
+
+
+def test_a_counters_report_faster_than_the_peak_is_refused(clean, tmp_path):
+    """FlashAttention-4's kernel under ncu made three times shorter: its forward's rate over the kernels' time
+    (the roofline page's) goes past the peak."""
+    record = "fa4-1x16x8192x128"
+    counted = json.loads((clean / f"{record}.counters.json").read_text())
+    longest = max(range(len(counted["kernels"])), key=lambda i: counted["kernels"][i]["duration_ns"])
+    folder = edited_report(edited(clean, tmp_path, f"{record}.counters.json", lambda c: None), record, longest,
+                           "gpu__time_duration.sum", lambda v: str(float(v.replace(",", "")) / 3))
+    why = records.status(f"{record}.counters", folder)
+    assert why and "\n" not in why and f"{record}.counters.json" in why, why
+    assert "kernels[].duration_ns (their sum) gives" in why and "above the GPU's peak of 989.5 TFLOP/s" in why, why

@@ -285,6 +285,11 @@ def counters_lines(counted: dict, report: str = "") -> list[str]:
                                 zero=True)
         if spec and k.get("limit_blocks") is not None and not 0 < k["limit_blocks"] <= spec.blocks_per_sm:
             found.append(f"{where}.limit_blocks {k['limit_blocks']!r} (the {counted['device']}'s most: {spec.blocks_per_sm})")
+    total = sum(k["duration_ns"] for k in counted.get("kernels", []) if isinstance(k.get("duration_ns"), (int, float)))
+    if spec and not found and total and counted.get("stage") in STAGES and _shape(counted.get("shape")):
+        # the roofline page's rate: the forward's causal FLOPs over its kernels' time under ncu
+        found += rate_lines("kernels[].duration_ns (their sum)", tflops(causal_flops(counted["shape"]), total / 1e3),
+                            peak(spec, counted.get("dtype"), counted["stage"]), "TFLOP/s")
     return found
 
 
