@@ -633,3 +633,17 @@ def test_a_counters_report_faster_than_the_peak_is_refused(clean, tmp_path):
     why = records.status(f"{record}.counters", folder)
     assert why and "\n" not in why and f"{record}.counters.json" in why, why
     assert "kernels[].duration_ns (their sum) gives" in why and "above the GPU's peak of 989.5 TFLOP/s" in why, why
+
+
+def test_a_kernel_footprint_beyond_the_sm_is_refused(clean, tmp_path):
+    """flash's kernel said to use 512 registers per thread (an H200 allows 255), in its summary and its trace alike."""
+    name = json.loads((clean / "flash.json").read_text())["ops"][0]["name"]
+
+    def in_trace(data):
+        for e in data["traceEvents"]:
+            if e.get("cat") == "kernel" and e["name"] == name:
+                e["args"]["registers per thread"] = 512
+    folder = edited_both(clean, tmp_path, "flash", lambda s: set_to(s["ops"][0], "registers", 512), in_trace)
+    why = records.status("flash", folder)
+    assert why and "\n" not in why and "flash.json" in why, why
+    assert "ops[0].registers 512 is more than the SM allows (255)" in why and "python -m attnprof capture flash" in why, why

@@ -4,8 +4,8 @@ A record names its GPU (`device`); the table's entry for that name bounds it, an
 deviceProperties, the hardware run's device query and its own capability and SM count must be that GPU's,
 so no field of the record can raise its own bounds. Then every rate the site shows is at most the peak
 (TFLOP/s at most the dense peak of the unit its inputs can run on; GB/s, bytes read plus written, at
-most the HBM bandwidth), every time is finite and positive, every memory at most the GPU's (peak memory: confirm.peak_lines, given
-`memory`). Each check
+most the HBM bandwidth), every time is finite and positive, every size at most the GPU's memory (peak
+memory: confirm.peak_lines, given `memory`), every kernel's footprint within the SM's limits. Each check
 returns lines `FIELD ...: what is wrong`; records.py puts the file and the fix around them. No torch here.
 """
 from __future__ import annotations
