@@ -22,8 +22,6 @@ from .hardware import QUERY_NAMES, SPECS, TABLE, Spec
 from ..model.procedure import BWD_FLOP_FACTOR, RAW_SAMPLES
 from ..model.stages import STAGES
 
-# a path that quantizes its inputs runs on a faster unit than its dtype's: SageAttention's QKᵀ is INT8
-UNIT = {"sage": "int8"}
 # times that may be zero (a key_averages column where nothing was charged; communication fully hidden) or
 # either sign (a difference of two medians)
 MAY_BE_ZERO = ("self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us", "overlap_us", "exposed_us",
@@ -100,9 +98,11 @@ def sizes_lines(node, path: str, spec: Spec) -> list[str]:
 
 
 def peak(spec: Spec, dtype: str | None, path: str | None = None) -> float | None:
-    """The dense TFLOP/s of the fastest unit a forward of this dtype (and path) can run on; None for a dtype
-    the table gives no peak for."""
-    return spec.tflops.get(UNIT.get(path) or dtype or "bf16")
+    """The dense TFLOP/s of the fastest unit a forward of this dtype (and path) can run on: a stage that
+    quantizes its inputs (the stage table's `tolerance`, "int8") runs on that unit. None for a dtype the
+    table gives no peak for."""
+    quantized = STAGES[path].tolerance if path in STAGES else None
+    return spec.tflops.get(quantized or dtype or "bf16")
 
 
 def rate_lines(where: str, value, bound: float | None, unit: str, zero=False) -> list[str]:
