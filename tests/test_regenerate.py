@@ -131,7 +131,7 @@ def test_a_capture_and_a_run_are_written_under_the_key_check_computes(tmp_path, 
         kind = records.kind_of(record)
         assert head["key"] == kind.key(record) and head["code"] == kind.code(record)
     monkeypatch.setattr(capture, "require_cuda", lambda *a: None)
-    monkeypatch.setattr(capture, "environment", lambda *a: {"device": "a test"})
+    monkeypatch.setattr(capture, "environment", lambda *a: {"device": "NVIDIA H200"})  # a GPU the table knows
     monkeypatch.setattr(runs, "function", lambda name: lambda: [{"measured": 1}])
     assert runs.run(["gqa"], tmp_path) == {"gqa": "ok"}
     assert records.status("run-gqa", tmp_path) is None
