@@ -124,6 +124,7 @@ def numbers(lesson: str) -> list[str]:
 
 def assert_a_lesson(lesson: str):
     assert lesson and "{" not in lesson and "(evidence" not in lesson
+    assert not lesson.endswith("."), lesson  # the page ends the sentence after the marker, so the marker sits inside it
     assert len(lesson.split()) <= LESSON_WORDS, (len(lesson.split()), lesson)
     assert len(numbers(lesson)) <= LESSON_NUMBERS, (numbers(lesson), lesson)
 

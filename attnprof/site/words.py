@@ -22,3 +22,8 @@ def short(stage: str) -> str:
 def count(n: int) -> str:
     """A small count in words, as a sentence says it."""
     return ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")[n] if n < 10 else str(n)
+
+
+def listed(items: list[str]) -> str:
+    """"a", "a and b", "a, b and c": items as a sentence lists them."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"

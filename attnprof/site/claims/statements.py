@@ -21,7 +21,7 @@ from ...model import names
 from ...model.stages import DEFAULT_SHAPE, LONG_SHAPE, select
 from ...text import ms, shape as shape_text, us
 from ..build import Build, FalseStatement, RecordUnusable, across, row
-from ..words import count, short, title
+from ..words import count, listed, short, title
 from ..registry import piece
 from ..pieces.runs import measured, row_where
 from ..render import tables
@@ -275,7 +275,7 @@ def bwd_over_forward(build: Build) -> Statement:
             f"{times(fused[hi])} ({title(hi)}); the unfused ones, whose forward was already slow, "
             f"{times(min(unfused.values()))} to {times(max(unfused.values()))}.")
     lesson = (f"Every fused backend's backward takes {times(fused[lo])} to {times(fused[hi])} the device time of its "
-              f"forward, more than any unfused one's.")
+              f"forward, more than any unfused one's")
     return Statement(text, min(fused.values()) > max(unfused.values()) and min(fused.values()) > 1, lesson=lesson,
                      rests_on=
                      f"fused {min(fused.values()):.2f}–{max(fused.values()):.2f}×, "
@@ -333,9 +333,9 @@ def bwd_fastest(build: Build) -> Statement:
     lesson = (f"By device time the fastest backward here is {short(first[0])}'s, {us(device[first[0]].median)}"
               if len(first) == 1 else f"By device time no backward leads: {listed([short(k) for k in first])} are "
                                       f"not told apart")
-    lesson += ("; by one call too." if first_event == first else
+    lesson += ("; by one call too" if first_event == first else
                f"; by one call, {listed([short(k) for k in first_event])} "
-               f"{'comes' if len(first_event) == 1 else 'share the'} first{'' if len(first_event) == 1 else ' place'}.")
+               f"{'comes' if len(first_event) == 1 else 'share the'} first{'' if len(first_event) == 1 else ' place'}")
     missing = [r["stage"] for result in build.repeats("backward") for r in result["rows"] if "error" in r]
     return Statement(text, not missing and len(device) == len(FUSED_BWD + UNFUSED_BWD),  # every backward, every process
                      f"{outcome}; failed in a process: {missing or 'none'}", outcome, lesson)
@@ -353,10 +353,6 @@ def _place(what: str, group: list[str], rows: dict[str, decide.Range]) -> str:
     return f"{what} is not decided: {_named(group[:1], rows)} is not told apart from {_named(group[1:], rows)}"
 
 
-def listed(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
 @claim("bwd-host", reads=lambda stage: [names.backward_record(stage)],
        flip=lambda stage: Flip(f"{names.backward_record(stage)}.json", setting(cpu_backward_us=100.0)))
 def bwd_host(build: Build, stage) -> Statement:
@@ -371,7 +367,7 @@ def bwd_host(build: Build, stage) -> Statement:
             f"time there ({us(s['event_p10_us'])} to {us(s['event_p90_us'])}, p10 to p90) follows the CPU, not the "
             f"GPU.")
     lesson = (f"{short(stage)}'s backward spends {us(s['cpu_backward_us'])} on the CPU for {us(s['backward_device_us'])} "
-              f"of kernels, so its one-call time follows the CPU.")
+              f"of kernels, so its one-call time follows the CPU")
     return Statement(text, s["cpu_backward_us"] > s["backward_device_us"]
                      and s["event_p10_us"] > 2 * s["backward_device_us"], lesson=lesson, rests_on=
                      f"CPU {s['cpu_backward_us']:.1f} µs, device {s['backward_device_us']:.1f} µs, "
@@ -505,7 +501,7 @@ def cp_device_over_event(build: Build) -> Statement:
             f"stretch counts twice; the time at least one op ran, the union of their intervals, is {us(union)}, "
             f"within the call.")
     lesson = (f"The first rank's device time, {us(r['forward_device_us'])}, exceeds its one-call time, "
-              f"{us(r['event_median_us'])}, because kernels that overlap are counted twice.")
+              f"{us(r['event_median_us'])}, because kernels that overlap are counted twice")
     return Statement(text, r["forward_device_us"] > union and union <= r["event_median_us"] * 1.05, lesson=lesson,
                      rests_on=
                      f"sum {r['forward_device_us']:.1f}, union {union:.1f}, event {r['event_median_us']:.1f}")
@@ -587,7 +583,7 @@ def rates(build: Build, stage) -> Statement:
     b2b = [r["tflops_back_to_back"] for r in fastest.values()]
     one_call = [r["tflops"] for r in fastest.values()] + [capture]
     lesson = (f"{short(stage)}'s rate is highest by its kernel's time alone, {f(profiler)} TFLOP/s, and lowest one "
-              f"call at a time, down to {f(min(one_call))}.")
+              f"call at a time, down to {f(min(one_call))}")
     return Statement(text, min(kernel_only) >= max(b2b) and min(b2b) > max(one_call), lesson=lesson, rests_on=
                      f"kernel {kernel_only}, back to back {b2b}, one call {one_call}")
 
@@ -684,7 +680,7 @@ def one_call_runs(build: Build) -> Statement:
                "Here each pair agrees within its spread. ")
             + "Each table names the run its numbers come from.")
     lesson = ("One call's time is a latency above the device time, and each run measures its own"
-              + (f": {listed(moved)} differ between two runs." if moved else ": here each pair of runs agrees."))
+              + (f": {listed(moved)} differ between two runs" if moved else ": here each pair of runs agrees"))
     return Statement(text, holds, "; ".join(parts), lesson=lesson)
 
 
@@ -1409,6 +1405,6 @@ def recompile_cliff(build: Build) -> Statement:
             f"later shape climbs back.")
     rest = [p["tflops"] for p in points[drop:]]
     lesson = (f"The cliff is at the {ordinal(drop + 1)} new shape, one past `torch.compile`'s limit of {limit} "
-              f"recompiles, and no later shape climbs back.")
+              f"recompiles, and no later shape climbs back")
     return Statement(text, drop == limit and max(rest) < min(p["tflops"] for p in points[:drop]),
                      f"the largest drop before point {drop + 1} of {len(points)}, limit {limit}", lesson=lesson)

@@ -60,10 +60,10 @@ def drawn(build: Build, record, explained=None) -> str:
     what = s.get("pass", "forward")
     fwds, shown = build.forwards(record)
     guide = "" if explained == "here" else f" ([reading a trace]({TRACE_GUIDE}))"
-    return (f"One {what} of `{record}`: of the {len(fwds)} profiled, the one nearest the medians on both sides "
-            f"([why](methods.md#which-forward-a-page-shows)), {us(shown.cpu_us)} on the CPU (median "
+    return (f"The {what} of `{record}` drawn here is the one of the {len(fwds)} profiled nearest the medians on both "
+            f"sides ([why](methods.md#which-forward-a-page-shows)). It takes {us(shown.cpu_us)} on the CPU (median "
             f"{us(statistics.median(f.cpu_us for f in fwds))}, profiler on) and {us(shown.device_us)} of device time "
-            f"(median {us(statistics.median(f.device_us for f in fwds))}); the op list shows the same one{guide}. "
+            f"(median {us(statistics.median(f.device_us for f in fwds))}). The op list shows the same one{guide}. "
             f"The trace file holds the whole profile{', each backward after its forward' if what == 'backward' else ''}.")
 
 

@@ -74,7 +74,8 @@ def measured_once(parts: list[dict], more=(), rest="the trace and the raw timing
     once = [what for key, what in MEASURED_ONCE.items() if any(key in p for p in parts)] + list(more)
     if not once:
         return ""
-    return f"  \n    Measured once, when captured: {', '.join(once)}; every other figure is recomputed from {rest}."
+    return (f"  \n    Measured once, when captured: {', '.join(once)}.  \n    Every other figure is recomputed from "
+            f"{rest}.")
 
 
 def why_unavailable(raw: str) -> str:
