@@ -659,7 +659,7 @@ def one_call_runs(build: Build) -> Statement:
         if g:
             other = across(build, "graphs", lambda res: row(res, path=g["path"], where=g["where"])["eager"]["times_us"])
             parts.append(f"{label}'s is {own.text(us)} in its capture's run and {other.text(us)} in the CUDA-graph run "
-                         f"of [When the GPU waits for Python](launch-bound.md)")
+                         f"of [What CUDA graphs and compile change](graphs-and-compile.md)")
             holds &= decide.order(other, device) == 1
             moved += [label] if decide.told_apart(own, other) else []
     long = build.summary(names.record_name("cudnn", LONG_SHAPE))
