@@ -5,7 +5,8 @@ and tap target at least 24 px tall, and a tap between thin marks listing those u
 number broken across lines; the naive snippet's masking line on screen; prose lines of about 90
 characters at most at 1400 px; on each ladder chapter the lesson first: the trace figure within
 FIRST_SCREENS px below the title and the "What to notice" box on the page as laid out, with nothing
-opened. (axe-core's WCAG 2 A/AA rules run on every page, both widths and schemes, in test_browser.py.)
+opened; every chapter at most CHAPTER_PX tall with nothing opened, and every guess answered by a "What to
+notice" box within ANSWER_PX below it. (axe-core's WCAG 2 A/AA rules run on every page, both widths and schemes, in test_browser.py.)
 
 The checks that only read a page run inside test_browser.py's test of each page, on the page it has
 already loaded at each width (one load per width and page): `at_wide`, `at_phone_unopened`,
@@ -359,9 +360,39 @@ def at_wide(browser, page) -> list[str]:
     return problems
 
 
+CHAPTER_PX, ANSWER_PX = 12_000, 4_000  # a chapter's height on a phone, details closed; a guess to its answer
+
+# Each open guess (a question box) and the first "What to notice" box below it, and the chapter's height.
+GUESSES = """
+const top = el => el.getBoundingClientRect().top + window.scrollY;
+const notices = [...document.querySelectorAll('article .admonition')].filter(a =>
+    (a.querySelector('.admonition-title') || {}).textContent === 'What to notice');
+const guesses = [...document.querySelectorAll('article .admonition.question')].map(q => {
+    const below = notices.map(top).filter(y => y > top(q));
+    return [q.querySelector('.admonition-title').textContent, below.length ? Math.min(...below) - top(q) : null];
+});
+return {height: document.querySelector('article').getBoundingClientRect().height, guesses: guesses};
+"""
+
+
+def chapter_shape(browser) -> list[str]:
+    """The chapter at most CHAPTER_PX tall with its details closed, and every guess it opens answered by a
+    "What to notice" box that starts within ANSWER_PX below it."""
+    found = browser.execute_script(GUESSES)
+    problems = [] if found["height"] <= CHAPTER_PX else [
+        f"the chapter is {found['height']:,.0f} px tall with its details closed, over {CHAPTER_PX:,}: fold its "
+        f"details or split it"]
+    for title, gap in found["guesses"]:
+        if gap is None or gap > ANSWER_PX:
+            problems.append(f"the guess “{title}” is answered by no What to notice box within {ANSWER_PX:,} px below "
+                            f"it ({'none below it' if gap is None else f'{gap:,.0f} px'})")
+    return problems
+
+
 def at_phone_unopened(browser, page) -> list[str]:
     """`page` loaded at 390 px, in the light scheme, no details block opened and no tab clicked."""
-    return lesson_first(browser) if page in ladder() else []
+    problems = lesson_first(browser) if page in ladder() else []
+    return problems + ([] if page.startswith("notebooks") else chapter_shape(browser))
 
 
 def at_phone_opened(browser, page) -> list[str]:
