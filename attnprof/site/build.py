@@ -33,6 +33,7 @@ class Build:
         self._listed: set[str] | None = None
         self._read: dict = {}  # every file this build has read (records.reading)
         self.evidence: list[str] | None = None  # the page being rendered: what its lessons rest on (`fold`)
+        self.numbers: dict[tuple[str, str, str], set[str]] = {}  # (record, quantity, method) -> as pages state it
 
     def fold(self, lesson: str, evidence: str) -> str:
         """A conclusion as a page shows it: its lesson in the prose, with a marker that opens its evidence (ranges,
@@ -42,6 +43,12 @@ class Build:
             return f"{lesson} (evidence: {evidence})"
         self.evidence.append(evidence)
         return f"{lesson}[^{EVIDENCE}{len(self.evidence)}]"
+
+    def number(self, record: str, quantity: str, method: str, text: str) -> str:
+        """`text`, a quantity of `record` as a page states it, noted under its quantity and method (words.QUANTITIES,
+        words.METHODS), so that a test can hold every page to one number per quantity and method."""
+        self.numbers.setdefault((record, quantity, method), set()).add(text)
+        return text
 
     def _load(self, load, *args):
         """load(*args), reading each file once over the whole build."""
