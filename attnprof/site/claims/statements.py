@@ -1101,7 +1101,7 @@ def flash_register_limit(build: Build) -> Statement:
     t = occupancy.theoretical(op["registers"], threads, op["shared_memory"] or 0, props)
     text = (f"a warp then needs {per_warp:,} of the SM's {props['regsPerMultiprocessor']:,} registers, so only "
             f"{t['warps_per_sm']} warps, {t['blocks_per_sm']} blocks of {threads} threads, fit")
-    lesson = f"a warp then needs {per_warp:,} of the SM's {props['regsPerMultiprocessor']:,} registers, which run out first"
+    lesson = f"only {t['warps_per_sm']} warps fit, because a warp then needs {per_warp:,} of the SM's registers"
     return Statement(text, t["limiter"] == "registers", f"{op['registers']} registers, {threads} threads, {t}",
                      lesson=lesson)
 

@@ -119,6 +119,9 @@ VALUES = {
     "a100_cpu": lambda b, s: us(hardware.FIGURES[s["stage"]]["cpu_us"]),
     "a100_ratio": lambda b, s: _a100_ratio(s),
     "sms": lambda b, s: str(b.device_properties(s["record"])["numSms"]),
+    "sm_registers": lambda b, s: f"{b.device_properties(s['record'])['regsPerMultiprocessor']:,}",
+    "sm_warps": lambda b, s: str(b.device_properties(s["record"])["maxThreadsPerMultiprocessor"]
+                                 // b.device_properties(s["record"]).get("warpSize", 32)),
     "device_time": lambda b, s: b.number(s["record"], DEVICE, MEDIAN, us(s["forward_device_us"])),
     "event_median": lambda b, s: b.number(s["record"], ONE_CALL, CAPTURE_RUN, us(s["event_median_us"])),
     "cpu_time": lambda b, s: b.number(s["record"], CPU, MEDIAN, us(s["cpu_forward_us"])),
