@@ -1071,7 +1071,7 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
     groups = decide.ranking(enqueue)
     holds = {"the most expensive of these here": groups[-1] == [stage],
              "the cheapest of these here": groups[0] == [stage]}.get(rank, True)
-    lesson = f"by CPU time per forward, {short(stage)} takes {us(mine.median)}, so {rank}"
+    lesson = f"without the profiler, {short(stage)}'s CPU enqueue takes {us(mine.median)} per forward, so {rank}"
     return Statement(text, holds, f"{ {k: round(v.median, 1) for k, v in enqueue.items()} }, groups {groups}", rank,
                      lesson)
 

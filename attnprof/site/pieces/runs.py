@@ -170,7 +170,7 @@ def sweep_table(build: Build, d):
         for p in paths:
             r = next(r for r in _sweep_points(build, d, p) if r["shape"][2] == s)
             cells.append("OOM" if r.get("oom") else "n/a" if "unavailable" in r else
-                         f"{r['tflops_back_to_back']:.0f} · {size(r['peak_extra_bytes'])}")
+                         f"{r['tflops_back_to_back']:.0f} TFLOP/s · {size(r['peak_extra_bytes'])}")
         rows.append((f"{s:,}", *cells))
     shapes = [r["shape"] for p in paths for r in _sweep_points(build, d, p)]
     tokens = min(r[0] * r[2] for r in shapes)
