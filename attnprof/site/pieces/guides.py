@@ -10,7 +10,7 @@ from ...analysis.occupancy import REG_ALLOC_UNIT, SMEM_RESERVED_PER_BLOCK
 from ..render import tables
 from ..build import Build
 from ..registry import piece
-from ..words import count
+from ..words import CAPTURE_RUN, DRAWN, MEDIAN, TIMING_RUN, count
 
 
 @piece("occupancy-guide", captures=1)
@@ -71,3 +71,14 @@ def decision_guide(build: Build):
         f"verdict is decided only when every process gives it with the pace-setting side slower by "
         f"{timing.HOST_MARGIN:g}× or more. Nsight Compute's {counters.BOUND_AT:g} % threshold carries a band of "
         f"±{counters.BAND:g} points: a kernel inside it is *near the threshold*, not flipped across it.")
+
+
+@piece("method-labels")
+def method_labels(build: Build):
+    """The methods a figure per forward is had by, each said once here in the words the pages use for it
+    (words.METHODS): the same quantity by two methods gives two numbers, and each names its own."""
+    where = {MEDIAN: "the tables of several stages, the figures inside sentences and the comparisons",
+             DRAWN: "the trace figure, the op list, the CPU side and the gaps of a chapter",
+             CAPTURE_RUN: "one call of a chapter's capture, timed without the profiler",
+             TIMING_RUN: "the rankings of SDPA's backends and the launch-bound verdicts, over separate processes"}
+    return "\n".join(f"- **{label[0].upper()}{label[1:]}**: {what}." for label, what in where.items())
