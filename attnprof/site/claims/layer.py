@@ -33,8 +33,8 @@ def layer_around(build: Build, record: str = SDPA) -> Statement:
             f"{times(rest / kernel['duration_us'])} the attention kernel's time ({_where(s)}).")
     lesson = (f"Most of the layer's device time is spent around its attention kernel: {us(rest)} of other ops "
               f"against {us(kernel['duration_us'])} of attention")
-    return Statement(text, len(attention) == 1 and rest > kernel["duration_us"], lesson=lesson, rests_on=
-                     f"{len(attention)} attention kernels; {rest:.1f} µs around {kernel['duration_us']:.1f} µs")
+    return Statement(text, len(attention) == 1 and rest > kernel["duration_us"], lesson=lesson,
+                     rests_on=f"{len(attention)} attention kernels; {rest:.1f} µs around {kernel['duration_us']:.1f} µs")
 
 
 @claim("layer-eager", reads=[EAGER, SDPA],
@@ -57,7 +57,7 @@ def layer_eager(build: Build) -> Statement:
     lesson = (f"Under `eager` the same layer takes {times(eager['forward_device_us'] / sdpa['forward_device_us'])} "
               f"the device time it takes under `sdpa`; its float32 softmax alone outlasts sdpa's whole attention kernel")
     return Statement(text, in_fp32 and soft["duration_us"] > kernel["duration_us"]
-                     and eager["forward_device_us"] > sdpa["forward_device_us"], lesson=lesson, rests_on=
-                     f"softmax dtype {kernel_names.explain(soft['name'])['dtype']}, {soft['duration_us']:.1f} µs "
+                     and eager["forward_device_us"] > sdpa["forward_device_us"], lesson=lesson,
+                     rests_on=f"softmax dtype {kernel_names.explain(soft['name'])['dtype']}, {soft['duration_us']:.1f} µs "
                      f"against {kernel['duration_us']:.1f} µs; eager {eager['forward_device_us']:.1f} µs, sdpa "
                      f"{sdpa['forward_device_us']:.1f} µs")

@@ -277,8 +277,7 @@ def bwd_over_forward(build: Build) -> Statement:
     lesson = (f"Every fused backend's backward takes {times(fused[lo])} to {times(fused[hi])} the device time of its "
               f"forward, more than any unfused one's")
     return Statement(text, min(fused.values()) > max(unfused.values()) and min(fused.values()) > 1, lesson=lesson,
-                     rests_on=
-                     f"fused {min(fused.values()):.2f}–{max(fused.values()):.2f}×, "
+                     rests_on=f"fused {min(fused.values()):.2f}–{max(fused.values()):.2f}×, "
                      f"unfused {min(unfused.values()):.2f}–{max(unfused.values()):.2f}×")
 
 
@@ -369,8 +368,8 @@ def bwd_host(build: Build, stage) -> Statement:
     lesson = (f"{short(stage)}'s backward spends {us(s['cpu_backward_us'])} on the CPU for {us(s['backward_device_us'])} "
               f"of kernels, so its one-call time follows the CPU")
     return Statement(text, s["cpu_backward_us"] > s["backward_device_us"]
-                     and s["event_p10_us"] > 2 * s["backward_device_us"], lesson=lesson, rests_on=
-                     f"CPU {s['cpu_backward_us']:.1f} µs, device {s['backward_device_us']:.1f} µs, "
+                     and s["event_p10_us"] > 2 * s["backward_device_us"], lesson=lesson,
+                     rests_on=f"CPU {s['cpu_backward_us']:.1f} µs, device {s['backward_device_us']:.1f} µs, "
                      f"event p10 {s['event_p10_us']:.1f} µs")
 
 
@@ -503,8 +502,7 @@ def cp_device_over_event(build: Build) -> Statement:
     lesson = (f"The first rank's device time, {us(r['forward_device_us'])}, exceeds its one-call time, "
               f"{us(r['event_median_us'])}, because kernels that overlap are counted twice")
     return Statement(text, r["forward_device_us"] > union and union <= r["event_median_us"] * 1.05, lesson=lesson,
-                     rests_on=
-                     f"sum {r['forward_device_us']:.1f}, union {union:.1f}, event {r['event_median_us']:.1f}")
+                     rests_on=f"sum {r['forward_device_us']:.1f}, union {union:.1f}, event {r['event_median_us']:.1f}")
 
 
 # ---- a kernel's launch figures, inline in prose ----------------------------------------------------
@@ -584,8 +582,8 @@ def rates(build: Build, stage) -> Statement:
     one_call = [r["tflops"] for r in fastest.values()] + [capture]
     lesson = (f"{short(stage)}'s rate is highest by its kernel's time alone, {f(profiler)} TFLOP/s, and lowest one "
               f"call at a time, down to {f(min(one_call))}")
-    return Statement(text, min(kernel_only) >= max(b2b) and min(b2b) > max(one_call), lesson=lesson, rests_on=
-                     f"kernel {kernel_only}, back to back {b2b}, one call {one_call}")
+    return Statement(text, min(kernel_only) >= max(b2b) and min(b2b) > max(one_call), lesson=lesson,
+                     rests_on=f"kernel {kernel_only}, back to back {b2b}, one call {one_call}")
 
 
 @claim("cpu-saving", reads=lambda stage, against: [stage, against],
@@ -632,8 +630,8 @@ def queued_vs_one_call(build: Build, stage) -> Statement:
             f"small to separate from the other differences between a lone call and a stream")
     lesson = (f"{short(stage)}'s queued and one-call times lie within {math.ceil(100 * max(gaps.values()))} % of each "
               f"other: beside a kernel this long, the launch is small")
-    return Statement(text, max(gaps.values()) < QUEUED_NEAR, lesson=lesson, rests_on=
-                     f"gaps {', '.join(f'{l} {pct(g)}' for l, g in gaps.items())} against {pct(QUEUED_NEAR)}")
+    return Statement(text, max(gaps.values()) < QUEUED_NEAR, lesson=lesson,
+                     rests_on=f"gaps {', '.join(f'{l} {pct(g)}' for l, g in gaps.items())} against {pct(QUEUED_NEAR)}")
 
 
 def _graphs_row(build: Build, path: str) -> dict | None:
@@ -715,8 +713,8 @@ def cudnn_fastest(build: Build) -> Statement:
               f"{said[rival]}, " + ("and by one call too" if first[1] == ["cudnn"] else
                                                   f"though by one call it is not told apart from {listed([short(b) for b in first[1] if b != 'cudnn'])}"))
     return Statement(text, first[0] == ["cudnn"] and "cudnn" in first[1] and captured["cudnn"] < captured[rival],
-                     lesson=lesson, rests_on=
-                     f"first by device {first[0]}, by one call {first[1]}")
+                     lesson=lesson,
+                     rests_on=f"first by device {first[0]}, by one call {first[1]}")
 
 
 def hopper_kernels(build: Build) -> list[str]:
@@ -904,8 +902,8 @@ def graph_gains(build: Build) -> Statement:
     saved = [1 - graph[k].median / eager[k].median for k in eager if k[0] == places[0]]
     lesson = (f"A replay saves {pct(min(saved))} to {pct(max(saved))} of one call at the post's shape, and gains most "
               f"at short decode steps, where the launch is most of the call")
-    return Statement(text, len(places) > 2 and faster and grows, lesson=lesson, rests_on=
-                     f"replay faster everywhere: {faster}, grows: {grows}; "
+    return Statement(text, len(places) > 2 and faster and grows, lesson=lesson,
+                     rests_on=f"replay faster everywhere: {faster}, grows: {grows}; "
                      f"{ {k: round(v.median, 2) for k, v in speedup.items()} }", outcome=str(most))
 
 
@@ -1275,8 +1273,7 @@ def hopper_compute_bound(build: Build) -> Statement:
     lesson = (f"Only the {count(len(hopper))} kernels written for Hopper, "
               f"{' and '.join(short(s) + chr(39) + 's' for s in hopper)}, come to the compute-bound threshold")
     return Statement(text, sorted(reach) == sorted(hopper) and "compute-bound" in reach.values(), lesson=lesson,
-                     rests_on=
-                     f"verdicts {verdicts}, Hopper kernels {hopper}")
+                     rests_on=f"verdicts {verdicts}, Hopper kernels {hopper}")
 
 
 @claim("causal-tile-work", reads=lambda stage, tile="128": [names.record_name(stage, LONG_SHAPE)],
@@ -1346,8 +1343,7 @@ def longest_op(build: Build, stage, launched_by) -> Statement:
     lesson = (f"the longest is op {i}, launched by `{_aten(s, op)}`, {times(op['duration_us'] / mm['duration_us'])} as "
               f"long as the longer matmul")
     return Statement(text, _aten(s, op) == launched_by and op["duration_us"] > mm["duration_us"], lesson=lesson,
-                     rests_on=
-                     f"longest op {i} launched by {_aten(s, op)}, matmul {mm['duration_us']:.1f} µs")
+                     rests_on=f"longest op {i} launched by {_aten(s, op)}, matmul {mm['duration_us']:.1f} µs")
 
 
 @claim("copy-cost", reads=lambda stage="naive", against="inplace": [stage, against, "run-hardware"],
@@ -1369,8 +1365,8 @@ def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
     lesson = (f"the copy took {us(copy['duration_us'])}, within {100 * abs(copy['duration_us'] / expected - 1):.1f} % "
               f"of what its bytes take at the GPU's measured copy rate")
     return Statement(text, abs(copy["duration_us"] / expected - 1) < 0.1 and abs(saved / copy["duration_us"] - 1) < 0.1,
-                     lesson=lesson, rests_on=
-                     f"expected {expected:.1f} µs, copy {copy['duration_us']:.1f} µs, saved {saved:.1f} µs")
+                     lesson=lesson,
+                     rests_on=f"expected {expected:.1f} µs, copy {copy['duration_us']:.1f} µs, saved {saved:.1f} µs")
 
 
 @claim("same-op-time", reads=lambda a, b, launched_by: [a, b],
