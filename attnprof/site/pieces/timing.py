@@ -17,7 +17,7 @@ from ...model.stages import DEFAULT_SHAPE, STAGES
 from ...text import shape as shape_text, us
 from ..render import tables
 from ..build import Build, FalseStatement, RecordUnusable
-from ..words import count, short, title
+from ..words import ONE_CALL, TIMING_RUN, count, short, title
 from ..registry import piece
 
 
@@ -36,6 +36,12 @@ def timed_range(build: Build, stage, shape, field="enqueue_us") -> decide.Range:
     p10–p90 of its one process)."""
     found = [timing.find(rep["rows"], stage, shape) for rep in build.repeats("timing")]
     return decide.of([f[field] for f in found if "error" not in f])
+
+
+def _record(stage: str, shape) -> str:
+    """The record name of a stage at a shape of the timing run ("8x16x1024x64" or [8, 16, 1024, 64])."""
+    dims = tuple(int(x) for x in (shape.split("x") if isinstance(shape, str) else shape))
+    return names.record_name(stage, dims)
 
 
 def where(s) -> str:
@@ -74,6 +80,7 @@ def timing_table(build: Build, shape=None):
         if shape and "x".join(map(str, r["shape"])) != shape:
             continue
         v = timing.verdict(r)
+        build.number(_record(r["stage"], r["shape"]), ONE_CALL, TIMING_RUN, us(v.one_call.median))
         out.append((short(r["stage"]), shape_text(r["shape"]), spread(v.one_call),
                      spread(v.back_to_back), spread(v.gpu_only), spread(v.enqueue), us(v.profiled_cpu.median),
                      f"**{v.stream}**", _signed(v.launch_overhead_us)))
@@ -189,7 +196,8 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
                                  f"twice its GPU work ({gpu.scaled(lambda x: 2 * x).text(us)}) are not told apart "
                                  f"({one.how}): drop expect= and let the numbers speak")
         return _claim(directive, expect, found, build.fold(
-            f"it takes {us(one.median)}, {us(gpu.median)} of it GPU work",
+            f"it takes {build.number(_record(stage, shape), ONE_CALL, TIMING_RUN, us(one.median))}, "
+            f"{us(gpu.median)} of it GPU work",
             f"it takes {one.text(us)} (CUDA events), {gpu.text(us)} of it GPU work (CUDA-graph replay) "
             f"and {_signed(v.launch_overhead_us)} launch overhead ({100 * v.launch_overhead_us / v.one_call.median:.0f} %"
             f"; {one.how})"))
