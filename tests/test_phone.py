@@ -435,3 +435,28 @@ def test_a_new_price_redraws_every_cost_with_its_range(site, server, browser):
         ends = dollars(fast, 7.0), dollars(slow, 7.0)  # the fastest process's dollars first
         spread = "" if ends[0] == ends[1] else f" [{ends[0]}–{ends[1]}]"
         assert text.split(" ")[0] == dollars(tps, 3.5) and after == dollars(tps, 7.0) + spread, (text, after)
+
+
+def test_a_lessons_number_opens_its_evidence_under_it_and_closes_it(site, server, browser):
+    """A checked sentence's number, tapped on a phone: its evidence (the note in the page's closed Evidence box)
+    opens under the paragraph that holds it, the page's box itself staying closed; a second tap closes it."""
+    metrics(browser, PHONE)
+    browser.get(f"{server}/backward/")
+    view(browser, PHONE, False)
+    closed = "return [...document.querySelectorAll('article details')].filter(d => d.querySelector('[id^=\"fn:evidence-\"]') && !d.open).length"
+    assert browser.execute_script(closed) == 1  # the page's evidence, folded
+    link = browser.find_element("css selector", 'a.footnote-ref[href="#fn:evidence-1"]')
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", link)
+    link.click()
+    opened = browser.execute_script("""
+        const box = document.querySelector('.attnprof-evidence[data-for="fn:evidence-1"]');
+        if (!box) return null;
+        const block = document.querySelector('a.footnote-ref[href="#fn:evidence-1"]').closest('p, li');
+        return {after: block.nextElementSibling === box || block.contains(box), text: box.textContent,
+                note: document.getElementById('fn:evidence-1').textContent.replace('↩', '').trim(),
+                shown: box.getBoundingClientRect().height > 0};""")
+    assert opened and opened["after"] and opened["shown"], opened
+    assert opened["text"].strip() == opened["note"] and "device time" in opened["text"]
+    assert browser.execute_script(closed) == 1 and "#fn:" not in browser.current_url  # no jump to the box
+    link.click()
+    assert browser.execute_script("return document.querySelectorAll('.attnprof-evidence').length") == 0
