@@ -12,7 +12,9 @@ from attnprof.analysis import records
 from attnprof.model import store
 from attnprof.site import registry
 from attnprof.site.build import Build, FalseStatement
-from attnprof.site.claims.statements import ADAPTS, CLAIMS, FALSE, check
+import re
+
+from attnprof.site.claims.statements import ADAPTS, CLAIMS, FALSE, LESSON_NUMBERS, LESSON_WORDS, check
 
 registry.load()  # every module that registers claims, as a build loads them
 DOCS = store.ROOT / "docs"
@@ -112,6 +114,41 @@ def test_a_claim_holds_and_reads_what_it_declares(committed, words):
     assert {f.record for f in CLAIMS[name].flips(*args, **keywords)} <= declared
 
 
+NUMBER = re.compile(r"(?<![\w.,-])\d+(?:[.,]\d+)*")  # 8,192, 2.3×, S=8,192; not H200, FlashAttention-4
+
+
+def numbers(lesson: str) -> list[str]:
+    """The numbers a lesson states: outside code (a kernel's name), not part of a name (H200, sm_90)."""
+    return NUMBER.findall(re.sub(r"`[^`]*`", "", lesson))
+
+
+def assert_a_lesson(lesson: str):
+    assert lesson and "{" not in lesson and "(evidence" not in lesson
+    assert not lesson.endswith("."), lesson  # the page ends the sentence after the marker, so the marker sits inside it
+    assert len(lesson.split()) <= LESSON_WORDS, (len(lesson.split()), lesson)
+    assert len(numbers(lesson)) <= LESSON_NUMBERS, (numbers(lesson), lesson)
+
+
+def test_numbers_in_a_lesson_are_counted_as_a_reader_counts_them():
+    assert numbers("FlashAttention-4 on the H200 runs at 686 TFLOP/s from S=8,192, 2.3× `sm_90a` rank 0") == \
+        ["686", "8,192", "2.3", "0"]
+
+
+@pytest.mark.parametrize("words", usages(), ids=" ".join)
+def test_every_claim_says_a_short_lesson_and_folds_its_evidence(committed, words):
+    """A claim's lesson is what the prose shows: one short sentence, at most two numbers; its ranges, method and
+    processes are its evidence, which a page folds and a report keeps after the lesson."""
+    name, args, keywords = split(words)
+    s = check(committed, name, *args, **keywords)
+    assert_a_lesson(s.lesson)
+    assert s.text != s.lesson and len(s.text) > len(s.lesson)
+    on_a_page, elsewhere = Build(store.CAPTURES, problems={}), Build(store.CAPTURES, problems={})
+    on_a_page.evidence = []
+    said = registry.expand(on_a_page, "say", list(words))
+    assert said == f"{s.lesson}[^evidence-1]" and on_a_page.evidence == [s.text]
+    assert registry.expand(elsewhere, "say", list(words)) == f"{s.lesson} (evidence: {s.text})"
+
+
 @pytest.mark.parametrize("words, index", list(cases()))
 def test_a_flip_turns_its_claim(committed, clean, words, index):
     name, args, keywords = split(words)
@@ -129,6 +166,7 @@ def test_a_flip_turns_its_claim(committed, clean, words, index):
             else:  # it leads to its outcome, from either: words for each outcome hold, whichever the records give
                 assert after.outcome == flip.to and (before.outcome == flip.to or after.text != before.text)
             assert "{" not in after.text
+            assert_a_lesson(after.lesson)
     finally:
         restore()
 

@@ -154,7 +154,8 @@ def _fastest_rows(times: dict):
 
 def test_the_fastest_forward_is_one_only_where_told_apart_from_the_rest(copy):
     tie = findings.fastest(copy("fastest", _fastest_rows({("fa4", "BHSD"): 1.0, ("fa4", "BSHD"): 1.0}))).split("\n\n")[-1]
-    assert tie.startswith("The fastest forwards we ran at this shape are not told apart: **FlashAttention-4")
+    assert tie.startswith("The fastest forwards we ran at this shape, **FlashAttention-4** on")  # the lesson
+    assert "(evidence: The fastest forwards we ran at this shape are not told apart: FlashAttention-4" in tie
     one = findings.fastest(copy("fastest", _fastest_rows({("fa4", "BHSD"): 1.0, ("fa4", "BSHD"): 1.2}))).split("\n\n")[-1]
     assert one.startswith("The fastest forward we ran at this shape is **FlashAttention-4 through kernels on [B, H, S, D]")
     assert "Fastest within each layout: on [B, H, S, D] inputs, FlashAttention-4" in one
@@ -171,7 +172,7 @@ def test_a_stream_slower_than_one_call_is_said_only_where_decided(copy):
                 r["sdpa_layer"]["back_to_back_us_each"] = [factor * x for x in r["sdpa_layer"]["times_us"]]
         return change
     assert "ran slower per layer" not in findings.cost(copy("e2e", stream_as_one_call(1.0)))
-    note = findings.cost(copy("e2e", stream_as_one_call(3.0))).split("ran slower per layer than one layer at a time at ")[1]
+    note = findings.cost(copy("e2e", stream_as_one_call(3.0))).split("ran slower per layer than one layer at a time (evidence: ")[1]
     assert note.startswith("batch 2 × 4,096 (") and "batch 8" not in note
 
 

@@ -323,8 +323,9 @@ def test_check_evaluates_every_checked_sentence(clean, tmp_path):
     line = next(l for l in found if "cudnn-fastest" in l)
     assert line.startswith("docs/at-a-glance.md: ") and "\n" not in line
     # cuDNN against the fastest other backend, never against itself
-    quoted = line.split("“", 1)[1].split("”", 1)[0]
-    assert "cuDNN's" not in quoted and quoted.count(" against ") == 2
+    lesson, evidence = (part.split("”", 1)[0] for part in line.split("“")[1:3])  # the line quotes both
+    assert "cuDNN's" not in evidence and evidence.count(" against ") == 2
+    assert "cuDNN's" not in lesson and lesson.count(" against ") == 1
 
 
 def test_check_holds_every_piece_told_what_to_find(clean, tmp_path):

@@ -5,7 +5,8 @@ and tap target at least 24 px tall, and a tap between thin marks listing those u
 number broken across lines; the naive snippet's masking line on screen; prose lines of about 90
 characters at most at 1400 px; on each ladder chapter the lesson first: the trace figure within
 FIRST_SCREENS px below the title and the "What to notice" box on the page as laid out, with nothing
-opened. (axe-core's WCAG 2 A/AA rules run on every page, both widths and schemes, in test_browser.py.)
+opened; every chapter at most CHAPTER_PX tall with nothing opened, and every guess answered by a "What to
+notice" box within ANSWER_PX below it. (axe-core's WCAG 2 A/AA rules run on every page, both widths and schemes, in test_browser.py.)
 
 The checks that only read a page run inside test_browser.py's test of each page, on the page it has
 already loaded at each width (one load per width and page): `at_wide`, `at_phone_unopened`,
@@ -359,9 +360,39 @@ def at_wide(browser, page) -> list[str]:
     return problems
 
 
+CHAPTER_PX, ANSWER_PX = 12_000, 4_000  # a chapter's height on a phone, details closed; a guess to its answer
+
+# Each open guess (a question box) and the first "What to notice" box below it, and the chapter's height.
+GUESSES = """
+const top = el => el.getBoundingClientRect().top + window.scrollY;
+const notices = [...document.querySelectorAll('article .admonition')].filter(a =>
+    (a.querySelector('.admonition-title') || {}).textContent === 'What to notice');
+const guesses = [...document.querySelectorAll('article .admonition.question')].map(q => {
+    const below = notices.map(top).filter(y => y > top(q));
+    return [q.querySelector('.admonition-title').textContent, below.length ? Math.min(...below) - top(q) : null];
+});
+return {height: document.querySelector('article').getBoundingClientRect().height, guesses: guesses};
+"""
+
+
+def chapter_shape(browser) -> list[str]:
+    """The chapter at most CHAPTER_PX tall with its details closed, and every guess it opens answered by a
+    "What to notice" box that starts within ANSWER_PX below it."""
+    found = browser.execute_script(GUESSES)
+    problems = [] if found["height"] <= CHAPTER_PX else [
+        f"the chapter is {found['height']:,.0f} px tall with its details closed, over {CHAPTER_PX:,}: fold its "
+        f"details or split it"]
+    for title, gap in found["guesses"]:
+        if gap is None or gap > ANSWER_PX:
+            problems.append(f"the guess “{title}” is answered by no What to notice box within {ANSWER_PX:,} px below "
+                            f"it ({'none below it' if gap is None else f'{gap:,.0f} px'})")
+    return problems
+
+
 def at_phone_unopened(browser, page) -> list[str]:
     """`page` loaded at 390 px, in the light scheme, no details block opened and no tab clicked."""
-    return lesson_first(browser) if page in ladder() else []
+    problems = lesson_first(browser) if page in ladder() else []
+    return problems + ([] if page.startswith("notebooks") else chapter_shape(browser))
 
 
 def at_phone_opened(browser, page) -> list[str]:
@@ -404,3 +435,28 @@ def test_a_new_price_redraws_every_cost_with_its_range(site, server, browser):
         ends = dollars(fast, 7.0), dollars(slow, 7.0)  # the fastest process's dollars first
         spread = "" if ends[0] == ends[1] else f" [{ends[0]}–{ends[1]}]"
         assert text.split(" ")[0] == dollars(tps, 3.5) and after == dollars(tps, 7.0) + spread, (text, after)
+
+
+def test_a_lessons_number_opens_its_evidence_under_it_and_closes_it(site, server, browser):
+    """A checked sentence's number, tapped on a phone: its evidence (the note in the page's closed Evidence box)
+    opens under the paragraph that holds it, the page's box itself staying closed; a second tap closes it."""
+    metrics(browser, PHONE)
+    browser.get(f"{server}/backward/")
+    view(browser, PHONE, False)
+    closed = "return [...document.querySelectorAll('article details')].filter(d => d.querySelector('[id^=\"fn:evidence-\"]') && !d.open).length"
+    assert browser.execute_script(closed) == 1  # the page's evidence, folded
+    link = browser.find_element("css selector", 'a.footnote-ref[href="#fn:evidence-1"]')
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", link)
+    link.click()
+    opened = browser.execute_script("""
+        const box = document.querySelector('.attnprof-evidence[data-for="fn:evidence-1"]');
+        if (!box) return null;
+        const block = document.querySelector('a.footnote-ref[href="#fn:evidence-1"]').closest('p, li');
+        return {after: block.nextElementSibling === box || block.contains(box), text: box.textContent,
+                note: document.getElementById('fn:evidence-1').textContent.replace('↩', '').trim(),
+                shown: box.getBoundingClientRect().height > 0};""")
+    assert opened and opened["after"] and opened["shown"], opened
+    assert opened["text"].strip() == opened["note"] and "device time" in opened["text"]
+    assert browser.execute_script(closed) == 1 and "#fn:" not in browser.current_url  # no jump to the box
+    link.click()
+    assert browser.execute_script("return document.querySelectorAll('.attnprof-evidence').length") == 0

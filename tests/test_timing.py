@@ -191,8 +191,9 @@ def test_a_verdict_closer_than_the_margin_is_this_hosts_and_fails_an_expected_on
     with pytest.raises(FalseStatement, match="margin that decides it"):
         expand(build, "verdict", ["flash", "8x16x1024x64", "stream", "expect=GPU-bound"])
     said = expand(build, "verdicts", ["8x16x1024x64"])
-    assert re.search(r"flash: \*\*GPU-bound\*\* in this run \(host CPU: .*?\), in every one of its 3 processes, but in "
-                     r"three of them by less than the 2× margin", said)  # every process's enqueue was moved
+    assert re.search(r"flash: \*\*GPU-bound\*\* on this host.* \(evidence: .*flash: GPU-bound in this run \(host CPU: "
+                     r".*?\), in every one of its 3 processes, but in three of them by less than the 2× margin",
+                     said)  # every process's enqueue was moved: the lesson says so, the evidence how
     assert "flash" not in said.split(";")[0]  # not among the decided ones
     with pytest.raises(FalseStatement, match="the data say 'mixed'"):
         expand(build, "verdicts", ["8x16x1024x64", "expect=GPU-bound"])
@@ -218,7 +219,7 @@ def test_a_verdict_one_repeat_does_not_give_is_not_decided(tmp_path):
     said = expand(build, "verdict", ["flash", "8x16x1024x64", "stream"])
     assert "not decided: its 3 separate processes said GPU-bound, GPU-bound and on the boundary" in said
     assert "median over 3 separate processes, and the range of their medians" in said
-    assert re.search(r"flash: \*\*[^*]+\*\* in this run \(host CPU: .*?\), not decided: its 3 separate processes said "
+    assert re.search(r"flash: \*\*[^*]+\*\* on this host.*flash: [^;]+ in this run \(host CPU: .*?\), not decided: its 3 separate processes said "
                      r"GPU-bound, GPU-bound and on the boundary", expand(build, "verdicts", ["8x16x1024x64"]))
     run["repeats"] = [copy.deepcopy(run["result"])] * 2  # every repeat agrees: decided again
     (tmp_path / "agree").mkdir()

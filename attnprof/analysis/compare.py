@@ -114,7 +114,7 @@ def metrics(s: dict) -> dict:
         label = f"{label} (within {timing.HOST_MARGIN:g}×)"
         note = "; ".join(filter(None, [note, (
             f"{st.verdict} on this host by less than the {timing.HOST_MARGIN:g}× margin that decides it (GPU only "
-            f"{us(st.gpu_only.median)}, CPU enqueue {us(st.enqueue.median)} per call): a host whose CPU enqueues "
+            f"{us(st.gpu_only.median)}, CPU enqueue {us(st.enqueue.median)} per call). A host whose CPU enqueues "
             f"at another pace may give another verdict")]))
     return {"record": s["record"], "title": s.get("title", s["stage"]), "device": s["device"], "shape": s["shape"],
             "dtype": s["dtype"], "ops_per_forward": s["ops_per_forward"],

@@ -20,6 +20,9 @@ class RecordUnusable(Exception):
         self.known = known
 
 
+EVIDENCE = "evidence-"  # a lesson's marker and its evidence: footnote labels evidence-1, evidence-2 ... on a page
+
+
 class Build:
     def __init__(self, folder: Path = store.CAPTURES, problems: dict[str, str] | None = None, strict: bool = False):
         self.folder = Path(folder)
@@ -29,6 +32,23 @@ class Build:
         self._pooled: dict[str, list | dict] = {}
         self._listed: set[str] | None = None
         self._read: dict = {}  # every file this build has read (records.reading)
+        self.evidence: list[str] | None = None  # the page being rendered: what its lessons rest on (`fold`)
+        self.numbers: dict[tuple[str, str, str], set[str]] = {}  # (record, quantity, method) -> as pages state it
+
+    def fold(self, lesson: str, evidence: str) -> str:
+        """A conclusion as a page shows it: its lesson in the prose, with a marker that opens its evidence (ranges,
+        method, processes, shape), which the page keeps folded (the extension gathers it, `EVIDENCE`). Outside a
+        page (`conclusions`, a report), the lesson with its evidence after it."""
+        if self.evidence is None:
+            return f"{lesson} (evidence: {evidence})"
+        self.evidence.append(evidence)
+        return f"{lesson}[^{EVIDENCE}{len(self.evidence)}]"
+
+    def number(self, record: str, quantity: str, method: str, text: str) -> str:
+        """`text`, a quantity of `record` as a page states it, noted under its quantity and method (words.QUANTITIES,
+        words.METHODS), so that a test can hold every page to one number per quantity and method."""
+        self.numbers.setdefault((record, quantity, method), set()).add(text)
+        return text
 
     def _load(self, load, *args):
         """load(*args), reading each file once over the whole build."""

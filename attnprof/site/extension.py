@@ -16,7 +16,7 @@ from markdown.extensions import Extension
 from markdown.postprocessors import Postprocessor
 from markdown.preprocessors import Preprocessor
 
-from .build import Build, FalseStatement, RecordUnusable
+from .build import EVIDENCE, Build, FalseStatement, RecordUnusable
 from .deferred import defer
 from .registry import DIRECTIVE, INLINE, MALFORMED, expand
 
@@ -58,15 +58,37 @@ class PiecesPreprocessor(Preprocessor):
         return ""
 
     def run(self, lines: list[str]) -> list[str]:
+        self.build.evidence = []  # this page's evidence, gathered as its pieces fold it (Build.fold)
+        try:
+            text = self.expand_all("\n".join(lines))
+            return (text + evidence(self.build.evidence, text)).split("\n")
+        finally:
+            self.build.evidence = None
+
+    def expand_all(self, text: str) -> str:
         def block(match):  # a directive that starts a line: indent every line like it
             indent = match.group(1) or ""
             return "\n".join(indent + line if line else line
                              for line in self.expand(match.group(2), match.group(3)).split("\n"))
-        text = DIRECTIVE.sub(block, "\n".join(lines))
+        text = DIRECTIVE.sub(block, text)
         text = INLINE.sub(lambda m: self.expand(m.group(1), m.group(2)), text)
-        text = MALFORMED.sub(lambda m: self.malformed(m.group(0), "write <!-- attnprof: PIECE ARGS -->, with the "
-                                                                  "colon, one piece a comment"), text)
-        return text.split("\n")
+        return MALFORMED.sub(lambda m: self.malformed(m.group(0), "write <!-- attnprof: PIECE ARGS -->, with the "
+                                                                "colon, one piece a comment"), text)
+
+
+MARKER = re.compile(r"\[\^" + EVIDENCE + r"(\d+)\]")
+PLACE = "///Evidence Goes Here///"  # where the footnotes extension puts the evidence: inside the folded box
+
+
+def evidence(found: list[str], text: str) -> str:
+    """A page's evidence, folded at its end: one closed box whose numbered notes are the footnotes of its lessons'
+    markers, in the order the markers stand on the page (docs/javascripts/evidence.js opens one beside its marker)."""
+    if not found:
+        return ""
+    order = list(dict.fromkeys(int(m.group(1)) for m in MARKER.finditer(text)))
+    notes = "\n".join(f"[^{EVIDENCE}{i}]: {' '.join(found[i - 1].split())}" for i in order)
+    return (f'\n\n??? note "Evidence: the ranges, methods and processes behind this page\'s lessons"\n\n'
+            f"    {PLACE}\n\n{notes}\n")
 
 
 LONG_TITLE = re.compile(r' title="([^"]{%d,})"' % 100)
@@ -136,6 +158,7 @@ class PiecesExtension(Extension):
 
     def extendMarkdown(self, md: Markdown):
         build = self.getConfig("build") or Build()
+        md.registerExtensions(["footnotes"], {"footnotes": {"PLACE_MARKER": PLACE}})  # a lesson's evidence
         # after normalize_whitespace (30), which would strip the stash's placeholders, and before
         # fenced code (25) and raw HTML blocks (20)
         md.preprocessors.register(PiecesPreprocessor(md, build), "attnprof", 26)

@@ -22,3 +22,17 @@ def short(stage: str) -> str:
 def count(n: int) -> str:
     """A small count in words, as a sentence says it."""
     return ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")[n] if n < 10 else str(n)
+
+
+def listed(items: list[str]) -> str:
+    """"a", "a and b", "a, b and c": items as a sentence lists them."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+# One number per quantity: a quantity a page states, and the method it was had by, each said one way
+# everywhere (Build.number notes them; Methods explains the methods once).
+DEVICE, ONE_CALL, CPU = "device time per forward", "one call", "CPU time per forward"
+MEDIAN = "median of the capture's profiled forwards"  # the summary's figure: tables, `value`, comparisons
+DRAWN = "the forward drawn"  # the trace figure's and the op list's forward (Build.shown)
+CAPTURE_RUN = "CUDA events, the capture's own run"
+TIMING_RUN = "the timing run"

@@ -31,8 +31,10 @@ def layer_around(build: Build, record: str = SDPA) -> Statement:
             f"`{kernel_names.label(kernel['name'])}`, {us(kernel['duration_us'])}. The other "
             f"{len(s['ops']) - 1}, the projections, RoPE and the casts, take {us(rest)}, "
             f"{times(rest / kernel['duration_us'])} the attention kernel's time ({_where(s)}).")
-    return Statement(text, len(attention) == 1 and rest > kernel["duration_us"],
-                     f"{len(attention)} attention kernels; {rest:.1f} µs around {kernel['duration_us']:.1f} µs")
+    lesson = (f"Most of the layer's device time is spent around its attention kernel: {us(rest)} of other ops "
+              f"against {us(kernel['duration_us'])} of attention")
+    return Statement(text, len(attention) == 1 and rest > kernel["duration_us"], lesson=lesson,
+                     rests_on=f"{len(attention)} attention kernels; {rest:.1f} µs around {kernel['duration_us']:.1f} µs")
 
 
 @claim("layer-eager", reads=[EAGER, SDPA],
@@ -52,8 +54,10 @@ def layer_eager(build: Build) -> Statement:
             f"softmax alone, in float32, takes {us(soft['duration_us'])}, "
             f"{times(soft['duration_us'] / kernel['duration_us'])} the time of sdpa's whole attention kernel "
             f"({_where(eager)}).")
+    lesson = (f"Under `eager` the same layer takes {times(eager['forward_device_us'] / sdpa['forward_device_us'])} "
+              f"the device time it takes under `sdpa`; its float32 softmax alone outlasts sdpa's whole attention kernel")
     return Statement(text, in_fp32 and soft["duration_us"] > kernel["duration_us"]
-                     and eager["forward_device_us"] > sdpa["forward_device_us"],
-                     f"softmax dtype {kernel_names.explain(soft['name'])['dtype']}, {soft['duration_us']:.1f} µs "
+                     and eager["forward_device_us"] > sdpa["forward_device_us"], lesson=lesson,
+                     rests_on=f"softmax dtype {kernel_names.explain(soft['name'])['dtype']}, {soft['duration_us']:.1f} µs "
                      f"against {kernel['duration_us']:.1f} µs; eager {eager['forward_device_us']:.1f} µs, sdpa "
                      f"{sdpa['forward_device_us']:.1f} µs")

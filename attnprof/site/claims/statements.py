@@ -1,9 +1,10 @@
 """Sentences that rank, compare, multiply or judge, each computed from the records and checked by the build.
 
 A chapter asks for one with `<!-- attnprof: say NAME -->`. Each statement is a small function of the
-build that returns a `Statement`: the sentence as the page shows it (its numbers filled in from the
-records, each with its method and shape) and whether the records bear out the words typed in it. A
-statement the records contradict stops the build with one line that names it and quotes the sentence.
+build that returns a `Statement`: its lesson (plain words, at most two numbers, at most LESSON_WORDS words:
+what the page says in its prose), its evidence (the numbers filled in from the records, each with its
+method, range, processes and shape: what the page folds), and whether the records bear out the words typed
+in both. A statement the records contradict stops the build with one line that names it and quotes it.
 """
 from __future__ import annotations
 
@@ -20,18 +21,22 @@ from ...model import names
 from ...model.stages import DEFAULT_SHAPE, LONG_SHAPE, select
 from ...text import ms, shape as shape_text, us
 from ..build import Build, FalseStatement, RecordUnusable, across, row
-from ..words import count, short, title
+from ..words import DEVICE, MEDIAN, count, listed, short, title
 from ..registry import piece
 from ..pieces.runs import measured, row_where
 from ..render import tables
 
 
+LESSON_WORDS, LESSON_NUMBERS = 30, 2  # a lesson a learner can repeat: one short sentence, one or two numbers
+
+
 @dataclass(frozen=True)
 class Statement:
-    text: str  # the sentence as the page shows it
-    holds: bool  # whether the records bear out its words
+    text: str  # the evidence: the sentence with its ranges, method, processes and shape, folded on a page
+    holds: bool  # whether the records bear out its words (the lesson's and the evidence's)
     rests_on: str = ""  # the numbers it rests on, for the one line that says it is false
     outcome: str = ""  # which of its words it chose, for a claim whose words follow the records
+    lesson: str = ""  # what the prose says: plain words, at most LESSON_NUMBERS numbers and LESSON_WORDS words
 
 
 FALSE, ADAPTS = "false", "adapts"
@@ -89,15 +94,17 @@ def check(build: Build, name: str, *args, **keywords) -> Statement:
         raise KeyError(f"unknown statement {name!r} (known: {', '.join(sorted(CLAIMS))})")
     s = CLAIMS[name].says(build, *args, **keywords)
     if not s.holds:
-        raise FalseStatement(f"the statement {name!r} is false for the committed records: “{s.text}” "
+        raise FalseStatement(f"the statement {name!r} is false for the committed records: “{s.lesson}” “{s.text}” "
                              f"({s.rests_on}); rewrite the sentence or find what changed in the records")
     return s
 
 
 @piece("say", inline=True, conclusion=True)
 def say(build: Build, name, *args, **keywords):
-    """A computed sentence, checked against the records (see CLAIMS); some take a stage."""
-    return check(build, name, *args, **keywords).text
+    """A computed sentence, checked against the records (see CLAIMS); some take a stage: its lesson in the
+    prose, its evidence folded (Build.fold)."""
+    s = check(build, name, *args, **keywords)
+    return build.fold(s.lesson, s.text)
 
 
 def false_statements(build: Build, docs: Path) -> list[str]:
@@ -278,8 +285,10 @@ def bwd_over_forward(build: Build) -> Statement:
             f"every fused backend's backward costs more than its forward, from {times(fused[lo])} ({title(lo)}) to "
             f"{times(fused[hi])} ({title(hi)}); the unfused ones, whose forward was already slow, "
             f"{times(min(unfused.values()))} to {times(max(unfused.values()))}.")
-    return Statement(text, min(fused.values()) > max(unfused.values()) and min(fused.values()) > 1,
-                     f"fused {min(fused.values()):.2f}–{max(fused.values()):.2f}×, "
+    lesson = (f"Every fused backend's backward takes {times(fused[lo])} to {times(fused[hi])} the device time of its "
+              f"forward, more than any unfused one's")
+    return Statement(text, min(fused.values()) > max(unfused.values()) and min(fused.values()) > 1, lesson=lesson,
+                     rests_on=f"fused {min(fused.values()):.2f}–{max(fused.values()):.2f}×, "
                      f"unfused {min(unfused.values()):.2f}–{max(unfused.values()):.2f}×")
 
 
@@ -331,9 +340,15 @@ def bwd_fastest(build: Build) -> Statement:
                  + (f", and not told apart from {listed([short(k) + chr(39) + 's' for k in tied])}" if tied else "")
                  + ".")
     outcome = f"device {first}, one call {first_event}"
+    lesson = (f"By device time the fastest backward here is {short(first[0])}'s, {us(device[first[0]].median)}"
+              if len(first) == 1 else f"By device time no backward leads: {listed([short(k) for k in first])} are "
+                                      f"not told apart")
+    lesson += ("; by one call too" if first_event == first else
+               f"; by one call, {listed([short(k) for k in first_event])} "
+               f"{'comes' if len(first_event) == 1 else 'share the'} first{'' if len(first_event) == 1 else ' place'}")
     missing = [r["stage"] for result in build.repeats("backward") for r in result["rows"] if "error" in r]
     return Statement(text, not missing and len(device) == len(FUSED_BWD + UNFUSED_BWD),  # every backward, every process
-                     f"{outcome}; failed in a process: {missing or 'none'}", outcome)
+                     f"{outcome}; failed in a process: {missing or 'none'}", outcome, lesson)
 
 
 def _named(group: list[str], rows: dict[str, decide.Range]) -> str:
@@ -346,10 +361,6 @@ def _place(what: str, group: list[str], rows: dict[str, decide.Range]) -> str:
     if len(group) == 1:
         return f"{what} is {_named(group, rows)}"
     return f"{what} is not decided: {_named(group[:1], rows)} is not told apart from {_named(group[1:], rows)}"
-
-
-def listed(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 @claim("bwd-host", reads=lambda stage: [names.backward_record(stage)],
@@ -365,9 +376,11 @@ def bwd_host(build: Build, stage) -> Statement:
             f"inflates that CPU time, so read it as an upper bound), more than its kernels take, so its one-call "
             f"time there ({us(s['event_p10_us'])} to {us(s['event_p90_us'])}, p10 to p90) follows the CPU, not the "
             f"GPU.")
+    lesson = (f"{short(stage)}'s backward spends {us(s['cpu_backward_us'])} on the CPU for {us(s['backward_device_us'])} "
+              f"of kernels, so its one-call time follows the CPU")
     return Statement(text, s["cpu_backward_us"] > s["backward_device_us"]
-                     and s["event_p10_us"] > 2 * s["backward_device_us"],
-                     f"CPU {s['cpu_backward_us']:.1f} µs, device {s['backward_device_us']:.1f} µs, "
+                     and s["event_p10_us"] > 2 * s["backward_device_us"], lesson=lesson,
+                     rests_on=f"CPU {s['cpu_backward_us']:.1f} µs, device {s['backward_device_us']:.1f} µs, "
                      f"event p10 {s['event_p10_us']:.1f} µs")
 
 
@@ -401,7 +414,9 @@ def a100_inplace(build: Build) -> Statement:
             f"peak), and {relation(r, p['hbm_gbs'], p['hbm_gbs'])} it by {pct(abs(1 - r / p['hbm_gbs']))}: a copy "
             f"measured on the H200 reaches {pct(of_peak)} of its peak, and how near its own peak the A100 ran the "
             f"post's forward is not known")
-    return Statement(text, nearest == "hbm_gbs", f"ratio {r:.2f}, hardware {p}")
+    lesson = (f"{times(r, 2)} faster on the H200 than on the A100, nearest the ratio of their memory bandwidths "
+              f"({times(p['hbm_gbs'], 2)})")
+    return Statement(text, nearest == "hbm_gbs", f"ratio {r:.2f}, hardware {p}", lesson=lesson)
 
 
 @claim("a100-math", reads=["run-hardware", "math"],
@@ -411,7 +426,9 @@ def a100_math(build: Build) -> Statement:
     where = relation(r, p["hbm_gbs"], p["fp32_tflops"])
     text = (f"{times(r, 2)}, {where} the bandwidth ratio ({times(p['hbm_gbs'], 2)}) and the FP32 ratio "
             f"({times(p['fp32_tflops'], 2)}), both peak to peak")
-    return Statement(text, where == "between", f"ratio {r:.2f}, bandwidth {p['hbm_gbs']:.2f}, FP32 {p['fp32_tflops']:.2f}")
+    lesson = f"{times(r, 2)} faster on the H200, {where} the two GPUs' memory-bandwidth and FP32 ratios"
+    return Statement(text, where == "between", f"ratio {r:.2f}, bandwidth {p['hbm_gbs']:.2f}, FP32 {p['fp32_tflops']:.2f}",
+                     lesson=lesson)
 
 
 @claim("a100-fused-ampere", reads=["run-hardware", "efficient", "flash"],
@@ -421,16 +438,19 @@ def a100_fused_ampere(build: Build) -> Statement:
     rs = {s: rung_ratio(build, s) for s in ("efficient", "flash")}
     text = (f"{times(rs['efficient'], 2)} and {times(rs['flash'], 2)}, below even the SMs × clock ratio "
             f"({times(p['sm_clock'], 2)}, peak to peak), the smallest of those three")
-    return Statement(text, max(rs.values()) < min(p.values()), f"ratios {rs}, hardware {p}")
+    lesson = (f"{times(rs['efficient'], 2)} and {times(rs['flash'], 2)} faster on the H200, less than any ratio of the "
+              f"two GPUs' hardware")
+    return Statement(text, max(rs.values()) < min(p.values()), f"ratios {rs}, hardware {p}", lesson=lesson)
 
 
 @claim("a100-cudnn", reads=["inplace", "math", "efficient", "flash", "cudnn"],
        flip=Flip("cudnn.json", each("forward_device_us", 3.0)))
 def a100_cudnn(build: Build) -> Statement:
     rs = {s: rung_ratio(build, s) for s in ("inplace", "math", "efficient", "flash", "cudnn")}
-    text = f"{times(rs['cudnn'], 2)}, the largest of the rungs"
+    text = f"{times(rs['cudnn'], 2)}, the largest of the rungs (the post's A100 device time over the H200's, profiler)"
     return Statement(text, max(rs, key=rs.get) == "cudnn" and
-                     hardware.FIGURES["cudnn"]["forward_us"] > hardware.FIGURES["flash"]["forward_us"], f"ratios {rs}")
+                     hardware.FIGURES["cudnn"]["forward_us"] > hardware.FIGURES["flash"]["forward_us"], f"ratios {rs}",
+                     lesson=f"{times(rs['cudnn'], 2)} faster on the H200, the largest gain of the rungs")
 
 
 @claim("math-gap", reads=["math", "inplace"], flip=Flip("math.json", each("forward_device_us", 2.0)))
@@ -440,7 +460,9 @@ def math_gap(build: Build) -> Statement:
     theirs = hardware.FIGURES["math"]["forward_us"] / hardware.FIGURES["inplace"]["forward_us"]
     text = (f"the math forward takes {ours:.1f} times as long as the in-place one here, against "
             f"{theirs:.1f} times on the A100 (device time per forward on both, profiler)")
-    return Statement(text, ours < theirs, f"H200 {ours:.2f}, A100 {theirs:.2f}")
+    lesson = (f"the math forward takes {ours:.1f} times as long as the in-place one here, against {theirs:.1f} times "
+              f"on the A100")
+    return Statement(text, ours < theirs, f"H200 {ours:.2f}, A100 {theirs:.2f}", lesson=lesson)
 
 
 # ---- two GPUs ------------------------------------------------------------------------------------
@@ -472,7 +494,8 @@ def cp_scaling(build: Build) -> Statement:
     text = (f"about linear with either rotation ({x[0]:.2f}× all-gather, {x[1]:.2f}× all-to-all), not more: a "
             f"speedup {100 * (max(x) / n - 1):.1f} % above {n}× is no evidence of superlinear scaling when the "
             f"records keep only the median of each timing, not its spread")
-    return Statement(text, words == {"about linear"}, f"speedups {x}")
+    lesson = f"about linear with either rotation: {x[0]:.2f}× and {x[1]:.2f}× one GPU's speed"
+    return Statement(text, words == {"about linear"}, f"speedups {x}", lesson=lesson)
 
 
 @claim("cp-device-over-event", reads=[names.cp_record(names.CP_LENGTHS[0])],
@@ -487,8 +510,10 @@ def cp_device_over_event(build: Build) -> Statement:
             f"time adds up every op, and the NCCL kernel runs on its own stream while attention runs, so that "
             f"stretch counts twice; the time at least one op ran, the union of their intervals, is {us(union)}, "
             f"within the call.")
-    return Statement(text, r["forward_device_us"] > union and union <= r["event_median_us"] * 1.05,
-                     f"sum {r['forward_device_us']:.1f}, union {union:.1f}, event {r['event_median_us']:.1f}")
+    lesson = (f"The first rank's device time, {us(r['forward_device_us'])}, exceeds its one-call time, "
+              f"{us(r['event_median_us'])}, because kernels that overlap are counted twice")
+    return Statement(text, r["forward_device_us"] > union and union <= r["event_median_us"] * 1.05, lesson=lesson,
+                     rests_on=f"sum {r['forward_device_us']:.1f}, union {union:.1f}, event {r['event_median_us']:.1f}")
 
 
 # ---- a kernel's launch figures, inline in prose ----------------------------------------------------
@@ -525,7 +550,8 @@ def grid(build: Build, stage, tile="128") -> Statement:
     rows = int(tile)
     blocks, tiles = summary.blocks(op), n // rows
     text = f"{blocks:,} blocks = {tiles} query tiles of {rows} rows × {h} heads{f' × {b} batches' if b > 1 else ''}"
-    return Statement(text, blocks == tiles * h * b, f"grid {op['grid']}, shape {s['shape']}")
+    return Statement(text, blocks == tiles * h * b, f"grid {op['grid']}, shape {s['shape']}",
+                     lesson=f"{blocks:,} blocks, one per query tile and head")
 
 
 # ---- one quantity, several methods ---------------------------------------------------------------
@@ -565,8 +591,10 @@ def rates(build: Build, stage) -> Statement:
     kernel_only = [profiler] + ([ncu] if ncu else [])
     b2b = [r["tflops_back_to_back"] for r in fastest.values()]
     one_call = [r["tflops"] for r in fastest.values()] + [capture]
-    return Statement(text, min(kernel_only) >= max(b2b) and min(b2b) > max(one_call),
-                     f"kernel {kernel_only}, back to back {b2b}, one call {one_call}")
+    lesson = (f"{short(stage)}'s rate is highest by its kernel's time alone, {f(profiler)} TFLOP/s, and lowest one "
+              f"call at a time, down to {f(min(one_call))}")
+    return Statement(text, min(kernel_only) >= max(b2b) and min(b2b) > max(one_call), lesson=lesson,
+                     rests_on=f"kernel {kernel_only}, back to back {b2b}, one call {one_call}")
 
 
 @claim("cpu-saving", reads=lambda stage, against: [stage, against],
@@ -585,7 +613,9 @@ def cpu_saving(build: Build, stage, against) -> Statement:
              0: ": not told apart, so this profile cannot say whether writing the mask in place saves CPU time; "
                 "the forward-to-forward spread is larger than any difference",
              1: ": more"}[place]
-    return Statement(text, place <= 0, f"{ra} against {rb}", apart(ra, rb))
+    lesson = (f"Its CPU time per forward, {us(ra.median)} against {us(rb.median)} for {short(against)}, is "
+              + {-1: "less", 0: "not told apart, so no CPU saving shows", 1: "more"}[place])
+    return Statement(text, place <= 0, f"{ra} against {rb}", apart(ra, rb), lesson)
 
 
 QUEUED_NEAR = 0.10  # a long forward's time queued and its one call lie this close: the launch is small beside it
@@ -610,8 +640,10 @@ def queued_vs_one_call(build: Build, stage) -> Statement:
             f"{math.ceil(100 * max(gaps.values()))} % of each other, either way round ({said}; "
             f"{next(iter(pairs.values()))[0].how}): beside a forward this long, the launch that one call adds is too "
             f"small to separate from the other differences between a lone call and a stream")
-    return Statement(text, max(gaps.values()) < QUEUED_NEAR,
-                     f"gaps {', '.join(f'{l} {pct(g)}' for l, g in gaps.items())} against {pct(QUEUED_NEAR)}")
+    lesson = (f"{short(stage)}'s queued and one-call times lie within {math.ceil(100 * max(gaps.values()))} % of each "
+              f"other: beside a kernel this long, the launch is small")
+    return Statement(text, max(gaps.values()) < QUEUED_NEAR, lesson=lesson,
+                     rests_on=f"gaps {', '.join(f'{l} {pct(g)}' for l, g in gaps.items())} against {pct(QUEUED_NEAR)}")
 
 
 def _graphs_row(build: Build, path: str) -> dict | None:
@@ -637,7 +669,7 @@ def one_call_runs(build: Build) -> Statement:
         if g:
             other = across(build, "graphs", lambda res: row(res, path=g["path"], where=g["where"])["eager"]["times_us"])
             parts.append(f"{label}'s is {own.text(us)} in its capture's run and {other.text(us)} in the CUDA-graph run "
-                         f"of [When the GPU waits for Python](launch-bound.md)")
+                         f"of [What CUDA graphs and compile change](graphs-and-compile.md)")
             holds &= decide.order(other, device) == 1
             moved += [label] if decide.told_apart(own, other) else []
     long = build.summary(names.record_name("cudnn", LONG_SHAPE))
@@ -657,7 +689,9 @@ def one_call_runs(build: Build) -> Statement:
             + (f"Of these, {listed(moved)} differ between the two runs by more than their spread. " if moved else
                "Here each pair agrees within its spread. ")
             + "Each table names the run its numbers come from.")
-    return Statement(text, holds, "; ".join(parts))
+    lesson = ("One call's time is a latency above the device time, and each run measures its own"
+              + (f": {listed(moved)} differ between two runs" if moved else ": here each pair of runs agrees"))
+    return Statement(text, holds, "; ".join(parts), lesson=lesson)
 
 
 def _timed(stage: str, shape=DEFAULT_SHAPE, pick=lambda r: r["one_call_us"]):
@@ -665,8 +699,9 @@ def _timed(stage: str, shape=DEFAULT_SHAPE, pick=lambda r: r["one_call_us"]):
     return lambda result: pick(row(result["rows"], stage=stage, shape=list(shape)))
 
 
-@claim("cudnn-fastest", reads=["run-timing"],
-       flip=Flip("run-timing.json", scaled_row("timing", "one_call_us", 3.0, stage="cudnn", shape=list(DEFAULT_SHAPE))))
+@claim("cudnn-fastest", reads=["run-timing", "math", "efficient", "flash", "cudnn"],
+       flip=[Flip("run-timing.json", scaled_row("timing", "one_call_us", 3.0, stage="cudnn", shape=list(DEFAULT_SHAPE))),
+             Flip("cudnn.json", each("forward_device_us", 3.0))])  # the capture's median no longer the fastest
 def cudnn_fastest(build: Build) -> Statement:
     """cuDNN is the fastest SDPA backend at the post's shape, by device time and by one call, told apart
     from every other by the one rule over the timing run's separate processes."""
@@ -682,10 +717,16 @@ def cudnn_fastest(build: Build) -> Statement:
                f"though by one call's CUDA-event median it is not told apart from "
                f"{' and '.join(short(b) + chr(39) + 's' for b in first[1] if b != 'cudnn')} ({event['cudnn'].text(us)} "
                f"against {event[rival_event].text(us)})")
-    text = (f"the fastest SDPA backend by device time ({device['cudnn'].text(us)} against "
+    text = (f"the fastest SDPA backend by device time in the timing run ({device['cudnn'].text(us)} against "
             f"{short(rival)}'s {device[rival].text(us)}), {by_call}; {device['cudnn'].how}")
-    return Statement(text, first[0] == ["cudnn"] and "cudnn" in first[1],
-                     f"first by device {first[0]}, by one call {first[1]}")
+    captured = {b: build.summary(b)["forward_device_us"] for b in ("cudnn", rival)}  # as the tables state them
+    said = {b: build.number(b, DEVICE, MEDIAN, us(x)) for b, x in captured.items()}
+    lesson = (f"the fastest SDPA backend by device time, {said['cudnn']} against {short(rival)}'s "
+              f"{said[rival]}, " + ("and by one call too" if first[1] == ["cudnn"] else
+                                                  f"though by one call it is not told apart from {listed([short(b) for b in first[1] if b != 'cudnn'])}"))
+    return Statement(text, first[0] == ["cudnn"] and "cudnn" in first[1] and captured["cudnn"] < captured[rival],
+                     lesson=lesson,
+                     rests_on=f"first by device {first[0]}, by one call {first[1]}")
 
 
 def hopper_kernels(build: Build) -> list[str]:
@@ -711,7 +752,8 @@ def flash_vs_hopper_kernels(build: Build) -> Statement:
     ratio = {s: kernel_us(s) / kernel_us("flash") for s in hopper_kernels(build)}  # flash's rate over theirs
     text = ("runs at " + " and ".join(f"{pct(r)} of {short(s)}'s rate" for s, r in ratio.items())
             + " (kernel time in the profiler, the table above)")
-    return Statement(text, bool(ratio) and max(ratio.values()) < 1, f"{ratio}")
+    lesson = "runs at " + " and ".join(f"{pct(r)} of {short(s)}'s rate" for s, r in ratio.items())
+    return Statement(text, bool(ratio) and max(ratio.values()) < 1, f"{ratio}", lesson=lesson)
 
 
 @claim("causal-halves", reads=[names.cp_record(LONGEST_CP, balanced=False)],
@@ -721,8 +763,10 @@ def causal_halves(build: Build) -> Statement:
     """Contiguous halves of a causal sequence: how many more (query, key) pairs the later half holds."""
     s = build.summary(names.cp_record(LONGEST_CP, balanced=False))
     first, last = (r["causal_pairs"] for r in s["ranks"])
-    text = f"{last / first:.0f} times as many keys as rank 0's"
-    return Statement(text, abs(last / first - 3) < 0.01, f"pairs {first} and {last}")
+    text = (f"{last / first:.0f} times as many keys as rank 0's ({last:,} causal (query, key) pairs against "
+            f"{first:,})")
+    return Statement(text, abs(last / first - 3) < 0.01, f"pairs {first} and {last}",
+                     lesson=f"{last / first:.0f} times as many keys as rank 0's")
 
 
 # ---- what torch.compile made of the naive forward ----------------------------------------------
@@ -749,7 +793,10 @@ def inductor_fused(build: Build, compiled="naive_compiled", eager="naive") -> St
             f"what it fused: {lists}), and the {count(len(kept))} matmul kernels are the eager forward's own "
             f"({', '.join(sorted({kernel_names.explain(k)['library'] for k in kept}))})")
     gone = not any(op["kind"] == "memcpy" for op in build.summary(compiled)["ops"])
-    return Statement(text, bool(generated) and all(k in theirs for k in kept) and gone, f"{mine} against {theirs}")
+    lesson = (f"the {count(len(replaced))} eager kernels{copied} between the matmuls became {count(len(generated))} "
+              f"generated Triton kernel{'s' if len(generated) != 1 else ''}, and the matmuls stayed the eager ones")
+    return Statement(text, bool(generated) and all(k in theirs for k in kept) and gone, f"{mine} against {theirs}",
+                     lesson=lesson)
 
 
 @claim("between", reads=lambda stage, slower, faster: [stage, slower, faster],
@@ -761,7 +808,10 @@ def between(build: Build, stage, slower, faster) -> Statement:
     text = (f"{a.text(us)} per forward (CUDA-event median and p10–p90 of one call, {shape_text(DEFAULT_SHAPE)}) "
             f"against {b.text(us)} for {short(slower)} and {c.text(us)} for {short(faster)}: "
             f"{times(b.median / a.median)} faster than the first, {times(a.median / c.median)} slower than the second")
-    return Statement(text, decide.order(c, a) == -1 and decide.order(a, b) == -1, f"{a} between {c} and {b}")
+    lesson = (f"{times(b.median / a.median)} faster than {short(slower)} and {times(a.median / c.median)} slower than "
+              f"{short(faster)}, one call each")
+    return Statement(text, decide.order(c, a) == -1 and decide.order(a, b) == -1, f"{a} between {c} and {b}",
+                     lesson=lesson)
 
 
 def _rename_generated(s):
@@ -778,7 +828,8 @@ def same_kernels(build: Build, a, b) -> Statement:
     if ka != kb:
         text = (f"generates different kernels ({', '.join(f'`{kernel_names.label(k)}`' for k in kb if k not in ka)} in "
                 f"place of {', '.join(f'`{kernel_names.label(k)}`' for k in ka if k not in kb)})")
-        return Statement(text, bool(ka) and bool(kb), f"{ka} against {kb}", "different kernels")
+        return Statement(text, bool(ka) and bool(kb), f"{ka} against {kb}", "different kernels",
+                         "generates different kernels")
     sa, sb = build.summary(a), build.summary(b)
     da, db = samples(sa["forward_device_us_each"]), samples(sb["forward_device_us_each"])
     ta, tb = samples(sa["event_times_us"]), samples(sb["event_times_us"])
@@ -792,8 +843,11 @@ def same_kernels(build: Build, a, b) -> Statement:
             + {0: "not told apart", 1: "longer, told apart", -1: "shorter, told apart"}[decide.order(tb, ta)]
             + ("; as the kernels take the same time, that difference lies outside them"
                if same and decide.told_apart(tb, ta) else ""))
+    lesson = (f"generates the same {count(len(kb))} kernels, "
+              + ("which take the same device time" if same else
+                 f"which take {'more' if decide.order(db, da) > 0 else 'less'} device time"))
     return Statement(text, bool(kb), f"device {db} against {da}, one call {tb} against {ta}",
-                     f"same kernels, device {apart(db, da)}, one call {apart(tb, ta)}")
+                     f"same kernels, device {apart(db, da)}, one call {apart(tb, ta)}", lesson)
 
 
 def point(x: float) -> decide.Range:
@@ -818,8 +872,9 @@ def second_compile(build: Build, first="naive_compiled", second="inplace_compile
         text += (": it runs the same kernels, and compiled after the first in the same process (as `regenerate` "
                  "and `capture all` take them) Inductor most likely found their code in its cache (an inference: "
                  "the capture does not record cache hits)")
+    lesson = f"{ms(fa)} here, and {ms(fb)} for the second" + (", which most likely found its kernels' code in Inductor's cache" if cached else "")
     return Statement(text, pays, f"{fa:.0f} and {fb:.0f} ms, one call {sa['event_median_us']:.0f} and "
-                     f"{sb['event_median_us']:.0f} µs", "cached" if cached else "not cached")
+                     f"{sb['event_median_us']:.0f} µs", "cached" if cached else "not cached", lesson)
 
 
 @claim("graph-gains", reads=["run-graphs"],
@@ -856,9 +911,12 @@ def graph_gains(build: Build) -> Statement:
             + "; ".join(f"{'at' if i else 'At'} {where(ws)}, {gains(top)}" for i, (top, ws) in enumerate(most.items())))
     faster = all(decide.order(graph[k], eager[k]) == -1 for k in eager)
     grows = decide.order(replayed(first), replayed(last)) == -1
-    return Statement(text, len(places) > 2 and faster and grows,
-                     f"replay faster everywhere: {faster}, grows: {grows}; "
-                     f"{ {k: round(v.median, 2) for k, v in speedup.items()} }", str(most))
+    saved = [1 - graph[k].median / eager[k].median for k in eager if k[0] == places[0]]
+    lesson = (f"A replay saves {pct(min(saved))} to {pct(max(saved))} of one call at the post's shape, and gains most "
+              f"at short decode steps, where the launch is most of the call")
+    return Statement(text, len(places) > 2 and faster and grows, lesson=lesson,
+                     rests_on=f"replay faster everywhere: {faster}, grows: {grows}; "
+                     f"{ {k: round(v.median, 2) for k, v in speedup.items()} }", outcome=str(most))
 
 
 def _speedup(eager: decide.Range, graph: decide.Range) -> decide.Range:
@@ -889,8 +947,10 @@ def reduce_overhead(build: Build, reduce="naive_reduce", default="naive_compiled
                  + ("most of it lies elsewhere, on the host side of the compiled wrapper most likely (an inference: "
                     "the capture does not split it)" if share < 0.5 else "they account for most of it"))
     own = any(op["kind"] == "memcpy" for op in sd["ops"])
+    lesson = (f"the graph replay with its copies takes {us(a.median)} per forward against {us(b.median)} for the "
+              f"default mode: " + {1: "slower", -1: "faster", 0: "the two are not told apart"}[place])
     return Statement(text, bool(copies) and not own, f"{a} against {b}, copies {sum(copies):.1f} µs, "
-                     f"the default mode's own copies: {own}", apart(a, b))
+                     f"the default mode's own copies: {own}", apart(a, b), lesson)
 
 
 def _difference(build: Build, key, one: decide.Range, queued: decide.Range) -> decide.Range:
@@ -928,8 +988,10 @@ def pays_most(build: Build) -> Statement:
         text = (f"{label(k)} pays most there, {extra[k].text(us)} per call over back to back, though not told apart "
                 f"from these: " + "; ".join(f"{label(x)}, {extra[x].text(us)}" for x in top[1:]))
     text += f" ({one[top[0]].how})"
+    lesson = (f"{label(top[0])} pays most, {us(extra[top[0]].median)} per call over back to back"
+              + (f", not told apart from {count(len(top) - 1)} other{'s' if len(top) > 2 else ''}" if len(top) > 1 else ""))
     holds = len(top) < len(keys) and decide.order(one[top[0]], queued[top[0]]) == 1  # the leader's extra is real
-    return Statement(text, holds, ", ".join(f"{label(k)} {extra[k].median:.1f}" for k in keys), str(top))
+    return Statement(text, holds, ", ".join(f"{label(k)} {extra[k].median:.1f}" for k in keys), str(top), lesson)
 
 
 @claim("kernel-ahead", reads=lambda a, b: [a, b],
@@ -951,7 +1013,9 @@ def kernel_ahead(build: Build, a, b) -> Statement:
         text = (f"{name(first)}'s forward takes {lo.text(us)} of device time against {hi.text(us)} for "
                 f"{name(second)} ({how}), {pct(1 - lo.median / hi.median)} less")
     alike = all(build.summary(a)[k] == build.summary(b)[k] for k in ("shape", "dtype"))
-    return Statement(text, alike and ra.n > 1 and rb.n > 1, f"{ra} against {rb}; alike: {alike}", apart(ra, rb))
+    lesson = (f"{name(a)}'s and {name(b)}'s forwards are not told apart by device time" if place == 0 else
+              f"{name(first)}'s forward takes {us(lo.median)} of device time against {us(hi.median)} for {name(second)}")
+    return Statement(text, alike and ra.n > 1 and rb.n > 1, f"{ra} against {rb}; alike: {alike}", apart(ra, rb), lesson)
 
 
 # ---- Nsight Compute's verdicts ------------------------------------------------------------------
@@ -969,7 +1033,8 @@ def verdict(build: Build, record, part, expect=None) -> Statement:
     text = (f"{' and '.join(found)} by Nsight Compute's rule (SM throughput {both('sm_throughput_pct')}, memory "
             f"throughput {both('memory_throughput_pct')} of peak)")
     return Statement(text, len(found) == 1 and (expect is None or found == [expect]),
-                     f"{len(ks)} kernel(s) named {part!r}: {found}, the page needs {expect or 'any one'}", str(found))
+                     f"{len(ks)} kernel(s) named {part!r}: {found}, the page needs {expect or 'any one'}", str(found),
+                     f"{' and '.join(found)} by Nsight Compute's rule")
 
 
 def _kernels_named(kernels: list[dict], part: str) -> list[dict]:
@@ -1016,7 +1081,9 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
     groups = decide.ranking(enqueue)
     holds = {"the most expensive of these here": groups[-1] == [stage],
              "the cheapest of these here": groups[0] == [stage]}.get(rank, True)
-    return Statement(text, holds, f"{ {k: round(v.median, 1) for k, v in enqueue.items()} }, groups {groups}", rank)
+    lesson = f"without the profiler, {short(stage)}'s CPU enqueue takes {us(mine.median)} per forward, so {rank}"
+    return Statement(text, holds, f"{ {k: round(v.median, 1) for k, v in enqueue.items()} }, groups {groups}", rank,
+                     lesson)
 
 
 @claim("cudnn-cpu-inside", reads=["cudnn"], flip=Flip("cudnn.trace.json.gz", _shrink_cpu_op("aten::_cudnn_attention_forward")))
@@ -1026,7 +1093,8 @@ def cudnn_cpu_inside(build: Build) -> Statement:
     inside = next(c.duration_us for c in shown.cpu_ops if c.name == "aten::_cudnn_attention_forward")
     text = (f"{pct(inside / shown.cpu_us)} of it ({us(inside)} of {us(shown.cpu_us)}, profiler) inside "
             f"`_cudnn_attention_forward`")
-    return Statement(text, inside / shown.cpu_us > 0.5, f"{inside:.1f} of {shown.cpu_us:.1f} µs")
+    return Statement(text, inside / shown.cpu_us > 0.5, f"{inside:.1f} of {shown.cpu_us:.1f} µs",
+                     lesson=f"{pct(inside / shown.cpu_us)} of it inside `_cudnn_attention_forward`")
 
 
 @claim("flash-register-limit", reads=["flash"],
@@ -1043,7 +1111,9 @@ def flash_register_limit(build: Build) -> Statement:
     t = occupancy.theoretical(op["registers"], threads, op["shared_memory"] or 0, props)
     text = (f"a warp then needs {per_warp:,} of the SM's {props['regsPerMultiprocessor']:,} registers, so only "
             f"{t['warps_per_sm']} warps, {t['blocks_per_sm']} blocks of {threads} threads, fit")
-    return Statement(text, t["limiter"] == "registers", f"{op['registers']} registers, {threads} threads, {t}")
+    lesson = f"only {t['warps_per_sm']} warps fit, because a warp then needs {per_warp:,} of the SM's registers"
+    return Statement(text, t["limiter"] == "registers", f"{op['registers']} registers, {threads} threads, {t}",
+                     lesson=lesson)
 
 
 def _sweep_ranges(build: Build) -> dict:
@@ -1106,8 +1176,13 @@ def leads_long(build: Build, stage) -> Statement:
             + f"; at the other, shorter lengths {listed([short(p) for p in sorted(below)]) or 'no one'} "
             f"lead{'s' if len(below) == 1 else ''} (time per forward back to back, {how}: every point in the "
             "table below)") if parts else "It leads nowhere in this sweep"
+    lesson = (f"{short(stage)} leads nowhere in this sweep" if not parts else
+              f"{short(stage)} is the fastest from S={next(iter(starts)):,} up, at every head dim" if len(starts) == 1
+              else f"{short(stage)} is the fastest at the longest sequences, at every head dim")
+    if parts:
+        lesson += f"; at shorter ones, {listed([short(p) for p in sorted(below)]) or 'no one'} lead{'s' if len(below) == 1 else ''}"
     return Statement(text, holds, f"the paths at the front: { {k: v for k, v in sorted(lead.items())} }",
-                     str(sorted(lead.items())))
+                     str(sorted(lead.items())), lesson)
 
 
 @piece("leads-long-points")
@@ -1163,7 +1238,11 @@ def layout_gap(build: Build, stage) -> Statement:
         (fast, rf), (slow, rs) = sorted((("BSHD", a), ("BHSD", b)), key=lambda x: x[1].median)
         text += (f"Stored {fast} it runs {pct(1 - rf.median / rs.median)} faster than stored {slow}, told apart by "
                  f"more than the spread")
-    return Statement(text, fastest, "; ".join(nexts), apart(a, b))
+    lesson = f"{short(stage)} is the fastest forward stored either way" + (
+        "; its two layouts are not told apart" if decide.order(a, b) == 0 else
+        f"; stored {min((('BSHD', a), ('BHSD', b)), key=lambda x: x[1].median)[0]} it runs "
+        f"{pct(1 - min(a.median, b.median) / max(a.median, b.median))} faster")
+    return Statement(text, fastest, "; ".join(nexts), apart(a, b), lesson)
 
 
 def _slower_rows(stage: str, layout: str, factor: float):
@@ -1203,8 +1282,10 @@ def hopper_compute_bound(build: Build) -> Statement:
             f"come to the compute-bound threshold: "
             + "; ".join(f"{' and '.join(said[v])} {p}" for v, p in zip(said, parts))
             + f"; the others are {', '.join(sorted(others))}")
-    return Statement(text, sorted(reach) == sorted(hopper) and "compute-bound" in reach.values(),
-                     f"verdicts {verdicts}, Hopper kernels {hopper}")
+    lesson = (f"Only the {count(len(hopper))} kernels written for Hopper, "
+              f"{' and '.join(short(s) + chr(39) + 's' for s in hopper)}, come to the compute-bound threshold")
+    return Statement(text, sorted(reach) == sorted(hopper) and "compute-bound" in reach.values(), lesson=lesson,
+                     rests_on=f"verdicts {verdicts}, Hopper kernels {hopper}")
 
 
 @claim("causal-tile-work", reads=lambda stage, tile="128": [names.record_name(stage, LONG_SHAPE)],
@@ -1218,7 +1299,8 @@ def causal_tile_work(build: Build, stage, tile="128") -> Statement:
     blocks = summary.blocks(op)
     text = (f"The last {rows}-row query tile of a head visits all {tiles} tiles of {rows} keys, the first only one "
             f"(the diagonal). With {blocks:,} independent blocks")
-    return Statement(text, blocks == tiles * s["shape"][1] * s["shape"][0], f"grid {op['grid']}")
+    lesson = f"A head's last query tile visits all {tiles} key tiles, the first only one. With {blocks:,} independent blocks"
+    return Statement(text, blocks == tiles * s["shape"][1] * s["shape"][0], f"grid {op['grid']}", lesson=lesson)
 
 
 @claim("rotations-agree", reads=[names.cp_record(LONGEST_CP, rotate=r) for r in ("allgather", "alltoall")],
@@ -1228,7 +1310,8 @@ def rotations_agree(build: Build) -> Statement:
     """All-gather and all-to-all at the same length: the slower rank's one-call medians side by side."""
     a, b = (build.summary(names.cp_record(LONGEST_CP, rotate=r))["cp_event_median_us"] for r in ("allgather", "alltoall"))
     text = f"the times agree to within {100 * abs(a / b - 1):.1f} % ({us(a)} and {us(b)}, one-call CUDA-event medians)"
-    return Statement(text, abs(a / b - 1) < 0.03, f"{a:.0f} and {b:.0f} µs")
+    return Statement(text, abs(a / b - 1) < 0.03, f"{a:.0f} and {b:.0f} µs",
+                     lesson=f"the times agree to within {100 * abs(a / b - 1):.1f} %")
 
 
 @claim("naive-ops-vs-a100", reads=["naive"], flip=Flip("naive.json", lambda s: s.update(ops_per_forward=s["ops_per_forward"] + 1)))
@@ -1237,9 +1320,11 @@ def naive_ops_vs_a100(build: Build) -> Statement:
     s = build.summary("naive")
     memsets = sum(op["kind"] == "memset" for op in s["ops"])
     theirs = hardware.FIGURES["naive"]["ops"]
-    text = (f"here the list has {s['ops_per_forward']} entries because the Memset is counted too")
-    return Statement(text, memsets == 1 and s["ops_per_forward"] == theirs + memsets,
-                     f"ours {s['ops_per_forward']} with {memsets} memset(s), the post's {theirs}")
+    text = (f"here the list has {s['ops_per_forward']} entries because the Memset is counted too ({memsets} memset "
+            f"beside the post's {theirs} entries)")
+    return Statement(text, lesson=f"here the list has {s['ops_per_forward']} entries because the Memset is counted too",
+                     holds=memsets == 1 and s["ops_per_forward"] == theirs + memsets,
+                     rests_on=f"ours {s['ops_per_forward']} with {memsets} memset(s), the post's {theirs}")
 
 
 # ---- the ladder's guesses, answered from the forward each chapter shows -------------------------------
@@ -1267,8 +1352,10 @@ def longest_op(build: Build, stage, launched_by) -> Statement:
     j, mm = max(_matmuls(s), key=lambda jm: jm[1]["duration_us"])
     text = (f"the longest is op {i}, launched by `{_aten(s, op)}`: {us(op['duration_us'])}, "
             f"{times(op['duration_us'] / mm['duration_us'])} the longer matmul (op {j}, {us(mm['duration_us'])})")
-    return Statement(text, _aten(s, op) == launched_by and op["duration_us"] > mm["duration_us"],
-                     f"longest op {i} launched by {_aten(s, op)}, matmul {mm['duration_us']:.1f} µs")
+    lesson = (f"the longest is op {i}, launched by `{_aten(s, op)}`, {times(op['duration_us'] / mm['duration_us'])} as "
+              f"long as the longer matmul")
+    return Statement(text, _aten(s, op) == launched_by and op["duration_us"] > mm["duration_us"], lesson=lesson,
+                     rests_on=f"longest op {i} launched by {_aten(s, op)}, matmul {mm['duration_us']:.1f} µs")
 
 
 @claim("copy-cost", reads=lambda stage="naive", against="inplace": [stage, against, "run-hardware"],
@@ -1287,8 +1374,11 @@ def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
             f"({hw['copy_gbs']:,.0f} GB/s, bytes read + written) should take {us(expected)}; the Memcpy (op {i} of the "
             f"{short(stage)} forward) took {us(copy['duration_us'])}, within {100 * abs(copy['duration_us'] / expected - 1):.1f} % "
             f"of that, and writing the mask in place saved {us(saved)} of device time per forward")
+    lesson = (f"the copy took {us(copy['duration_us'])}, within {100 * abs(copy['duration_us'] / expected - 1):.1f} % "
+              f"of what its bytes take at the GPU's measured copy rate")
     return Statement(text, abs(copy["duration_us"] / expected - 1) < 0.1 and abs(saved / copy["duration_us"] - 1) < 0.1,
-                     f"expected {expected:.1f} µs, copy {copy['duration_us']:.1f} µs, saved {saved:.1f} µs")
+                     lesson=lesson,
+                     rests_on=f"expected {expected:.1f} µs, copy {copy['duration_us']:.1f} µs, saved {saved:.1f} µs")
 
 
 @claim("same-op-time", reads=lambda a, b, launched_by: [a, b],
@@ -1299,15 +1389,16 @@ def same_op_time(build: Build, a, b, launched_by) -> Statement:
               for s in (build.shown(a), build.shown(b)))
     text = (f"{short(b)}: {us(tb)}; {short(a)}: {us(ta)}; within {100 * abs(tb / ta - 1):.1f} %, "
             f"the same kernel at the same speed")
-    return Statement(text, abs(tb / ta - 1) < 0.05, f"{ta:.1f} and {tb:.1f} µs")
+    return Statement(text, abs(tb / ta - 1) < 0.05, f"{ta:.1f} and {tb:.1f} µs",
+                     lesson=f"{us(tb)} against {us(ta)}: the same kernel at the same speed")
 
 
 @claim("more-ops", reads=lambda a, b: [a, b], flip=lambda a, b: Flip(f"{a}.json", lambda s: s.update(ops_per_forward=1)))
 def more_ops(build: Build, a, b) -> Statement:
     """How many more device ops one forward launches than another."""
     na, nb = build.summary(a)["ops_per_forward"], build.summary(b)["ops_per_forward"]
-    text = f"{na} device ops against {nb} for {short(b)}'s forward, {na - nb} more"
-    return Statement(text, na > nb, f"{na} and {nb}")
+    text = f"{na} device ops against {nb} for {short(b)}'s forward, {na - nb} more (one forward's op list each)"
+    return Statement(text, na > nb, f"{na} and {nb}", lesson=f"{na} device ops against {nb} for {short(b)}'s forward")
 
 
 @claim("recompile-cliff", reads=["run-recompile"],
@@ -1325,5 +1416,7 @@ def recompile_cliff(build: Build) -> Statement:
             f"({times(before['tflops'] / after['tflops'], 0)} slower, one call's CUDA-event median), and no "
             f"later shape climbs back.")
     rest = [p["tflops"] for p in points[drop:]]
+    lesson = (f"The cliff is at the {ordinal(drop + 1)} new shape, one past `torch.compile`'s limit of {limit} "
+              f"recompiles, and no later shape climbs back")
     return Statement(text, drop == limit and max(rest) < min(p["tflops"] for p in points[:drop]),
-                     f"the largest drop before point {drop + 1} of {len(points)}, limit {limit}")
+                     f"the largest drop before point {drop + 1} of {len(points)}, limit {limit}", lesson=lesson)

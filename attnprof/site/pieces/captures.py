@@ -14,7 +14,7 @@ from ...model.stages import DEFAULT_SHAPE, ITEMSIZE, STAGES, ladder, select
 from ...text import dims, ms, shape, us
 from ..build import Build
 from ..render import plots, tables
-from ..words import count, title
+from ..words import CAPTURE_RUN, CPU, DEVICE, DRAWN, MEDIAN, ONE_CALL, count, title
 from ..registry import ALL, piece
 from .timing import stream_line
 
@@ -34,7 +34,11 @@ def key_averages(build: Build, record):
 @piece("ops", captures=1)
 def ops(build: Build, record, mark=None):
     """One forward's device ops: the forward the trace figure draws (Build.shown)."""
-    return tables.ops(build.shown(record), mark)
+    s = build.shown(record)
+    build.number(record, DEVICE, DRAWN, us(s[f"{s.get('pass', 'forward')}_device_us"]))  # as its caption states them
+    if "event_median_us" in s:
+        build.number(record, ONE_CALL, CAPTURE_RUN, us(s["event_median_us"]))
+    return tables.ops(s, mark)
 
 
 @piece("diff", captures=2)
@@ -60,10 +64,12 @@ def drawn(build: Build, record, explained=None) -> str:
     what = s.get("pass", "forward")
     fwds, shown = build.forwards(record)
     guide = "" if explained == "here" else f" ([reading a trace]({TRACE_GUIDE}))"
-    return (f"One {what} of `{record}`: of the {len(fwds)} profiled, the one nearest the medians on both sides "
-            f"([why](methods.md#which-forward-a-page-shows)), {us(shown.cpu_us)} on the CPU (median "
-            f"{us(statistics.median(f.cpu_us for f in fwds))}, profiler on) and {us(shown.device_us)} of device time "
-            f"(median {us(statistics.median(f.device_us for f in fwds))}); the op list shows the same one{guide}. "
+    said = lambda quantity, method, x: build.number(record, quantity, method, us(x)) if what == "forward" else us(x)
+    return (f"The {what} of `{record}` drawn here is the one of the {len(fwds)} profiled nearest the medians on both "
+            f"sides ([why](methods.md#which-forward-a-page-shows)). It takes {said(CPU, DRAWN, shown.cpu_us)} on the "
+            f"CPU (median {said(CPU, MEDIAN, statistics.median(f.cpu_us for f in fwds))}, profiler on) and "
+            f"{said(DEVICE, DRAWN, shown.device_us)} of device time "
+            f"(median {said(DEVICE, MEDIAN, statistics.median(f.device_us for f in fwds))}). The op list shows the same one{guide}. "
             f"The trace file holds the whole profile{', each backward after its forward' if what == 'backward' else ''}.")
 
 
@@ -113,9 +119,12 @@ VALUES = {
     "a100_cpu": lambda b, s: us(hardware.FIGURES[s["stage"]]["cpu_us"]),
     "a100_ratio": lambda b, s: _a100_ratio(s),
     "sms": lambda b, s: str(b.device_properties(s["record"])["numSms"]),
-    "device_time": lambda b, s: us(s["forward_device_us"]),
-    "event_median": lambda b, s: us(s["event_median_us"]),
-    "cpu_time": lambda b, s: us(s["cpu_forward_us"]),
+    "sm_registers": lambda b, s: f"{b.device_properties(s['record'])['regsPerMultiprocessor']:,}",
+    "sm_warps": lambda b, s: str(b.device_properties(s["record"])["maxThreadsPerMultiprocessor"]
+                                 // b.device_properties(s["record"]).get("warpSize", 32)),
+    "device_time": lambda b, s: b.number(s["record"], DEVICE, MEDIAN, us(s["forward_device_us"])),
+    "event_median": lambda b, s: b.number(s["record"], ONE_CALL, CAPTURE_RUN, us(s["event_median_us"])),
+    "cpu_time": lambda b, s: b.number(s["record"], CPU, MEDIAN, us(s["cpu_forward_us"])),
     "rel_err": lambda b, s: f"{s['rel_err']:.1e}",
     "device": lambda b, s: s["device"],
     "backend_ran": lambda b, s: kernel_names.fingerprint(op["name"] for op in s["ops"]),
@@ -169,6 +178,25 @@ def launch(build: Build, *records):
                           "CPU time / forward (profiled)", "one call (CUDA-event median, capture)"], rows, "llrrrrrr")
             + f"\n\nbf16, causal; profiled columns from each stage's capture ({count(SCHEDULE['active'])} profiled "
               f"forwards, the one with the median device time), the last from the capture's {EVENT_REPS} unprofiled calls.")
+
+
+@piece("three-times", captures=1, inline=True)
+def three_times(build: Build, record):
+    """Why one forward has three times on a ladder chapter, near its top: the trace's span, the drawn forward's
+    device time (its op list's) and the capture's one call, each the figure its own piece states."""
+    s, (_, f) = build.shown(record), build.forwards(record)
+    return (f"One forward has three times on this page: {us(plots.drawn_span(f))} in the trace, "
+            f"{build.number(record, DEVICE, DRAWN, us(f.device_us))} of device time and "
+            f"{build.number(record, ONE_CALL, CAPTURE_RUN, us(s['event_median_us']))} for one call. The trace spans "
+            f"the annotated forward under the profiler, device time adds up its GPU ops alone, and one call is timed "
+            f"by CUDA events without the profiler ([Methods](methods.md#one-forward-every-clock)).")
+
+
+def per_forward(build: Build, s: dict, quantity: str) -> str:
+    """A capture's figure per forward as every table of several stages states it: its summary's (the median)."""
+    field, method = {DEVICE: ("forward_device_us", MEDIAN), ONE_CALL: ("event_median_us", CAPTURE_RUN),
+                     CPU: ("cpu_forward_us", MEDIAN)}[quantity]
+    return build.number(s["record"], quantity, method, us(s[field]))
 
 
 @piece("value", captures=1, unavailable=True, inline=True)
@@ -287,8 +315,8 @@ def compare(build: Build, *records):
             continue
         kernels = summary.kernels(s)
         main = summary.longest(kernels)
-        rows.append((title(s), tables.kernel(main["name"]), s["ops_per_forward"], us(s["forward_device_us"]),
-                     us(s["event_median_us"]), f"{causal_tflops(s):.0f}", f"{s['rel_err']:.1e}",
+        rows.append((title(s), tables.kernel(main["name"]), s["ops_per_forward"], per_forward(build, s, DEVICE),
+                     per_forward(build, s, ONE_CALL), f"{causal_tflops(s):.0f}", f"{s['rel_err']:.1e}",
                      f"{len(kernels)} kernel(s); layout {s.get('layout', 'BHSD')}"))
     b, h, n, d = build.summary(records[0])["shape"]
     reps = next((build.summary(r)["settings"]["event_reps"] for r in records if not build.is_unavailable(r)), 50)
@@ -310,7 +338,7 @@ def side_by_side(build: Build, *records):
         rows.append((f"[{title(s)}]({s['stage']}.md)", s["ops_per_forward"],
                      kernel_names.fingerprint(op["name"] for op in s["ops"]), tables.kernel(longest["name"]),
                      f"{100 * longest['duration_us'] / s['forward_device_us']:.0f} %",
-                     us(s["forward_device_us"]), us(s["cpu_forward_us"]),
+                     per_forward(build, s, DEVICE), per_forward(build, s, CPU),
                      ", ".join(tables.launch(a) for a in sorted({op["launch"] for op in s["ops"]}))))
     return (tables.table(["stage", "ops / forward", "backend that ran (from its kernels)", "longest op",
                           "its share of device time", "device time / forward", "CPU time / forward", "launch APIs"],
@@ -394,8 +422,8 @@ def glance(build: Build):
         if "unavailable" in s:
             rows.append((link, tables.NOT_RUN, *["—"] * 6, tables.cell(tables.why_unavailable(s["unavailable"]))))
             continue
-        rows.append((link, s["ops_per_forward"], us(s["forward_device_us"]), us(s["event_median_us"]),
-                     us(s["cpu_forward_us"]), f"{100 * oplist.gaps(s).idle_share:.0f} %", f"{causal_tflops(s):.0f}",
+        rows.append((link, s["ops_per_forward"], per_forward(build, s, DEVICE), per_forward(build, s, ONE_CALL),
+                     per_forward(build, s, CPU), f"{100 * oplist.gaps(s).idle_share:.0f} %", f"{causal_tflops(s):.0f}",
                      f"{s['rel_err']:.1e}", LESSONS[name]))
     return tables.table(
         ["stage", "ops / forward", "device time / forward (profiler)", "one call: CUDA-event median",
@@ -413,8 +441,8 @@ def glance_a100(build: Build):
             continue
         s, ref = build.summary(name), hardware.FIGURES[name]
         rows.append((f"[{STAGES[name].title}]({name}.md)", s["ops_per_forward"], "—" if ref["ops"] is None else ref["ops"],
-                     us(s["forward_device_us"]), us(ref["forward_us"]), _a100_ratio(s),
-                     us(s["cpu_forward_us"]), us(ref["cpu_us"])))
+                     per_forward(build, s, DEVICE), us(ref["forward_us"]), _a100_ratio(s),
+                     per_forward(build, s, CPU), us(ref["cpu_us"])))
     return (tables.table(["stage", "ops (H200)", "ops (A100)", "device time / forward (H200, profiler)",
                           "forward CUDA time (A100, profiler)", "A100 ÷ H200", "CPU time / forward (H200, profiler)",
                           "CPU time (A100, profiler)"], rows, "lrrrrrrr")

@@ -26,8 +26,8 @@ def markdown(d: dict) -> str:
     c = d["counts"]
     return (tables.table(["", f"A: {name(a)}", f"B: {name(b)}", "B ÷ A"], rows, "lrrr")
             + f"\n\nA is *{tables.cell(a['title'])}*, B is *{tables.cell(b['title'])}*; {_both(a, b)}. "
-              f"Device and CPU time per forward from the profiler (the median "
-              f"profiled forward), the CUDA-event median over single calls; a stream of calls is launch-bound when, "
+              f"Device and CPU time per forward come from the profiler (the median "
+              f"profiled forward); one call is the CUDA-event median over single calls. A stream of calls is launch-bound when, "
               f"unprofiled, back to back runs at the CPU's enqueue pace rather than a CUDA-graph replay's "
               f"([the rule](launch-bound.md)). Relative error of A against "
               f"{tables.cell(a['reference'])}, of B against {tables.cell(b['reference'])}.{_streams(a, b)}\n\n"

@@ -10,7 +10,7 @@ from ...analysis.occupancy import REG_ALLOC_UNIT, SMEM_RESERVED_PER_BLOCK
 from ..render import tables
 from ..build import Build
 from ..registry import piece
-from ..words import count
+from ..words import CAPTURE_RUN, DRAWN, MEDIAN, TIMING_RUN, count
 
 
 @piece("occupancy-guide", captures=1)
@@ -21,7 +21,7 @@ def occupancy_guide(build: Build, record):
     warps = props["maxThreadsPerMultiprocessor"] // props.get("warpSize", 32)
     return (
         f"*Theoretical occupancy* is computed by attnprof from each kernel's footprint in the trace (registers "
-        f"per thread, shared memory per block, threads per block) against the GPU's per-SM limits, read from the "
+        f"per thread, shared memory per block, threads per block) against the GPU's per-SM limits. Those limits are read from the "
         f"trace's `deviceProperties`: on the {tables.cell(build.summary(record)['device'])}, "
         f"{props['regsPerMultiprocessor']:,} registers, {props['sharedMemPerMultiprocessor'] // 1024} KiB of "
         f"shared memory and {warps} warps per SM. Registers are granted per warp in units of {REG_ALLOC_UNIT} and "
@@ -65,9 +65,20 @@ def decision_guide(build: Build):
         f"own CUDA context; a capture is one process. A time is then given as its median with a range in "
         f"brackets: for a run, the median over every process's calls and the span of the processes' medians; "
         f"for a capture, the median and p10–p90 of its calls. Two times are *told apart* only when their ranges "
-        f"do not overlap and their medians differ by at least {100 * decide.MARGIN:.0f} % besides; otherwise the "
+        f"do not overlap and their medians differ by at least {100 * decide.MARGIN:.0f} % besides. Otherwise the "
         f"page says *not told apart* and gives both ranges, words that stay true however a new measurement falls. "
         f"A ranking names who leads and those not told apart from it. A stream's launch-bound or GPU-bound "
         f"verdict is decided only when every process gives it with the pace-setting side slower by "
         f"{timing.HOST_MARGIN:g}× or more. Nsight Compute's {counters.BOUND_AT:g} % threshold carries a band of "
         f"±{counters.BAND:g} points: a kernel inside it is *near the threshold*, not flipped across it.")
+
+
+@piece("method-labels")
+def method_labels(build: Build):
+    """The methods a figure per forward is had by, each said once here in the words the pages use for it
+    (words.METHODS): the same quantity by two methods gives two numbers, and each names its own."""
+    where = {MEDIAN: "the tables of several stages, the figures inside sentences and the comparisons",
+             DRAWN: "the trace figure, the op list, the CPU side and the gaps of a chapter",
+             CAPTURE_RUN: "one call of a chapter's capture, timed without the profiler",
+             TIMING_RUN: "the rankings of SDPA's backends and the launch-bound verdicts, over separate processes"}
+    return "\n".join(f"- **{label[0].upper()}{label[1:]}**: {what}." for label, what in where.items())

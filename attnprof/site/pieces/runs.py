@@ -14,7 +14,7 @@ from ...model.stages import LONG_SHAPE, select
 from ...text import dims, shape, size, us
 from ..render import plots, tables
 from ..build import Build, across, row
-from ..words import short, title
+from ..words import listed, short, title
 from ..registry import piece
 
 LAYOUT_TITLES = {"BHSD": "[B, H, S, D]", "BSHD": "[B, S, H, D]"}  # how q, k, v sat in memory
@@ -170,7 +170,7 @@ def sweep_table(build: Build, d):
         for p in paths:
             r = next(r for r in _sweep_points(build, d, p) if r["shape"][2] == s)
             cells.append("OOM" if r.get("oom") else "n/a" if "unavailable" in r else
-                         f"{r['tflops_back_to_back']:.0f} · {size(r['peak_extra_bytes'])}")
+                         f"{r['tflops_back_to_back']:.0f} TFLOP/s · {size(r['peak_extra_bytes'])}")
         rows.append((f"{s:,}", *cells))
     shapes = [r["shape"] for p in paths for r in _sweep_points(build, d, p)]
     tokens = min(r[0] * r[2] for r in shapes)
@@ -225,7 +225,7 @@ def softmax_share_text(build: Build, record="inplace"):
     """Claim 2, in a sentence."""
     x = softmax_share(build, record)
     return (f"In the in-place forward at the post's shape, softmax and masking take **{x['time_pct']:.0f} %** "
-            f"of the device time ({us(x['elementwise_us'])} of {us(x['total_us'])}), while they are about "
+            f"of the device time ({us(x['elementwise_us'])} of {us(x['total_us'])}). They are only about "
             f"**{x['flop_pct']:.1f} %** of its FLOPs (counting ~6 "
             f"operations per score against 2·D per score for each matmul).")
 
@@ -300,18 +300,24 @@ def fastest_words(build: Build, rows: list[dict], peak: float) -> str:
     top = decide.ranking(times)[0]
     share = f"{100 * rate(top[0]).median / peak:.0f} % of the {peak:.0f} TFLOP/s bf16 matmul peak measured in the same run"
     if len(top) == 1:
-        said = f"The fastest forward we ran at this shape is **{name(top[0])}**, **{fig(top[0])} TFLOP/s**, {share}"
+        said = f"The fastest forward we ran at this shape is {name(top[0])}, {fig(top[0])} TFLOP/s, {share}"
+        lesson = (f"The fastest forward we ran at this shape is **{name(top[0])}**, "
+                  f"**{rate(top[0]).median:.0f} TFLOP/s**, {100 * rate(top[0]).median / peak:.0f} % of the bf16 matmul peak")
     else:
         said = ("The fastest forwards we ran at this shape are not told apart: "
-                + ", ".join(f"**{name(k)}**, {fig(k)} TFLOP/s" for k in top) + f"; the first is {share}")
+                + ", ".join(f"{name(k)}, {fig(k)} TFLOP/s" for k in top) + f"; the first is {share}")
+        lesson = (f"The fastest forwards we ran at this shape, "
+                  f"{listed([f'**{short(k[0])}** on {LAYOUT_TITLES[k[1]]}' for k in top])}, are not told apart; the "
+                  f"first reaches **{100 * rate(top[0]).median / peak:.0f} %** of the bf16 matmul peak")
     within = []
     for where in dict.fromkeys(k[1] for k in times):
         first = decide.ranking({k: t for k, t in times.items() if k[1] == where})[0]
         within.append(f"on {LAYOUT_TITLES[where]} inputs, {' and '.join(short(k[0]) for k in first)}"
                       + (", not told apart" if len(first) > 1 else ""))
-    return (f"{said} (TFLOP/s: {rate(top[0]).how} of its back-to-back runs; two forwards are told apart when these "
-            f"ranges do not overlap and their medians differ by {100 * decide.MARGIN:.0f} % or more). "
-            f"Fastest within each layout: {'; '.join(within)}.")
+    return (build.fold(lesson, f"{said} (TFLOP/s: {rate(top[0]).how} of its back-to-back runs; two forwards are told "
+                               f"apart when these ranges do not overlap and their medians differ by "
+                               f"{100 * decide.MARGIN:.0f} % or more)")
+            + f". Fastest within each layout: {'; '.join(within)}.")
 
 
 @piece("gqa")
@@ -330,7 +336,7 @@ def decode(build: Build):
          f"{r['gbs']:.0f}" if "gbs" in r else "OOM", f"{100 * r['gbs'] / copy:.0f} %" if "gbs" in r else "—")
         for r in build.run("decode")], "rrlrrrr") + (
         f"\n\nSDPA alone: one query token per sequence against K and V of the stated length, {_heads(build.run('decode'))}, "
-        f"bf16; time per step: {_queued(build, 'decode')}.")
+        f"bf16. Time per step: {_queued(build, 'decode')}.")
 
 
 def _queued(build: Build, run: str) -> str:
@@ -377,12 +383,13 @@ def decode_share(build: Build):
     for r in decode_steps(build):
         a = alone.get((r["batch"], r["kv_len"]))
         if a:
-            parts.append(f"at batch {r['batch']}, SDPA alone over {r['kv_len']:,} cached tokens takes "
-                         f"{us(a['back_to_back_us'])} back to back, {100 * a['back_to_back_us'] / r['back_to_back_us']:.0f} % "
-                         f"of the in-place step's {us(r['back_to_back_us'])}")
+            parts.append(f"{100 * a['back_to_back_us'] / r['back_to_back_us']:.0f} %{'' if parts else ' of the in-place step'} at batch {r['batch']} "
+                         f"({us(a['back_to_back_us'])} of {us(r['back_to_back_us'])})")
     if not parts:
         raise ValueError("the decode and decode_step runs share no batch and KV length")
-    return "; ".join(parts)
+    kv = sorted({r["kv_len"] for r in decode_steps(build) if (r["batch"], r["kv_len"]) in alone})
+    return (f"over {listed([f'{k:,}' for k in kv])} cached tokens, back to back, it takes "
+            + listed(parts))
 
 
 def concat_against_in_place(build: Build, r: dict) -> tuple[int, str]:
@@ -406,8 +413,14 @@ def decode_error(build: Build):
     best = min(decode_steps(build), key=lambda r: r["ratio"])
     o, said = concat_against_in_place(build, worst)
     cost = ", and so is the decode cost per token" if o > 0 else ""
-    return (f"at batch {worst['batch']} {said}{cost}; at batch {best['batch']}, where the cache is small, "
-            f"{concat_against_in_place(build, best)[1]}")
+    ob, said_best = concat_against_in_place(build, best)
+    lesson = (f"at batch {worst['batch']} a step with the concatenation takes "
+              + (f"{worst['ratio']:.1f}× as long as in place" if o > 0 else "no longer than in place" if o == 0 else
+                 "less time than in place")
+              + f"; at batch {best['batch']}, where the cache is small, "
+              + ("the two are not told apart" if ob == 0 else f"{best['ratio']:.1f}× as long" if ob > 0 else "less"))
+    return build.fold(lesson, f"at batch {worst['batch']} {said}{cost}; at batch {best['batch']}, where the cache is "
+                              f"small, {said_best}")
 
 
 def graph_gain(build: Build, i: int) -> str:
@@ -514,7 +527,7 @@ def cost(build: Build, layers="32"):
                              r["batch"], "one launch per step"))
     body = "".join(_cost_row(*row, layers) for row in rows)
     note = ("" if not slower else
-            "\n\nA stream of layers ran slower per layer than one layer at a time at " + "; ".join(slower) +
+            "\n\n" + build.fold("A stream of layers ran slower per layer than one layer at a time", "; ".join(slower)) +
             ". The run did not read the GPU's clocks, so it cannot say why; the table uses the stream's time.")
     return (f'<div class="attnprof-price"><label>$ per GPU-hour: <input type="number" id="attnprof-price" '
             f'value="{DEFAULT_PRICE:.2f}" step="0.10" min="0"></label></div>\n\n'
@@ -675,10 +688,10 @@ def hardware_table(build: Build):
                           "A100-SXM4-80GB peak (NVIDIA)", "H200 ÷ A100, peak to peak"], rows, "lrrrr")
             + f"\n\nA100 figures are NVIDIA's published peaks ([datasheet]({hardware.SPEC_SOURCE}); L2 and SM count "
               f"from the [architecture whitepaper]({hardware.WHITEPAPER})). The H200's peaks are computed from its device "
-              f"query by the formulas that give the A100's datasheet figures (FP32: SMs × FP32 lanes per SM, "
-              f"{hardware.FP32_LANES_PER_SM['A100']} on the A100 and {hardware.FP32_LANES_PER_SM['H200']} on Hopper, × 2 per fused "
-              f"multiply-add × clock; bandwidth: 2 transfers per memory clock × bus width), so each ratio compares a "
-              f"peak with a peak. A measured H200 rate set against an A100 peak would mix the two methods.")
+              f"query by the formulas that give the A100's datasheet figures, so each ratio compares a peak with a peak. "
+              f"FP32: SMs × FP32 lanes per SM ({hardware.FP32_LANES_PER_SM['A100']} on the A100, "
+              f"{hardware.FP32_LANES_PER_SM['H200']} on Hopper) × 2 per fused multiply-add × clock. Bandwidth: 2 transfers "
+              f"per memory clock × bus width. A measured H200 rate set against an A100 peak would mix the two methods.")
 
 
 def steady_rates(build: Build) -> list[tuple[float, float]]:
@@ -707,7 +720,9 @@ def steady(build: Build):
     share = statistics.median(f / m for f, m in rates)
     rep = next(x for x in r["repeats"] if "error" not in x)
     failed = len(r["repeats"]) - len(rates)
-    return (f"{short(r['path'])} runs the forward at **{mid:.0f} TFLOP/s**, from {fwd[0]:.0f} to {fwd[-1]:.0f} "
+    return build.fold(f"{short(r['path'])} runs the forward at **{mid:.0f} TFLOP/s**, **{100 * share:.0f} %** of the "
+                      f"bf16 matmul rate measured beside it",
+                      f"{short(r['path'])} runs the forward at {mid:.0f} TFLOP/s, from {fwd[0]:.0f} to {fwd[-1]:.0f} "
             f"across {len(rates)} separate processes (±{100 * (fwd[-1] - fwd[0]) / 2 / mid:.1f} % about the median), "
             f"{100 * share:.0f} % of the bf16 matmul rate each process measured beside it "
             f"({statistics.median(m for _, m in rates):.0f} TFLOP/s, {rep['matmul_shape'][0]:,}³). Each process warmed up "

@@ -17,7 +17,7 @@ from ...model.stages import DEFAULT_SHAPE, STAGES
 from ...text import shape as shape_text, us
 from ..render import tables
 from ..build import Build, FalseStatement, RecordUnusable
-from ..words import count, short, title
+from ..words import ONE_CALL, TIMING_RUN, count, short, title
 from ..registry import piece
 
 
@@ -36,6 +36,12 @@ def timed_range(build: Build, stage, shape, field="enqueue_us") -> decide.Range:
     p10–p90 of its one process)."""
     found = [timing.find(rep["rows"], stage, shape) for rep in build.repeats("timing")]
     return decide.of([f[field] for f in found if "error" not in f])
+
+
+def _record(stage: str, shape) -> str:
+    """The record name of a stage at a shape of the timing run ("8x16x1024x64" or [8, 16, 1024, 64])."""
+    dims = tuple(int(x) for x in (shape.split("x") if isinstance(shape, str) else shape))
+    return names.record_name(stage, dims)
 
 
 def where(s) -> str:
@@ -57,8 +63,9 @@ def _signed(x: float) -> str:
 def _method_note(build: Build) -> str:
     r, processes = build.run("timing"), len(build.repeats("timing"))
     pooled = f", in each of {processes} separate processes, pooled" if processes > 1 else ""
-    return (f"Unprofiled times are medians with p10–p90 in brackets, in the median's unit: one call over {r['one_call_reps']} "
-            f"calls; back to back, GPU only and CPU enqueue per call, over {r['reps']} runs of {r['calls']} calls each{pooled}. "
+    return (f"Unprofiled times are medians with p10–p90 in brackets, in the median's unit. One call: over "
+            f"{r['one_call_reps']} calls. Back to back, GPU only and CPU enqueue: per call, over {r['reps']} runs of "
+            f"{r['calls']} calls each{pooled}. "
             f"Profiled CPU time: the annotated range of each of the {count(SCHEDULE['active'])} forwards this run profiles "
             f"(torch.profiler, as the captures do; a chapter's own capture is another run and gives its own "
             f"numbers). bf16, causal.")
@@ -73,6 +80,7 @@ def timing_table(build: Build, shape=None):
         if shape and "x".join(map(str, r["shape"])) != shape:
             continue
         v = timing.verdict(r)
+        build.number(_record(r["stage"], r["shape"]), ONE_CALL, TIMING_RUN, us(v.one_call.median))
         out.append((short(r["stage"]), shape_text(r["shape"]), spread(v.one_call),
                      spread(v.back_to_back), spread(v.gpu_only), spread(v.enqueue), us(v.profiled_cpu.median),
                      f"**{v.stream}**", _signed(v.launch_overhead_us)))
@@ -172,10 +180,12 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
                                  f"in every repeat by the {timing.HOST_MARGIN:g}× margin that decides it "
                                  f"({', '.join(x.stream for x in every)}; GPU only {us(v.gpu_only.median)}, CPU enqueue "
                                  f"{us(v.enqueue.median)}): drop expect= and let the sentence say it is this host's verdict")
-        return _claim(directive, expect, v.stream,
-                      f"**{v.stream}** in a stream{_margin(build, every)}: back to back it takes "
-                      f"{us(v.back_to_back.median)} per call, against {us(v.gpu_only.median)} of GPU work (CUDA-graph "
-                      f"replay) and {enqueue.text(us)} of CPU enqueue ({enqueue.how})")
+        return _claim(directive, expect, v.stream, build.fold(
+            f"**{v.stream}** in a stream{' on this host' if _margin(build, every) else ''}: back to back "
+            f"{us(v.back_to_back.median)} per call, against {us(v.gpu_only.median)} of GPU work",
+            f"{v.stream} in a stream{_margin(build, every)}: back to back it takes "
+            f"{us(v.back_to_back.median)} per call, against {us(v.gpu_only.median)} of GPU work (CUDA-graph "
+            f"replay) and {enqueue.text(us)} of CPU enqueue ({enqueue.how})"))
     if kind == "call":  # launch overhead against GPU work, by the one rule: one call against twice the GPU work
         one, gpu = timed_range(build, stage, shape, "one_call_us"), timed_range(build, stage, shape, "graph_us")
         side = decide.order(one, gpu.scaled(lambda x: 2 * x))
@@ -185,10 +195,12 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
             raise FalseStatement(f"the sentence `{directive}` expects {expect!r}, but one call ({one.text(us)}) and "
                                  f"twice its GPU work ({gpu.scaled(lambda x: 2 * x).text(us)}) are not told apart "
                                  f"({one.how}): drop expect= and let the numbers speak")
-        return _claim(directive, expect, found,
-                      f"it takes {one.text(us)} (CUDA events), {gpu.text(us)} of it GPU work (CUDA-graph replay) "
-                      f"and {_signed(v.launch_overhead_us)} launch overhead ({100 * v.launch_overhead_us / v.one_call.median:.0f} %"
-                      f"; {one.how})")
+        return _claim(directive, expect, found, build.fold(
+            f"it takes {build.number(_record(stage, shape), ONE_CALL, TIMING_RUN, us(one.median))}, "
+            f"{us(gpu.median)} of it GPU work",
+            f"it takes {one.text(us)} (CUDA events), {gpu.text(us)} of it GPU work (CUDA-graph replay) "
+            f"and {_signed(v.launch_overhead_us)} launch overhead ({100 * v.launch_overhead_us / v.one_call.median:.0f} %"
+            f"; {one.how})"))
     if kind == "profiler":
         return _claim(directive, expect, f"{v.profiler_inflation:.0f}x",
                       f"the profiler records {us(v.profiled_cpu.median)} of CPU time per forward where the "
@@ -208,8 +220,8 @@ def queue_check(build: Build):
     if slow:
         return ("in " + "; ".join(slow) + " the second half of the enqueue loop ran slower than the whole, so "
                 "some launches may have waited for room in the GPU's queue: read their CPU enqueue as an upper bound")
-    return ("in every row the second half of the enqueue loop ran at the pace of the whole loop (within the "
-            "tolerance of the rule above), so no launch waited for room in the GPU's queue")
+    return ("in every row the enqueue loop's second half ran at the whole loop's pace, so no launch waited for room "
+            "in the GPU's queue")
 
 
 def inflation_range(build: Build) -> tuple[float, float]:
@@ -264,14 +276,17 @@ def verdicts(build: Build, shape, expect=None):
         sentence = f"{_names(decided)} {'is' if len(decided) == 1 else 'are all'} **{kinds[0]}** in a stream"
     else:
         sentence = "; ".join(f"{_names(t for t, v in decided.items() if v == k)}: **{k}**" for k in kinds)
+    lesson = sentence
     if close:
+        lesson += ("; " if sentence else "") + "; ".join(f"{k}: **{v.stream}** on this host" for k, v in close.items())
         sentence += ("; " if sentence else "") + "; ".join(
-            f"{k}: **{v.stream}**{_margin(build, every[k])}" + (
+            f"{k}: {v.stream}{_margin(build, every[k])}" + (
                 "" if timing.consensus(every[k]) and len(every[k]) > 1 else  # the margin's words give the numbers
                 f" ({us(v.gpu_only.median)} GPU only against {us(v.enqueue.median)} of CPU enqueue per call)")
             for k, v in close.items())
     found_kind = kinds[0] if len(kinds) == 1 and not close else "mixed"
-    return _claim(f"verdicts {shape}", expect, found_kind, sentence)
+    return _claim(f"verdicts {shape}", expect, found_kind,
+                  build.fold(lesson, sentence.replace("**", "")) if close else sentence)
 
 
 @piece("lone-call", inline=True)
@@ -290,9 +305,9 @@ def lone_call(build: Build):
     shorter, tied = [x for x in below if x[3]], [x for x in below if not x[3]]
     text = []
     if tied:
-        text.append(f"Where the overhead column shows a negative number, one call and the GPU-only time per call are "
-                    f"not told apart ({said(tied)}; {tied[0][1].how}): beside a kernel this long the launch is "
-                    f"within the spread of the two methods.")
+        text.append(build.fold("A negative overhead means one call and the GPU-only time per call are not told apart: "
+                               "beside a kernel this long, the launch is within their spread",
+                               f"{said(tied)}; {tied[0][1].how}") + ".")
     if shorter:
         text.append(f"One call measured decidedly *shorter* than the GPU-only time per call of a stream of "
                     f"{build.run('timing')['calls']} ({said(shorter)}; {shorter[0][1].how}). The launch overhead is "

@@ -119,6 +119,12 @@ def timeline(summary, trace: dict, width: int = 1040, cpu_depth: int = CPU_DEPTH
             + _timeline(summary, trace, NARROW, "attnprof-narrow", cpu_depth) + "</div>")
 
 
+
+def drawn_span(fwd) -> float:
+    """What a trace figure spans, in µs: from the start of the forward's annotation to the end of its last GPU op
+    (or of the annotation, if that ends later)."""
+    return max([fwd.cpu_us] + [o.start_us + o.duration_us for o in fwd.ops])
+
 def _timeline(summary, trace: dict, width: int, variant: str, cpu_depth: int = CPU_DEPTH) -> str:
     """One forward (or backward) as a timeline: CPU ops (nested) above their launches, GPU ops below,
     and the GPU's idle gaps between the first launch and the last op's end shaded in the GPU lane.
@@ -133,7 +139,7 @@ def _timeline(summary, trace: dict, width: int, variant: str, cpu_depth: int = C
     what = summary.get("pass", "forward")
     _, fwd = pictured(summary, trace)
     cpu = [op for op in fwd.cpu_ops if op.depth <= cpu_depth]
-    end = max([fwd.cpu_us] + [o.start_us + o.duration_us for o in fwd.ops])
+    end = drawn_span(fwd)
     narrow = width < 600
     # on a phone every lane is a finger tall (a tap there lists the marks under the finger)
     left, right, row_h, lane, launch_h, legend_row = (64, 12, 28, 28, 26, 26) if narrow else (64, 12, 20, 22, 12, 24)

@@ -74,7 +74,8 @@ def measured_once(parts: list[dict], more=(), rest="the trace and the raw timing
     once = [what for key, what in MEASURED_ONCE.items() if any(key in p for p in parts)] + list(more)
     if not once:
         return ""
-    return f"  \n    Measured once, when captured: {', '.join(once)}; every other figure is recomputed from {rest}."
+    return (f"  \n    Measured once, when captured: {', '.join(once)}.  \n    Every other figure is recomputed from "
+            f"{rest}.")
 
 
 def why_unavailable(raw: str) -> str:
@@ -150,7 +151,7 @@ def ops(summary, mark: str | None = None) -> str:
     where = (f" Every op is launched inside <code>{cell(' › '.join(shared))}</code>; *launched from* shows the "
              f"ops below that." if shared else "")
     n = summary["ops_per_forward"]
-    total = (f"\n\n{n} device op{'s' if n != 1 else ''} in one forward, {us(summary['forward_device_us'])} of device "
+    total = (f"\n\n{n} device op{'s' if n != 1 else ''} in the forward drawn, {us(summary['forward_device_us'])} of device "
              f"time (sum of their durations, profiler)"
              + (f"; one call of the whole forward, CUDA-event median {us(summary['event_median_us'])} over "
                 f"{summary['settings']['event_reps']} calls (no profiler)" if "event_median_us" in summary else "")

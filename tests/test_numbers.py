@@ -1,0 +1,45 @@
+"""One number per quantity: a stage's device time per forward, its one call, its CPU time, each said by one
+method, is the same on every page that states it. Every piece of every chapter is rendered as its page renders it
+(its lessons folding their evidence), and each figure a piece states through `Build.number` is noted under its
+record, quantity and method (words.DEVICE ... words.MEDIAN ...); two different figures under one key fail."""
+from attnprof.model import store
+from attnprof.site import registry
+from attnprof.site.build import Build
+from attnprof.site.words import CAPTURE_RUN, DEVICE, DRAWN, MEDIAN, ONE_CALL
+
+DOCS = store.ROOT / "docs"
+
+
+def stated(build: Build) -> Build:
+    """`build` after rendering every piece of every chapter, page by page."""
+    registry.load()
+    for page in sorted(DOCS.glob("*.md")):
+        build.evidence = []
+        for name, args in registry.directives(page.read_text(encoding="utf-8")):
+            registry.expand(build, name, args)
+        build.evidence = None
+    return build
+
+
+def conflicts(build: Build) -> dict:
+    return {key: sorted(said) for key, said in build.numbers.items() if len(said) > 1}
+
+
+def test_every_page_gives_one_number_per_quantity_and_method():
+    build = stated(Build(store.CAPTURES, problems={}))
+    assert not conflicts(build), "\n".join(f"{record}, {quantity} ({method}): {', '.join(said)}"
+                                           for (record, quantity, method), said in conflicts(build).items())
+    # the figures a learner meets first are among those held: flash's device time at the post's shape, by the
+    # median (tables, `value`, the claims' lessons) and in the forward drawn (its chapter's op list), its one call
+    for key in (("flash", DEVICE, MEDIAN), ("flash", DEVICE, DRAWN), ("flash", ONE_CALL, CAPTURE_RUN),
+                ("cudnn", DEVICE, MEDIAN)):
+        assert key in build.numbers, key
+
+
+def test_two_numbers_for_one_quantity_are_caught():
+    build = Build(store.CAPTURES, problems={})
+    assert build.number("flash", DEVICE, MEDIAN, "94.7 µs") == "94.7 µs"
+    build.number("flash", DEVICE, DRAWN, "93.2 µs")  # another method: another key
+    assert not conflicts(build)
+    build.number("flash", DEVICE, MEDIAN, "94.2 µs")  # the timing run's median said as the capture's
+    assert conflicts(build) == {("flash", DEVICE, MEDIAN): ["94.2 µs", "94.7 µs"]}
