@@ -11,7 +11,7 @@ from ...analysis.flops import causal_tflops
 from ...analysis.oplist import KIND_LABEL
 from ...model.procedure import BWD_FLOP_FACTOR, MEASURED_ONCE_TWO_GPU
 from ...model.stages import STAGES
-from ...text import shape, size, us
+from ...text import escape, shape, size, us
 from ..render import plots, tables
 from ..build import Build
 from ..words import title
@@ -40,7 +40,7 @@ def compare_backward(build: Build, *records):
         s = build.summary(record)
         link = f"[{title(s)}]({'fused' if STAGES[s['stage']].group == 'provider' else s['stage']}.md)"
         if "unavailable" in s:
-            rows.append((link, f"{tables.NOT_RUN}: {tables.cell(tables.why_unavailable(s['unavailable']))}",
+            rows.append((link, f"{tables.NOT_RUN}: {tables.why_unavailable(s['unavailable'])}",
                          *["—"] * 6))
             continue
         rows.append((link, s["ops_per_backward"], s["ops_on_calling_thread_each"][0], us(s["backward_device_us"]),
@@ -68,7 +68,7 @@ def saved(build: Build, *records):
     for record in records:
         s = build.summary(record)
         if "unavailable" in s or "saved" not in s:
-            rows.append((title(s), tables.cell(s.get("unavailable") or s.get("saved_unavailable")), *["—"] * 3))
+            rows.append((title(s), escape(s.get("unavailable") or s.get("saved_unavailable")), *["—"] * 3))
             continue
         big = [r for r in s["saved"] if r["what"] not in ("q", "k", "v", "output", "scalar")]
         items = "<br>".join(f"{r['what']} {shape(r['shape']) or 'scalar'} {r['dtype']} ({size(r['bytes'])})"

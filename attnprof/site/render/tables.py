@@ -1,13 +1,11 @@
-"""Markdown made from captures: one table helper, cells escaped for kernel names, and the tables of a
+"""Markdown made from captures: one table helper, every name escaped (text.escape), and the tables of a
 capture (key_averages, the op list and its diff, footprint, CPU side) with the boxes around them."""
 from __future__ import annotations
-
-import html
 
 from ...analysis import kernel_names, oplist
 from ...analysis.oplist import KIND_LABEL
 from ...model.procedure import MEASURED_ONCE
-from ...text import shape, size, us
+from ...text import escape, shape, size, us
 
 KEY_AVERAGES_HEADERS = ["Name", "Calls", "Self CPU", "CPU total", "Self CUDA", "CUDA total"]
 def unit(math_unit: str) -> str:
@@ -25,46 +23,37 @@ def table(headers, rows, align: str = "") -> str:
     return "\n".join(lines)
 
 
-def cell(text) -> str:
-    """Escape a value for a Markdown table cell that also survives as HTML (kernel names hold < > | &)."""
-    return html.escape(str(text), quote=False).replace("|", "&#124;").replace("\n", " ")
-
-
 def code(text) -> str:
     """Text as inline code inside a table cell, escaped for HTML."""
-    return f"<code>{cell(text)}</code>"
-
-
-def attr(text) -> str:
-    """A value for an HTML attribute."""
-    return html.escape(str(text), quote=True)
+    return f"<code>{escape(text)}</code>"
 
 
 def launch(api: str) -> str:
     """A launch call as code, with the API it belongs to as its tooltip."""
-    return f'<code title="{LAUNCH_API["cuda" if api.startswith("cuda") else "cu"]}">{cell(api)}</code>'
+    return f'<code title="{LAUNCH_API["cuda" if api.startswith("cuda") else "cu"]}">{escape(api)}</code>'
 
 
 def kernel(name: str) -> str:
     """A kernel's short label as code, its full name in the tooltip (both escaped)."""
-    return f'<code title="{html.escape(name, quote=True)}">{cell(kernel_names.label(name))}</code>'
+    return f'<code title="{escape(name)}">{escape(kernel_names.label(name))}</code>'
 
 
 def environment(record: dict, verb: str, detail: str) -> str:
     """The stamp of a capture or run: which GPU and software made it, and when."""
     r = record
-    return (f'!!! info "{verb} on {cell(r["device"])} ({r["capability"]})"\n'
-            f'    {r["date"]} · driver {r["driver"]} · torch {r["torch"]} · CUDA {r["cuda"]} · cuDNN {r["cudnn"]} · '
-            f'Triton {r["triton"]} · {detail}')
+    e = {k: escape(r[k]) for k in ("device", "capability", "date", "driver", "torch", "cuda", "cudnn", "triton")}
+    return (f'!!! info "{verb} on {e["device"]} ({e["capability"]})"\n'
+            f'    {e["date"]} · driver {e["driver"]} · torch {e["torch"]} · CUDA {e["cuda"]} · cuDNN {e["cudnn"]} · '
+            f'Triton {e["triton"]} · {detail}')
 
 
 def stamp(summary) -> str:
     s = summary
     missing = f"\n\n{unavailable(s)}" if "unavailable" in s else ""
-    detail = f'shape {tuple(s["shape"])} {s["dtype"]}, causal · snippet hash `{s["source_hash"]}`'
+    detail = f'shape {escape(tuple(s["shape"]))} {escape(s["dtype"])}, causal · snippet hash {code(s["source_hash"])}'
     if "function" in s:  # a reader's capture: its file and function, and the hash of the file's code
-        detail = (f'shape {tuple(s["shape"])} {s["dtype"]} · <code>{cell(s["file"])}:{cell(s["function"])}</code> · '
-                  f'code hash `{s["source_hash"]}`')
+        detail = (f'shape {escape(tuple(s["shape"]))} {escape(s["dtype"])} · <code>{escape(s["file"])}:{escape(s["function"])}</code> · '
+                  f'code hash {code(s["source_hash"])}')
     return environment(s, "Captured", detail + measured_once([s])) + missing
 
 
@@ -79,7 +68,7 @@ def measured_once(parts: list[dict], more=(), rest="the trace and the raw timing
 
 def why_unavailable(raw: str) -> str:
     """One clause on why a stage did not run, read off the reason its capture recorded, in terms of the
-    software and hardware (the recorded message itself is shown folded, by raw_reasons)."""
+    software and hardware: the site's own Markdown, never the recorded message (shown folded, by raw_reasons)."""
     if "No module named" in raw or "ModuleNotFoundError" in raw:
         return "its Python package was not installed where it was captured"
     if "kernels hub" in raw and ("trust" in raw or "connect" in raw.lower()):
@@ -104,13 +93,13 @@ def raw_reasons(items) -> str:
     if not items:
         return ""
     return ('\n\n??? note "The reason as recorded"\n'
-            + "\n".join(f"    - **{cell(t)}**: {cell(r)}" for t, r in items))
+            + "\n".join(f"    - **{escape(t)}**: {escape(r)}" for t, r in items))
 
 
 def unavailable(summary) -> str:
     raw = summary["unavailable"]
-    return (f'!!! warning "Did not run"\n    {summary.get("title", summary["stage"])} did not run: '
-            f'{why_unavailable(raw)}.\n\n    ??? note "The reason as recorded"\n        {cell(raw)}')
+    return (f'!!! warning "Did not run"\n    {escape(summary.get("title", summary["stage"]))} did not run: '
+            f'{why_unavailable(raw)}.\n\n    ??? note "The reason as recorded"\n        {escape(raw)}')
 
 
 def key_averages(summary) -> str:
@@ -118,7 +107,7 @@ def key_averages(summary) -> str:
              us(r["self_device_us"]), us(r["device_total_us"])) for r in summary["key_averages"]]
     names = [r["name"] for r in summary["key_averages"]]
     twice = sorted({n for n in names if names.count(n) > 1})
-    note = (f"\n\n{', '.join(f'`{cell(n)}`' for n in twice)} appears twice: PyTorch lists a "
+    note = (f"\n\n{', '.join(code(n) for n in twice)} appears twice: PyTorch lists a "
             f"`record_function` range once for the CPU and once for the GPU work inside it."
             if twice else "")
     return table(KEY_AVERAGES_HEADERS, rows, "lrrrrr") + note
@@ -145,9 +134,9 @@ def ops(summary, mark: str | None = None) -> str:
         info = kernel_names.explain(op["name"])
         name = f"<strong>{kernel(op['name'])}</strong> ⟵" if flagged else kernel(op["name"])
         rows.append((i, us(op["duration_us"]), name, info["library"], unit(info["math_unit"]),
-                     cell(" › ".join(path[len(shared):])).replace("_", "&#95;") or "—",  # _to_copy: no emphasis
+                     escape(" › ".join(path[len(shared):])) or "—",
                      launch(op["launch"])))
-    where = (f" Every op is launched inside <code>{cell(' › '.join(shared))}</code>; *launched from* shows the "
+    where = (f" Every op is launched inside <code>{escape(' › '.join(shared))}</code>; *launched from* shows the "
              f"ops below that." if shared else "")
     n = summary["ops_per_forward"]
     total = (f"\n\n{n} device op{'s' if n != 1 else ''} in one forward, {us(summary['forward_device_us'])} of device "
@@ -241,7 +230,7 @@ def counters(record: dict, capture: dict) -> str:
                      f"**{c.verdict(k)}**"))
     return (table(["kernel", "warps active of theoretical (limit)", "tensor pipe", "FP32 FMA pipe",
                    "SM / memory throughput", "DRAM (of peak, bytes)", "L2 hit", "verdict"], rows, "llrrllrl")
-            + f"\n\nMeasured by Nsight Compute {cell(c.version(record['ncu']))} on {cell(record['device'])}, {record['date']}, "
+            + f"\n\nMeasured by Nsight Compute {escape(c.version(record['ncu']))} on {escape(record['device'])}, {escape(record['date'])}, "
               f"over one forward with the clocks unlocked ([reading the columns and the verdict]({COUNTERS_GUIDE})).")
 
 
@@ -254,7 +243,7 @@ def cpu(summary, max_depth: int = 2, shown_cpu_us: float | None = None) -> str:
             continue
         launched = [o for o in summary["ops"] if c["start_us"] <= o["launch_start_us"] <= c["start_us"] + c["duration_us"]]
         apis = sorted({o["launch"] for o in launched})
-        rows.append(("&nbsp;" * 4 * (c["depth"] - 1) + f"<code>{cell(c['name'])}</code>", us(c["duration_us"]),
+        rows.append(("&nbsp;" * 4 * (c["depth"] - 1) + f"<code>{escape(c['name'])}</code>", us(c["duration_us"]),
                      len(launched), ", ".join(apis) or "—"))
     return table(["aten op (nested)", "CPU time", "device ops launched", "launch API"], rows, "lrr") + (
         f"\n\nThese rows come from the forward the trace picture shows (of the profiled forwards, the one "
