@@ -1,6 +1,7 @@
 """One edit of each class that a careful maintainer might make to the committed records (issue 33), each
 applied to a copy of them: `check` (in process: records.status, records.problems, the checked sentences)
 or the strict build names the file and the field in one line. The untouched copy passes."""
+import gzip
 import json
 import logging
 import shutil
@@ -249,3 +250,64 @@ def test_the_strict_build_fails_on_a_malformed_directive(copy_project, build_sit
     r = build_site(tmp_path / "site", root=tree)
     assert r.returncode != 0
     assert [l for l in r.stderr.splitlines() if "<!-- attnprof ops flash --> is not a directive" in l], r.stderr[-800:]
+
+
+# ---- a record that cannot be read as a record: one line, never a traceback (issue 40) --------------
+
+def first_kernel(change):
+    """An edit of a trace: `change` applied to its first kernel event."""
+    def edit(raw: bytes) -> bytes:
+        t = json.loads(gzip.decompress(raw))
+        change(next(e for e in t["traceEvents"] if e.get("cat") == "kernel"))
+        return gzip.compress(json.dumps(t).encode())
+    return edit
+
+
+# (case, file edited, record whose line names it, the edit of its JSON or of its bytes, what the line must say);
+# before, each stopped `check` with the traceback named
+UNREADABLE_CASES = [
+    ("raw samples emptied (StatisticsError)", "naive.json", "naive",
+     lambda s: set_to(s, "event_times_us", []), "event_times_us is empty"),
+    ("a run's result emptied (StopIteration in a checked sentence)", "run-sweep.json", "run-sweep",
+     lambda r: set_to(r, "result", []), "result is empty"),
+    ("a two-GPU record's shape removed (KeyError)", f"{CP_RECORD}.json", CP_RECORD,
+     lambda s: s.pop("shape"), "its field 'shape' is missing"),
+    ("a verification row's tolerance removed (KeyError)", "run-verify.json", "run-verify",
+     lambda r: r["result"][0].pop("tolerance"), "its field 'tolerance' is missing"),
+    ("a number as a string (TypeError)", "naive.json", "naive",
+     lambda s: set_to(s, "peak_extra_bytes", "17825792"), "peak_extra_bytes holds '17825792', not a number"),
+    ("an error against float64 as a string (TypeError)", "naive.json", "naive",
+     lambda s: set_to(s, "rel_err", "0.01"), "rel_err is '0.01', not a number"),
+    ("a median of inf", "flash.json", "flash", lambda s: set_to(s, "event_median_us", float("inf")),
+     "event_median_us is inf, not a finite number"),
+    ("a sample of zero (ZeroDivisionError)", "run-ceilings.json", "run-ceilings",
+     lambda r: set_to(r["result"], "copy_us_each", [0.0] * len(r["result"]["copy_us_each"])),
+     "copy_us_each holds a time of 0"),
+    ("the ranks of a two-GPU record emptied (ValueError from max)", f"{CP_RECORD}.json", CP_RECORD,
+     lambda s: set_to(s, "ranks", []), "ranks is empty"),
+    ("a counters record's kernels emptied", "flash.counters.json", "flash.counters",
+     lambda c: set_to(c, "kernels", []), "kernels is empty"),
+    ("a kernel's duration removed from the trace (KeyError)", "naive.trace.json.gz", "naive",
+     first_kernel(lambda e: e.pop("dur")), "dur is None, not a finite number"),
+    ("a kernel's duration a string in the trace (TypeError)", "naive.trace.json.gz", "naive",
+     first_kernel(lambda e: e.update(dur="5")), "dur is '5', not a finite number"),
+    ("a trace cut in half", "naive.trace.json.gz", "naive", lambda raw: raw[: len(raw) // 2], "is unreadable"),
+]
+
+
+@pytest.mark.parametrize("case, name, record, edit, says", UNREADABLE_CASES, ids=[c[0] for c in UNREADABLE_CASES])
+def test_a_record_that_cannot_be_read_is_one_line(clean, tmp_path, case, name, record, edit, says):
+    folder = tmp_path / "captures"
+    shutil.copytree(clean, folder)
+    path = folder / name
+    if name.endswith(".gz"):
+        path.write_bytes(edit(path.read_bytes()))
+    else:
+        data = json.loads(path.read_text())
+        edit(data)
+        path.write_text(json.dumps(data))
+    found = records.problems(folder)  # as `check` and the strict build call it: no traceback
+    why = found.get(record)
+    assert why is not None, f"{case}: not caught ({found})"
+    assert "\n" not in why and name.split(".trace")[0] in why and says in why and "python -m attnprof" in why, why
+    assert false_statements(Build(folder, found, strict=True), DOCS) == []  # what check lists is left to its line

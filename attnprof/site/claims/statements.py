@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ...analysis import decide, derived, hardware, kernel_names, summary, trace
+from ...analysis import decide, derived, hardware, kernel_names, records, summary, trace
 from ...analysis.stats import event_stats
 from ...model import names
 from ...model.stages import DEFAULT_SHAPE, LONG_SHAPE, select
@@ -112,8 +112,9 @@ def false_statements(build: Build, docs: Path) -> list[str]:
                 continue
             try:
                 expand(build, piece_name, args)
-            except (KeyError, TypeError, ValueError, OSError, FalseStatement, RecordUnusable) as e:
-                found.append(f"{page.relative_to(docs.parent)}: <!-- attnprof: {piece_name} {' '.join(args)} -->: {e}")
+            except (*records.UNREADABLE, OSError, FalseStatement, RecordUnusable) as e:
+                found.append(f"{page.relative_to(docs.parent)}: <!-- attnprof: {piece_name} {' '.join(args)} -->: "
+                             f"{records.unreadable(e)}")
     return found
 
 
