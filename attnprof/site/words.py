@@ -6,11 +6,14 @@ from ..model.stages import STAGES
 from ..text import escape
 
 
+def _stage(record_or_summary) -> str:
+    return record_or_summary["stage"] if isinstance(record_or_summary, dict) else record_or_summary.split("-")[0]
+
 
 def plain_title(record_or_summary) -> str:
     """The one title of a stage, from a record name or a capture summary, as text (a reader's own title, from
     its docstring, unescaped: for what escapes it where it enters the page, a figure or an attribute)."""
-    stage = record_or_summary["stage"] if isinstance(record_or_summary, dict) else record_or_summary.split("-")[0]
+    stage = _stage(record_or_summary)
     if stage not in STAGES:
         return record_or_summary.get("title", stage) if isinstance(record_or_summary, dict) else stage
     return STAGES[stage].title
@@ -19,8 +22,7 @@ def plain_title(record_or_summary) -> str:
 def title(record_or_summary) -> str:
     """plain_title as Markdown: a reader's own title escaped (text.escape), a stage's as the stage table has it."""
     text = plain_title(record_or_summary)
-    stage = record_or_summary["stage"] if isinstance(record_or_summary, dict) else record_or_summary.split("-")[0]
-    return text if stage in STAGES else escape(text)
+    return text if _stage(record_or_summary) in STAGES else escape(text)
 
 
 def short(stage: str) -> str:

@@ -307,7 +307,7 @@ def side_by_side(build: Build, *records):
     for record in records:
         s = build.summary(record)
         longest = summary.longest(s["ops"])
-        rows.append((f"[{title(s)}]({s['stage']}.md)", s["ops_per_forward"],
+        rows.append((f"[{title(s)}]({escape(s['stage'])}.md)", s["ops_per_forward"],
                      kernel_names.fingerprint(op["name"] for op in s["ops"]), tables.kernel(longest["name"]),
                      f"{100 * longest['duration_us'] / s['forward_device_us']:.0f} %",
                      us(s["forward_device_us"]), us(s["cpu_forward_us"]),

@@ -47,7 +47,7 @@ def _both(a, b) -> str:
     """Where and at what shape the two ran, said once when it is the same."""
     where = (f"both on {escape(a['device'])}" if a["device"] == b["device"]
              else f"on {escape(a['device'])} and {escape(b['device'])}")
-    sa, sb = f"{shape(a['shape'])} {a['dtype']}", f"{shape(b['shape'])} {b['dtype']}"
+    sa, sb = f"{shape(a['shape'])} {escape(a['dtype'])}", f"{shape(b['shape'])} {escape(b['dtype'])}"
     return f"{where}, {'at ' + sa if sa == sb else f'at {sa} and {sb}'}"
 
 

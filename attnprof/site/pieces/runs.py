@@ -713,5 +713,5 @@ def steady(build: Build):
             f"({statistics.median(m for _, m in rates):.0f} TFLOP/s, {rep['matmul_shape'][0]:,}³). Each process warmed up "
             f"for {r['warmup_s']:g} s back to back, then timed {len(rep['back_to_back_us_each'])} runs of "
             f"{rep['back_to_back_calls']} forwards queued back to back (CUDA events; the median run per process), "
-            f"at {dims(r['shape'])}, inputs stored {r['layout']}, bf16, causal"
+            f"at {dims(r['shape'])}, inputs stored {escape(r['layout'])}, bf16, causal"
             + (f"; {failed} of the processes did not finish" if failed else ""))

@@ -143,7 +143,7 @@ def ops(summary, mark: str | None = None) -> str:
              f"time (sum of their durations, profiler)"
              + (f"; one call of the whole forward, CUDA-event median {us(summary['event_median_us'])} over "
                 f"{summary['settings']['event_reps']} calls (no profiler)" if "event_median_us" in summary else "")
-             + f". Shape {'×'.join(map(str, summary['shape']))}, {summary['dtype']}. Hover a kernel for its "
+             + f". Shape {'×'.join(map(str, summary['shape']))}, {escape(summary['dtype'])}. Hover a kernel for its "
                f"full name, a launch call for its API.{where}")
     return ('<div class="attnprof-oplist" markdown>\n\n'  # on a phone the stylesheet stacks each row (extra.css)
             + table(["#", "time", "kernel, copy or fill", "library", "math unit", "launched from", "launch API"],
@@ -152,16 +152,16 @@ def ops(summary, mark: str | None = None) -> str:
 
 def ops_diff(a, b) -> str:
     removed, added = oplist.ops_diff(a, b)
-    rows = [("−", f"#{i} in {a['stage']}", KIND_LABEL[op["kind"]], us(op["duration_us"]), kernel(op["name"]))
+    rows = [("−", f"#{i} in {escape(a['stage'])}", KIND_LABEL[op["kind"]], us(op["duration_us"]), kernel(op["name"]))
             for i, op in removed]
-    rows += [("+", f"#{i} in {b['stage']}", KIND_LABEL[op["kind"]], us(op["duration_us"]), kernel(op["name"]))
+    rows += [("+", f"#{i} in {escape(b['stage'])}", KIND_LABEL[op["kind"]], us(op["duration_us"]), kernel(op["name"]))
              for i, op in added]
     if not rows:
         return f"The two op lists are the same: {a['ops_per_forward']} ops each."
     saved = a["forward_device_us"] - b["forward_device_us"]
     return (table(["", "where", "kind", "time", "name"], rows) +
-            f"\n\n{a['stage']}: {a['ops_per_forward']} ops, {us(a['forward_device_us'])}; "
-            f"{b['stage']}: {b['ops_per_forward']} ops, {us(b['forward_device_us'])} "
+            f"\n\n{escape(a['stage'])}: {a['ops_per_forward']} ops, {us(a['forward_device_us'])}; "
+            f"{escape(b['stage'])}: {b['ops_per_forward']} ops, {us(b['forward_device_us'])} "
             f"(device time {'saved' if saved >= 0 else 'added'}: {us(abs(saved))}).")
 
 
