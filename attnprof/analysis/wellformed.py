@@ -3,21 +3,17 @@ removed, emptied, of the wrong type or not a finite number is one line naming th
 never a traceback from whichever check or piece reads it first.
 
 The rules follow the records' own naming, one for every kind: a field named for a unit (`_us`, `_bytes`,
-`_pct`, ...) holds a finite number of at least zero, or a non-empty list of them (raw samples); a `..._each`
-field a non-empty list of them (raw times above zero); a shape a list of whole numbers; the ops, kernels, ranks and rows
-lists; names strings. Whether a number is right is for the checks that recompute it."""
+`_pct`, ...) holds a finite number of at least zero (or null: not measured), or a non-empty list of them (raw
+samples); a `..._each` field such a list; a shape a list of whole numbers; the ops, kernels,
+ranks and rows lists; names strings. Whether a number is right is for the checks that recompute it."""
 from __future__ import annotations
 
 import math
 
 UNITS = ("_us", "_ms", "_s", "_bytes", "_pct", "_gbs", "tflops", "_flops", "_each")
 MAY_BE_NAN = {"rel_err", "rel_frobenius", "max_abs"}  # an error over a fully masked row is NaN, as measured
-MAY_BE_NONE = {"warps_active_pct", "theoretical_occupancy_pct", "tensor_pipe_pct", "wgmma_instructions", "fma_pipe_pct",
-               "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct", "dram_bytes", "l2_hit_pct",
-               "duration_ns"}  # a counter ncu printed as n/a (counters.parse_csv)
 LISTS = {"ops", "cpu_ops", "key_averages", "ranks", "kernels", "saved", "rows"}
-NON_EMPTY = {"result", "rows", "ranks", "kernels", "ops", "key_averages", "repeats"}  # never empty where present
-TIMES = ("_us", "_us_each", "_ms", "_s")  # raw times: a sample of zero took no time, which no call does
+NON_EMPTY = {"result", "rows", "ranks", "kernels", "repeats"}  # never empty where present
 STRINGS = {"record", "stage", "dtype", "device", "name", "kind", "path", "layout", "label", "title", "date", "launch"}
 
 
@@ -64,7 +60,7 @@ def _field(key, value, here: str) -> str | None:
     if key == "shape" and not (isinstance(value, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
                                                                for d in value)):
         return f"{here} is {value!r}, not a list of whole numbers"
-    if key.endswith(UNITS) and not (value is None and key in MAY_BE_NONE):
+    if key.endswith(UNITS) and value is not None:  # None: not measured (a counter ncu printed as n/a, a CPU's memory)
         values = value if isinstance(value, list) else [value]
         if isinstance(value, list) and not value:
             return f"{here} is empty: raw samples are never empty"
@@ -73,6 +69,4 @@ def _field(key, value, here: str) -> str | None:
         bad = next((v for v in values if not (_number(v) and (v >= 0 or math.isnan(v)))), "ok")
         if bad != "ok":
             return f"{here} holds {bad!r}, not a number of at least zero"
-        if isinstance(value, list) and key.endswith(TIMES) and 0 in value:
-            return f"{here} holds a time of 0, which no call takes"
     return None
