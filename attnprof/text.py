@@ -1,6 +1,9 @@
-"""Values as a reader sees them: durations, shapes, sizes, names cut to fit, an error's first line."""
+"""Values as a reader sees them: durations, shapes, sizes, names cut to fit, an error's first line; and the one
+escape every string from a record, a trace or a reader's code takes into a page."""
 from __future__ import annotations
 
+import html
+import re
 
 NBSP = "\u00a0"  # between a number and its unit, so a table cell never wraps between them
 
@@ -55,3 +58,18 @@ def text_table(headers, rows) -> str:
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     return "\n".join([fmt.format(*headers), fmt.format(*("-" * w for w in widths))]
                      + [fmt.format(*map(str, r)) for r in rows])
+
+
+# Markdown's own characters as numeric entities, so a name never starts a code span, a link, attr_list's
+# `{: ...}` (attributes on the cell or paragraph), a table column or a backslash escape. An underscore inside
+# a word (a kernel's name) starts no emphasis and is kept; one at either end of a word is encoded.
+MARKDOWN = {ord(c): f"&#{ord(c)};" for c in "\\`*[]{}|"}
+LONE_UNDERSCORE = re.compile(r"(?<!\w)_|_(?!\w)")
+
+
+def escape(value) -> str:
+    """A string from a record, a trace, a kernel's name or a reader's file or function, as it enters a page:
+    the one escape for HTML text, an attribute value (either quote), SVG and Markdown alike; one line. Escape
+    once, where the value enters the markup, never a value already escaped."""
+    text = html.escape(str(value), quote=True).translate(MARKDOWN)
+    return LONE_UNDERSCORE.sub("&#95;", text).replace("\r", " ").replace("\n", " ")

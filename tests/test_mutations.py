@@ -247,9 +247,9 @@ CASES = [
      "event_median_us"),
     ("FlashAttention-4 at 1,052 TFLOP/s in the sweep", "run-sweep.json", "run-sweep",
      lambda r: samples(r, "times_us", lambda t: t / 2, run="sweep"), ".tflops"),
-    ("negated samples", "run-fastest.json", "run-fastest", in_place_row("flash"), ".times_us["),
+    ("negated samples", "run-fastest.json", "run-fastest", in_place_row("flash"), "].median_us holds -"),
     ("samples of inf", "naive.json", "naive",
-     lambda s: samples(s, "event_times_us", lambda t: float("inf") if t > s["event_median_us"] else t), "event_times_us["),
+     lambda s: samples(s, "event_times_us", lambda t: float("inf") if t > s["event_median_us"] else t), "is inf"),
     ("a backward at twice the peak", "flash-bwd.json", "flash-bwd",
      lambda s: samples(s, "event_times_us", lambda t: t / 20), "event_median_us"),
     ("a record that names no GPU", "run-ceilings.json", "run-ceilings", lambda r: r.pop("device"), "names no GPU (no `device`)"),
@@ -678,3 +678,61 @@ def test_a_kernel_footprint_beyond_the_sm_is_refused(clean, tmp_path):
     why = records.status("flash", folder)
     assert why and "\n" not in why and "flash.json" in why, why
     assert "ops[0].registers 512 is more than the SM allows (255)" in why and "python -m attnprof capture flash" in why, why
+
+
+# ---- a record that cannot be read as a record: one line, never a traceback (issue 40) --------------
+
+def first_kernel(change):
+    """An edit of a trace: `change` applied to its first kernel event."""
+    def edit(raw: bytes) -> bytes:
+        t = json.loads(gzip.decompress(raw))
+        change(next(e for e in t["traceEvents"] if e.get("cat") == "kernel"))
+        return gzip.compress(json.dumps(t).encode())
+    return edit
+
+
+# (case, file edited, record whose line names it, the edit of its JSON or of its bytes, what the line must say);
+# before, each stopped `check` with the traceback named
+UNREADABLE_CASES = [
+    ("raw samples emptied (StatisticsError)", "naive.json", "naive",
+     lambda s: set_to(s, "event_times_us", []), "event_times_us is empty"),
+    ("a run's result emptied (StopIteration in a checked sentence)", "run-sweep.json", "run-sweep",
+     lambda r: set_to(r, "result", []), "result is empty"),
+    ("a two-GPU record's shape removed (KeyError)", f"{CP_RECORD}.json", CP_RECORD,
+     lambda s: s.pop("shape"), "its field 'shape' is missing"),
+    ("a verification row's tolerance removed (KeyError)", "run-verify.json", "run-verify",
+     lambda r: r["result"][0].pop("tolerance"), "its field 'tolerance' is missing"),
+    ("a number as a string (TypeError)", "naive.json", "naive",
+     lambda s: set_to(s, "peak_extra_bytes", "17825792"), "peak_extra_bytes holds '17825792', not a number"),
+    ("an error against float64 as a string (TypeError)", "naive.json", "naive",
+     lambda s: set_to(s, "rel_err", "0.01"), "rel_err is '0.01', not a number"),
+    ("a median of inf", "flash.json", "flash", lambda s: set_to(s, "event_median_us", float("inf")),
+     "event_median_us is inf, not a finite number"),
+    ("the ranks of a two-GPU record emptied (ValueError from max)", f"{CP_RECORD}.json", CP_RECORD,
+     lambda s: set_to(s, "ranks", []), "ranks is empty"),
+    ("a counters record's kernels emptied", "flash.counters.json", "flash.counters",
+     lambda c: set_to(c, "kernels", []), "kernels is empty"),
+    ("a kernel's duration removed from the trace (KeyError)", "naive.trace.json.gz", "naive",
+     first_kernel(lambda e: e.pop("dur")), "dur is None, not a finite number"),
+    ("a kernel's duration a string in the trace (TypeError)", "naive.trace.json.gz", "naive",
+     first_kernel(lambda e: e.update(dur="5")), "dur is '5', not a finite number"),
+    ("a trace cut in half", "naive.trace.json.gz", "naive", lambda raw: raw[: len(raw) // 2], "is unreadable"),
+]
+
+
+@pytest.mark.parametrize("case, name, record, edit, says", UNREADABLE_CASES, ids=[c[0] for c in UNREADABLE_CASES])
+def test_a_record_that_cannot_be_read_is_one_line(clean, tmp_path, case, name, record, edit, says):
+    folder = tmp_path / "captures"
+    shutil.copytree(clean, folder)
+    path = folder / name
+    if name.endswith(".gz"):
+        path.write_bytes(edit(path.read_bytes()))
+    else:
+        data = json.loads(path.read_text())
+        edit(data)
+        path.write_text(json.dumps(data))
+    found = records.problems(folder)  # as `check` and the strict build call it: no traceback
+    why = found.get(record)
+    assert why is not None, f"{case}: not caught ({found})"
+    assert "\n" not in why and name.split(".trace")[0] in why and says in why and "python -m attnprof" in why, why
+    assert false_statements(Build(folder, found, strict=True), DOCS) == []  # what check lists is left to its line

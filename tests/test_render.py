@@ -10,6 +10,7 @@ from attnprof.analysis import records
 from attnprof.analysis import trace
 from attnprof.site import extension
 from attnprof.site.render import plots, tables
+from attnprof.text import escape
 from attnprof.site.build import Build
 from attnprof.site.registry import expand
 from attnprof.model.procedure import LABEL
@@ -23,7 +24,7 @@ def build():
 
 
 def test_table_cells_escape_html_and_pipes():
-    cell = tables.cell("void f<a|b, c&d>(x) ::g")
+    cell = escape("void f<a|b, c&d>(x) ::g")
     assert "<" not in cell and ">" not in cell and "|" not in cell
     assert "&lt;a&#124;b, c&amp;d&gt;" in cell
     code = tables.kernel(MASKED_FILL)

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import bounds, confirm, counts, derived, processes, stats, trace
+from . import bounds, confirm, counts, derived, processes, stats, trace, wellformed
 from ..model import own, store
+from ..text import first_line
 from ..model.names import (BACKWARD_CODE, COUNTERS_CODE, CP_CODE, CP_CONFIGS, CP_WORLD, FORWARD_CODE, OWN_CODE, RUNS,
                     backward_record, backward_settings, capture_command, counters_settings, cp_config, cp_record,
                     cp_settings, make_key, parse_record, parsed, profiled_sources, record_name, run_settings,
@@ -58,8 +59,16 @@ def _once(key, read):
 
 
 def _json(path, what="record", fix="") -> dict:
-    """store.read_json, once per file while a build reads."""
-    return _once(("json", str(path)), lambda: store.read_json(path, what, fix))
+    """store.read_json, once per file while a build reads; a record not of the shape every record has
+    (wellformed: a field of the wrong type, an empty list of samples, a number that is not finite) raises
+    one line naming the file, the field and the fix."""
+    return _once(("json", str(path)), lambda: _wellformed(store.read_json(path, what, fix), path, what, fix))
+
+
+def _wellformed(data, path, what: str, fix: str):
+    if why := wellformed.problem(data):
+        raise wellformed.Malformed(f"{Path(path).name} is malformed: {why}: {fix}")
+    return data
 
 
 def load_trace(path) -> dict:
@@ -424,9 +433,28 @@ def kind_of(record: str) -> Kind:
     return next(k for k in KINDS if k.owns(record))
 
 
+# what reading a record's fields raises when one is missing, or of a kind no check expected (its type and
+# emptiness are wellformed's): one line through `status`, never a traceback
+UNREADABLE = (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError, StopIteration, AttributeError)
+
+
 def status(record: str, folder=None) -> str | None:
     """None when `record` is usable; otherwise one line saying why not and what to run."""
-    return kind_of(record).status(record, folder or store.CAPTURES)
+    kind = kind_of(record)
+    try:
+        return kind.status(record, folder or store.CAPTURES)
+    except UNREADABLE as e:
+        return f"{kind.noun} {record}.json cannot be checked ({unreadable(e)}): {kind.fix(record)}"
+
+
+def unreadable(error: BaseException) -> str:
+    """An error's one line: a missing field by its name (a KeyError of one word; the code's own KeyErrors
+    are sentences), an exhausted list as such, otherwise its message's first line."""
+    if isinstance(error, KeyError) and error.args and " " not in str(error.args[0]):
+        return f"its field {error.args[0]!r} is missing"
+    if isinstance(error, (StopIteration, IndexError)) and not str(error):
+        return "a list it reads holds no such entry"
+    return first_line(error) or type(error).__name__
 
 
 def problems(folder=None, kinds=KINDS) -> dict[str, str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,9 +74,30 @@ def load(path: str | Path) -> dict:
             trace = json.load(f)
     except (OSError, EOFError, json.JSONDecodeError) as e:
         raise TraceError(f"trace file {path} is unreadable ({e}): recapture with `python -m attnprof capture`")
-    if "traceEvents" not in trace:
+    if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
         raise TraceError(f"trace file {path} has no traceEvents: not a torch.profiler Chrome trace")
+    for i, ev in enumerate(trace["traceEvents"]):
+        if why := _malformed(ev):
+            raise TraceError(f"trace file {path}: traceEvents[{i}] {why}: recapture with `python -m attnprof capture`")
     return trace
+
+
+def _malformed(ev) -> str | None:
+    """Why an event cannot be read as the analysis reads it (None when it can): a complete event ("X") has a
+    name, and a start and a duration that are finite numbers, the duration at least zero."""
+    if not isinstance(ev, dict):
+        return "is not an object"
+    if ev.get("ph") != "X":
+        return None
+    if not isinstance(ev.get("name"), str):
+        return "has no name"
+    for key in ("ts", "dur"):
+        value = ev.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or (key == "dur" and value < 0):
+            return f"{key} is {value!r}, not a finite number{' of at least zero' if key == 'dur' else ''}"
+    if not isinstance(ev.get("args", {}), dict):
+        return "has args that are not an object"
+    return None
 
 
 def _within(ev, start, end):

@@ -3,6 +3,7 @@ claim (pieces registered with `conclusion=True`), rendered from the records, key
 that two regenerations can be compared: `python -m attnprof conclusions [--json FILE] [--against FILE]`."""
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -14,6 +15,7 @@ from .build import Build, FalseStatement, RecordUnusable
 def plain(markdown: str) -> str:
     """A rendered sentence as plain text: no emphasis marks, no links' targets, one line."""
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown)
+    text = html.unescape(re.sub(r"</?code>", "", text))  # a name from a record: code, escaped (text.escape)
     return re.sub(r"\s+", " ", text.replace("**", "").replace("`", "")).strip()
 
 

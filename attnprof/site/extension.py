@@ -16,6 +16,7 @@ from markdown.extensions import Extension
 from markdown.postprocessors import Postprocessor
 from markdown.preprocessors import Preprocessor
 
+from ..analysis import records
 from .build import EVIDENCE, Build, FalseStatement, RecordUnusable
 from .deferred import defer
 from .registry import DIRECTIVE, INLINE, MALFORMED, expand
@@ -43,8 +44,8 @@ class PiecesPreprocessor(Preprocessor):
     def expand(self, name: str, args: str) -> str:
         try:
             text = expand(self.build, name, args.split())
-        except (KeyError, TypeError, ValueError, OSError, FalseStatement, RecordUnusable) as e:
-            raise PieceError(f"cannot render <!-- attnprof: {name}{args} -->: {e}") from None
+        except (*records.UNREADABLE, OSError, FalseStatement, RecordUnusable) as e:
+            raise PieceError(f"cannot render <!-- attnprof: {name}{args} -->: {records.unreadable(e)}") from None
         return SVG.sub(lambda m: self.md.htmlStash.store(m.group(0)), text)  # SVG is HTML, not Markdown
 
     def malformed(self, directive: str, why: str) -> str:

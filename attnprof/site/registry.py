@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..analysis import records
+from ..text import escape
 from .render import tables
 from .build import Build, RecordUnusable
 
@@ -88,7 +89,7 @@ def lookup(name: str, args: list[str]) -> Piece:
 
 
 def problem_box(why: str) -> str:
-    return f'!!! failure "Capture not usable"\n    {tables.cell(why)}'
+    return f'!!! failure "Capture not usable"\n    {escape(why)}'
 
 
 def expand(build: Build, name: str, args: list[str]) -> str:

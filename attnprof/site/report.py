@@ -9,7 +9,6 @@ page opens offline), the kernels decoded, key_averages, and with --against the `
 from __future__ import annotations
 
 import base64
-import html
 import re
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from ..model import names, store
 from ..model.procedure import LABEL, CaptureError
 from ..analysis import trace as traces
 from ..model.snippets import ROOT
+from ..text import escape
 from .build import Build
 
 PERFETTO_JS = ROOT / "docs" / "javascripts" / "perfetto.js"
@@ -89,7 +89,7 @@ def page_markdown(record: str, against: str | None = None, title: str = "") -> s
              "## The kernels, decoded", f"<!-- attnprof: kernels {record} -->",
              "## key_averages", f"<!-- attnprof: key-averages {record} -->"]
     if against:
-        parts += [f"## Against <code>{html.escape(against)}</code>", f"<!-- attnprof: align {against} {record} -->"]
+        parts += [f"## Against <code>{escape(against)}</code>", f"<!-- attnprof: align {against} {record} -->"]
     return "\n\n".join(p for p in parts if p)
 
 
@@ -112,7 +112,7 @@ def render(build: Captures, text: str) -> str:
                 continue
             data = base64.b64encode(path.read_bytes()).decode()
             out = out.replace(f'href="captures/{path.name}"',
-                              f'download="{html.escape(path.name)}" href="data:{kind};base64,{data}"')
+                              f'download="{escape(path.name)}" href="data:{kind};base64,{data}"')
     out = re.sub(r'<a href="[^":]+\.md(?:#[^"]*)?">(.*?)</a>', r"\1", out)  # the site's chapters are not here
     return re.sub(r":material-[\w-]+: ?", "", out)  # the site's icons
 
@@ -120,7 +120,7 @@ def render(build: Captures, text: str) -> str:
 def document(title: str, body: str) -> str:
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{html.escape(title)}</title><style>{CSS}{PAGE_CSS}</style></head>\n"
+            f"<title>{escape(title)}</title><style>{CSS}{PAGE_CSS}</style></head>\n"
             f'<body><main class="attnprof-report">\n{body}\n</main>\n'
             f"<script>{PERFETTO_JS.read_text()}</script></body></html>\n")
 
@@ -131,7 +131,7 @@ def page(arg: str, against: str | None = None, captures=None) -> str:
     other = build.add(against, captures) if against else None
     s = build.summary(record)
     title = f"{s.get('title', record)} ({record})"
-    body = render(build, page_markdown(record, other, html.escape(title)))
+    body = render(build, page_markdown(record, other, escape(title)))
     return document(f"attnprof report: {title}", body)
 
 
@@ -194,9 +194,9 @@ def display(record, against: str | None = None, shape=None, dtype_name: str = "b
     mine, theirs = build.summary(name), build.summary(other)
     def side(record, s):
         if not s["ops"]:
-            return (f"### {html.escape(s['device'])}\n\nThis profile holds no GPU work (it ran on "
-                    f"{html.escape(s['device'])}): no device ops to list, and nothing to compare op by op.")
-        return (f"### {html.escape(s['title'])}: {html.escape(s['device'])}\n\n<!-- attnprof: ops {record} -->\n\n"
+            return (f"### {escape(s['device'])}\n\nThis profile holds no GPU work (it ran on "
+                    f"{escape(s['device'])}): no device ops to list, and nothing to compare op by op.")
+        return (f"### {escape(s['title'])}: {escape(s['device'])}\n\n<!-- attnprof: ops {record} -->\n\n"
                 f"<!-- attnprof: trace {record} -->")
     text = (f'<div class="attnprof-side" markdown="1">\n<div markdown="1">\n\n{side(name, mine)}\n\n</div>\n'
             f'<div markdown="1">\n\n{side(other, theirs)}\n\n</div>\n</div>\n\n')

@@ -3,15 +3,26 @@ each said one way everywhere."""
 from __future__ import annotations
 
 from ..model.stages import STAGES
-from .render import tables
+from ..text import escape
+
+
+def _stage(record_or_summary) -> str:
+    return record_or_summary["stage"] if isinstance(record_or_summary, dict) else record_or_summary.split("-")[0]
+
+
+def plain_title(record_or_summary) -> str:
+    """The one title of a stage, from a record name or a capture summary, as text (a reader's own title, from
+    its docstring, unescaped: for what escapes it where it enters the page, a figure or an attribute)."""
+    stage = _stage(record_or_summary)
+    if stage not in STAGES:
+        return record_or_summary.get("title", stage) if isinstance(record_or_summary, dict) else stage
+    return STAGES[stage].title
 
 
 def title(record_or_summary) -> str:
-    """The one title of a stage, from a record name or a capture summary."""
-    stage = record_or_summary["stage"] if isinstance(record_or_summary, dict) else record_or_summary.split("-")[0]
-    if stage not in STAGES:  # a reader's capture: its own title (from its docstring), escaped
-        return tables.cell(record_or_summary.get("title", stage) if isinstance(record_or_summary, dict) else stage)
-    return STAGES[stage].title
+    """plain_title as Markdown: a reader's own title escaped (text.escape), a stage's as the stage table has it."""
+    text = plain_title(record_or_summary)
+    return text if _stage(record_or_summary) in STAGES else escape(text)
 
 
 def short(stage: str) -> str:

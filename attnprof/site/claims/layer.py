@@ -3,7 +3,7 @@ transformers Llama layer runs around its attention kernel, read off the committe
 from __future__ import annotations
 
 from ...analysis import kernel_names, summary
-from ...text import shape, us
+from ...text import escape, shape, us
 from ..build import Build
 from .statements import Flip, Statement, claim, kernels_in_trace, times
 
@@ -11,7 +11,7 @@ EAGER, SDPA = "layer.eager", "layer.sdpa"
 
 
 def _where(s: dict) -> str:
-    return f"profiler device time of the forward the trace draws, {shape(s['shape'])} {s['dtype']}"
+    return f"profiler device time of the forward the trace draws, {shape(s['shape'])} {escape(s['dtype'])}"
 
 
 @claim("layer-around", reads=lambda record=SDPA: [record],
@@ -26,7 +26,7 @@ def layer_around(build: Build, record: str = SDPA) -> Statement:
     kernel = attention[0]
     rest = s["forward_device_us"] - kernel["duration_us"]
     library = kernel_names.explain(kernel["name"])["library"]
-    text = (f"Under `{s['function']}`, most of the layer's device time is spent around its attention kernel, not in it. "
+    text = (f"Under <code>{escape(s['function'])}</code>, most of the layer's device time is spent around its attention kernel, not in it. "
             f"Of the {len(s['ops'])} device ops of one forward, one is the attention: {library}'s "
             f"`{kernel_names.label(kernel['name'])}`, {us(kernel['duration_us'])}. The other "
             f"{len(s['ops']) - 1}, the projections, RoPE and the casts, take {us(rest)}, "

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ...analysis import decide, derived, hardware, kernel_names, summary, trace
+from ...analysis import decide, derived, hardware, kernel_names, records, summary, trace
 from ...analysis.stats import event_stats
 from ...model import names
 from ...model.stages import DEFAULT_SHAPE, LONG_SHAPE, select
-from ...text import ms, shape as shape_text, us
+from ...text import escape, ms, shape as shape_text, us
 from ..build import Build, FalseStatement, RecordUnusable, across, row
 from ..words import DEVICE, MEDIAN, count, listed, short, title
 from ..registry import piece
@@ -120,8 +120,9 @@ def false_statements(build: Build, docs: Path) -> list[str]:
                 continue
             try:
                 expand(build, piece_name, args)
-            except (KeyError, TypeError, ValueError, OSError, FalseStatement, RecordUnusable) as e:
-                found.append(f"{page.relative_to(docs.parent)}: <!-- attnprof: {piece_name} {' '.join(args)} -->: {e}")
+            except (*records.UNREADABLE, OSError, FalseStatement, RecordUnusable) as e:
+                found.append(f"{page.relative_to(docs.parent)}: <!-- attnprof: {piece_name} {' '.join(args)} -->: "
+                             f"{records.unreadable(e)}")
     return found
 
 
@@ -890,7 +891,7 @@ def graph_gains(build: Build) -> Statement:
     speedup = {k: _speedup(eager[k], graph[k]) for k in eager}
     places = list(dict.fromkeys(w for w, _ in eager))
     kv = {r["where"]: r.get("kv_len") for r in rows}
-    saves = "; ".join(f"{us(eager[k].median - graph[k].median)} of {k[1]}'s {eager[k].text(us)}, "
+    saves = "; ".join(f"{us(eager[k].median - graph[k].median)} of {escape(k[1])}'s {eager[k].text(us)}, "
                       f"{pct(1 - graph[k].median / eager[k].median)}" for k in eager if k[0] == places[0])
     at = lambda w: [v.median for (w2, _), v in speedup.items() if w2 == w]
     replayed = lambda w: min((v for (w2, _), v in graph.items() if w2 == w), key=lambda v: v.median)
@@ -901,9 +902,9 @@ def graph_gains(build: Build) -> Statement:
         most.setdefault(tuple(top), []).append(w)
     where = lambda ws: ("every decode step" if ws == places[1:] else listed(
         ["the post's shape"] * (places[0] in ws) + [f"KV {kv[w]:,}" for w in ws if w != places[0]]))
-    gains = lambda top: (f"the most is gained by {top[0]}" if len(top) == 1 else
-                         f"{top[0]} gains most, not told apart from " + listed(list(top[1:])))
-    text = (f"At {places[0]} a replay saves {saves}, one call each (CUDA events: {next(iter(eager.values())).how}). "
+    gains = lambda top: (f"the most is gained by {escape(top[0])}" if len(top) == 1 else
+                         f"{escape(top[0])} gains most, not told apart from " + listed([escape(p) for p in top[1:]]))
+    text = (f"At {escape(places[0])} a replay saves {saves}, one call each (CUDA events: {next(iter(eager.values())).how}). "
             f"At a decode step "
             f"with a KV cache of {kv[first]:,} the replay is {times(min(at(first)))}–{times(max(at(first)))} faster per "
             f"call; at {kv[last]:,}, {times(min(at(last)))}–{times(max(at(last)))}: the fastest replayed call grows "
@@ -1370,7 +1371,7 @@ def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
     size = b * h * n * n * {"bf16": 2, "fp16": 2, "fp32": 4}[s["dtype"]]
     expected = 2 * size / (hw["copy_gbs"] * 1e3)  # bytes read + written, at the measured rate (GB/s → bytes/µs)
     saved = s["forward_device_us"] - build.shown(against)["forward_device_us"]
-    text = (f"{size / 2**20:.0f} MiB in and {size / 2**20:.0f} MiB out at the copy rate measured on the {s['device']} "
+    text = (f"{size / 2**20:.0f} MiB in and {size / 2**20:.0f} MiB out at the copy rate measured on the {escape(s['device'])} "
             f"({hw['copy_gbs']:,.0f} GB/s, bytes read + written) should take {us(expected)}; the Memcpy (op {i} of the "
             f"{short(stage)} forward) took {us(copy['duration_us'])}, within {100 * abs(copy['duration_us'] / expected - 1):.1f} % "
             f"of that, and writing the mask in place saved {us(saved)} of device time per forward")

@@ -11,10 +11,10 @@ from ...analysis import hardware, kernel_names, oplist, summary
 from ...analysis.flops import causal_flops, causal_tflops, tflops
 from ...model.procedure import EVENT_REPS, SCHEDULE
 from ...model.stages import DEFAULT_SHAPE, ITEMSIZE, STAGES, ladder, select
-from ...text import dims, ms, shape, us
+from ...text import escape, dims, ms, shape, us
 from ..build import Build
 from ..render import plots, tables
-from ..words import CAPTURE_RUN, CPU, DEVICE, DRAWN, MEDIAN, ONE_CALL, count, title
+from ..words import CAPTURE_RUN, CPU, DEVICE, DRAWN, MEDIAN, ONE_CALL, count, plain_title, title
 from ..registry import ALL, piece
 from .timing import stream_line
 
@@ -53,7 +53,7 @@ def trace_controls(record: str, label: str) -> str:
     """The controls every trace figure carries: Open in Perfetto (docs/javascripts/perfetto.js hands the
     committed trace to ui.perfetto.dev; without JavaScript it is a plain download), the file, its summary."""
     return (f"[:material-chart-timeline: Open in Perfetto](captures/{record}.trace.json.gz)"
-            f"{{ .md-button .attnprof-perfetto data-title=\"{tables.attr(label)}\" }} "
+            f"{{ .md-button .attnprof-perfetto data-title=\"{escape(label)}\" }} "
             f"[:material-download: {record}.trace.json.gz](captures/{record}.trace.json.gz){{ .md-button }} "
             f"[summary JSON](captures/{record}.json)")
 
@@ -87,7 +87,7 @@ def trace(build: Build, record, explained=None, caption=None, cpu_depth=None):
     CPU lane's nested ops N levels deep."""
     s = build.summary(record)
     what = s.get("pass", "forward")
-    label = f"{title(s)}, one {what}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
+    label = f"{plain_title(s)}, one {what}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
     said = "" if caption == "folded" else f"*{drawn(build, record, explained)}*\n\n"
     depth = plots.CPU_DEPTH if cpu_depth is None else int(cpu_depth)
     return f"{plots.timeline(s, build.trace(record), cpu_depth=depth)}\n\n{said}" + trace_controls(record, label)
@@ -97,7 +97,7 @@ def trace(build: Build, record, explained=None, caption=None, cpu_depth=None):
 def download(build: Build, record):
     """A capture's trace controls on their own (every trace figure already carries them)."""
     s = build.summary(record)
-    return trace_controls(record, f"{title(s)}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}")
+    return trace_controls(record, f"{plain_title(s)}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}")
 
 
 def gemm_us(s: dict) -> float:
@@ -126,9 +126,9 @@ VALUES = {
     "event_median": lambda b, s: b.number(s["record"], ONE_CALL, CAPTURE_RUN, us(s["event_median_us"])),
     "cpu_time": lambda b, s: b.number(s["record"], CPU, MEDIAN, us(s["cpu_forward_us"])),
     "rel_err": lambda b, s: f"{s['rel_err']:.1e}",
-    "device": lambda b, s: s["device"],
+    "device": lambda b, s: escape(s["device"]),
     "backend_ran": lambda b, s: kernel_names.fingerprint(op["name"] for op in s["ops"]),
-    "sdpa_choice": lambda b, s: s["sdpa_choice"],
+    "sdpa_choice": lambda b, s: escape(s["sdpa_choice"]),
     "occupancy": lambda b, s: ", ".join(f"{r['occupancy_pct']:.1f} %" for r in
                                         oplist.footprint_rows(s, b.device_properties(s["record"]))),
     "peak_memory": lambda b, s: f"{s['peak_extra_bytes'] / 2**20:.0f} MiB",
@@ -283,7 +283,7 @@ def kernels(build: Build, record):
         seen.add(op["name"])
         e = kernel_names.explain(op["name"])
         # a description is said once per table; a later kernel of the same kind points back to the first
-        what = f"as for {said[e['summary']]}, above" if e["summary"] in said else tables.cell(e["summary"])
+        what = f"as for {said[e['summary']]}, above" if e["summary"] in said else escape(e["summary"])
         said.setdefault(e["summary"], tables.kernel(op["name"]))
         rows.append((tables.kernel(op["name"]), e["library"], tables.unit(e["math_unit"]), e["dtype"] or "—", e["arch"] or "—",
                      e["tile"] or "—", what))
@@ -294,7 +294,7 @@ def kernels(build: Build, record):
 def dispatch(build: Build, record):
     """What SDPA's dispatcher said for these inputs, and which backend the kernels show ran."""
     s = build.summary(record)
-    rows = [(b, "yes" if e["eligible"] else "no", tables.cell("; ".join(e["reasons"])) or "—")
+    rows = [(b, "yes" if e["eligible"] else "no", escape("; ".join(e["reasons"])) or "—")
             for b, e in s["eligibility"].items()]
     ran = kernel_names.fingerprint(op["name"] for op in s["ops"])
     return (tables.table(["fused backend", "eligible for these inputs", "PyTorch's reasons (can_use_*, debug)"], rows)
@@ -310,8 +310,8 @@ def compare(build: Build, *records):
         s = build.summary(record)
         if "unavailable" in s:
             rows.append((title(s), tables.NOT_RUN, "—", "—", "—", "—", "—",
-                         tables.cell(tables.why_unavailable(s["unavailable"]))))
-            reasons.append((title(s), s["unavailable"]))
+                         tables.why_unavailable(s["unavailable"])))
+            reasons.append((plain_title(s), s["unavailable"]))
             continue
         kernels = summary.kernels(s)
         main = summary.longest(kernels)
@@ -335,7 +335,7 @@ def side_by_side(build: Build, *records):
     for record in records:
         s = build.summary(record)
         longest = summary.longest(s["ops"])
-        rows.append((f"[{title(s)}]({s['stage']}.md)", s["ops_per_forward"],
+        rows.append((f"[{title(s)}]({escape(s['stage'])}.md)", s["ops_per_forward"],
                      kernel_names.fingerprint(op["name"] for op in s["ops"]), tables.kernel(longest["name"]),
                      f"{100 * longest['duration_us'] / s['forward_device_us']:.0f} %",
                      per_forward(build, s, DEVICE), per_forward(build, s, CPU),
@@ -379,13 +379,13 @@ def providers(build: Build):
     for name in select(group="provider"):
         st = STAGES[name]
         if name in build.problems:
-            status = f"capture not usable: {tables.cell(build.problems[name])}"
+            status = f"capture not usable: {escape(build.problems[name])}"
         elif build.is_unavailable(name):
             raw = build.summary(name)["unavailable"]
-            status = f"{tables.NOT_RUN}: {tables.cell(tables.why_unavailable(raw))}"
+            status = f"{tables.NOT_RUN}: {tables.why_unavailable(raw)}"
             reasons.append((st.title, raw))
         else:
-            status = f"ran (captured on {tables.cell(build.summary(name)['device'])})"
+            status = f"ran (captured on {escape(build.summary(name)['device'])})"
         rows.append((st.title, st.provider, f"`snippets/{st.snippet}.py`", st.layout, status))
     return tables.table(["provider", "from", "code", "layout it takes", "status"], rows) + tables.raw_reasons(reasons)
 
@@ -416,11 +416,11 @@ def glance(build: Build):
     for name in ladder():
         link = f"[{STAGES[name].title}]({name}.md)"
         if name in build.problems:
-            rows.append((link, "capture not usable", *["—"] * 6, tables.cell(build.problems[name])))
+            rows.append((link, "capture not usable", *["—"] * 6, escape(build.problems[name])))
             continue
         s = build.summary(name)
         if "unavailable" in s:
-            rows.append((link, tables.NOT_RUN, *["—"] * 6, tables.cell(tables.why_unavailable(s["unavailable"]))))
+            rows.append((link, tables.NOT_RUN, *["—"] * 6, tables.why_unavailable(s["unavailable"])))
             continue
         rows.append((link, s["ops_per_forward"], per_forward(build, s, DEVICE), per_forward(build, s, ONE_CALL),
                      per_forward(build, s, CPU), f"{100 * oplist.gaps(s).idle_share:.0f} %", f"{causal_tflops(s):.0f}",
@@ -461,7 +461,7 @@ def a100_kernels(build: Build):
                    if not kernel_names.explain(op["name"])["library"].startswith(("ATen", "CUDA runtime"))]
         ours = summary.longest(compute)["name"]
         rows.append((f"[{STAGES[name].title}]({name}.md)", tables.kernel(theirs) if " " not in theirs
-                     else tables.cell(theirs), tables.kernel(ours),
+                     else escape(theirs), tables.kernel(ours),
                      kernel_names.explain(ours)["arch"] or "—"))
     return (tables.table(["stage", "A100 kernel (the post)", "H200 kernel (ours: its longest matmul or attention kernel)",
                           "arch in our kernel's name"], rows)

@@ -4,7 +4,7 @@ kernel family. Names from a reader's code or from kernels are escaped (tables.ce
 from __future__ import annotations
 
 from ...analysis import compare, decide
-from ...text import shape, us
+from ...text import escape, shape, us
 from ..render import tables
 from ..build import Build
 from . import captures as pieces
@@ -15,22 +15,22 @@ SIGN = {"same": "=", "changed": "~", "removed": "−", "added": "+"}
 
 def markdown(d: dict) -> str:
     a, b = d["a"], d["b"]
-    name = lambda m: f"<code>{tables.cell(m['record'])}</code>"
+    name = lambda m: f"<code>{escape(m['record'])}</code>"
     rows = [(label, compare._cell(key, fmt, a), compare._cell(key, fmt, b),
              f"{d['ratios'][key]:.2f}×" if key in d["ratios"] and d["ratios"][key] is not None else "")
             for label, key, fmt in compare.METRIC_ROWS]
-    ops = [(SIGN[r["status"]], r["a_index"] or "", r["b_index"] or "", tables.cell(r["family"]),
+    ops = [(SIGN[r["status"]], r["a_index"] or "", r["b_index"] or "", escape(r["family"]),
             tables.kernel(r["a_name"]) if r["a_name"] else "", us(r["a_us"]) if r["a_name"] else "",
             tables.kernel(r["b_name"]) if r["b_name"] else "", us(r["b_us"]) if r["b_name"] else "")
            for r in d["ops"]]
     c = d["counts"]
     return (tables.table(["", f"A: {name(a)}", f"B: {name(b)}", "B ÷ A"], rows, "lrrr")
-            + f"\n\nA is *{tables.cell(a['title'])}*, B is *{tables.cell(b['title'])}*; {_both(a, b)}. "
+            + f"\n\nA is *{escape(a['title'])}*, B is *{escape(b['title'])}*; {_both(a, b)}. "
               f"Device and CPU time per forward come from the profiler (the median "
               f"profiled forward); one call is the CUDA-event median over single calls. A stream of calls is launch-bound when, "
               f"unprofiled, back to back runs at the CPU's enqueue pace rather than a CUDA-graph replay's "
               f"([the rule](launch-bound.md)). Relative error of A against "
-              f"{tables.cell(a['reference'])}, of B against {tables.cell(b['reference'])}.{_streams(a, b)}\n\n"
+              f"{escape(a['reference'])}, of B against {escape(b['reference'])}.{_streams(a, b)}\n\n"
             + tables.table(["", "A #", "B #", "family", "A op", "time", "B op", "time"], ops, "lrrllrlr")
             + f"\n\nOp lists aligned by kernel family (the library that made a kernel; Memcpy, Memset): "
               f"{c['same']} the same (=), {c['changed']} changed to another kernel of the family (~), "
@@ -39,15 +39,15 @@ def markdown(d: dict) -> str:
 
 def _streams(a, b) -> str:
     """What a stream cell cannot say: where GPU only is the profiler's estimate and why, or why there is no verdict."""
-    return "".join(f" A stream of calls of {tag}: {tables.cell(m['stream_note'])}." for tag, m in (("A", a), ("B", b))
+    return "".join(f" A stream of calls of {tag}: {escape(m['stream_note'])}." for tag, m in (("A", a), ("B", b))
                    if m["stream_note"])
 
 
 def _both(a, b) -> str:
     """Where and at what shape the two ran, said once when it is the same."""
-    where = (f"both on {tables.cell(a['device'])}" if a["device"] == b["device"]
-             else f"on {tables.cell(a['device'])} and {tables.cell(b['device'])}")
-    sa, sb = f"{shape(a['shape'])} {a['dtype']}", f"{shape(b['shape'])} {b['dtype']}"
+    where = (f"both on {escape(a['device'])}" if a["device"] == b["device"]
+             else f"on {escape(a['device'])} and {escape(b['device'])}")
+    sa, sb = f"{shape(a['shape'])} {escape(a['dtype'])}", f"{shape(b['shape'])} {escape(b['dtype'])}"
     return f"{where}, {'at ' + sa if sa == sb else f'at {sa} and {sb}'}"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ...analysis import counters
 from ...analysis.occupancy import REG_ALLOC_UNIT, SMEM_RESERVED_PER_BLOCK
+from ...text import escape
 from ..render import tables
 from ..build import Build
 from ..registry import piece
@@ -22,7 +23,7 @@ def occupancy_guide(build: Build, record):
     return (
         f"*Theoretical occupancy* is computed by attnprof from each kernel's footprint in the trace (registers "
         f"per thread, shared memory per block, threads per block) against the GPU's per-SM limits. Those limits are read from the "
-        f"trace's `deviceProperties`: on the {tables.cell(build.summary(record)['device'])}, "
+        f"trace's `deviceProperties`: on the {escape(build.summary(record)['device'])}, "
         f"{props['regsPerMultiprocessor']:,} registers, {props['sharedMemPerMultiprocessor'] // 1024} KiB of "
         f"shared memory and {warps} warps per SM. Registers are granted per warp in units of {REG_ALLOC_UNIT} and "
         f"each block costs {SMEM_RESERVED_PER_BLOCK // 1024} KiB of shared memory more than it asks for (CUDA C++ "

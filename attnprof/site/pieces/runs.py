@@ -11,10 +11,10 @@ from ...analysis.counters import verdict as counter_verdict
 from ...analysis.flops import causal_flops, min_bytes, naive_bytes, tflops
 from ...model.names import counted_at
 from ...model.stages import LONG_SHAPE, select
-from ...text import dims, shape, size, us
+from ...text import escape, dims, shape, size, us
 from ..render import plots, tables
 from ..build import Build, across, row
-from ..words import listed, short, title
+from ..words import listed, plain_title, short, title
 from ..registry import piece
 
 LAYOUT_TITLES = {"BHSD": "[B, H, S, D]", "BSHD": "[B, S, H, D]"}  # how q, k, v sat in memory
@@ -61,7 +61,7 @@ def _sweep_grid(build, heads=True) -> str:
 
 
 def fig_sweep_tflops(build, d, frame=plots.CHART):
-    series = {title(p): [(r["shape"][2], _value(r, "tflops_back_to_back")) for r in _sweep_points(build, d, p)]
+    series = {plain_title(p): [(r["shape"][2], _value(r, "tflops_back_to_back")) for r in _sweep_points(build, d, p)]
               for p in select(sweep=True) if _sweep_points(build, d, p)}
     peak = build.run("ceilings")["matmul_tflops"]
     return plots.line_chart(series, f"sequence length S ({_sweep_grid(build)})", "TFLOP/s (causal FLOPs)",
@@ -69,7 +69,7 @@ def fig_sweep_tflops(build, d, frame=plots.CHART):
 
 
 def fig_sweep_memory(build, d, frame=plots.CHART):
-    series = {title(p): [(r["shape"][2], _value(r, "peak_extra_bytes") or None) for r in _sweep_points(build, d, p)]
+    series = {plain_title(p): [(r["shape"][2], _value(r, "peak_extra_bytes") or None) for r in _sweep_points(build, d, p)]
               for p in select(sweep=True) if _sweep_points(build, d, p)}
     return plots.line_chart(series, f"sequence length S ({_sweep_grid(build, heads=False)})", "memory allocated by one forward",
                             f"Peak memory of one forward, head dim {d}", log_y=True, y_unit="bytes", frame=frame)
@@ -88,7 +88,7 @@ def _roofline_points(build):
             moved = naive_bytes(at) if r["path"] in ("inplace", "math") else min_bytes(at)
             if r["path"] == "math":  # computes in fp32: every S×S pass moves 4-byte elements
                 moved = naive_bytes(at, itemsize=4)
-            pts.append((title(r["path"]), causal_flops(at) / moved, r["tflops_back_to_back"]))
+            pts.append((plain_title(r["path"]), causal_flops(at) / moved, r["tflops_back_to_back"]))
     return pts
 
 
@@ -281,8 +281,8 @@ def fastest(build: Build):
         (title(r["path"]), layout(r), us(r.get("back_to_back_us")), f"**{r['tflops_back_to_back']:.0f}**",
          f"{100 * r['tflops_back_to_back'] / peak:.0f} %", f"{r['tflops']:.0f}") if "tflops_back_to_back" in r else
         (title(r["path"]), layout(r), "not available", "—", "—",
-         tables.cell(tables.why_unavailable(r["unavailable"]) if "unavailable" in r else "OOM"))
-        for r in rows], "llrrrr") + tables.raw_reasons((title(r["path"]), r["unavailable"]) for r in rows
+         tables.why_unavailable(r["unavailable"]) if "unavailable" in r else "OOM")
+        for r in rows], "llrrrr") + tables.raw_reasons((plain_title(r["path"]), r["unavailable"]) for r in rows
                                                         if "unavailable" in r)
     return table + "\n\n" + fastest_words(build, [r for r in rows if "tflops_back_to_back" in r], peak)
 
@@ -323,7 +323,7 @@ def fastest_words(build: Build, rows: list[dict], peak: float) -> str:
 @piece("gqa")
 def gqa(build: Build):
     return tables.table(["how", "q", "k, v", "one call (CUDA-event median)", "peak extra memory"], [
-        (r["way"], shape(r["shape_q"]), shape(r["shape_kv"]), us(r.get("median_us")),
+        (escape(r["way"]), shape(r["shape_q"]), shape(r["shape_kv"]), us(r.get("median_us")),
          size(r.get("peak_extra_bytes"))) for r in build.run("gqa")])
 
 
@@ -332,7 +332,7 @@ def decode(build: Build):
     copy = build.run("ceilings")["copy_gbs"]
     return tables.table(["batch", "KV length", "backend", "back to back / step (CUDA events)", "K+V bytes", "GB/s",
                          "of copy bandwidth"], [
-        (r["batch"], f"{r['kv_len']:,}", r.get("backend", "—"), us(r.get("back_to_back_us")), size(r.get("kv_bytes")),
+        (r["batch"], f"{r['kv_len']:,}", escape(r.get("backend", "—")), us(r.get("back_to_back_us")), size(r.get("kv_bytes")),
          f"{r['gbs']:.0f}" if "gbs" in r else "OOM", f"{100 * r['gbs'] / copy:.0f} %" if "gbs" in r else "—")
         for r in build.run("decode")], "rrlrrrr") + (
         f"\n\nSDPA alone: one query token per sequence against K and V of the stated length, {_heads(build.run('decode'))}, "
@@ -437,10 +437,10 @@ def graphs(build: Build):
     rows = []
     for i, r in enumerate(build.run("graphs")):
         if "error" in r:
-            rows.append((f"{r['where']} (q {shape(r['shape'])})", r["path"], "—", "—", "—", "—", tables.cell(r["error"])))
+            rows.append((f"{escape(r['where'])} (q {shape(r['shape'])})", escape(r["path"]), "—", "—", "—", "—", escape(r["error"])))
             continue
         e, g = r["eager"], r["graph"]
-        rows.append((f"{r['where']} (q {shape(r['shape'])})", r["path"], us(e["median_us"]), us(g["median_us"]),
+        rows.append((f"{escape(r['where'])} (q {shape(r['shape'])})", escape(r["path"]), us(e["median_us"]), us(g["median_us"]),
                      graph_gain(build, i), us(e["back_to_back_us"]), us(g["back_to_back_us"])))
     return tables.table(["shape", "path", "one call, launched op by op (CUDA-event median)",
                          "one call, graph replay (CUDA-event median)", "speedup",
@@ -457,8 +457,8 @@ def varlen(build: Build):
     noted = any("unavailable" in r for r in rows)  # a note column only where a row has something to note
     table = tables.table(["how", "causal", "one call (CUDA-event median)", "FLOPs spent on padding"]
                          + ["note"] * noted, [
-        (r["way"], "yes" if r["causal"] else "no", us(r.get("median_us")), f"{r['wasted_flops_pct']:.0f} %")
-        + (tables.cell(tables.why_unavailable(r["unavailable"]) if "unavailable" in r else ""),) * noted
+        (escape(r["way"]), "yes" if r["causal"] else "no", us(r.get("median_us")), f"{r['wasted_flops_pct']:.0f} %")
+        + (tables.why_unavailable(r["unavailable"]) if "unavailable" in r else "",) * noted
         for r in rows], "llrr")
     table += tables.raw_reasons((r["way"], r["unavailable"]) for r in rows if "unavailable" in r)
     return table + (f"\n\n{len(lengths)} sequences, {min(lengths)} to {max(lengths)} tokens "
@@ -571,9 +571,9 @@ def fallback(build: Build):
     out = []
     for r in rows:
         if "error" in r:
-            out.append((tables.cell(r["case"]), "error", "—", "—", "—", tables.cell(r["error"])))
+            out.append((escape(r["case"]), "error", "—", "—", "—", escape(r["error"])))
             continue
-        out.append((tables.cell(r["case"]), f"**{r['ran']}**", r["device_ops"], us(r["device_us"]),
+        out.append((escape(r["case"]), f"**{escape(r['ran'])}**", r["device_ops"], us(r["device_us"]),
                     us(r.get("median_us")), against_fast_path(build, r)))
     return tables.table(["inputs", "backend that ran (kernels)", "device ops / forward",
                          "device time / forward (profiler)", "one call: CUDA-event median",
@@ -590,7 +590,7 @@ def fallback_reasons(build: Build):
         for backend, e in r.get("eligibility", {}).items():
             if not e["eligible"]:
                 why = "; ".join(dict.fromkeys(reasons.clean(x) for x in e["reasons"]))
-                rows.append((tables.cell(r["case"]), backend, tables.cell(why[:400])))
+                rows.append((escape(r["case"]), backend, escape(why[:400])))
     return tables.table(["inputs", "backend refused", "PyTorch's reason (can_use_*, debug=True)"], rows)
 
 
@@ -617,13 +617,13 @@ def verify_table(build: Build):
     for r in sorted(checks, key=lambda r: (r["path"] not in failing, paths.index(r["path"]), status_rank.get(r["status"], 2))):
         note = tables.MASKED_ROW.get(r.get("masked_row"), r.get("masked_row")) or r.get("reason", "")
         note += f"{'; ' if note else ''}{r['note']}" if r.get("note") else ""
-        rows.append((r["path"], r["dtype"], shape(r["shape"]), "yes" if r["fully_masked_row"] else "",
-                     "✗ **fail**" if r["status"] == "fail" else "✓ pass" if r["status"] == "pass" else r["status"],
+        rows.append((escape(r["path"]), escape(r["dtype"]), shape(r["shape"]), "yes" if r["fully_masked_row"] else "",
+                     "✗ **fail**" if r["status"] == "fail" else "✓ pass" if r["status"] == "pass" else escape(r["status"]),
                      f"{r['rel_frobenius']:.1e}" if r.get("rel_frobenius") == r.get("rel_frobenius") and "rel_frobenius" in r else
                      ("NaN" if r.get("nan") else "—"),
                      f"{r['max_abs']:.1e}" if "max_abs" in r and r["max_abs"] == r["max_abs"] else "—",
                      _worst_row(r),
-                     f"{r['tolerance']:.0e}" if "tolerance" in r else "—", tables.cell(note)[:120]))
+                     f"{r['tolerance']:.0e}" if "tolerance" in r else "—", escape(note[:120])))
     return tables.table(["path", "dtype", "shape", "fully masked row", "status", "rel. Frobenius", "max abs",
                             "worst row (rel. error)", "tolerance", "note"], rows, "lllllrrlrl")
 
@@ -728,5 +728,5 @@ def steady(build: Build):
             f"({statistics.median(m for _, m in rates):.0f} TFLOP/s, {rep['matmul_shape'][0]:,}³). Each process warmed up "
             f"for {r['warmup_s']:g} s back to back, then timed {len(rep['back_to_back_us_each'])} runs of "
             f"{rep['back_to_back_calls']} forwards queued back to back (CUDA events; the median run per process), "
-            f"at {dims(r['shape'])}, inputs stored {r['layout']}, bf16, causal"
+            f"at {dims(r['shape'])}, inputs stored {escape(r['layout'])}, bf16, causal"
             + (f"; {failed} of the processes did not finish" if failed else ""))

@@ -14,7 +14,7 @@ from ...analysis import decide, timing
 from ...model import names
 from ...model.procedure import SCHEDULE
 from ...model.stages import DEFAULT_SHAPE, STAGES
-from ...text import shape as shape_text, us
+from ...text import escape, shape as shape_text, us
 from ..render import tables
 from ..build import Build, FalseStatement, RecordUnusable
 from ..words import ONE_CALL, TIMING_RUN, count, short, title
@@ -112,11 +112,11 @@ def _other_runs(build: Build, r: dict, v: timing.Verdict) -> list[tuple]:
         ncu_us = sum(k["duration_ns"] or 0 for k in measured["kernels"]) / 1000
         clocks = ("clocks left to the GPU (`--clock-control none`)" if "--clock-control none" in measured["command"]
                   else "clocks locked to base by Nsight Compute (its default)")
-        lines.append(("Nsight Compute duration", f"the kernels of one forward replayed under ncu ({measured['date']})",
+        lines.append(("Nsight Compute duration", f"the kernels of one forward replayed under ncu ({escape(measured['date'])})",
                       us(ncu_us), f"another run: each kernel replayed alone, {clocks}"))
     capture = build.summary(record)
     lines.append(("one call (CUDA events), in the stage's capture", f"the capture's own {capture['settings']['event_reps']} "
-                  f"calls ({capture['date']})",
+                  f"calls ({escape(capture['date'])})",
                   f"{us(capture['event_median_us'])} ({capture['event_p10_us']:.1f}–{capture['event_p90_us']:.1f})",
                   "the same method in another run: " + (
                       "inside" if v.one_call.p10 <= capture["event_median_us"] <= v.one_call.p90 else "outside")
@@ -244,7 +244,7 @@ def _margin(build: Build, every: list[timing.Verdict]) -> str:
     if timing.settled(every) or (timing.consensus(every) or "") not in ("GPU-bound", "launch-bound", ""):
         return ""  # settled, or the same undecided verdict ("on the boundary", "neither") in every process
     host = re.sub(r"\s+", " ", re.sub(r"\((R|TM)\)", "", build.run_record("timing").get("host_cpu") or "")).strip()
-    here = f" in this run{f' (host CPU: {host})' if host else ''}"
+    here = f" in this run{f' (host CPU: {escape(host)})' if host else ''}"
     if timing.consensus(every) is None:
         return (f"{here}, not decided: its {len(every)} separate processes said {_names(v.stream for v in every)}, "
                 f"so another run or host may give another verdict")
@@ -365,7 +365,7 @@ def own_stream_line(s: dict) -> str:
     """A reader's capture: what its own unprofiled samples say about a stream of its calls."""
     st = timing.record_stream(s)
     if st.basis != timing.GRAPH:
-        return f" Unprofiled, a stream of these forwards (this capture's own samples): {tables.cell(st.note)}."
+        return f" Unprofiled, a stream of these forwards (this capture's own samples): {escape(st.note)}."
     return (f" Unprofiled (this capture's own samples, [the rule](launch-bound.md#launch-bound-or-gpu-bound)), a "
             f"stream of these forwards is **{st.verdict}**: {us(st.back_to_back.median)} per call back to back against "
             f"{us(st.gpu_only.median)} GPU only (a CUDA-graph replay) and {us(st.enqueue.median)} CPU enqueue.")

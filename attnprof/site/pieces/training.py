@@ -11,7 +11,7 @@ from ...analysis.flops import causal_tflops
 from ...analysis.oplist import KIND_LABEL
 from ...model.procedure import BWD_FLOP_FACTOR, MEASURED_ONCE_TWO_GPU
 from ...model.stages import STAGES
-from ...text import shape, size, us
+from ...text import escape, shape, size, us
 from ..render import plots, tables
 from ..build import Build
 from ..words import title
@@ -40,7 +40,7 @@ def compare_backward(build: Build, *records):
         s = build.summary(record)
         link = f"[{title(s)}]({'fused' if STAGES[s['stage']].group == 'provider' else s['stage']}.md)"
         if "unavailable" in s:
-            rows.append((link, f"{tables.NOT_RUN}: {tables.cell(tables.why_unavailable(s['unavailable']))}",
+            rows.append((link, f"{tables.NOT_RUN}: {tables.why_unavailable(s['unavailable'])}",
                          *["—"] * 6))
             continue
         rows.append((link, s["ops_per_backward"], s["ops_on_calling_thread_each"][0], us(s["backward_device_us"]),
@@ -68,10 +68,10 @@ def saved(build: Build, *records):
     for record in records:
         s = build.summary(record)
         if "unavailable" in s or "saved" not in s:
-            rows.append((title(s), tables.cell(s.get("unavailable") or s.get("saved_unavailable")), *["—"] * 3))
+            rows.append((title(s), escape(s.get("unavailable") or s.get("saved_unavailable")), *["—"] * 3))
             continue
         big = [r for r in s["saved"] if r["what"] not in ("q", "k", "v", "output", "scalar")]
-        items = "<br>".join(f"{r['what']} {shape(r['shape']) or 'scalar'} {r['dtype']} ({size(r['bytes'])})"
+        items = "<br>".join(f"{escape(r['what'])} {shape(r['shape']) or 'scalar'} {escape(r['dtype'])} ({size(r['bytes'])})"
                             for r in big) or "—"
         inputs = ", ".join(sorted({r["what"] for r in s["saved"] if r["what"] in ("q", "k", "v", "output")}))
         m = s["memory"]
@@ -158,7 +158,7 @@ def compare_cp(build: Build, *records):
     for record in records:
         s = build.summary(record)
         shard = "head-and-tail" if s["load_balance"] else "contiguous halves"
-        rows.append((f"{s['shape'][2]:,}", f"{s['rotate']}, {shard}", us(s["single_gpu"]["event_median_us"]),
+        rows.append((f"{s['shape'][2]:,}", f"{escape(s['rotate'])}, {shard}", us(s["single_gpu"]["event_median_us"]),
                      us(s["cp_event_median_us"]), f"**{s['speedup']:.2f}×**",
                      per_rank(s, lambda r: us(r["forward_device_us"])),
                      per_rank(s, lambda r: f"{us(r['overlap']['overlap_us'])} of {us(r['overlap']['communication_us'])}"),
@@ -169,7 +169,7 @@ def compare_cp(build: Build, *records):
                          "device time, per rank (profiler, sum of ops)",
                          "NCCL time hidden behind compute, per rank", "rel. error vs fp64 (sampled rows)"],
                         rows, "rlrrrrrr") + (
-        f"\n\nB=1, H={s['shape'][1]}, D={s['shape'][3]}, bf16, causal, SDPA's {s['backend']} backend on every rank and "
+        f"\n\nB=1, H={s['shape'][1]}, D={s['shape'][3]}, bf16, causal, SDPA's {escape(s['backend'])} backend on every rank and "
         f"for the one-GPU run (same inputs, same run). Times are CUDA-event medians of {s['settings']['event_reps'] // 2} "
         f"calls after warm-up, each call started on every rank together after a barrier; the {s['world_size']}-GPU time "
         f"is the slower rank's median. The error is measured on 32 query rows spread over the sequence, against "
@@ -219,7 +219,7 @@ def ops_cp(build: Build, record, rank="0"):
 @piece("stamp", captures=1, kind="cp")
 def stamp_cp(build: Build, record):
     s = build.summary(record)
-    detail = (f"{s['world_size']} ranks, shape {tuple(s['shape'])} bf16, causal, rotation {s['rotate']}, "
+    detail = (f"{s['world_size']} ranks, shape {tuple(s['shape'])} bf16, causal, rotation {escape(s['rotate'])}, "
               f"{'head-and-tail' if s['load_balance'] else 'no'} load balance · code hash `{s['source_hash']}`")
     medians = [what for key, what in MEASURED_ONCE_TWO_GPU.items()
                if any(key in p and "event_times_us" not in p for p in [*s["ranks"], s["single_gpu"]])]

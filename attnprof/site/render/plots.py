@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 
 from ...analysis import kernel_names, trace as traces
 from ...analysis.oplist import KIND_LABEL
-from ...text import us
+from ...text import escape, us
 from ...model.stages import STAGES
-from .svg import BACKGROUND, CONNECTOR, FRAME, GRID, INK, MUTED, PATH_COLOR, ROLE, SERIES, el, esc, header, hover
+from .svg import BACKGROUND, CONNECTOR, FRAME, GRID, INK, MUTED, PATH_COLOR, ROLE, SERIES, el, header, hover
 
 W, H, LEFT, RIGHT, TOP, BOTTOM = 880, 400, 70, 24, 30, 50
 MUTED_TEXT = {"class": "attnprof-muted", "fill": MUTED}  # small print; the stylesheet gives it 4.5:1 in each scheme
@@ -97,7 +97,7 @@ def wrap(text: str, room: float, char_w: float = CHAR_W) -> list[str]:
 
 def _lines(lines: list[str], x, y, step: int = 16, **attrs) -> str:
     """Lines of text, one under the other from baseline y, as one <text> of <tspan>s."""
-    return el("text", "".join(el("tspan", esc(t), x=x, dy=0 if i == 0 else step) for i, t in enumerate(lines)),
+    return el("text", "".join(el("tspan", escape(t), x=x, dy=0 if i == 0 else step) for i, t in enumerate(lines)),
               x=x, y=y, **attrs)
 
 
@@ -173,7 +173,7 @@ def _timeline(summary, trace: dict, width: int, variant: str, cpu_depth: int = C
     mid = row_h / 2 + 3  # a label's baseline in its row
     parts.append(el("rect", hover(f'{summary["label"]} {us(fwd.cpu_us)}'), x=f"{x(0):.1f}", y=y_cpu,
                     width=f"{fwd.cpu_us * scale:.1f}", height=row_h - 2, fill=ROLE["span"])
-                 + el("text", esc(summary["label"]), x=f"{x(0) + 4:.1f}", y=f"{y_cpu + mid:.0f}", fill="#222"))
+                 + el("text", escape(summary["label"]), x=f"{x(0) + 4:.1f}", y=f"{y_cpu + mid:.0f}", fill="#222"))
     for op in cpu:
         y = y_cpu + op.depth * row_h
         w = max(op.duration_us * scale, 1)
@@ -181,7 +181,7 @@ def _timeline(summary, trace: dict, width: int, variant: str, cpu_depth: int = C
                         width=f"{w:.1f}", height=row_h - 2, fill=ROLE["cpu"], fill_opacity=f"{1 - 0.15 * op.depth:.2f}"))
         text = _fit(op.name.removeprefix("aten::"), w - 6)
         if text:
-            parts.append(el("text", esc(text), x=f"{x(op.start_us) + 3:.1f}", y=f"{y + mid:.0f}", fill="white"))
+            parts.append(el("text", escape(text), x=f"{x(op.start_us) + 3:.1f}", y=f"{y + mid:.0f}", fill="white"))
     for start, stop in traces.idle_intervals(fwd.ops):  # the GPU waiting for this forward's next launch
         parts.append(el("rect", hover(f"GPU idle {us(stop - start)}"), x=f"{x(start):.1f}", y=y_gpu,
                         width=f"{max((stop - start) * scale, 1):.1f}", height=lane, fill=ROLE["idle"],
@@ -199,7 +199,7 @@ def _timeline(summary, trace: dict, width: int, variant: str, cpu_depth: int = C
                           **{"class": "attnprof-gpu-op"}))  # a hairline between neighbours
         inside = _fit(f"{i} {kernel_names.label(op.name)}", gw - 6) or (str(i) if gw >= len(str(i)) * CHAR_W + 6 else None)
         if inside:
-            parts.append(el("text", esc(inside), x=f"{gx + 3:.1f}", y=f"{y_gpu + lane / 2 + 4:.0f}", fill="white"))
+            parts.append(el("text", escape(inside), x=f"{gx + 3:.1f}", y=f"{y_gpu + lane / 2 + 4:.0f}", fill="white"))
         else:
             small.append((i, gx, gw))
             centres.append(gx + gw / 2)
@@ -219,7 +219,7 @@ def _timeline(summary, trace: dict, width: int, variant: str, cpu_depth: int = C
         parts.append(el("g", el("rect", x=f"{lx:.1f}", y=ly - legend_row / 2 - 4, width=f"{column_w - 4:.1f}",
                                 height=legend_row, fill="transparent")
                         + el("rect", x=f"{lx:.1f}", y=ly - 10, width=10, height=10, fill=ROLE[op.kind])
-                        + el("text", f'{el("tspan", str(i), font_weight="bold")} {esc(_fit(text, column_w - 40) or "")}',
+                        + el("text", f'{el("tspan", str(i), font_weight="bold")} {escape(_fit(text, column_w - 40) or "")}',
                              x=f"{lx + 16:.1f}", y=ly),
                         **{"class": "attnprof-legend", "data-op": i}))
     parts.append("</svg>")
@@ -430,7 +430,7 @@ def _reference_label(name: str, y: float, drawn, f: Frame, plot_right: float) ->
     x, top = spot
     return (el("rect", x=f"{x:.1f}", y=f"{top:.1f}", width=f"{w:.1f}", height=15, rx=2,
                style=f"fill: {BACKGROUND}; fill-opacity: .85")
-            + el("text", esc(name), x=f"{x + 3:.1f}", y=f"{top + 12:.1f}", style=HALO))
+            + el("text", escape(name), x=f"{x + 3:.1f}", y=f"{top + 12:.1f}", style=HALO))
 
 
 def spread(ys: list[float], gap: float, lo: float, hi: float) -> list[float]:
@@ -463,7 +463,7 @@ def _point_labels(points: list[tuple[str, float, float, str]], f: Frame, plot_ri
             lx = x - 28 if left_side else x + 28
             out.append(el("path", d=f"M{x + (-4 if left_side else 4):.1f},{y:.1f} L{lx + (2 if left_side else -2):.1f},{ly:.1f}",
                           fill="none", stroke=color)
-                       + el("text", esc(name), x=f"{lx:.1f}", y=f"{ly + 4:.1f}", text_anchor="end" if left_side else "start",
+                       + el("text", escape(name), x=f"{lx:.1f}", y=f"{ly + 4:.1f}", text_anchor="end" if left_side else "start",
                             style=HALO))
     return out
 
@@ -480,7 +480,7 @@ def _end_labels(ends: list[tuple[str, float, float, str]], f: Frame, plot_right:
         short = plot_right - x > 8
         out.append(el("path", d=f"M{x + 4:.1f},{y:.1f} L{plot_right + 2:.1f},{y:.1f} L{lx - 3:.1f},{ly:.1f}",
                       fill="none", stroke=color, stroke_width=1.5, **({"stroke_dasharray": "1,3"} if short else {}))
-                   + el("text", esc(name), x=f"{lx:.1f}", y=f"{ly + 4:.1f}", font_weight="bold"))
+                   + el("text", escape(name), x=f"{lx:.1f}", y=f"{ly + 4:.1f}", font_weight="bold"))
     return out
 
 
@@ -539,7 +539,7 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
                    + el("text", fmt_y(t), x=f.left - 4, y=f"{fy(t) + 4:.1f}", text_anchor="end"))
     mid_y = (f.top + bottom) / 2
     out.append(_lines(axis_lines, (f.left + plot_right) / 2, f.height - 12, text_anchor="middle")
-               + el("text", esc(y_label), x=14, y=mid_y, transform=f"rotate(-90 14 {mid_y})", text_anchor="middle"))
+               + el("text", escape(y_label), x=14, y=mid_y, transform=f"rotate(-90 14 {mid_y})", text_anchor="middle"))
     for name, y in (hlines or {}).items():
         out.append(el("line", x1=f.left, y1=f"{fy(y):.1f}", x2=f"{plot_right:.1f}", y2=f"{fy(y):.1f}", stroke=INK,
                       stroke_dasharray="6,3"))
@@ -571,7 +571,7 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
         return el("g", body, **{"class": "attnprof-legend"})
     for name in hlines or {}:
         out.append(legend(el("line", x1=LEGEND_X, y1=row, x2=LEGEND_X + 18, y2=row, stroke=INK, stroke_dasharray="6,3")
-                          + el("text", esc(name), x=LEGEND_X + 26, y=row + 4)))
+                          + el("text", escape(name), x=LEGEND_X + 26, y=row + 4)))
         row += f.row
     for name in order:
         oom = "" if len(good[name]) == len(series[name]) else " (OOM past the last point)"
@@ -581,7 +581,7 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
         out.append(legend(("" if n == 1 else el("line", x1=x, y1=row, x2=x + 18, y2=row, stroke=color[name],
                                                  stroke_width=2.5))
                           + ("" if n > 20 else el("circle", cx=x + 9, cy=row, r=3.5, fill=color[name]))
-                          + el("text", key + esc(name) + oom, x=x + 26, y=row + 4)))
+                          + el("text", key + escape(name) + oom, x=x + 26, y=row + 4)))
         row += f.row
         g = group_of.get(name)
         if g and name == g[-1]:

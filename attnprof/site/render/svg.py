@@ -4,9 +4,8 @@ Plain SVG (no plotting library), inlined in the page, so a <title> inside a mark
 """
 from __future__ import annotations
 
-import html
-
 from ...model.stages import STAGES
+from ...text import escape
 
 # one palette: the series colours, and the trace's roles taken from them
 SERIES = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f"]
@@ -20,23 +19,19 @@ BACKGROUND = "var(--md-default-bg-color, white)"  # the page's own background, f
 GRID, FRAME, MUTED, CONNECTOR, INK = "rgba(128,128,128,.25)", "rgba(128,128,128,.6)", "#8a8a8a", "#999", "currentColor"
 
 
-def esc(text) -> str:
-    return html.escape(str(text), quote=True)
-
-
 def header(width, height, label: str, font_size: int = 11, css_class: str = "") -> str:
     """The opening tag of every figure: scales to the page's width, named for screen readers."""
-    klass = f' class="{esc(css_class)}"' if css_class else ""
+    klass = f' class="{escape(css_class)}"' if css_class else ""
     return (f'<svg xmlns="http://www.w3.org/2000/svg"{klass} viewBox="0 0 {width} {height}" width="100%" '
-            f'font-family="sans-serif" font-size="{font_size}" fill="currentColor" role="img" aria-label="{esc(label)}">')
+            f'font-family="sans-serif" font-size="{font_size}" fill="currentColor" role="img" aria-label="{escape(label)}">')
 
 
 def el(tag: str, body: str = "", **attrs) -> str:
-    """One element; `body` is markup (escape text with esc), attribute names take - for _ (text_anchor)."""
-    attributes = "".join(f' {k.replace("_", "-")}="{esc(v)}"' for k, v in attrs.items())
+    """One element; `body` is markup (escape text with text.escape), attribute names take - for _ (text_anchor)."""
+    attributes = "".join(f' {k.replace("_", "-")}="{escape(v)}"' for k, v in attrs.items())
     return f"<{tag}{attributes}>{body}</{tag}>" if body else f"<{tag}{attributes}/>"
 
 
 def hover(text) -> str:
-    """A <title> child: the browser shows it when the pointer rests on its parent."""
-    return el("title", esc(text))
+    """A <title> child: the browser shows it when the pointer rests on its parent, a line per line of `text`."""
+    return el("title", "\n".join(escape(line) for line in str(text).split("\n")))

@@ -1,13 +1,11 @@
-"""Markdown made from captures: one table helper, cells escaped for kernel names, and the tables of a
+"""Markdown made from captures: one table helper, every name escaped (text.escape), and the tables of a
 capture (key_averages, the op list and its diff, footprint, CPU side) with the boxes around them."""
 from __future__ import annotations
-
-import html
 
 from ...analysis import kernel_names, oplist
 from ...analysis.oplist import KIND_LABEL
 from ...model.procedure import MEASURED_ONCE
-from ...text import shape, size, us
+from ...text import escape, shape, size, us
 
 KEY_AVERAGES_HEADERS = ["Name", "Calls", "Self CPU", "CPU total", "Self CUDA", "CUDA total"]
 def unit(math_unit: str) -> str:
@@ -25,46 +23,37 @@ def table(headers, rows, align: str = "") -> str:
     return "\n".join(lines)
 
 
-def cell(text) -> str:
-    """Escape a value for a Markdown table cell that also survives as HTML (kernel names hold < > | &)."""
-    return html.escape(str(text), quote=False).replace("|", "&#124;").replace("\n", " ")
-
-
 def code(text) -> str:
     """Text as inline code inside a table cell, escaped for HTML."""
-    return f"<code>{cell(text)}</code>"
-
-
-def attr(text) -> str:
-    """A value for an HTML attribute."""
-    return html.escape(str(text), quote=True)
+    return f"<code>{escape(text)}</code>"
 
 
 def launch(api: str) -> str:
     """A launch call as code, with the API it belongs to as its tooltip."""
-    return f'<code title="{LAUNCH_API["cuda" if api.startswith("cuda") else "cu"]}">{cell(api)}</code>'
+    return f'<code title="{LAUNCH_API["cuda" if api.startswith("cuda") else "cu"]}">{escape(api)}</code>'
 
 
 def kernel(name: str) -> str:
     """A kernel's short label as code, its full name in the tooltip (both escaped)."""
-    return f'<code title="{html.escape(name, quote=True)}">{cell(kernel_names.label(name))}</code>'
+    return f'<code title="{escape(name)}">{escape(kernel_names.label(name))}</code>'
 
 
 def environment(record: dict, verb: str, detail: str) -> str:
     """The stamp of a capture or run: which GPU and software made it, and when."""
     r = record
-    return (f'!!! info "{verb} on {cell(r["device"])} ({r["capability"]})"\n'
-            f'    {r["date"]} · driver {r["driver"]} · torch {r["torch"]} · CUDA {r["cuda"]} · cuDNN {r["cudnn"]} · '
-            f'Triton {r["triton"]} · {detail}')
+    e = {k: escape(r[k]) for k in ("device", "capability", "date", "driver", "torch", "cuda", "cudnn", "triton")}
+    return (f'!!! info "{verb} on {e["device"]} ({e["capability"]})"\n'
+            f'    {e["date"]} · driver {e["driver"]} · torch {e["torch"]} · CUDA {e["cuda"]} · cuDNN {e["cudnn"]} · '
+            f'Triton {e["triton"]} · {detail}')
 
 
 def stamp(summary) -> str:
     s = summary
     missing = f"\n\n{unavailable(s)}" if "unavailable" in s else ""
-    detail = f'shape {tuple(s["shape"])} {s["dtype"]}, causal · snippet hash `{s["source_hash"]}`'
+    detail = f'shape {escape(tuple(s["shape"]))} {escape(s["dtype"])}, causal · snippet hash {code(s["source_hash"])}'
     if "function" in s:  # a reader's capture: its file and function, and the hash of the file's code
-        detail = (f'shape {tuple(s["shape"])} {s["dtype"]} · <code>{cell(s["file"])}:{cell(s["function"])}</code> · '
-                  f'code hash `{s["source_hash"]}`')
+        detail = (f'shape {escape(tuple(s["shape"]))} {escape(s["dtype"])} · <code>{escape(s["file"])}:{escape(s["function"])}</code> · '
+                  f'code hash {code(s["source_hash"])}')
     return environment(s, "Captured", detail + measured_once([s])) + missing
 
 
@@ -80,7 +69,7 @@ def measured_once(parts: list[dict], more=(), rest="the trace and the raw timing
 
 def why_unavailable(raw: str) -> str:
     """One clause on why a stage did not run, read off the reason its capture recorded, in terms of the
-    software and hardware (the recorded message itself is shown folded, by raw_reasons)."""
+    software and hardware: the site's own Markdown, never the recorded message (shown folded, by raw_reasons)."""
     if "No module named" in raw or "ModuleNotFoundError" in raw:
         return "its Python package was not installed where it was captured"
     if "kernels hub" in raw and ("trust" in raw or "connect" in raw.lower()):
@@ -105,13 +94,13 @@ def raw_reasons(items) -> str:
     if not items:
         return ""
     return ('\n\n??? note "The reason as recorded"\n'
-            + "\n".join(f"    - **{cell(t)}**: {cell(r)}" for t, r in items))
+            + "\n".join(f"    - **{escape(t)}**: {escape(r)}" for t, r in items))
 
 
 def unavailable(summary) -> str:
     raw = summary["unavailable"]
-    return (f'!!! warning "Did not run"\n    {summary.get("title", summary["stage"])} did not run: '
-            f'{why_unavailable(raw)}.\n\n    ??? note "The reason as recorded"\n        {cell(raw)}')
+    return (f'!!! warning "Did not run"\n    {escape(summary.get("title", summary["stage"]))} did not run: '
+            f'{why_unavailable(raw)}.\n\n    ??? note "The reason as recorded"\n        {escape(raw)}')
 
 
 def key_averages(summary) -> str:
@@ -119,7 +108,7 @@ def key_averages(summary) -> str:
              us(r["self_device_us"]), us(r["device_total_us"])) for r in summary["key_averages"]]
     names = [r["name"] for r in summary["key_averages"]]
     twice = sorted({n for n in names if names.count(n) > 1})
-    note = (f"\n\n{', '.join(f'`{cell(n)}`' for n in twice)} appears twice: PyTorch lists a "
+    note = (f"\n\n{', '.join(code(n) for n in twice)} appears twice: PyTorch lists a "
             f"`record_function` range once for the CPU and once for the GPU work inside it."
             if twice else "")
     return table(KEY_AVERAGES_HEADERS, rows, "lrrrrr") + note
@@ -146,16 +135,16 @@ def ops(summary, mark: str | None = None) -> str:
         info = kernel_names.explain(op["name"])
         name = f"<strong>{kernel(op['name'])}</strong> ⟵" if flagged else kernel(op["name"])
         rows.append((i, us(op["duration_us"]), name, info["library"], unit(info["math_unit"]),
-                     cell(" › ".join(path[len(shared):])).replace("_", "&#95;") or "—",  # _to_copy: no emphasis
+                     escape(" › ".join(path[len(shared):])) or "—",
                      launch(op["launch"])))
-    where = (f" Every op is launched inside <code>{cell(' › '.join(shared))}</code>; *launched from* shows the "
+    where = (f" Every op is launched inside <code>{escape(' › '.join(shared))}</code>; *launched from* shows the "
              f"ops below that." if shared else "")
     n = summary["ops_per_forward"]
     total = (f"\n\n{n} device op{'s' if n != 1 else ''} in the forward drawn, {us(summary['forward_device_us'])} of device "
              f"time (sum of their durations, profiler)"
              + (f"; one call of the whole forward, CUDA-event median {us(summary['event_median_us'])} over "
                 f"{summary['settings']['event_reps']} calls (no profiler)" if "event_median_us" in summary else "")
-             + f". Shape {'×'.join(map(str, summary['shape']))}, {summary['dtype']}. Hover a kernel for its "
+             + f". Shape {'×'.join(map(str, summary['shape']))}, {escape(summary['dtype'])}. Hover a kernel for its "
                f"full name, a launch call for its API.{where}")
     return ('<div class="attnprof-oplist" markdown>\n\n'  # on a phone the stylesheet stacks each row (extra.css)
             + table(["#", "time", "kernel, copy or fill", "library", "math unit", "launched from", "launch API"],
@@ -164,16 +153,16 @@ def ops(summary, mark: str | None = None) -> str:
 
 def ops_diff(a, b) -> str:
     removed, added = oplist.ops_diff(a, b)
-    rows = [("−", f"#{i} in {a['stage']}", KIND_LABEL[op["kind"]], us(op["duration_us"]), kernel(op["name"]))
+    rows = [("−", f"#{i} in {escape(a['stage'])}", KIND_LABEL[op["kind"]], us(op["duration_us"]), kernel(op["name"]))
             for i, op in removed]
-    rows += [("+", f"#{i} in {b['stage']}", KIND_LABEL[op["kind"]], us(op["duration_us"]), kernel(op["name"]))
+    rows += [("+", f"#{i} in {escape(b['stage'])}", KIND_LABEL[op["kind"]], us(op["duration_us"]), kernel(op["name"]))
              for i, op in added]
     if not rows:
         return f"The two op lists are the same: {a['ops_per_forward']} ops each."
     saved = a["forward_device_us"] - b["forward_device_us"]
     return (table(["", "where", "kind", "time", "name"], rows) +
-            f"\n\n{a['stage']}: {a['ops_per_forward']} ops, {us(a['forward_device_us'])}; "
-            f"{b['stage']}: {b['ops_per_forward']} ops, {us(b['forward_device_us'])} "
+            f"\n\n{escape(a['stage'])}: {a['ops_per_forward']} ops, {us(a['forward_device_us'])}; "
+            f"{escape(b['stage'])}: {b['ops_per_forward']} ops, {us(b['forward_device_us'])} "
             f"(device time {'saved' if saved >= 0 else 'added'}: {us(abs(saved))}).")
 
 
@@ -242,7 +231,7 @@ def counters(record: dict, capture: dict) -> str:
                      f"**{c.verdict(k)}**"))
     return (table(["kernel", "warps active of theoretical (limit)", "tensor pipe", "FP32 FMA pipe",
                    "SM / memory throughput", "DRAM (of peak, bytes)", "L2 hit", "verdict"], rows, "llrrllrl")
-            + f"\n\nMeasured by Nsight Compute {cell(c.version(record['ncu']))} on {cell(record['device'])}, {record['date']}, "
+            + f"\n\nMeasured by Nsight Compute {escape(c.version(record['ncu']))} on {escape(record['device'])}, {escape(record['date'])}, "
               f"over one forward with the clocks unlocked ([reading the columns and the verdict]({COUNTERS_GUIDE})).")
 
 
@@ -255,7 +244,7 @@ def cpu(summary, max_depth: int = 2, shown_cpu_us: float | None = None) -> str:
             continue
         launched = [o for o in summary["ops"] if c["start_us"] <= o["launch_start_us"] <= c["start_us"] + c["duration_us"]]
         apis = sorted({o["launch"] for o in launched})
-        rows.append(("&nbsp;" * 4 * (c["depth"] - 1) + f"<code>{cell(c['name'])}</code>", us(c["duration_us"]),
+        rows.append(("&nbsp;" * 4 * (c["depth"] - 1) + f"<code>{escape(c['name'])}</code>", us(c["duration_us"]),
                      len(launched), ", ".join(apis) or "—"))
     return table(["aten op (nested)", "CPU time", "device ops launched", "launch API"], rows, "lrr") + (
         f"\n\nThese rows come from the forward the trace picture shows (of the profiled forwards, the one "
