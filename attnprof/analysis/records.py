@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import confirm, derived, stats, trace
+from . import confirm, derived, ran, stats, trace
 from ..model import own, store
 from ..model.names import (BACKWARD_CODE, COUNTERS_CODE, CP_CODE, CP_CONFIGS, CP_WORLD, FORWARD_CODE, OWN_CODE, RUNS,
                     backward_record, backward_settings, capture_command, counters_settings, cp_config, cp_record,
@@ -173,7 +173,7 @@ def disagreement(record, summary, folder, differences=trace.disagreements) -> st
 def _profiled_status(record, folder) -> str | None:
     """A profiled capture (a stage's, a backward's, a reader's): present, current, and what its raw
     samples and its trace say."""
-    return _stale(record, folder) or _check(record, folder) or _consistent(record, folder)
+    return _stale(record, folder) or _check(record, folder) or _consistent(record, folder) or _ran(record, folder)
 
 
 def _stage_status(record, folder) -> str | None:
@@ -198,6 +198,32 @@ def _consistent(record, folder) -> str | None:
     found = confirm.summary_lines(summary, store.trace_path(folder, record).exists(), _memory(properties), tolerance,
                                   errors.get((confirm.verified_path(stage), summary.get("dtype"))))
     return _contradiction(kind_of(record).noun, record, found, fix)
+
+
+def _ran(record, folder) -> str | None:
+    """What a profiled record's kernels say it ran, against what it says it ran (analysis/ran.py): by its own
+    kernels; a graph stage's, by its eager capture's; an SDPA capture's dispatcher choice, by the auto capture's."""
+    summary = load_summary(record, folder)
+    kind = kind_of(record)
+    found = ran.capture_lines(record, summary, own_record=kind is OWN)
+    if kind is STAGE and "unavailable" not in summary:
+        stage, shape, dtype = parsed(record)
+        eager = ran.eager_of(confirm.STAGES[stage])
+        if eager and (made := existing_capture(record_name(eager, shape, dtype), folder)) and "ops" in made:
+            found += ran.replay_lines(summary.get("ops", []), made["ops"], f"{made['record']}.json")
+        found += ran.dispatcher_lines(summary, _dispatcher_choices(folder).get((tuple(shape), dtype)))
+    return _contradiction(kind.noun, record, found, kind.fix(record))
+
+
+def _dispatcher_choices(folder) -> dict:
+    """(shape, dtype) -> (record, the dispatcher's choice) of each auto-dispatch capture the site renders."""
+    choices = {}
+    for stage, shape in site_records():
+        if stage in select(snippet="sdpa", backend=None):
+            made = existing_capture(record_name(stage, shape), folder)
+            if made and "sdpa_choice" in made:
+                choices[tuple(made["shape"]), made.get("dtype")] = (f"{made['record']}.json", made["sdpa_choice"])
+    return choices
 
 
 def _with_device(differences, properties: list):
@@ -245,6 +271,7 @@ def _cp_status(record, folder) -> str | None:
     sweep = _run_result("sweep", folder)
     found = confirm.cp_lines(summary, sweep if isinstance(sweep, list) else None, _memory(properties),
                              _verified(folder)[0].get((None, summary.get("dtype"))))
+    found += ran.cp_layout_lines(summary, CP.settings(record))
     return _contradiction(CP.noun, record, found, CP.fix(record))
 
 
@@ -270,7 +297,18 @@ def _counters_status(name, folder) -> str | None:
     capture = existing_capture(record, folder)
     if capture and "ops" in capture and not counters.paired(capture["ops"], parsed):
         return f"counters of {record!r} name other kernels than its capture: {fix}"
-    return None
+    return _counters_ran(record, counted, capture, report, fix)
+
+
+def _counters_ran(record, counted, capture, report, fix) -> str | None:
+    """The counters record names its own capture, and its kernels were launched as that capture's."""
+    found = [f"{k} {counted.get(k)!r} (its name: {want!r})" for k, want in (("capture", record), ("stage", parsed(record)[0]))
+             if counted.get(k) != want]
+    if capture and "ops" in capture:
+        found += ran.counters_lines(f"{record}.json", capture["ops"], counted["kernels"], report.read_text())
+    if not found:
+        return None
+    return f"counters {record}.counters.json are not of their capture {record}.json: {'; '.join(found[:3])}: {fix}"
 
 
 def _run_status(record, folder) -> str | None:
@@ -293,7 +331,22 @@ def _run_status(record, folder) -> str | None:
     memory = hardware.get("query", {}).get("total_memory") if isinstance(hardware, dict) else None
     found = confirm.device_lines(run, None) + [line for result in [run.get("result")] + run.get("repeats", [])
                                                for line in confirm.run_lines(name, result, memory)]
+    found += _run_ran(name, run, folder)
     return _contradiction("run", record, found, RUN.fix(record))
+
+
+def _run_ran(name, run, folder) -> list[str]:
+    """Rows only for what the run ran (analysis/ran.py): verification rows for the paths its settings list,
+    fallback rows labelled as their kernels, aten op and dispatcher say, and as the auto capture of the same inputs."""
+    results = [("result", run.get("result"))] + [(f"repeats[{i}]", r) for i, r in enumerate(run.get("repeats", []))]
+    if name == "verify":
+        check = lambda rows: ran.verify_rows_lines(rows, RUN.settings(f"run-{name}").get("stages", []))
+    elif name == "fallback":
+        choices = _dispatcher_choices(folder)
+        check = lambda rows: ran.fallback_rows_lines(rows, choices)
+    else:
+        return []
+    return [line.replace("result", where, 1) for where, rows in results if isinstance(rows, list) for line in check(rows)]
 
 
 def _is_samples_list(run, line) -> bool:
