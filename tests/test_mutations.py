@@ -348,6 +348,19 @@ def report_registers(record, old, new):
     return edit
 
 
+def other_grid(record, x):
+    """Every launch of `record` with grid [x, 1, 1] given half as many blocks, in its summary and its trace alike."""
+    def edit(folder):
+        def halve(s):
+            for op in s["ops"]:
+                if op.get("grid") == [x, 1, 1]:
+                    op["grid"] = [x // 2, 1, 1]
+        json_edit(f"{record}.json", halve)(folder)
+        path = folder / f"{record}.trace.json.gz"
+        _write(path, _read(path).replace(f'"grid":[{x},1,1]', f'"grid":[{x // 2},1,1]'))
+    return edit
+
+
 def cp_positions(s):
     s["ranks"][1]["positions"] = [[0, 8191], [24576, 32767]]  # rank 0's chunks, claimed by rank 1 as well
 
@@ -397,11 +410,10 @@ RAN_CASES = [
      then(moved("flash", "cudnn"), renamed("cudnn", "flash_fwd_kernel", CUDNN_KERNEL)), "cudnn.json", "ops[0].grid"),
     ("cuDNN's capture under flash's name, its kernel renamed as flash's", "flash",
      then(moved("cudnn", "flash"), renamed("flash", "cudnn_generated", FLASH_KERNEL)), "flash.json", "ops[1].grid"),
-    ("a graph replay that launches other blocks than its eager capture", "cudnn_graph",
-     then(json_edit("cudnn_graph.json", lambda s: s["ops"][1].update(grid=[120, 1, 1])),
-          lambda f: _write(f / "cudnn_graph.trace.json.gz",
-                           _read(f / "cudnn_graph.trace.json.gz").replace('"grid":[132,1,1]', '"grid":[120,1,1]'))),
+    ("a graph replay that launches other blocks than the capture it replays", "cudnn_graph", other_grid("cudnn_graph", 132),
      "cudnn_graph.json", "ops: kernels"),
+    ("reduce-overhead replaying other launches than torch.compile's", "naive_reduce", other_grid("naive_reduce", 131072),
+     "naive_reduce.json", "ops: kernels"),
     ("an SDPA capture's dispatcher choice", "flash", json_edit("flash.json", lambda s: s.update(sdpa_choice="flash")),
      "flash.json", "sdpa_choice"),
     ("flash's counters taken at the long shape", "flash.counters", counters_from("flash-1x16x8192x128", "flash"),

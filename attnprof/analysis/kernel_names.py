@@ -231,7 +231,8 @@ def is_attention(name: str) -> bool:
 # attention kernel, only ATen's, cuBLAS's or Inductor's matmuls and softmax. `check` holds every record's kernels to it
 # (analysis/ran.py); a stage whose backend or provider is missing here is refused, never guessed.
 FAMILY = {
-    "math": None, "efficient": "memory-efficient", "flash": "FlashAttention-2", "cudnn": "cuDNN",  # SDPA's backends
+    "math": None, "efficient": "memory-efficient attention", "flash": "FlashAttention-2",  # SDPA's backends
+    "cudnn": "cuDNN (fused flash attention)",
     "PyTorch": None, "PyTorch FlexAttention": "Triton (FlexAttention)", "SageAttention 1.0.6": "SageAttention",
     "Hugging Face kernels hub": "FlashAttention-2",
     "FlashAttention-4 (flash-attn-4 4.0.0b36) via kernels": "FlashAttention-4",

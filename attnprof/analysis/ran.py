@@ -3,9 +3,9 @@
 A record's key hashes the code and settings it ran, which every SDPA backend shares, so what tells one
 backend's capture from another's is its kernels. A stage record's kernels belong to the family
 (kernel_names.FAMILY) of what its stage runs: its SDPA backend, auto's dispatcher choice, or its provider;
-a fused kernel's launch is one its family makes at the record's shape; a graph stage's kernels are its
-eager stage's; the site's own layer and window captures hold the kernel their attention names. A counters
-record's launches are its capture's; a two-GPU record's ranks are those its settings lay out; the
+a fused kernel's launch is one its family makes at the record's shape; a replayed stage's kernels are
+those of the stage it replays; the site's own layer and window captures hold the kernel their attention
+names. A counters record's launches are its capture's; a two-GPU record's ranks are those its settings lay out; the
 verification and fallback runs hold rows only for what they ran, each labelled as its kernels, its aten op
 and the dispatcher say. Each function returns lines `FIELD ...: what is wrong`; records.py puts the file
 and the fix around them. No torch here.
@@ -25,17 +25,30 @@ from ..model.stages import STAGES, Stage
 
 FAMILIES = {f for f in FAMILY.values() if f}
 PROVIDERS = {s.provider for s in STAGES.values() if s.provider != "PyTorch"}
-# the site's own captures (model/own.py): what each function's attention runs, as a FAMILY key; "sdpa": a fused SDPA backend
-OWN_RUNS = {"sdpa": "sdpa", "flex_attention": "PyTorch FlexAttention", "flex": "PyTorch FlexAttention",
-            "eager": "PyTorch", "naive": "PyTorch"}
+# the site's own captures (model/own.py): what a function's attention runs, as a FAMILY key, where it is not named
+# after a stage (then its stage's); transformers' attn_implementation names, and "sdpa": a fused SDPA backend
+OWN_RUNS = {"sdpa": "sdpa", "flex_attention": "PyTorch FlexAttention", "eager": "PyTorch"}
+
+
+FUSED = "fused"  # what a fused stage of PyTorch's own runs: a fused attention kernel, of one family
 
 
 def runs(stage: Stage, summary: dict) -> str | None:
     """What a stage runs, as a FAMILY key: its SDPA backend (auto: the dispatcher's choice its record states),
-    else its provider."""
+    else its provider; a stage of PyTorch's own that the table calls fused (its snippet calls SDPA itself), FUSED."""
     if stage.snippet == "sdpa":
         return stage.backend or summary.get("sdpa_choice")
-    return stage.provider
+    return FUSED if stage.provider == "PyTorch" and stage.fused else stage.provider
+
+
+def key_of(ops: list[dict]) -> str | None:
+    """The FAMILY key of the first kernel of an attention family among `ops`."""
+    for op in ops:
+        library = _library(op["name"])
+        key = next((k for k, f in FAMILY.items() if f and library.startswith(f)), None)
+        if key:
+            return key
+    return None
 
 
 def _library(name: str) -> str:
@@ -113,8 +126,10 @@ def capture_lines(record: str, summary: dict, own_record: bool = False) -> list[
         return stated_lines(stage, summary) if stage and not own_record else []
     ops = summary.get("ops", [])
     if own_record:
-        key = OWN_RUNS.get(summary.get("function"))
-        if (summary.get("file"), summary.get("function")) not in OWN_RECORDS or key is None:
+        function = summary.get("function")
+        named = STAGES.get(function)
+        key = OWN_RUNS.get(function) or (runs(named, summary) if named and named.snippet != "sdpa" else None)
+        if (summary.get("file"), function) not in OWN_RECORDS or key is None:
             return []
         if key == "sdpa":  # whichever fused backend the dispatcher chose, but one
             key = kernel_names.fingerprint(op["name"] for op in ops)
@@ -126,16 +141,23 @@ def capture_lines(record: str, summary: dict, own_record: bool = False) -> list[
         return []
     found = stated_lines(stage, summary)
     key = runs(stage, summary)
-    if key is not None:
-        found += family_lines(f"stage {stage.name!r}", key, ops)
+    if key == FUSED and key_of(ops) is None:
+        found.append(f"ops: no fused attention kernel, but the stage table calls stage {stage.name!r} fused")
+    elif key is not None:
+        found += family_lines(f"stage {stage.name!r}", key_of(ops) if key == FUSED else key, ops)
     return found + launch_lines(ops, summary.get("shape"), summary.get("sm_count"))
 
 
-def eager_of(stage: Stage) -> str | None:
-    """The stage a graph-replayed stage replays: the same code, not wrapped."""
-    if stage.wrap != "graph":
+# a CUDA-graph replay launches what the code it recorded launches: a graph wrap replays the unwrapped stage,
+# torch.compile's reduce-overhead replays what its default mode compiles
+REPLAYS = {"graph": None, "reduce-overhead": "compile"}
+
+
+def replayed(stage: Stage) -> str | None:
+    """The stage whose launches a replayed stage replays: the same code, unwrapped or compiled (REPLAYS)."""
+    if stage.wrap not in REPLAYS:
         return None
-    return next((s.name for s in STAGES.values() if s.wrap is None and
+    return next((s.name for s in STAGES.values() if s.wrap == REPLAYS[stage.wrap] and
                  (s.snippet, s.backend, s.provider) == (stage.snippet, stage.backend, stage.provider)), None)
 
 
@@ -143,23 +165,23 @@ def _launches(ops: list[dict]) -> list[tuple]:
     return [(op["name"], op.get("grid"), op.get("block")) for op in ops if op["kind"] == "kernel"]
 
 
-def replay_lines(ops: list[dict], eager_ops: list[dict], eager_record: str) -> list[str]:
-    """A CUDA graph replays the launches it recorded: the kernels, grids and blocks of the eager capture."""
-    mine, theirs = _launches(ops), _launches(eager_ops)
+def replay_lines(ops: list[dict], recorded_ops: list[dict], recorded: str) -> list[str]:
+    """A CUDA graph replays the launches it recorded: the kernels, grids and blocks of the capture it replays."""
+    mine, theirs = _launches(ops), _launches(recorded_ops)
     if mine == theirs:
         return []
     labels = lambda launches: ", ".join(f"{kernel_names.label(n)} {g}" for n, g, _ in launches) or "none"
-    return [f"ops: kernels {labels(mine)}, not those of the eager capture it replays, {eager_record} ({labels(theirs)})"]
+    return [f"ops: kernels {labels(mine)}, not those of the capture it replays, {recorded} ({labels(theirs)})"]
 
 
 def dispatcher_lines(summary: dict, choice: tuple[str, str] | None) -> list[str]:
-    """The dispatcher's choice is one function of the inputs: every SDPA capture at a shape states the one
-    the auto capture at that shape states (and ran)."""
-    if choice is None or "sdpa_choice" not in summary or summary.get("stage") == "auto":
+    """The dispatcher's choice is one function of the inputs: every SDPA capture at a shape and dtype states
+    the one the others state (`choice`: those captures, the choice)."""
+    if choice is None or "sdpa_choice" not in summary:
         return []
-    record, chose = choice
+    records, chose = choice
     if summary["sdpa_choice"] != chose:
-        return [f"sdpa_choice {summary['sdpa_choice']!r} (the dispatcher's choice for the same inputs in {record}: {chose!r})"]
+        return [f"sdpa_choice {summary['sdpa_choice']!r} (the dispatcher's choice for the same inputs in {records}: {chose!r})"]
     return []
 
 
@@ -288,8 +310,8 @@ ROW_INPUTS = {"mask": "causal", "dropout": 0.0, "layout": "contiguous"}  # a fal
 
 def fallback_rows_lines(rows: list[dict], choices: dict) -> list[str]:
     """A fallback case that ran names its kernels, and its kernels, its aten op and the dispatcher name one
-    backend, which its eligibility allows; a case with a capture's inputs (`choices`: (shape, dtype) ->
-    (record, the dispatcher's choice it states)) ran what that capture says the dispatcher chose."""
+    backend, which its eligibility allows; a case with the inputs of the site's SDPA captures (`choices`: (shape,
+    dtype) -> (those captures, the dispatcher's choice they state)) ran what they say the dispatcher chose."""
     found = []
     for i, r in enumerate(rows):
         if not isinstance(r, dict) or "error" in r:
@@ -304,5 +326,5 @@ def fallback_rows_lines(rows: list[dict], choices: dict) -> list[str]:
             found.append(f"result[{i}].ran {ran!r}, yet its eligibility says {ran} cannot run these inputs")
         capture = choices.get((tuple(r.get("shape") or ()), r.get("dtype")))
         if capture and all(r.get(k) == v for k, v in ROW_INPUTS.items()) and capture[1] != ran:
-            found.append(f"result[{i}].ran {ran!r} (the same inputs' capture {capture[0]}: the dispatcher chose {capture[1]!r})")
+            found.append(f"result[{i}].ran {ran!r} (the dispatcher's choice for the same inputs in {capture[0]}: {capture[1]!r})")
     return found

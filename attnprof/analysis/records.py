@@ -15,6 +15,7 @@ that retakes it. `check`, the strict build and `show` walk KINDS; a new kind is 
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -202,27 +203,33 @@ def _consistent(record, folder) -> str | None:
 
 def _ran(record, folder) -> str | None:
     """What a profiled record's kernels say it ran, against what it says it ran (analysis/ran.py): by its own
-    kernels; a graph stage's, by its eager capture's; an SDPA capture's dispatcher choice, by the auto capture's."""
+    kernels; a replayed stage's, by the capture it replays; an SDPA capture's dispatcher choice, by the auto capture's."""
     summary = load_summary(record, folder)
     kind = kind_of(record)
     found = ran.capture_lines(record, summary, own_record=kind is OWN)
     if kind is STAGE and "unavailable" not in summary:
         stage, shape, dtype = parsed(record)
-        eager = ran.eager_of(confirm.STAGES[stage])
-        if eager and (made := existing_capture(record_name(eager, shape, dtype), folder)) and "ops" in made:
+        replays = ran.replayed(confirm.STAGES[stage])
+        if replays and (made := existing_capture(record_name(replays, shape, dtype), folder)) and "ops" in made:
             found += ran.replay_lines(summary.get("ops", []), made["ops"], f"{made['record']}.json")
         found += ran.dispatcher_lines(summary, _dispatcher_choices(folder).get((tuple(shape), dtype)))
     return _contradiction(kind.noun, record, found, kind.fix(record))
 
 
 def _dispatcher_choices(folder) -> dict:
-    """(shape, dtype) -> (record, the dispatcher's choice) of each auto-dispatch capture the site renders."""
-    choices = {}
+    """(shape, dtype) -> what the SDPA captures the site renders at those inputs state the dispatcher chose:
+    (the captures that state the choice most of them state, that choice)."""
+    stated = {}
     for stage, shape in site_records():
-        if stage in select(snippet="sdpa", backend=None):
+        if stage in select(snippet="sdpa"):
             made = existing_capture(record_name(stage, shape), folder)
             if made and "sdpa_choice" in made:
-                choices[tuple(made["shape"]), made.get("dtype")] = (f"{made['record']}.json", made["sdpa_choice"])
+                stated.setdefault((tuple(made["shape"]), made.get("dtype")), []).append((made["record"], made["sdpa_choice"]))
+    choices = {}
+    for inputs, pairs in stated.items():
+        (choice, _), = Counter(c for _, c in pairs).most_common(1)
+        named = [f"{r}.json" for r, c in pairs if c == choice]
+        choices[inputs] = (named[0] + (f" and {len(named) - 1} other SDPA captures" if len(named) > 1 else ""), choice)
     return choices
 
 
