@@ -370,6 +370,12 @@ def hub_verified(run):
     run["result"] += [{**r, "path": "hub"} for r in run["result"] if r["path"] == "flex" and r["status"] == "pass"]
 
 
+def hub_swept(run):
+    """flex's sweep points, every process's, relabelled as a provider that never ran."""
+    for result in [run["result"], *run.get("repeats", [])]:
+        result += [{**r, "path": "hub"} for r in result if r.get("path") == "flex"]
+
+
 def not_applicable_passes(run):
     row = next(r for r in run["result"] if r["status"] == "not applicable")
     done = next(r for r in run["result"] if r["path"] == row["path"] and r["dtype"] == row["dtype"] and r["status"] == "pass")
@@ -426,6 +432,10 @@ RAN_CASES = [
      "ranks[1].positions"),
     ("verification rows of a provider that never ran", "run-verify", json_edit("run-verify.json", hub_verified),
      "run-verify.json", ".path 'hub'"),
+    ("sweep rows of a provider that never ran", "run-sweep", json_edit("run-sweep.json", hub_swept),
+     "run-sweep.json", ".path 'hub'"),
+    ("a verification case dropped", "run-verify", json_edit("run-verify.json", lambda r: r["result"].pop(0)),
+     "run-verify.json", "result: naive has no row"),
     ("a check that cannot apply marked passing", "run-verify", json_edit("run-verify.json", not_applicable_passes),
      "run-verify.json", "].status"),
     ("the fast path relabelled flash, kernels and all", "run-fallback",

@@ -280,15 +280,33 @@ def cp_layout_lines(summary: dict, settings: dict) -> list[str]:
 
 # ---- runs ---------------------------------------------------------------------------------------
 
+def measured_lines(result, stages: list[str]) -> list[str]:
+    """A run that lists the stages it measures (its settings, which its key holds) has rows for those alone:
+    every row's `path` or `stage` is one of them."""
+    found = []
+
+    def walk(node, where):
+        if isinstance(node, list):
+            for i, item in enumerate(node):
+                walk(item, f"{where}[{i}]")
+        elif isinstance(node, dict):
+            found.extend(f"{where}.{k} {node[k]!r} is not a stage the run measured (its settings: {', '.join(stages)})"
+                         for k in ("path", "stage") if isinstance(node.get(k), str) and node[k] not in stages)
+            for k, v in node.items():
+                walk(v, f"{where}.{k}")
+    if stages:
+        walk(result, "result")
+    return found
+
+
 def verify_rows_lines(rows: list[dict], paths: list[str]) -> list[str]:
-    """Rows only for the paths the run's settings list, each case of a path once and every path over the same
-    cases; a row 'not applicable' exactly where the stage table says its path takes only the causal flag with
-    its mask aligned top-left (measure/verify.py skips those)."""
+    """Each case of a path once and every path the run's settings list over the same cases (a row of another
+    path is measured_lines'); a row 'not applicable' exactly where the stage table says its path takes only
+    the causal flag with its mask aligned top-left (measure/verify.py skips those)."""
     found, cases = [], {}
     for i, r in enumerate(rows):
         path = r.get("path")
         if path not in paths or path not in STAGES:
-            found.append(f"result[{i}].path {path!r} is not a path the run measured (its settings: {', '.join(paths)})")
             continue
         case = (r.get("dtype"), tuple(r.get("shape") or ()), r.get("fully_masked_row"))
         if case in cases.setdefault(path, set()):

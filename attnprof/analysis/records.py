@@ -343,17 +343,18 @@ def _run_status(record, folder) -> str | None:
 
 
 def _run_ran(name, run, folder) -> list[str]:
-    """Rows only for what the run ran (analysis/ran.py): verification rows for the paths its settings list,
-    fallback rows labelled as their kernels, aten op and dispatcher say, and as the auto capture of the same inputs."""
+    """Rows only for what the run ran (analysis/ran.py): for the stages its settings list, each verification
+    case once, fallback rows labelled as their kernels, aten op and dispatcher say, and as the SDPA captures of
+    the same inputs."""
     results = [("result", run.get("result"))] + [(f"repeats[{i}]", r) for i, r in enumerate(run.get("repeats", []))]
+    stages = RUN.settings(f"run-{name}").get("stages", [])
+    checks = [lambda rows: ran.measured_lines(rows, stages)]
     if name == "verify":
-        check = lambda rows: ran.verify_rows_lines(rows, RUN.settings(f"run-{name}").get("stages", []))
+        checks.append(lambda rows: ran.verify_rows_lines(rows, stages) if isinstance(rows, list) else [])
     elif name == "fallback":
         choices = _dispatcher_choices(folder)
-        check = lambda rows: ran.fallback_rows_lines(rows, choices)
-    else:
-        return []
-    return [line.replace("result", where, 1) for where, rows in results if isinstance(rows, list) for line in check(rows)]
+        checks.append(lambda rows: ran.fallback_rows_lines(rows, choices) if isinstance(rows, list) else [])
+    return [line.replace("result", where, 1) for where, rows in results for check in checks for line in check(rows)]
 
 
 def _is_samples_list(run, line) -> bool:
