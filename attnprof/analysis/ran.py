@@ -127,6 +127,7 @@ def capture_lines(record: str, summary: dict, own_record: bool = False) -> list[
     ops = summary.get("ops", [])
     if own_record:
         function = summary.get("function")
+        function = function if isinstance(function, str) else None
         named = STAGES.get(function)
         key = OWN_RUNS.get(function) or (runs(named, summary) if named and named.snippet != "sdpa" else None)
         if (summary.get("file"), function) not in OWN_RECORDS or key is None:
@@ -308,9 +309,9 @@ def verify_rows_lines(rows: list[dict], paths: list[str]) -> list[str]:
         path = r.get("path")
         if path not in paths or path not in STAGES:
             continue
-        case = (r.get("dtype"), tuple(r.get("shape") or ()), r.get("fully_masked_row"))
+        case = repr((r.get("dtype"), r.get("shape"), r.get("fully_masked_row")))
         if case in cases.setdefault(path, set()):
-            found.append(f"result[{i}] repeats {path}'s case {case}")
+            found.append(f"result[{i}] repeats a case of {path} (dtype, shape, fully masked row: {case})")
         cases[path].add(case)
         stage = STAGES[path]
         skipped = bool(r.get("fully_masked_row")) and not stage.takes_mask and stage.causal_corner == "top-left"
@@ -328,8 +329,8 @@ ROW_INPUTS = {"mask": "causal", "dropout": 0.0, "layout": "contiguous"}  # a fal
 
 def fallback_rows_lines(rows: list[dict], choices: dict) -> list[str]:
     """A fallback case that ran names its kernels, and its kernels, its aten op and the dispatcher name one
-    backend, which its eligibility allows; a case with the inputs of the site's SDPA captures (`choices`: (shape,
-    dtype) -> (those captures, the dispatcher's choice they state)) ran what they say the dispatcher chose."""
+    backend, which its eligibility allows; a case with the inputs of the site's SDPA captures (`choices`:
+    repr((shape, dtype)) -> (those captures, the dispatcher's choice they state)) ran what they say it chose."""
     found = []
     for i, r in enumerate(rows):
         if not isinstance(r, dict) or "error" in r:
@@ -340,9 +341,11 @@ def fallback_rows_lines(rows: list[dict], choices: dict) -> list[str]:
         ran = r.get("ran")
         found += [f"result[{i}].{k} {r.get(k)!r} (its kernels ran {ran!r})" for k in ("aten_backend", "dispatcher_choice")
                   if r.get(k) != ran]
-        if ran in FUSED_SDPA and not r.get("eligibility", {}).get(ran, {}).get("eligible"):
+        allowed = r.get("eligibility")
+        allowed = allowed.get(ran) if isinstance(allowed, dict) and ran in FUSED_SDPA else None
+        if ran in FUSED_SDPA and not (isinstance(allowed, dict) and allowed.get("eligible")):
             found.append(f"result[{i}].ran {ran!r}, yet its eligibility says {ran} cannot run these inputs")
-        capture = choices.get((tuple(r.get("shape") or ()), r.get("dtype")))
+        capture = choices.get(repr((r.get("shape"), r.get("dtype"))))
         if capture and all(r.get(k) == v for k, v in ROW_INPUTS.items()) and capture[1] != ran:
             found.append(f"result[{i}].ran {ran!r} (the dispatcher's choice for the same inputs in {capture[0]}: {capture[1]!r})")
     return found

@@ -212,19 +212,19 @@ def _ran(record, folder) -> str | None:
         replays = ran.replayed(confirm.STAGES[stage])
         if replays and (made := existing_capture(record_name(replays, shape, dtype), folder)) and "ops" in made:
             found += ran.replay_lines(summary.get("ops", []), made["ops"], f"{made['record']}.json")
-        found += ran.dispatcher_lines(summary, _dispatcher_choices(folder).get((tuple(shape), dtype)))
+        found += ran.dispatcher_lines(summary, _dispatcher_choices(folder).get(repr((list(shape), dtype))))
     return _contradiction(kind.noun, record, found, kind.fix(record))
 
 
 def _dispatcher_choices(folder) -> dict:
-    """(shape, dtype) -> what the SDPA captures the site renders at those inputs state the dispatcher chose:
+    """repr((shape, dtype)) -> what the SDPA captures the site renders at those inputs state the dispatcher chose:
     (the captures that state the choice most of them state, that choice)."""
     stated = {}
     for stage, shape in site_records():
         if stage in select(snippet="sdpa"):
             made = existing_capture(record_name(stage, shape), folder)
-            if made and "sdpa_choice" in made:
-                stated.setdefault((tuple(made["shape"]), made.get("dtype")), []).append((made["record"], made["sdpa_choice"]))
+            if made and isinstance(made.get("sdpa_choice"), str):
+                stated.setdefault(repr((list(shape), made.get("dtype"))), []).append((made["record"], made["sdpa_choice"]))
     choices = {}
     for inputs, pairs in stated.items():
         (choice, _), = Counter(c for _, c in pairs).most_common(1)
