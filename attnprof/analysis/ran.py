@@ -5,9 +5,9 @@ backend's capture from another's is its kernels. A stage record's kernels belong
 (kernel_names.FAMILY) of what its stage runs: its SDPA backend, auto's dispatcher choice, or its provider;
 a fused kernel's launch is one its family makes at the record's shape; a replayed stage's kernels are
 those of the stage it replays; the site's own layer and window captures hold the kernel their attention
-names. A counters record's launches are its capture's; a two-GPU record's ranks are those its settings lay out; the
-verification and fallback runs hold rows only for what they ran, each labelled as its kernels, its aten op
-and the dispatcher say. Each function returns lines `FIELD ...: what is wrong`; records.py puts the file
+names. A counters record's launches are its capture's; a two-GPU record's ranks are those its settings
+lay out; a run holds rows only for what it ran, verification and fallback rows labelled as their kernels,
+their aten op and the dispatcher say. Each function returns lines `FIELD ...: what is wrong`; records.py puts the file
 and the fix around them. No torch here.
 """
 from __future__ import annotations
@@ -56,8 +56,12 @@ def _library(name: str) -> str:
 
 
 def family_lines(what: str, key: str, ops: list[dict]) -> list[str]:
-    """`what` runs `key` (a FAMILY key): at least one kernel of its family, where it has one, and none of
-    another attention family's."""
+    """`what` runs `key` (a FAMILY key, or FUSED): at least one kernel of its family, where it has one, and
+    none of another attention family's."""
+    if key == FUSED:
+        key = key_of(ops)
+        if key is None:
+            return [f"ops: no fused attention kernel, but the stage table calls {what} fused"]
     if key not in FAMILY:
         return [f"stage: {what} runs {key!r}, which kernel_names.FAMILY does not list: add its kernels' family there"]
     family = FAMILY[key]
@@ -121,8 +125,8 @@ def stated_lines(stage: Stage, summary: dict) -> list[str]:
 
 def capture_lines(record: str, summary: dict, own_record: bool = False) -> list[str]:
     """Everything a profiled capture's own kernels tell about what it ran (no other record needed)."""
+    stage = STAGES.get(summary.get("stage")) if isinstance(summary.get("stage"), str) else None
     if "unavailable" in summary:
-        stage = STAGES.get(summary.get("stage"))
         return stated_lines(stage, summary) if stage and not own_record else []
     ops = summary.get("ops", [])
     if own_record:
@@ -137,15 +141,12 @@ def capture_lines(record: str, summary: dict, own_record: bool = False) -> list[
             if key not in FUSED_SDPA:
                 return [f"ops: no fused SDPA kernel, but {summary['function']!r} runs scaled_dot_product_attention"]
         return family_lines(f"{summary['function']!r}", key, ops)
-    stage = STAGES.get(summary.get("stage"))
     if stage is None:
         return []
     found = stated_lines(stage, summary)
     key = runs(stage, summary)
-    if key == FUSED and key_of(ops) is None:
-        found.append(f"ops: no fused attention kernel, but the stage table calls stage {stage.name!r} fused")
-    elif key is not None:
-        found += family_lines(f"stage {stage.name!r}", key_of(ops) if key == FUSED else key, ops)
+    if key is not None:
+        found += family_lines(f"stage {stage.name!r}", key, ops)
     return found + launch_lines(ops, summary.get("shape"), summary.get("sm_count"))
 
 

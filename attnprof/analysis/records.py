@@ -203,7 +203,8 @@ def _consistent(record, folder) -> str | None:
 
 def _ran(record, folder) -> str | None:
     """What a profiled record's kernels say it ran, against what it says it ran (analysis/ran.py): by its own
-    kernels; a replayed stage's, by the capture it replays; an SDPA capture's dispatcher choice, by the auto capture's."""
+    kernels; a replayed stage's, by the capture it replays; an SDPA capture's dispatcher choice, by what the
+    other SDPA captures of the same inputs state."""
     summary = load_summary(record, folder)
     kind = kind_of(record)
     found = ran.capture_lines(record, summary, own_record=kind is OWN)
