@@ -143,4 +143,4 @@ def test_a_fused_stage_of_pytorchs_own_holds_one_fused_kernel_family():
     assert ran.family_lines("stage 'mine'", ran.FUSED, ops["naive"]) == [
         "ops: no fused attention kernel, but the stage table calls stage 'mine' fused"]
     (line,) = ran.family_lines("stage 'mine'", ran.FUSED, ops["flash"] + ops["cudnn"])
-    assert line.startswith("ops[2].name 'cudnn…sdpa_sm90_flash_fprop_wgmma' is cuDNN (fused flash attention)'s")
+    assert line.startswith("ops[2].name 'cudnn…sdpa_sm90_flash_fprop_wgmma' is cuDNN (fused flash attention)'s"), line
