@@ -105,7 +105,7 @@ def project_copy(tree, pages):
     """A copy of the project in `tree` with only these chapters (and the home page), a nav of them and no
     notebook pages, so that a build of it is quick; the code, snippets, captures and assets are all there."""
     import shutil
-    for part in ("snippets", "attnprof"):
+    for part in ("snippets", "attnprof", "kernel-repos"):  # kernel-repos: FlashAttention-4's files key its records
         shutil.copytree(ROOT / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
     keep = {"index.md", *(f"{p}.md" for p in pages)}
     shutil.copytree(ROOT / "docs", tree / "docs",
