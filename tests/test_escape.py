@@ -24,7 +24,10 @@ PAYLOAD = (' <img src=x onerror="alert(1)"> \'"><script>alert(2)</script> [a](ja
 HELD = {"record", "stage", "dtype", "key", "label", "forward_label", "kind", "pass", "source_hash", "settings", "code",
         "capture", "run", "stages", "rotate", "ran", "backend", "launch", "cpu_ops", "key_averages", "name", "grid",
         "block", "capability", "function", "sdpa_choice", "what", "path", "layout",
-        "device"}  # the GPU's name picks its specification (analysis/hardware.py SPECS): another is refused
+        "device",  # the GPU's name picks its specification (analysis/hardware.py SPECS): another is refused
+        "title", "provider",  # a stage record repeats its row of the stage table (analysis/ran.py)
+        "aten_backend", "dispatcher_choice",  # a fallback case's backend, held to its kernels
+        "status"}  # a verification row's status, held to its error and to what the stage table says it takes
 DEVICE_OPS = ("kernel", "gpu_memcpy", "gpu_memset")
 
 

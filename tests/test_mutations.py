@@ -1,9 +1,12 @@
 """One edit of each class that a careful maintainer might make to the committed records (issue 33), each
 applied to a copy of them: `check` (in process: records.status, records.problems, the checked sentences)
 or the strict build names the file and the field in one line. The untouched copy passes."""
+import csv
 import gzip
+import io
 import json
 import logging
+import re
 import shutil
 
 import pytest
@@ -11,7 +14,7 @@ import pytest
 from attnprof.analysis import derived, hardware, records, stats, trace
 from attnprof.model import store
 from attnprof.model.procedure import BWD_FLOP_FACTOR
-from attnprof.model.stages import DEFAULT_SHAPE
+from attnprof.model.stages import DEFAULT_SHAPE, STAGES
 from attnprof.site import registry
 from attnprof.site.build import Build
 from attnprof.site.claims.statements import false_statements
@@ -408,6 +411,215 @@ def test_the_strict_build_fails_on_a_malformed_directive(copy_project, build_sit
     r = build_site(tmp_path / "site", root=tree)
     assert r.returncode != 0
     assert [l for l in r.stderr.splitlines() if "<!-- attnprof ops flash --> is not a directive" in l], r.stderr[-800:]
+
+
+# ---- each record bound to what it says it ran (issue 40): edits of several files, a whole record swapped, a
+# kernel renamed in its summary and its trace alike, so that only what the record ran can tell ---------------
+
+def _read(path):
+    return gzip.open(path, "rt").read() if path.suffix == ".gz" else path.read_text()
+
+
+def _write(path, text):
+    if path.suffix == ".gz":
+        with gzip.open(path, "wt") as f:
+            f.write(text)
+    else:
+        path.write_text(text)
+
+
+def moved(source, target, **fields):
+    """Record `source`'s summary and trace put under `target`'s name, the fields that name it changed too (and
+    `fields`), its key and code hashes recomputed for `target`: only what it ran can tell."""
+    def edit(folder):
+        summary = json.loads((folder / f"{source}.json").read_text())
+        kind = records.kind_of(target)
+        summary.update(record=target, key=kind.key(target), code=kind.code(target), **fields)
+        if target.split("-")[0] in STAGES:
+            stage = STAGES[target.split("-")[0]]
+            summary.update(stage=stage.name, title=stage.title, source_hash=stage.source_hash())
+        (folder / f"{target}.json").write_text(json.dumps(summary, indent=1))
+        shutil.copy(folder / f"{source}.trace.json.gz", folder / f"{target}.trace.json.gz")
+    return edit
+
+
+def renamed(record, old, new):
+    """Every kernel of `record` whose name holds `old`, renamed `new`, in its summary and its trace alike."""
+    def edit(folder):
+        for path in (folder / f"{record}.json", folder / f"{record}.trace.json.gz"):
+            text = _read(path)
+            names = set(re.findall(r'"name": ?"([^"]*%s[^"]*)"' % re.escape(old), text))
+            assert names, f"no kernel of {record} is named with {old!r}"
+            for name in names:
+                text = text.replace(f'"{name}"', json.dumps(new))
+            _write(path, text)
+    return edit
+
+
+def then(*edits):
+    def edit(folder):
+        for e in edits:
+            e(folder)
+    return edit
+
+
+def json_edit(name, change):
+    def edit(folder):
+        data = json.loads((folder / name).read_text())
+        change(data)
+        (folder / name).write_text(json.dumps(data, indent=1))
+    return edit
+
+
+def layer_as_sdpa(folder):
+    """layer.flex_attention's capture under layer.sdpa's name, its settings and key recomputed for sdpa."""
+    moved("layer.flex_attention", "layer.sdpa", function="sdpa", title='Llama layer, attn_implementation="sdpa"',
+          settings=records.OWN.settings("layer.sdpa"))(folder)
+
+
+def counters_from(source, target):
+    """`source`'s counters and ncu report put under `target`'s name, shape, settings and key."""
+    def edit(folder):
+        name = f"{target}.counters"
+        counted = json.loads((folder / f"{source}.counters.json").read_text())
+        counted.update(record=name, capture=target, shape=list(records.COUNTERS.settings(name)["shape"]),
+                       settings=records.COUNTERS.settings(name), key=records.COUNTERS.key(name))
+        counted = {k: v for k, v in counted.items() if k != "settings" or "settings" in counted}
+        (folder / f"{name}.json").write_text(json.dumps(counted, indent=1))
+        shutil.copy(folder / f"{source}.ncu.csv", folder / f"{target}.ncu.csv")
+    return edit
+
+
+def report_registers(record, old, new):
+    """The registers per thread of `record`'s ncu report changed (what its counters record parses stays the same)."""
+    def edit(folder):
+        path = folder / f"{record}.ncu.csv"
+        rows = list(csv.reader(io.StringIO(path.read_text())))
+        col = rows[0].index("launch__registers_per_thread")
+        for r in rows[2:]:
+            if r[col] == old:
+                r[col] = new
+        out = io.StringIO()
+        csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+        path.write_text(out.getvalue())
+    return edit
+
+
+def other_grid(record, x):
+    """Every launch of `record` with grid [x, 1, 1] given half as many blocks, in its summary and its trace alike."""
+    def edit(folder):
+        def halve(s):
+            for op in s["ops"]:
+                if op.get("grid") == [x, 1, 1]:
+                    op["grid"] = [x // 2, 1, 1]
+        json_edit(f"{record}.json", halve)(folder)
+        path = folder / f"{record}.trace.json.gz"
+        _write(path, _read(path).replace(f'"grid":[{x},1,1]', f'"grid":[{x // 2},1,1]'))
+    return edit
+
+
+def cp_positions(s):
+    s["ranks"][1]["positions"] = [[0, 8191], [24576, 32767]]  # rank 0's chunks, claimed by rank 1 as well
+
+
+def hub_verified(run):
+    """Six passing checks of a provider that never ran (its captures: could not load), copied from flex's."""
+    run["result"] += [{**r, "path": "hub"} for r in run["result"] if r["path"] == "flex" and r["status"] == "pass"]
+
+
+def hub_swept(run):
+    """flex's sweep points, every process's, relabelled as a provider that never ran."""
+    for result in [run["result"], *run.get("repeats", [])]:
+        result += [{**r, "path": "hub"} for r in result if r.get("path") == "flex"]
+
+
+def not_applicable_passes(run):
+    row = next(r for r in run["result"] if r["status"] == "not applicable")
+    done = next(r for r in run["result"] if r["path"] == row["path"] and r["dtype"] == row["dtype"] and r["status"] == "pass")
+    row.update({k: v for k, v in done.items() if k not in ("fully_masked_row", "shape")}, status="pass")
+    row.pop("reason", None)
+
+
+FLASH_KERNEL = json.loads((store.CAPTURES / "flash.json").read_text())["ops"][0]["name"]
+CUDNN_KERNEL = json.loads((store.CAPTURES / "cudnn.json").read_text())["ops"][1]["name"]
+
+
+def fallback_relabelled(row, backend, kernel):
+    """A fallback case relabelled in every process: its backend, aten op, dispatcher choice and kernels."""
+    def edit(run):
+        for result in [run["result"], *run.get("repeats", [])]:
+            result[row].update(ran=backend, aten_backend=backend, dispatcher_choice=backend, kernels=[kernel])
+    return edit
+
+
+def fallback_unnamed(run):
+    for result in [run["result"], *run.get("repeats", [])]:
+        del result[1]["kernels"]
+        result[1]["ran"] = "flash"
+
+
+# (case, the record whose status names it, the edit of the copied folder, the file and the field its line names)
+RAN_CASES = [
+    ("flash_graph is cudnn_graph's capture", "flash_graph", moved("cudnn_graph", "flash_graph"),
+     "flash_graph.json", "ops[1].name"),
+    ("flash at 1x16x256x64 is cuDNN's capture", "flash-1x16x256x64", moved("cudnn-1x16x256x64", "flash-1x16x256x64"),
+     "flash-1x16x256x64.json", "ops[1].name"),
+    ("the math backend's capture holds a fused kernel", "math", moved("efficient", "math"), "math.json", "ops[0].name"),
+    ("layer.sdpa is layer.flex_attention's capture, its key recomputed", "layer.sdpa", layer_as_sdpa,
+     "layer.sdpa.json", "ops"),
+    ("a flash kernel renamed as cuDNN's", "flash", renamed("flash", "flash_fwd_kernel", CUDNN_KERNEL), "flash.json",
+     "ops[0].name"),
+    ("flash's capture under cuDNN's name, its kernel renamed as cuDNN's", "cudnn",
+     then(moved("flash", "cudnn"), renamed("cudnn", "flash_fwd_kernel", CUDNN_KERNEL)), "cudnn.json", "ops[0].grid"),
+    ("cuDNN's capture under flash's name, its kernel renamed as flash's", "flash",
+     then(moved("cudnn", "flash"), renamed("flash", "cudnn_generated", FLASH_KERNEL)), "flash.json", "ops[1].grid"),
+    ("a graph replay that launches other blocks than the capture it replays", "cudnn_graph", other_grid("cudnn_graph", 132),
+     "cudnn_graph.json", "ops: kernels"),
+    ("reduce-overhead replaying other launches than torch.compile's", "naive_reduce", other_grid("naive_reduce", 131072),
+     "naive_reduce.json", "ops: kernels"),
+    ("an SDPA capture's dispatcher choice", "flash", json_edit("flash.json", lambda s: s.update(sdpa_choice="flash")),
+     "flash.json", "sdpa_choice"),
+    ("flash's counters taken at the long shape", "flash.counters", counters_from("flash-1x16x8192x128", "flash"),
+     "flash.counters.json", "kernels[0].grid"),
+    ("FlexAttention's counters taken at the long shape", "flex.counters", counters_from("flex-1x16x8192x128", "flex"),
+     "flex.counters.json", "kernels[0].grid"),
+    ("an ncu report whose kernel ran with other registers", "flash.counters", report_registers("flash", "255", "168"),
+     "flash.counters.json", "kernels[0] registers and shared memory"),
+    ("a two-GPU rank's positions", CP_RECORD, json_edit(f"{CP_RECORD}.json", cp_positions), f"{CP_RECORD}.json",
+     "ranks[1].positions"),
+    ("verification rows of a provider that never ran", "run-verify", json_edit("run-verify.json", hub_verified),
+     "run-verify.json", ".path 'hub'"),
+    ("sweep rows of a provider that never ran", "run-sweep", json_edit("run-sweep.json", hub_swept),
+     "run-sweep.json", ".path 'hub'"),
+    ("a verification case dropped", "run-verify", json_edit("run-verify.json", lambda r: r["result"].pop(0)),
+     "run-verify.json", "result: naive has no row"),
+    ("a check that cannot apply marked passing", "run-verify", json_edit("run-verify.json", not_applicable_passes),
+     "run-verify.json", "].status"),
+    ("the fast path relabelled flash, kernels and all", "run-fallback",
+     json_edit("run-fallback.json", fallback_relabelled(0, "flash", FLASH_KERNEL)), "run-fallback.json", "result[0].ran"),
+    ("head dim 512 relabelled flash, kernels and all", "run-fallback",
+     json_edit("run-fallback.json", fallback_relabelled(1, "flash", FLASH_KERNEL)), "run-fallback.json", "result[1].ran"),
+    ("a fallback case relabelled, its kernels dropped", "run-fallback", json_edit("run-fallback.json", fallback_unnamed),
+     "run-fallback.json", "result[1].kernels"),
+    ("a made-up reason a provider could not run", "hub",
+     json_edit("hub.json", lambda s: s.update(unavailable="Hugging Face kernels hub: needs an A100")), "hub.json",
+     "unavailable"),
+    ("a reason naming another provider", "hub",
+     json_edit("hub.json", lambda s: s.update(unavailable="SageAttention 1.0.6: ModuleNotFoundError: No module named "
+                                                          "'sageattention'")), "hub.json", "unavailable"),
+    ("a made-up layout", "flash", json_edit("flash.json", lambda s: s.update(layout="BSHD")), "flash.json", "layout"),
+]
+
+
+@pytest.mark.parametrize("case, record, edit, name, field", RAN_CASES, ids=[c[0] for c in RAN_CASES])
+def test_what_a_record_ran_is_what_it_says(clean, tmp_path, case, record, edit, name, field):
+    folder = tmp_path / "captures"
+    shutil.copytree(clean, folder)
+    edit(folder)
+    why = records.status(record, folder)
+    assert why is not None, f"{case}: not caught"
+    assert "\n" not in why and name in why and field in why and "python -m attnprof" in why, why
+    assert records.problems(folder)[record] == why  # the strict build refuses it with the same line
 
 
 # ---- physical bounds where the record's own reference is edited along with it ----------------------

@@ -15,11 +15,12 @@ that retakes it. `check`, the strict build and `show` walk KINDS; a new kind is 
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import bounds, confirm, counts, derived, processes, stats, trace, wellformed
+from . import bounds, confirm, counts, derived, processes, ran, stats, trace, wellformed
 from ..model import own, store
 from ..text import first_line
 from ..model.names import (BACKWARD_CODE, COUNTERS_CODE, CP_CODE, CP_CONFIGS, CP_WORLD, FORWARD_CODE, OWN_CODE, RUNS,
@@ -181,7 +182,7 @@ def disagreement(record, summary, folder, differences=trace.disagreements) -> st
 def _profiled_status(record, folder) -> str | None:
     """A profiled capture (a stage's, a backward's, a reader's): present, current, and what its raw
     samples and its trace say."""
-    return _stale(record, folder) or _check(record, folder) or _consistent(record, folder)
+    return _stale(record, folder) or _check(record, folder) or _consistent(record, folder) or _ran(record, folder)
 
 
 def _stage_status(record, folder) -> str | None:
@@ -207,6 +208,39 @@ def _consistent(record, folder) -> str | None:
                                   errors.get((confirm.verified_path(stage), summary.get("dtype"))))
     return (_contradiction(kind_of(record).noun, record, found, fix) or _counted(record, _safely(counts.summary_lines, summary))
             or _physical(record, summary, _safely(bounds.summary_lines, summary), properties))
+
+
+def _ran(record, folder) -> str | None:
+    """What a profiled record's kernels say it ran, against what it says it ran (analysis/ran.py): by its own
+    kernels; a replayed stage's, by the capture it replays; an SDPA capture's dispatcher choice, by what the
+    other SDPA captures of the same inputs state."""
+    summary = load_summary(record, folder)
+    kind = kind_of(record)
+    found = ran.capture_lines(record, summary, own_record=kind is OWN)
+    if kind is STAGE and "unavailable" not in summary:
+        stage, shape, dtype = parsed(record)
+        replays = ran.replayed(confirm.STAGES[stage])
+        if replays and (made := existing_capture(record_name(replays, shape, dtype), folder)) and "ops" in made:
+            found += ran.replay_lines(summary.get("ops", []), made["ops"], f"{made['record']}.json")
+        found += ran.dispatcher_lines(summary, _dispatcher_choices(folder).get(repr((list(shape), dtype))))
+    return _contradiction(kind.noun, record, found, kind.fix(record))
+
+
+def _dispatcher_choices(folder) -> dict:
+    """repr((shape, dtype)) -> what the SDPA captures the site renders at those inputs state the dispatcher chose:
+    (the captures that state the choice most of them state, that choice)."""
+    stated = {}
+    for stage, shape in site_records():
+        if stage in select(snippet="sdpa"):
+            made = existing_capture(record_name(stage, shape), folder)
+            if made and isinstance(made.get("sdpa_choice"), str):
+                stated.setdefault(repr((list(shape), made.get("dtype"))), []).append((made["record"], made["sdpa_choice"]))
+    choices = {}
+    for inputs, pairs in stated.items():
+        (choice, _), = Counter(c for _, c in pairs).most_common(1)
+        named = [f"{r}.json" for r, c in pairs if c == choice]
+        choices[inputs] = (named[0] + (f" and {len(named) - 1} other SDPA captures" if len(named) > 1 else ""), choice)
+    return choices
 
 
 def _with_device(differences, properties: list):
@@ -284,6 +318,7 @@ def _cp_status(record, folder) -> str | None:
     sweep = _run_result("sweep", folder)
     found = confirm.cp_lines(summary, sweep if isinstance(sweep, list) else None, bounds.memory(summary),
                              _verified(folder)[0].get((None, summary.get("dtype"))))
+    found += ran.cp_layout_lines(summary, CP.settings(record))
     return (_contradiction(CP.noun, record, found, CP.fix(record)) or _counted(record, _safely(counts.summary_lines, summary))
             or _physical(record, summary, _safely(bounds.cp_lines, summary), properties))
 
@@ -311,7 +346,19 @@ def _counters_status(name, folder) -> str | None:
     capture = existing_capture(record, folder)
     if capture and "ops" in capture and not counters.paired(capture["ops"], parsed):
         return f"counters of {record!r} name other kernels than its capture: {fix}"
-    return _physical(name, counted, _safely(bounds.counters_lines, counted, text))
+    return (_counters_ran(record, counted, capture, report, fix)
+            or _physical(name, counted, _safely(bounds.counters_lines, counted, text)))
+
+
+def _counters_ran(record, counted, capture, report, fix) -> str | None:
+    """The counters record names its own capture, and its kernels were launched as that capture's."""
+    found = [f"{k} {counted.get(k)!r} (its name: {want!r})" for k, want in (("capture", record), ("stage", parsed(record)[0]))
+             if counted.get(k) != want]
+    if capture and "ops" in capture:
+        found += ran.counters_lines(f"{record}.json", capture["ops"], counted["kernels"], report.read_text())
+    if not found:
+        return None
+    return f"counters {record}.counters.json are not of their capture {record}.json: {'; '.join(found[:3])}: {fix}"
 
 
 def _run_status(record, folder) -> str | None:
@@ -333,10 +380,26 @@ def _run_status(record, folder) -> str | None:
     found = (processes.lines(name, run, RUN.settings(record)) + confirm.device_lines(run, None)
              + [line for result in [run.get("result")] + run.get("repeats", [])
                 for line in confirm.run_lines(name, result, bounds.memory(run))])
+    found += _run_ran(name, run, folder)
     result = run.get("result")
     query = result.get("query") if isinstance(result, dict) else None  # the hardware run's device query
     return (_contradiction("run", record, found, RUN.fix(record)) or _counted(record, _safely(counts.run_lines, name, run))
             or _physical(record, run, _safely(bounds.run_lines, name, run), query=query))
+
+
+def _run_ran(name, run, folder) -> list[str]:
+    """Rows only for what the run ran (analysis/ran.py): for the stages its settings list, each verification
+    case once, fallback rows labelled as their kernels, aten op and dispatcher say, and as the SDPA captures of
+    the same inputs."""
+    results = [("result", run.get("result"))] + [(f"repeats[{i}]", r) for i, r in enumerate(run.get("repeats", []))]
+    stages = RUN.settings(f"run-{name}").get("stages", [])
+    checks = [lambda rows: ran.measured_lines(rows, stages)]
+    if name == "verify":
+        checks.append(lambda rows: ran.verify_rows_lines(rows, stages) if isinstance(rows, list) else [])
+    elif name == "fallback":
+        choices = _dispatcher_choices(folder)
+        checks.append(lambda rows: ran.fallback_rows_lines(rows, choices) if isinstance(rows, list) else [])
+    return [line.replace("result", where, 1) for where, rows in results for check in checks for line in check(rows)]
 
 
 def _is_samples_list(run, line) -> bool:
