@@ -3,7 +3,7 @@ removed, emptied, of the wrong type or not a finite number is one line naming th
 never a traceback from whichever check or piece reads it first.
 
 The rules follow the records' own naming, one for every kind: a field named for a unit (`_us`, `_bytes`,
-`_pct`, ...) holds a finite number of at least zero (or null: not measured), or a non-empty list of them (raw
+`_pct`, ...) holds a finite number (or null: not measured), or a non-empty list of them (raw
 samples); a `..._each` field such a list; a shape a list of whole numbers; the ops, kernels,
 ranks and rows lists; names strings. Whether a number is right is for the checks that recompute it."""
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _field(key, value, here: str) -> str | None:
             return f"{here} is empty: raw samples are never empty"
         if key.endswith("_each") and not isinstance(value, list):
             return f"{here} is {value!r}, not a list of numbers"
-        bad = next((v for v in values if not (_number(v) and (v >= 0 or math.isnan(v)))), "ok")
+        bad = next((v for v in values if not _number(v)), "ok")
         if bad != "ok":
-            return f"{here} holds {bad!r}, not a number of at least zero"
+            return f"{here} holds {bad!r}, not a number"
     return None
