@@ -6,6 +6,7 @@ from attnprof.analysis import records
 from attnprof.site import notebooks
 from attnprof.model.stages import ladder, STAGES
 from attnprof.model.snippets import SNIPPETS, snippet_section
+from attnprof.text import escape
 
 
 @pytest.mark.parametrize("stage", ladder())
@@ -22,7 +23,7 @@ def test_notebook_runs_on_cpu(stage, tmp_path, monkeypatch):
     assert "holds no GPU work" in shown  # a CPU runs no device ops
     h200 = records.load_summary(stage)
     assert "NVIDIA H200" in shown and shown.count('class="attnprof-trace"') == 1
-    assert all(kernel_names.label(op["name"]) in shown for op in h200["ops"] if op["kind"] == "kernel")
+    assert all(escape(kernel_names.label(op["name"])) in shown for op in h200["ops"] if op["kind"] == "kernel")
 
 
 def test_notebooks_hold_the_snippet_not_a_copy():

@@ -14,6 +14,7 @@ from attnprof.site.render import plots
 from attnprof.site.build import Build
 from attnprof.site.registry import expand
 from attnprof.model.procedure import BWD_LABEL, LABEL
+from attnprof.text import escape
 
 BWD = BWD_LABEL
 
@@ -247,7 +248,7 @@ def test_check_covers_backward_and_two_gpu_captures(tmp_path, capsys):
 def test_a_training_capture_that_cannot_be_used_renders_as_a_box():
     why = "capture 'flash-bwd' is stale: run it again"
     build = Build(problems={"flash-bwd": why, records.CP.records()[0]: why})
-    assert "Capture not usable" in expand(build, "ops", ["flash-bwd"]) and why in expand(build, "ops", ["flash-bwd"])
+    assert "Capture not usable" in expand(build, "ops", ["flash-bwd"]) and escape(why) in expand(build, "ops", ["flash-bwd"])
     assert "Capture not usable" in expand(build, "compare", records.BACKWARD.records())
     assert expand(build, "value", ["flash-bwd", "ops"]).startswith("**(capture not usable")
     assert "Capture not usable" in expand(build, "trace", [records.CP.records()[0]])
