@@ -99,7 +99,7 @@ def silent_fallback(build: Build):
 
 def _fail_note(r):
     if r["fully_masked_row"]:
-        held = tables.MASKED_ROW.get(r.get("masked_row"), r.get("masked_row")) or "an error"
+        held = tables.MASKED_ROW.get(r.get("masked_row")) or escape(r.get("masked_row") or "an error")
         return f"{escape(r['path'])} ({held} on a fully masked row)"
     return f"{escape(r['path'])} {escape(r['dtype'])}"
 
