@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from ...analysis import counters
 from ...analysis.occupancy import REG_ALLOC_UNIT, SMEM_RESERVED_PER_BLOCK
+from ...model.stages import STAGES
 from ..render import tables
-from ..build import Build
+from ..build import Build, RecordUnusable
 from ..registry import piece
 from ..words import count
 
@@ -71,3 +72,14 @@ def decision_guide(build: Build):
         f"verdict is decided only when every process gives it with the pace-setting side slower by "
         f"{timing.HOST_MARGIN:g}× or more. Nsight Compute's {counters.BOUND_AT:g} % threshold carries a band of "
         f"±{counters.BAND:g} points: a kernel inside it is *near the threshold*, not flipped across it.")
+
+
+@piece("notebook")
+def notebook(build: Build, stage):
+    """A "Run it yourself" notebook as a page, from the committed file (site/notebooks.py): its text cells as
+    Markdown, its code cells as Python blocks. Zensical's page of the notebook; MkDocs renders the file itself."""
+    from .. import notebooks
+    if why := notebooks.problem(STAGES[stage]):
+        raise RecordUnusable(why, known=False)  # a strict build fails here; a plain one shows the box
+    sources = [(cell["cell_type"], "".join(cell["source"])) for cell in notebooks.read(stage)["cells"]]
+    return "\n\n".join(text if kind == "markdown" else f"```python\n{text}\n```" for kind, text in sources)
