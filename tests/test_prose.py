@@ -167,7 +167,7 @@ def test_every_ladder_chapter_asks_a_titled_guess_first():
 def test_every_profiled_stage_chapter_links_its_notebook():  # the home page's promise
     from attnprof.model.stages import ladder
     for stage in ladder():
-        assert f"(notebooks/{stage}.ipynb)" in (store.ROOT / "docs" / f"{stage}.md").read_text(), stage
+        assert f"(notebooks/{stage}.md)" in (store.ROOT / "docs" / f"{stage}.md").read_text(), stage
 
 
 def test_no_process_talk_in_the_chapters():

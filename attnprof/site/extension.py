@@ -5,17 +5,27 @@ A chapter asks for a piece with an HTML comment, `<!-- attnprof: PIECE ARG... --
 replaces it with Markdown made from the committed captures. A comment that starts a line may be
 indented (inside tabs and admonitions): every line of the piece is indented like it. Figures are
 inline SVG, passed through as raw HTML. List it under `markdown_extensions` as `attnprof.site.extension`.
+
+Under MkDocs the hook hands every page the build's one Build. Zensical runs no hook and makes a Markdown
+instance per page: there the pages share one Build per process, made again when a file it depends on
+changes (`zensical serve`), and `zensical build --strict` (the flag, or `strict: true` in mkdocs.yml)
+refuses records and notebooks that are not usable, as the MkDocs hook does.
 """
 from __future__ import annotations
 
 import logging
 import re
+import sys
+from pathlib import Path
 
 from markdown import Markdown
 from markdown.extensions import Extension
 from markdown.postprocessors import Postprocessor
 from markdown.preprocessors import Preprocessor
 
+from ..model import store
+from ..model.snippets import ROOT
+from . import notebooks
 from .build import Build, FalseStatement, RecordUnusable
 from .deferred import defer
 from .registry import DIRECTIVE, INLINE, MALFORMED, expand
@@ -135,13 +145,45 @@ class PiecesExtension(Extension):
         super().__init__(**kwargs)
 
     def extendMarkdown(self, md: Markdown):
-        build = self.getConfig("build") or Build()
+        build = self.getConfig("build") or shared_build()
         # after normalize_whitespace (30), which would strip the stash's placeholders, and before
         # fenced code (25) and raw HTML blocks (20)
         md.preprocessors.register(PiecesPreprocessor(md, build), "attnprof", 26)
         if self.getConfig("names_once"):  # on the finished page, after the raw HTML is put back (30)
             md.postprocessors.register(NamesOnce(md), "attnprof-names-once", 5)
             md.postprocessors.register(Unbroken(md), "attnprof-unbroken", 4)
+
+
+WATCHED = (store.CAPTURES, ROOT / "snippets", ROOT / "attnprof", notebooks.OUT)  # what a record's status reads
+_shared: tuple[tuple, Build] | None = None
+
+
+def _zensical_strict() -> bool:
+    """Whether this process is `zensical build --strict` (or Zensical with `strict: true`): Zensical hands its
+    flag to no extension, so it is read off the command line."""
+    if "zensical" not in sys.modules:
+        return False
+    from zensical.config import get_config
+    try:
+        strict = bool(get_config().get("strict"))
+    except Exception:  # no config loaded yet: the flag alone decides
+        strict = False
+    return strict or any(arg in ("-s", "--strict") for arg in sys.argv[1:])
+
+
+def shared_build() -> Build:
+    """The Build the pages of this process share, where no hook passes one: made again when a file under
+    WATCHED changes. Under Zensical's strict build, what `check` refuses fails the page in one line."""
+    global _shared
+    state = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for folder in WATCHED
+                  for p in sorted(Path(folder).rglob("*")) if p.is_file() and "__pycache__" not in p.parts)
+    if _shared is None or _shared[0] != state:
+        strict = _zensical_strict()
+        build = Build(store.CAPTURES, strict=strict)
+        if strict and (problems := [*build.problems.values(), *notebooks.problems()]):
+            raise PieceError("\n".join(problems))
+        _shared = state, build
+    return _shared[1]
 
 
 def makeExtension(**kwargs):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -99,6 +100,14 @@ def on_files(files, config):
         if file.src_uri.startswith(PAGES) and file.src_uri.endswith(".md"):
             files.remove(file)
     return files
+
+
+NOTEBOOK_PAGE = re.compile(r"(\]\((?:\.\./)*%s[\w-]+)\.md(?=[)#])" % re.escape(PAGES))
+
+
+def on_page_markdown(markdown, page, config, files):
+    """A chapter links a notebook's page (notebooks/NAME.md, Zensical's); here that page is the notebook."""
+    return NOTEBOOK_PAGE.sub(r"\1.ipynb", markdown)
 
 
 _notebook_classes: set[str] = set()

@@ -5,6 +5,8 @@ The parts that are numbers (the GPU's per-SM limits, the verdict's threshold) ar
 and from the code that applies them, so the explanation stays true when either changes."""
 from __future__ import annotations
 
+import re
+
 from ...analysis import counters
 from ...analysis.occupancy import REG_ALLOC_UNIT, SMEM_RESERVED_PER_BLOCK
 from ...model.stages import STAGES
@@ -82,4 +84,10 @@ def notebook(build: Build, stage):
     if why := notebooks.problem(STAGES[stage]):
         raise RecordUnusable(why, known=False)  # a strict build fails here; a plain one shows the box
     sources = [(cell["cell_type"], "".join(cell["source"])) for cell in notebooks.read(stage)["cells"]]
-    return "\n\n".join(text if kind == "markdown" else f"```python\n{text}\n```" for kind, text in sources)
+    # a text cell links a chapter by its address from the notebook's page (mkdocs-jupyter leaves links as
+    # they are); this page links it by its file, beside the notebook's folder
+    return "\n\n".join(CHAPTER_URL.sub(r"](../\1.md)", text) if kind == "markdown" else f"```python\n{text}\n```"
+                       for kind, text in sources)
+
+
+CHAPTER_URL = re.compile(r"\]\(\.\./\.\./([\w-]+)/\)")
