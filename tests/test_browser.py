@@ -260,11 +260,10 @@ def page_paths(site):
 
 def source_pages() -> list[str]:
     """The pages a build makes, named as page_paths names them, read off the sources (so that each page is
-    a test of its own): each chapter under docs/, and the notebook of each ladder stage (notebooks.write_all)."""
+    a test of its own): each Markdown page under docs/, the notebooks' pages among them (notebooks.write_all)."""
     docs = ROOT / "docs"
     chapters = [str(p.relative_to(docs).with_suffix("")) for p in docs.rglob("*.md")]
-    return sorted(["" if c == "index" else c.removesuffix("/index") for c in chapters]
-                  + [f"notebooks/{stage}" for stage in ladder()])
+    return sorted("" if c == "index" else c.removesuffix("/index") for c in chapters)
 
 
 PAGES = source_pages()
