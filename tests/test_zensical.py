@@ -140,3 +140,78 @@ def test_zensicals_strict_build_refuses_a_stale_notebook_in_one_line(tmp_path, c
             assert r.returncode == 0, out[-3000:]
             page = (tree / "site" / "notebooks" / "flash" / "index.html").read_text()
             assert "Capture not usable" in page and "notebook.py.tmpl changed since it was written" in page
+
+
+# ---- the Zensical site in headless Chromium ---------------------------------------------------------------
+
+from test_browser import (FITS, PAGES, PHONE, PHONE_CHECKS, WIDE, browser, metrics, perfetto_controls,  # noqa: E402,F401
+                          scheme, serve, stub)
+
+SEARCH = """
+const host = [...document.querySelectorAll('div')].find(d => d.shadowRoot && d.shadowRoot.querySelector('input'));
+return host ? host.shadowRoot.querySelector('input') : null;
+"""
+RESULTS = """
+const host = [...document.querySelectorAll('div')].find(d => d.shadowRoot && d.shadowRoot.querySelector('input'));
+return [...host.shadowRoot.querySelectorAll('a[href]')].map(a => new URL(a.href).pathname);
+"""
+
+
+@pytest.fixture(scope="session")
+def zensical_server(zensical_site):
+    httpd, url = serve(zensical_site)
+    yield url
+    httpd.shutdown()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p or "home")
+def test_every_zensical_page_at_both_widths_in_both_schemes(path, zensical_server, browser):
+    """At 1400 px nothing is wider than its column and every trace figure has its Open-in-Perfetto button; at
+    390 px, in the dark and the light scheme, the page does not scroll sideways, and each op list's first
+    time and each trace's GPU lane are on screen (test_browser's checks, on Zensical's pages)."""
+    problems = []
+    metrics(browser, WIDE)
+    browser.get(f"{zensical_server}/{path}/" if path else f"{zensical_server}/")
+    errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    problems += [f"console error {e}" for e in errors]
+    problems += [f"at {WIDE} px: {p}" for p in browser.execute_script(FITS)]
+    problems += [f"trace figure '{f}' has no Open-in-Perfetto button after it" for f in perfetto_controls(browser)]
+    metrics(browser, PHONE)
+    browser.refresh()
+    for dark in (True, False):
+        if not scheme(browser, dark):
+            problems.append(f"the toggle did not switch to the {'dark' if dark else 'light'} scheme")
+        overflow = browser.execute_script("return document.documentElement.scrollWidth")
+        if overflow > PHONE + 1:
+            problems.append(f"at {PHONE} px, {'dark' if dark else 'light'}: the page scrolls sideways ({overflow} px)")
+    problems += [f"at {PHONE} px: {p}" for p in browser.execute_script(PHONE_CHECKS)]
+    assert not problems, f"{path or 'home'} under Zensical:\n" + "\n".join(problems)
+
+
+@pytest.mark.browser
+def test_zensicals_open_in_perfetto_posts_the_committed_trace(zensical_server, stub, browser, perfetto_received):
+    import base64
+    import gzip
+    from attnprof.model import store
+    browser.get(f"{zensical_server}/naive/")
+    received = perfetto_received(browser, stub)
+    committed = (store.CAPTURES / "naive.trace.json.gz").read_bytes()
+    assert gzip.decompress(base64.b64decode(received["base64"])) == gzip.decompress(committed)
+    assert received["origin"] == zensical_server
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("query, page", [("regenerate", "/contributing/records/"),
+                                         ("Download this notebook", "/notebooks/")])
+def test_zensicals_search_finds_pages(zensical_server, browser, query, page):
+    """Typed into Zensical's search box, a query lists the pages that hold it (a contributor's page, the
+    notebooks' pages)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+    browser.get(f"{zensical_server}/")
+    browser.find_element("css selector", ".md-search__button").click()
+    box = WebDriverWait(browser, 10).until(lambda b: b.execute_script(SEARCH))
+    box.send_keys(query)
+    found = WebDriverWait(browser, 10).until(
+        lambda b: [p for p in b.execute_script(RESULTS) if p.startswith(page)] or None)
+    assert found, f"searching {query!r} lists no page under {page}"
