@@ -39,7 +39,8 @@ from attnprof.model.stages import ladder
 from attnprof.model.snippets import ROOT
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
-NO_TABLE = {"", "reading-a-profile"}  # pages of prose; every other page shows measurements as tables
+NO_TABLE = {"", "reading-a-profile", "changelog", "contributing", "contributing/gpu-machine",
+            "contributing/extending"}  # pages of prose; every other page shows measurements as tables
 INSTALL = "install Debian's browser and its driver: apt-get install chromium chromium-driver"
 WIDE, PHONE = 1400, 390
 MAX_SHOT_PX = 16000  # a screenshot stops here: the longest chapters run past it only in tables already checked
