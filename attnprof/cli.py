@@ -1,4 +1,4 @@
-"""python -m attnprof {capture,show,check,explain,which,verify,sweep,counters,regenerate}: capture
+"""python -m attnprof {capture,show,check,explain,which,verify,sweep,counters,notebooks,regenerate}: capture
 attention profiles on a GPU, read them anywhere. Bad input is answered in one line."""
 from __future__ import annotations
 
