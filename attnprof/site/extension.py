@@ -164,11 +164,7 @@ def _zensical_strict() -> bool:
     if "zensical" not in sys.modules:
         return False
     from zensical.config import get_config
-    try:
-        strict = bool(get_config().get("strict"))
-    except Exception:  # no config loaded yet: the flag alone decides
-        strict = False
-    return strict or any(arg in ("-s", "--strict") for arg in sys.argv[1:])
+    return bool((get_config() or {}).get("strict")) or any(arg in ("-s", "--strict") for arg in sys.argv[1:])
 
 
 def shared_build() -> Build:

@@ -93,7 +93,6 @@ def _to_notebooks(nav):
     return nav
 
 
-
 @event_priority(100)  # before mkdocs-jupyter looks at the files
 def on_files(files, config):
     for file in list(files):  # Zensical's pages of the notebooks: here mkdocs-jupyter renders the notebooks

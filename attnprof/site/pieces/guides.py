@@ -10,6 +10,7 @@ import re
 from ...analysis import counters
 from ...analysis.occupancy import REG_ALLOC_UNIT, SMEM_RESERVED_PER_BLOCK
 from ...model.stages import STAGES
+from .. import notebooks
 from ..render import tables
 from ..build import Build, RecordUnusable
 from ..registry import piece
@@ -80,7 +81,6 @@ def decision_guide(build: Build):
 def notebook(build: Build, stage):
     """A "Run it yourself" notebook as a page, from the committed file (site/notebooks.py): its text cells as
     Markdown, its code cells as Python blocks. Zensical's page of the notebook; MkDocs renders the file itself."""
-    from .. import notebooks
     if why := notebooks.problem(STAGES[stage]):
         raise RecordUnusable(why, known=False)  # a strict build fails here; a plain one shows the box
     sources = [(cell["cell_type"], "".join(cell["source"])) for cell in notebooks.read(stage)["cells"]]
