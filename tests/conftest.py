@@ -109,7 +109,7 @@ def project_copy(tree, pages):
     notebook pages in the nav, so that a build of it is quick; the code, snippets, captures, notebooks and
     assets are all there."""
     import shutil
-    for part in ("snippets", "attnprof"):
+    for part in ("snippets", "attnprof", "kernel-repos"):  # kernel-repos: FlashAttention-4's files key its records
         shutil.copytree(ROOT / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
     keep = {"index.md", *(f"{p}.md" for p in pages)}
     docs = ROOT / "docs"  # the chapters not asked for are left out, and the pages for contributors

@@ -21,9 +21,11 @@ def test_the_least_device_time_is_one_capture_only_where_told_apart():
 
 
 def _with_enqueue(record, factor):
-    """A copy of a capture whose unprofiled CPU enqueue samples are `factor` times its GPU-only median."""
+    """A copy of a capture whose stream runs at the GPU's pace (back to back as its GPU-only samples) and whose
+    unprofiled CPU enqueue samples are `factor` times its GPU-only median."""
     s = copy.deepcopy(Build(problems={}).summary(record))
     gpu = timing.record_verdict(s).gpu_only.median
+    s["timing"]["back_to_back_us"] = list(s["timing"]["graph_us"])
     s["timing"]["enqueue_us"] = [factor * gpu] * len(s["timing"]["enqueue_us"])
     return s
 

@@ -1,13 +1,14 @@
 """One edit of each class that a careful maintainer might make to the committed records (issue 33), each
 applied to a copy of them: `check` (in process: records.status, records.problems, the checked sentences)
 or the strict build names the file and the field in one line. The untouched copy passes."""
+import gzip
 import json
 import logging
 import shutil
 
 import pytest
 
-from attnprof.analysis import records
+from attnprof.analysis import derived, hardware, records, stats, trace
 from attnprof.model import store
 from attnprof.model.procedure import BWD_FLOP_FACTOR
 from attnprof.model.stages import DEFAULT_SHAPE
@@ -39,6 +40,22 @@ def edited(clean, tmp_path, name, edit):
     edit(data)
     (folder / name).write_text(json.dumps(data, indent=1))
     return folder
+
+
+def edited_trace(folder, record, edit):
+    """`edit` applied to the trace of `record` in `folder` (a copy)."""
+    path = store.trace_path(folder, record)
+    with gzip.open(path, "rt") as f:
+        data = json.load(f)
+    edit(data)
+    with gzip.open(path, "wt") as f:
+        json.dump(data, f)
+    return folder
+
+
+def edited_both(clean, tmp_path, record, edit_summary, edit_trace):
+    """A copy with the summary of `record` and its trace edited together."""
+    return edited_trace(edited(clean, tmp_path, f"{record}.json", edit_summary), record, edit_trace)
 
 
 def row_named(rows, name):
@@ -89,8 +106,97 @@ def another_gpu(s):
     s.update(device="NVIDIA A100-SXM4-80GB", capability="sm_80", sm_count=108)
 
 
+def dropped_process(run):
+    run["repeats"].pop()
+    run["processes"].pop()
+
+
+def first_process_twice(run):
+    run["repeats"][0], run["processes"][1] = run["result"], run["processes"][0]
+
+
+def processes_reordered(run):
+    run["repeats"].reverse()
+    run["processes"][1:] = reversed(run["processes"][1:])
+
+
+def steady_process_dropped(run):
+    run["result"]["repeats"].pop()
+    run["result"]["processes"].pop()
+
+
+def samples(record, key, change, run=None):
+    """Every sample of `key` in a record (or in every process of run `run`) changed, and what follows from
+    them recomputed, so that only the physics is wrong."""
+    if run is None:
+        record[key] = [change(t) for t in record[key]]
+        record.update(stats.event_stats(record[key]))
+        return
+    for where, result in [("result", record["result"])] + [(i, r) for i, r in enumerate(record.get("repeats", []))]:
+        def walk(node):
+            if isinstance(node, dict):
+                if key in node and isinstance(node[key], list):
+                    node[key] = [change(t) for t in node[key]]
+                for v in node.values():
+                    walk(v)
+            elif isinstance(node, list):
+                for v in node:
+                    walk(v)
+        walk(result)
+        fixed = derived.derive(run, result)
+        if where == "result":
+            record["result"] = fixed
+        else:
+            record["repeats"][where] = fixed
+
+
+def fa4_at(rate):
+    """FlashAttention-4's one-call CUDA-event samples scaled to `rate` TFLOP/s at their median."""
+    def edit(s):
+        from attnprof.analysis.flops import causal_flops, tflops
+        factor = tflops(causal_flops(s["shape"]), s["event_median_us"]) / rate
+        samples(s, "event_times_us", lambda t: t * factor)
+    return edit
+
+
+def in_place_row(path):
+    def edit(r):
+        row = next(x for x in r["result"] if x.get("path") == path and "times_us" in x)
+        row["times_us"] = [-t for t in row["times_us"]]
+        r["result"] = derived.derive(r["run"], r["result"])
+    return edit
+
+
+def keep_first(key, n):
+    def edit(s):
+        s[key] = s[key][:n]
+        s.update(stats.event_stats(s[key]))
+    return edit
+
+
+def sweep_row_cut(r):
+    row = next(x for x in r["result"] if len(x.get("times_us", [])) == 50)
+    row["times_us"] = row["times_us"][:10]
+    r["result"] = derived.derive("sweep", r["result"])
+
+
+def timing_cut(r):
+    """10 of 50 one-call samples kept in every process, and the count the page states ("over 50 calls") with them."""
+    for result in [r["result"], *r["repeats"]]:
+        result["one_call_reps"] = 10
+        for row in result["rows"]:
+            row["one_call_us"], row["one_call_wall_us"] = row["one_call_us"][:10], row["one_call_wall_us"][:10]
+
+
 # (case, file edited, record whose status names it, the edit, the field the line must name)
 CASES = [
+    # 0. repeats: each names its process, as many as the settings ask for, each once, in the order they measured
+    ("a further process dropped", "run-timing.json", "run-timing", dropped_process, "repeats[0] hold the results of 2"),
+    ("the first process counted twice", "run-backward.json", "run-backward", first_process_twice, "processes[1]"),
+    ("a process's results duplicated", "run-fastest.json", "run-fastest",
+     lambda r: r["repeats"].__setitem__(1, r["repeats"][0]), "repeats[1] is identical to repeats[0]"),
+    ("processes reordered", "run-decode.json", "run-decode", processes_reordered, "processes are not in the order"),
+    ("a steady process dropped", "run-steady.json", "run-steady", steady_process_dropped, "result.repeats[0]"),
     # 1. key_averages, every column
     ("self CUDA time of a CPU op", "naive.json", "naive",
      lambda s: scale(row_named(s["key_averages"], "aten::masked_fill_"), "self_device_us", 1.2), ".self_device_us"),
@@ -132,6 +238,37 @@ CASES = [
     ("peak memory above the GPU's", "run-sweep.json", "run-sweep",
      lambda r: scale(next(x for x in r["result"] if "peak_extra_bytes" in x), "peak_extra_bytes", 1000),
      ".peak_extra_bytes"),
+    # 7. physical bounds from the GPU's specification (analysis/hardware.py SPECS)
+    ("a matmul ceiling of 1,476 TFLOP/s", "run-ceilings.json", "run-ceilings",
+     lambda r: samples(r, "matmul_us_each", lambda t: t / 2, run="ceilings"), "result.matmul_tflops"),
+    ("a copy at 8.5 TB/s", "run-ceilings.json", "run-ceilings",
+     lambda r: samples(r, "copy_us_each", lambda t: t / 2, run="ceilings"), "result.copy_gbs"),
+    ("FlashAttention-4 at 1,052 TFLOP/s", "fa4-1x16x8192x128.json", "fa4-1x16x8192x128", fa4_at(1052),
+     "event_median_us"),
+    ("FlashAttention-4 at 1,052 TFLOP/s in the sweep", "run-sweep.json", "run-sweep",
+     lambda r: samples(r, "times_us", lambda t: t / 2, run="sweep"), ".tflops"),
+    ("negated samples", "run-fastest.json", "run-fastest", in_place_row("flash"), ".times_us["),
+    ("samples of inf", "naive.json", "naive",
+     lambda s: samples(s, "event_times_us", lambda t: float("inf") if t > s["event_median_us"] else t), "event_times_us["),
+    ("a backward at twice the peak", "flash-bwd.json", "flash-bwd",
+     lambda s: samples(s, "event_times_us", lambda t: t / 20), "event_median_us"),
+    ("a record that names no GPU", "run-ceilings.json", "run-ceilings", lambda r: r.pop("device"), "names no GPU (no `device`)"),
+    ("a capture that names no GPU", "flash.json", "flash", lambda s: s.pop("device"), "names no GPU (no `device`)"),
+    # 8. counts against settings: the samples and profiled forwards a record keeps are those it was taken with
+    ("10 of 50 CUDA-event samples kept", "flash.json", "flash", keep_first("event_times_us", 10), "event_times_us"),
+    ("10 of a backward's 50 samples kept", "naive-bwd.json", "naive-bwd", keep_first("event_times_us", 10),
+     "event_times_us"),
+    ("a stage's stream samples cut", "naive.json", "naive", lambda s: s["timing"].update(graph_us=s["timing"]["graph_us"][:10]),
+     "timing.graph_us"),
+    ("a sweep row's samples cut below its reps", "run-sweep.json", "run-sweep", sweep_row_cut, "].times_us"),
+    ("one-call samples cut with the run's count", "run-timing.json", "run-timing", timing_cut, "one_call_reps"),
+    ("a backward run's samples cut", "run-backward.json", "run-backward",
+     lambda r: r["result"]["rows"][0].update(event_times_us=r["result"]["rows"][0]["event_times_us"][:10]),
+     "rows[0].event_times_us"),
+    ("a ceiling's runs cut", "run-ceilings.json", "run-ceilings",
+     lambda r: r.update(result=derived.derive("ceilings", dict(r["result"], copy_us_each=r["result"]["copy_us_each"][:2]))),
+     "result.copy_us_each"),
+    ("a steady process dropped", "run-steady.json", "run-steady", lambda r: r["result"]["repeats"].pop(), "result.repeats"),
 ]
 
 
@@ -142,12 +279,32 @@ def test_an_edit_is_named_with_its_file_and_field(clean, tmp_path, case, name, r
     assert "\n" not in why and name in why and field in why and "python -m attnprof" in why, why
 
 
-def test_a_record_from_another_gpu_is_named(clean, tmp_path):
-    """A run with no trace, taken on another GPU: consistent in itself, but not the site's GPU."""
-    found = records.problems(edited(clean, tmp_path, "run-sweep.json", another_gpu))
-    assert list(found) == ["run-sweep"]
-    assert "run-sweep.json was taken on NVIDIA A100-SXM4-80GB (sm_80, 108 SMs)" in found["run-sweep"]
-    assert "NVIDIA H200" in found["run-sweep"] and "one GPU per site" in found["run-sweep"]
+A100 = hardware.Spec(  # the A100-SXM4-80GB's datasheet figures, for a table that knows two GPUs
+    capability="sm_80", sms=108, tflops={"bf16": 312.0, "fp16": 312.0, "tf32": 156.0, "fp32": 156.0},
+    fp32_cuda_core_tflops=19.5, hbm_gbs=2039.0, memory_bytes=80 * 2**30,
+    per_sm={"maxThreadsPerMultiprocessor": 2048, "regsPerMultiprocessor": 65536,
+            "sharedMemPerMultiprocessor": 164 * 1024, "sharedMemPerBlockOptin": 163 * 1024,
+            "maxThreadsPerBlock": 1024, "regsPerBlock": 65536, "warpSize": 32},
+    blocks_per_sm=32, registers_per_thread=255, sources={})
+
+
+def test_a_record_from_another_gpu_is_named(clean, tmp_path, monkeypatch):
+    """A run with no trace, taken on another GPU the table knows: within that GPU's bounds, but not the
+    site's GPU."""
+    monkeypatch.setitem(hardware.SPECS, "NVIDIA A100-SXM4-80GB", A100)
+    found = records.problems(edited(clean, tmp_path, "run-gqa.json", another_gpu))
+    assert list(found) == ["run-gqa"]
+    assert "run-gqa.json was taken on NVIDIA A100-SXM4-80GB (sm_80, 108 SMs)" in found["run-gqa"]
+    assert "NVIDIA H200" in found["run-gqa"] and "one GPU per site" in found["run-gqa"]
+
+
+def test_a_gpu_the_table_does_not_know_is_refused(clean, tmp_path):
+    """Relabelled as a GPU the specification table does not hold, nothing would bound a record: refused in one
+    line that names the table as the fix."""
+    why = records.status("run-sweep", edited(clean, tmp_path, "run-sweep.json", another_gpu))
+    assert why == ("run record run-sweep.json: device 'NVIDIA A100-SXM4-80GB' is not in the GPU specification "
+                   "table, so nothing bounds its numbers: add the GPU, with the sources of its figures, to SPECS in "
+                   "attnprof/analysis/hardware.py")
 
 
 def cudnn_slower(record):
@@ -178,7 +335,8 @@ def test_check_holds_every_piece_told_what_to_find(clean, tmp_path):
         for result in [record["result"], *record.get("repeats", [])]:
             for r in result["rows"]:
                 if r["stage"] == "flash" and r["shape"] == [1, 16, 256, 64]:
-                    r["one_call_us"] = [1.3 * t for t in r["graph_us"][:len(r["one_call_us"])]]
+                    graph = r["graph_us"] * 2  # as many samples as the run keeps (50 of 30 GPU-only ones, cycled)
+                    r["one_call_us"] = [1.3 * t for t in graph[:len(r["one_call_us"])]]
     folder = edited(clean, tmp_path, "run-timing.json", no_launch)
     found = false_statements(Build(folder, records.problems(folder), strict=True), DOCS)
     (line,) = [l for l in found if "verdict flash 1x16x256x64 call" in l]
@@ -249,3 +407,273 @@ def test_the_strict_build_fails_on_a_malformed_directive(copy_project, build_sit
     r = build_site(tmp_path / "site", root=tree)
     assert r.returncode != 0
     assert [l for l in r.stderr.splitlines() if "<!-- attnprof ops flash --> is not a directive" in l], r.stderr[-800:]
+
+
+# ---- physical bounds where the record's own reference is edited along with it ----------------------
+
+GIB = 2**30
+
+
+def device_properties(change):
+    def edit(trace):
+        for p in trace["deviceProperties"]:
+            change(p)
+    return edit
+
+
+def test_a_peak_above_the_gpus_memory_is_refused_with_its_trace_edited_along(clean, tmp_path):
+    """A peak of 450 GiB, the trace's totalGlobalMem raised to 500 GiB with it: the bound is the table's."""
+    folder = edited_both(clean, tmp_path, "flash", lambda s: set_to(s, "peak_extra_bytes", 450 * GIB),
+                         device_properties(lambda p: set_to(p, "totalGlobalMem", 500 * GIB)))
+    why = records.status("flash", folder)
+    assert why and "\n" not in why and "flash.json" in why and "python -m attnprof" in why, why
+    assert "peak_extra_bytes 483183820800 is more than the GPU's memory (151397597184 bytes)" in why, why
+
+
+def test_a_peak_above_the_gpus_memory_is_refused_with_the_device_query_edited_along(clean, tmp_path):
+    """A run's peak of 400 GiB, the hardware run's device query saying 500 GiB: both refused."""
+    folder = edited(clean, tmp_path, "run-sweep.json",
+                    lambda r: set_to(next(x for x in r["result"] if "peak_extra_bytes" in x), "peak_extra_bytes", 400 * GIB))
+    hw = json.loads((folder / "run-hardware.json").read_text())
+    hw["result"]["query"]["total_memory"] = 500 * GIB
+    (folder / "run-hardware.json").write_text(json.dumps(hw))
+    found = records.problems(folder)
+    assert set(found) == {"run-sweep", "run-hardware"}, found
+    assert "run-sweep.json" in found["run-sweep"] and "].peak_extra_bytes 429496729600 is more than the GPU's memory" in found["run-sweep"]
+    assert "run-hardware.json" in found["run-hardware"] and "result.query.total_memory 536870912000" in found["run-hardware"]
+    assert all("\n" not in why for why in found.values())
+
+
+@pytest.mark.parametrize("limit", ["maxThreadsPerMultiprocessor", "regsPerMultiprocessor", "sharedMemPerMultiprocessor"])
+def test_per_sm_limits_doubled_in_a_trace_are_refused(clean, tmp_path, limit):
+    """Doubled threads per SM would make the occupancy table say "24 of 128" warps: the trace's per-SM
+    limits are held to the table's for its GPU."""
+    folder = edited_trace(edited(clean, tmp_path, "flash.json", lambda s: None), "flash",
+                          device_properties(lambda p: scale(p, limit, 2)))
+    why = records.status("flash", folder)
+    assert why and "\n" not in why and "flash.json" in why and f"deviceProperties[0].{limit}" in why, why
+    assert "NVIDIA H200" in why and "python -m attnprof capture flash" in why
+
+
+def test_per_sm_limits_doubled_in_the_device_query_are_refused(clean, tmp_path):
+    folder = edited(clean, tmp_path, "run-hardware.json",
+                    lambda r: scale(r["result"]["query"], "max_threads_per_multi_processor", 2))
+    why = records.status("run-hardware", folder)
+    assert why and "\n" not in why and "result.query.max_threads_per_multi_processor 4096" in why, why
+
+
+def test_a_whole_record_relabelled_as_an_unknown_gpu_is_refused(clean, tmp_path):
+    """The summary and its trace's deviceProperties both say B200: consistent, but nothing bounds it."""
+    def b200(s):
+        s.update(device="NVIDIA B200", capability="sm_100", sm_count=148)
+    folder = edited_both(clean, tmp_path, "fa4", b200, device_properties(
+        lambda p: p.update(name="NVIDIA B200", computeMajor=10, computeMinor=0, numSms=148)))
+    why = records.status("fa4", folder)
+    assert why == ("capture fa4.json: device 'NVIDIA B200' is not in the GPU specification table, so nothing bounds "
+                   "its numbers: add the GPU, with the sources of its figures, to SPECS in attnprof/analysis/hardware.py")
+
+
+# ---- the drawn forward held whole: every op of every profiled forward, and their number ----------------
+
+def forward_events(data, label="attention_forward"):
+    """Each profiled forward's annotation and its device events (by correlation of the launches inside it), in
+    time order, as trace.forwards counts them."""
+    events = [e for e in data["traceEvents"] if e.get("ph") == "X"]
+    out = []
+    for ann in sorted((e for e in events if e.get("cat") == "user_annotation" and e["name"] == label), key=lambda e: e["ts"]):
+        end = ann["ts"] + ann["dur"]
+        corr = {e["args"]["correlation"] for e in events if e.get("cat") in trace.LAUNCH_CATS
+                and (e.get("pid"), e.get("tid")) == (ann.get("pid"), ann.get("tid")) and ann["ts"] <= e["ts"] <= end}
+        out.append((ann, sorted((e for e in events if e.get("cat") in trace.DEVICE_KINDS
+                                 and e.get("args", {}).get("correlation") in corr), key=lambda e: e["ts"])))
+    return out
+
+
+def drawn_and_other(data):
+    """The index of the forward a page draws, and of one neither drawn nor kept as the summary's median."""
+    fwds = trace.forwards(data, "attention_forward")
+    drawn, median = fwds.index(trace.typical_forward(fwds)), fwds.index(trace.median_forward(fwds))
+    return drawn, next(i for i in range(len(fwds)) if i not in (drawn, median))
+
+
+def mul_and_softmax_swapped(data):
+    """naive's drawn forward: Mul rewritten to 226.5 us and softmax shortened by as much, so its sum holds; the
+    other forward neither drawn nor the median gives it back, so every op's sum over forwards holds too."""
+    drawn, other = drawn_and_other(data)
+    for index, sign in ((drawn, 1), (other, -1)):
+        ops = forward_events(data)[index][1]
+        mul = next(e for e in ops if "MulFunctor" in e["name"])
+        softmax = next(e for e in ops if "softmax" in e["name"])
+        delta = sign * (226.5 - mul["dur"]) if sign == 1 else -delta_kept
+        if sign == 1:
+            delta_kept = delta
+        mul["dur"] += delta
+        softmax["dur"] -= delta
+
+
+def test_an_op_of_the_drawn_forward_rewritten_with_its_sums_kept_is_refused(clean, tmp_path):
+    folder = edited_trace(edited(clean, tmp_path, "naive.json", lambda s: None), "naive", mul_and_softmax_swapped)
+    why = records.status("naive", folder)
+    assert why and "\n" not in why and "naive.json" in why and "naive.trace.json.gz" in why, why
+    assert "run at once on one stream" in why and "python -m attnprof capture naive" in why, why
+
+
+def test_a_kernel_that_starts_before_its_launch_is_refused(clean, tmp_path):
+    def early(data):
+        drawn, other = drawn_and_other(data)
+        kernel = forward_events(data)[other][1][0]
+        launch = next(e for e in data["traceEvents"] if e.get("cat") in trace.LAUNCH_CATS
+                      and e.get("args", {}).get("correlation") == kernel["args"]["correlation"])
+        shift = kernel["ts"] - (launch["ts"] - 2.0)
+        for e in forward_events(data)[other][1]:  # the forward's ops move together: no two overlap
+            e["ts"] -= shift
+    folder = edited_trace(edited(clean, tmp_path, "flash.json", lambda s: None), "flash", early)
+    why = records.status("flash", folder)
+    assert why and "\n" not in why and "flash.json" in why, why
+    assert "before its launch" in why and "python -m attnprof capture flash" in why, why
+
+
+def test_a_profiled_forward_dropped_is_refused(clean, tmp_path):
+    """The last profiled forward removed from the trace (its annotation, CPU ops, launches and device work), and
+    the summary made again from what is left: consistent, but the settings profiled 3 ("of the 2 profiled")."""
+    folder = edited(clean, tmp_path, "naive.json", lambda s: None)
+    path = store.trace_path(folder, "naive")
+    with gzip.open(path, "rt") as f:
+        data = json.load(f)
+    before = trace.key_averages(data)
+    ann, ops = forward_events(data)[-1]
+    gone = {id(e) for e in ops} | {id(e) for e in data["traceEvents"] if e.get("ph") == "X"
+                                   and (e.get("pid"), e.get("tid")) == (ann.get("pid"), ann.get("tid"))
+                                   and ann["ts"] <= e["ts"] <= ann["ts"] + ann["dur"]}
+    gone |= {id(e) for e in data["traceEvents"] if e.get("cat") == "gpu_user_annotation"
+             and e["ts"] >= min(o["ts"] for o in ops) - 1 and e["ts"] <= max(o["ts"] for o in ops)}
+    data["traceEvents"] = [e for e in data["traceEvents"] if id(e) not in gone]
+    with gzip.open(path, "wt") as f:
+        json.dump(data, f)
+    summary = json.loads((folder / "naive.json").read_text())
+    summary.update(trace.summarize(data, "attention_forward"))
+    after = trace.key_averages(data)
+    for row in summary["key_averages"]:  # each row from the side it was of, made again
+        side = next(s for s in ("device", "cpu") if (s, row["name"]) in before
+                    and before[s, row["name"]]["calls"] == row["calls"])
+        row.update({k: after[side, row["name"]][k] for k in trace.COLUMNS})
+    (folder / "naive.json").write_text(json.dumps(summary))
+    assert len(trace.forwards(data, "attention_forward")) == 2
+    why = records.status("naive", folder)
+    assert why and "\n" not in why and "naive.json" in why, why
+    assert "ops_per_forward_each has 2 entries, but its settings' schedule keeps 3 profiled" in why, why
+
+
+def one_of_each_class(clean, tmp_path):
+    """One copy holding an edit of each class above: a rate above the peak, per-SM limits doubled, samples
+    cut, the drawn forward rewritten with its sums kept."""
+    folder = edited(clean, tmp_path, "run-ceilings.json",
+                    lambda r: samples(r, "copy_us_each", lambda t: t / 2, run="ceilings"))
+    for name, edit in [("cudnn.json", keep_first("event_times_us", 10)), ("flash.json", lambda s: None),
+                       ("naive.json", lambda s: None)]:
+        data = json.loads((folder / name).read_text())
+        edit(data)
+        (folder / name).write_text(json.dumps(data))
+    edited_trace(folder, "flash", device_properties(lambda p: scale(p, "regsPerMultiprocessor", 2)))
+    edited_trace(folder, "naive", mul_and_softmax_swapped)
+    return folder, {"run-ceilings": "GB/s, above the GPU's peak of 4,800 GB/s",  # result.copy_gbs, twice its own
+                    "cudnn": "event_times_us keeps 10 samples, but its settings' event_reps is 50",
+                    "flash": "deviceProperties[0].regsPerMultiprocessor 131072 in its trace",
+                    "naive": "run at once on one stream"}
+
+
+def test_check_names_each_class_in_one_line(clean, tmp_path, capsys):
+    from attnprof.cli import main
+    folder, said = one_of_each_class(clean, tmp_path)
+    assert main(["check", "--captures", str(folder)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    for record, what in said.items():
+        [line] = [l for l in out if f" {record}.json" in l and what in l]
+        assert "python -m attnprof" in line, line
+
+
+@pytest.mark.site
+def test_the_strict_build_names_each_class_in_one_line(clean, tmp_path, build_site):
+    folder, said = one_of_each_class(clean, tmp_path)
+    r = build_site(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr, r.stderr[-2000:]
+    for record, what in said.items():
+        [line] = [l for l in r.stderr.splitlines() if f" {record}.json" in l and what in l]
+        assert "python -m attnprof" in line, line
+
+
+def edited_report(folder, record, kernel, column, change):
+    """The ncu report of `record` with one cell (`kernel`'s row, `column`) changed, its counters record parsed
+    again from it: the two agree, so only what the report says is wrong."""
+    import csv
+    import io
+    from attnprof.analysis import counters
+    path = folder / f"{record}.ncu.csv"
+    rows = list(csv.reader(io.StringIO(path.read_text())))
+    header = rows[0]
+    body = [i for i, r in enumerate(rows) if r and r[0].strip().isdigit()]
+    rows[body[kernel]][header.index(column)] = change(rows[body[kernel]][header.index(column)])
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    path.write_text(out.getvalue())
+    counted = json.loads((folder / f"{record}.counters.json").read_text())
+    counted["kernels"] = counters.parse_csv(out.getvalue())
+    (folder / f"{record}.counters.json").write_text(json.dumps(counted))
+    return folder
+
+
+@pytest.mark.parametrize("column, change, says", [
+    ("dram__bytes.sum", lambda v: str(10 * float(v.replace(",", ""))), "kernels[2].dram_bytes over its duration_ns gives"),
+    ("device__attribute_max_registers_per_multiprocessor", lambda v: "131,072",
+     "its ncu report's device__attribute_max_registers_per_multiprocessor 131072.0 (the NVIDIA H200's: 65536)"),
+    ("device__attribute_max_blocks_per_multiprocessor", lambda v: "64",
+     "its ncu report's device__attribute_max_blocks_per_multiprocessor 64.0 (the NVIDIA H200's: 32)"),
+], ids=["DRAM traffic at ten times the bandwidth", "registers per SM doubled", "blocks per SM doubled"])
+def test_a_counters_report_beyond_the_gpu_is_refused(clean, tmp_path, column, change, says):
+    folder = edited_report(edited(clean, tmp_path, "naive.counters.json", lambda c: None), "naive", 2, column, change)
+    why = records.status("naive.counters", folder)
+    assert why and "\n" not in why and "naive.counters.json" in why and says in why, why
+    assert "python -m attnprof counters" in why
+
+
+def test_an_op_of_the_drawn_forward_given_another_kind_is_refused(clean, tmp_path):
+    """naive's Mul kernel shown as a memset in the drawn forward: every sum and every key_averages row holds."""
+    median = []
+
+    def as_memset(data):
+        drawn, _ = drawn_and_other(data)
+        fwds = trace.forwards(data, "attention_forward")
+        median.append(fwds.index(trace.median_forward(fwds)) + 1)
+        next(e for e in forward_events(data)[drawn][1] if "MulFunctor" in e["name"])["cat"] = "gpu_memset"
+    folder = edited_trace(edited(clean, tmp_path, "naive.json", lambda s: None), "naive", as_memset)
+    why = records.status("naive", folder)
+    assert why and "\n" not in why and "naive.json" in why, why
+    assert f"runs other ops (names and kinds, in launch order) than forward {median[0]}, the median one" in why, why
+
+
+def test_a_counters_report_faster_than_the_peak_is_refused(clean, tmp_path):
+    """FlashAttention-4's kernel under ncu made three times shorter: its forward's rate over the kernels' time
+    (the roofline page's) goes past the peak."""
+    record = "fa4-1x16x8192x128"
+    counted = json.loads((clean / f"{record}.counters.json").read_text())
+    longest = max(range(len(counted["kernels"])), key=lambda i: counted["kernels"][i]["duration_ns"])
+    folder = edited_report(edited(clean, tmp_path, f"{record}.counters.json", lambda c: None), record, longest,
+                           "gpu__time_duration.sum", lambda v: str(float(v.replace(",", "")) / 3))
+    why = records.status(f"{record}.counters", folder)
+    assert why and "\n" not in why and f"{record}.counters.json" in why, why
+    assert "kernels[].duration_ns (their sum) gives" in why and "above the GPU's peak of 989.5 TFLOP/s" in why, why
+
+
+def test_a_kernel_footprint_beyond_the_sm_is_refused(clean, tmp_path):
+    """flash's kernel said to use 512 registers per thread (an H200 allows 255), in its summary and its trace alike."""
+    name = json.loads((clean / "flash.json").read_text())["ops"][0]["name"]
+
+    def in_trace(data):
+        for e in data["traceEvents"]:
+            if e.get("cat") == "kernel" and e["name"] == name:
+                e["args"]["registers per thread"] = 512
+    folder = edited_both(clean, tmp_path, "flash", lambda s: set_to(s["ops"][0], "registers", 512), in_trace)
+    why = records.status("flash", folder)
+    assert why and "\n" not in why and "flash.json" in why, why
+    assert "ops[0].registers 512 is more than the SM allows (255)" in why and "python -m attnprof capture flash" in why, why

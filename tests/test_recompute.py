@@ -29,8 +29,9 @@ def numbers(node, path=()):
 SETTINGS = {"settings", "sm_count", "capability", "cudnn", "query", "wall_s", "seed", "reps", "back_to_back_calls",
             "shape", "local_shape", "positions", "world_size", "bwd_flop_factor", "shape_q", "shape_kv", "lengths",
             "rank", "device", "tolerance", "dropout", "recompile_limit", "calls", "one_call_reps", "batch", "kv_len",
-            "heads", "head_dim", "seq", "d_model", "copy_bytes", "cache_bytes", "warmup_s"}  # the environment stamp, and echoes
-# of what the key covers (shapes, sizes and settings the run's code chose)
+            "heads", "head_dim", "seq", "d_model", "copy_bytes", "cache_bytes", "warmup_s",
+            "processes"}  # the environment stamp (each repeat's process too: its pid, start, when it measured, the
+# GPU's clocks then), and echoes of what the key covers (shapes, sizes and settings the run's code chose)
 
 
 def held(path, name="") -> bool:

@@ -30,7 +30,9 @@ def tree(tmp_path, monkeypatch):
     shutil.copytree(snippets.SNIPPETS, root / "snippets")
     shutil.copytree(ROOT / "attnprof" / "measure", root / "attnprof" / "measure")
     (root / "attnprof" / "analysis").mkdir()
-    shutil.copy(ROOT / "attnprof" / "analysis" / "derived.py", root / "attnprof" / "analysis" / "derived.py")  # every run's figures
+    for figures in ("derived.py", "flops.py"):  # every run's figures, and the rates pages show
+        shutil.copy(ROOT / "attnprof" / "analysis" / figures, root / "attnprof" / "analysis" / figures)
+    shutil.copytree(ROOT / "kernel-repos", root / "kernel-repos")  # FlashAttention-4's files key its records
     monkeypatch.setattr(names, "CODE_ROOT", root)
     monkeypatch.setattr(snippets, "SNIPPETS", root / "snippets")
     return root
@@ -129,7 +131,7 @@ def test_a_capture_and_a_run_are_written_under_the_key_check_computes(tmp_path, 
         kind = records.kind_of(record)
         assert head["key"] == kind.key(record) and head["code"] == kind.code(record)
     monkeypatch.setattr(capture, "require_cuda", lambda *a: None)
-    monkeypatch.setattr(capture, "environment", lambda *a: {"device": "a test"})
+    monkeypatch.setattr(capture, "environment", lambda *a: {"device": "NVIDIA H200"})  # a GPU the table knows
     monkeypatch.setattr(runs, "function", lambda name: lambda: [{"measured": 1}])
     assert runs.run(["gqa"], tmp_path) == {"gqa": "ok"}
     assert records.status("run-gqa", tmp_path) is None

@@ -35,12 +35,20 @@ def test_the_repeats_prepare_together_and_measure_one_at_a_time(tmp_path, monkey
     (tmp_path / "probes" / "__init__.py").write_text("")
     (tmp_path / "probes" / "probe.py").write_text(PROBE)
     monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    runs = repeat.in_processes("probes.probe.timed", 3, "0.5")
+    runs = repeat.in_processes("probes.probe.timed", 3, "1.5")  # long enough for all three to start, on a busy host
     assert len({r["pid"] for r in runs}) == 3 and os.getpid() not in {r["pid"] for r in runs}
     assert max(r["prepared"] for r in runs) < min(r["measuring"] for r in runs)  # none measures while one prepares
     assert max(r["start"] for r in runs) < min(r["prepared"] for r in runs)  # they prepared at the same time
     for a, b in zip(runs, runs[1:]):  # one at a time, in order
         assert a["measured"] <= b["measuring"]
+    with repeat.Started("probes.probe.timed", 3, "0", first=1) as started:  # each one names itself
+        named = started.results()
+    ids = started.identities
+    assert [p["order"] for p in ids] == [1, 2, 3] and [p["pid"] for p in ids] == [r["pid"] for r in named]
+    assert all(p["started"] <= r["start"] and p["measured"][0] <= r["measuring"] and r["measured"] <= p["measured"][1]
+               for p, r in zip(ids, named))
+    assert all(a["measured"][1] <= b["measured"][0] for a, b in zip(ids, ids[1:]))
+    assert all(p["gpu"] == [None, None] for p in ids)  # no GPU here: NVML cannot say, and says nothing
     ok, failed = repeat.in_processes("probes.probe.timed", 1, "0"), repeat.in_processes("probes.probe.fails", 1)
     assert "measured" in ok[0] and failed == [{"error": "RuntimeError: no GPU here"}]
 

@@ -45,7 +45,7 @@ def test_a_new_stage_is_one_snippet_and_one_table_entry(tmp_path, monkeypatch, c
     # measure it too (their stage list and code changed), and show and a page render it
     summary = json.loads((folder / "flash.json").read_text())
     summary.update(record="mine", stage="mine", title="My attention",
-                   key=names.capture_key(STAGES["mine"], names.settings(summary["shape"], summary["dtype"])))
+                   key=records.STAGE.key("mine"))
     store.write_json(folder, "mine", summary)
     shutil.copy(folder / "flash.trace.json.gz", folder / "mine.trace.json.gz")
     problems = records.problems(folder)

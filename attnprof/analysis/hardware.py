@@ -1,9 +1,13 @@
-"""The A100 figures published in Hugging Face's post, for citing beside our H200 captures.
+"""The A100 figures published in Hugging Face's post, for citing beside our H200 captures; and the
+specification table (SPECS) of each GPU a record may be taken on, which bounds every number it holds
+(analysis/bounds.py).
 
 Source: "Profiling in PyTorch (Part 3): Attention is all you profile",
 https://huggingface.co/blog/torch-attention-profile (NVIDIA A100-SXM4-80GB, bf16, [8, 16, 1024, 64],
 causal). These are the post's numbers, never ours; `None` where the post gives none.
 """
+from dataclasses import dataclass
+
 SOURCE = "https://huggingface.co/blog/torch-attention-profile"
 SOURCE_TITLE = "Profiling in PyTorch (Part 3): Attention is all you profile"
 
@@ -57,3 +61,54 @@ def h200_peaks(hw: dict) -> dict:
 def a100_peaks() -> dict:
     a = HARDWARE
     return {"fp32_tflops": a["fp32_tflops"], "hbm_gbs": a["hbm_gbs"], "sm_clock": a["sms"] * a["boost_mhz"]}
+
+
+
+# ---- the specification table: what bounds every number a record of that GPU holds ----------------
+# A record is bounded by the entry its `device` names, and its trace's deviceProperties (and the hardware
+# run's device query) must be that GPU's: nothing in a record can raise its own bounds.
+
+H200_PAGE = "https://www.nvidia.com/en-us/data-center/h200/"
+CUDA_GUIDE = ("https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html"
+              "#features-and-technical-specifications-technical-specifications-per-compute-capability")
+HOPPER_TUNING = "https://docs.nvidia.com/cuda/hopper-tuning-guide/index.html#streaming-multiprocessor"
+HOPPER_WHITEPAPER = "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper"
+
+
+@dataclass(frozen=True)
+class Spec:
+    capability: str
+    sms: int
+    tflops: dict  # dense peak TFLOP/s by the dtype of the inputs (Tensor Cores)
+    fp32_cuda_core_tflops: float  # FP32 on the CUDA cores
+    hbm_gbs: float
+    memory_bytes: int
+    per_sm: dict  # limits per SM and per block, by their deviceProperties names
+    blocks_per_sm: int  # resident blocks per SM (not in deviceProperties)
+    registers_per_thread: int
+    sources: dict
+
+
+SPECS = {
+    "NVIDIA H200": Spec(
+        capability="sm_90",
+        sms=132,  # the GH100 of the H100 SXM5 (whitepaper)
+        # the product page's Tensor Core figures are with sparsity: dense is half (BF16/FP16 1,979, TF32 989,
+        # FP8 3,958, INT8 3,958 TOPS); FP32 data runs at most on TF32 Tensor Cores
+        tflops={"bf16": 989.5, "fp16": 989.5, "tf32": 494.5, "fp32": 494.5, "fp8": 1979.0, "int8": 1979.0},
+        fp32_cuda_core_tflops=67.0,
+        hbm_gbs=4800.0,  # HBM3e, 4.8 TB/s
+        memory_bytes=141 * 2**30,  # "141GB" in binary units: the device reports 150,109,880,320 bytes (> 141e9)
+        per_sm={"maxThreadsPerMultiprocessor": 2048, "regsPerMultiprocessor": 65536,
+                "sharedMemPerMultiprocessor": 228 * 1024, "sharedMemPerBlockOptin": 227 * 1024,
+                "maxThreadsPerBlock": 1024, "regsPerBlock": 65536, "warpSize": 32},
+        blocks_per_sm=32, registers_per_thread=255,
+        sources={"peaks, HBM bandwidth and memory (NVIDIA H200 product page, H200 SXM)": H200_PAGE,
+                 "SMs (NVIDIA H100 Tensor Core GPU Architecture whitepaper, H100 SXM5)": HOPPER_WHITEPAPER,
+                 "per-SM limits, compute capability 9.0 (CUDA C++ Programming Guide)": CUDA_GUIDE,
+                 "per-SM limits (Hopper Tuning Guide, 1.4.1)": HOPPER_TUNING}),
+}
+TABLE = "SPECS in attnprof/analysis/hardware.py"
+# the hardware run's device query names some of the same figures otherwise
+QUERY_NAMES = {"max_threads_per_multi_processor": "maxThreadsPerMultiprocessor",
+               "regs_per_multiprocessor": "regsPerMultiprocessor"}

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import confirm, derived, stats, trace
+from . import bounds, confirm, counts, derived, processes, stats, trace
 from ..model import own, store
 from ..model.names import (BACKWARD_CODE, COUNTERS_CODE, CP_CODE, CP_CONFIGS, CP_WORLD, FORWARD_CODE, OWN_CODE, RUNS,
                     backward_record, backward_settings, capture_command, counters_settings, cp_config, cp_record,
                     cp_settings, make_key, parse_record, parsed, profiled_sources, record_name, run_settings,
-                    run_sources, run_stages, settings, source_hash_of)
+                    row_hash, run_sources, run_stages, settings, source_hash_of)
 from ..model.stages import counter_records, select, site_records
 
 # ---- loading: once per build ----------------------------------------------------------------------
@@ -113,15 +113,14 @@ def _stale(record, folder) -> str | None:
         return None
     if made.get("key") == kind.key(record):
         return _mislabelled(record, made, kind)
-    sources = kind.sources(record)
     code = made.get("code")
     if isinstance(code, dict):  # the record names the hash of each file it ran: name those that changed
-        changed = [p for p in sources if code.get(p) != source_hash_of([p])]
+        changed = [p for p, now in kind.code(record).items() if code.get(p) != now]
         if made.get("settings") not in (None, kind.settings(record)):
             changed.append("its settings")
         why = f"{', '.join(changed) or 'the files it ran'} changed since it was made"
     else:
-        why = f"made before {', '.join(sources)} or its settings last changed"
+        why = f"made before {', '.join(kind.sources(record))} or its settings last changed"
     return f"{kind.noun} {record!r} is stale ({why}): {kind.fix(record)}"
 
 
@@ -195,9 +194,10 @@ def _consistent(record, folder) -> str | None:
     allowed, errors = _verified(folder)
     stage = summary.get("stage")
     tolerance = allowed.get((confirm.STAGES[stage].tolerance if stage in confirm.STAGES else None, summary.get("dtype")))
-    found = confirm.summary_lines(summary, store.trace_path(folder, record).exists(), _memory(properties), tolerance,
+    found = confirm.summary_lines(summary, store.trace_path(folder, record).exists(), bounds.memory(summary), tolerance,
                                   errors.get((confirm.verified_path(stage), summary.get("dtype"))))
-    return _contradiction(kind_of(record).noun, record, found, fix)
+    return (_contradiction(kind_of(record).noun, record, found, fix) or _counted(record, _safely(counts.summary_lines, summary))
+            or _physical(record, summary, _safely(bounds.summary_lines, summary), properties))
 
 
 def _with_device(differences, properties: list):
@@ -209,8 +209,38 @@ def _with_device(differences, properties: list):
     return both
 
 
-def _memory(properties) -> int | None:
-    return min((p["totalGlobalMem"] for p in properties if "totalGlobalMem" in p), default=None)
+def _safely(lines, *args) -> list[str]:
+    """lines(*args); a record too malformed to be bounded or counted is one line, never a traceback."""
+    try:
+        return lines(*args)
+    except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as e:
+        return [f"cannot be read where {lines.__module__.rsplit('.', 1)[-1]}.py looks ({type(e).__name__}: {e})"]
+
+
+def _counted(record, found) -> str | None:
+    """None when a record keeps as many samples and profiled forwards as its settings say (counts.py)."""
+    if not found:
+        return None
+    kind = kind_of(record)
+    more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+    return f"{kind.noun} {record}.json keeps other counts than it was taken with: {'; '.join(found[:3])}{more}: {kind.fix(record)}"
+
+
+def _physical(record, made, found, properties=None, query=None) -> str | None:
+    """None when a record is within the specification of the GPU it names (bounds.py), its trace's
+    deviceProperties (and the device query) are that GPU's, and `found` (its bounds' lines) is empty;
+    otherwise one line: a GPU the table does not know names the table as the fix."""
+    kind = kind_of(record)
+    if "device" not in made:
+        return f"{kind.noun} {record}.json names no GPU (no `device`), so nothing bounds its numbers: {kind.fix(record)}"
+    if why := bounds.unknown(made):
+        return f"{kind.noun} {record}.json: {why}"
+    found = _safely(bounds.device_lines, made, properties, query) + found
+    if not found:
+        return None
+    more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+    return (f"{kind.noun} {record}.json is beyond the specification of its GPU ({made['device']}, {bounds.TABLE}): "
+            f"{'; '.join(found[:3])}{more}: {kind.fix(record)}")
 
 
 def _contradiction(noun, record, found, fix) -> str | None:
@@ -243,9 +273,10 @@ def _cp_status(record, folder) -> str | None:
     if why := disagreement(record, summary, folder, _with_device(trace.ranks_disagreements, properties)):
         return why
     sweep = _run_result("sweep", folder)
-    found = confirm.cp_lines(summary, sweep if isinstance(sweep, list) else None, _memory(properties),
+    found = confirm.cp_lines(summary, sweep if isinstance(sweep, list) else None, bounds.memory(summary),
                              _verified(folder)[0].get((None, summary.get("dtype"))))
-    return _contradiction(CP.noun, record, found, CP.fix(record))
+    return (_contradiction(CP.noun, record, found, CP.fix(record)) or _counted(record, _safely(counts.summary_lines, summary))
+            or _physical(record, summary, _safely(bounds.cp_lines, summary), properties))
 
 
 def _counters_status(name, folder) -> str | None:
@@ -262,7 +293,8 @@ def _counters_status(name, folder) -> str | None:
         return str(e)
     report = Path(folder) / f"{record}.ncu.csv"
     try:
-        parsed = counters.parse_csv(report.read_text())
+        text = report.read_text()
+        parsed = counters.parse_csv(text)
     except (OSError, ValueError) as e:
         return f"ncu report {report.name} is missing or unreadable ({e}): {fix}"
     if parsed != counted.get("kernels"):
@@ -270,7 +302,7 @@ def _counters_status(name, folder) -> str | None:
     capture = existing_capture(record, folder)
     if capture and "ops" in capture and not counters.paired(capture["ops"], parsed):
         return f"counters of {record!r} name other kernels than its capture: {fix}"
-    return None
+    return _physical(name, counted, _safely(bounds.counters_lines, counted, text))
 
 
 def _run_status(record, folder) -> str | None:
@@ -289,11 +321,13 @@ def _run_status(record, folder) -> str | None:
     if found:
         more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
         return f"run {record}.json disagrees with its own samples: {'; '.join(found[:3])}{more}: {RUN.fix(record)}"
-    hardware = _run_result("hardware", folder)
-    memory = hardware.get("query", {}).get("total_memory") if isinstance(hardware, dict) else None
-    found = confirm.device_lines(run, None) + [line for result in [run.get("result")] + run.get("repeats", [])
-                                               for line in confirm.run_lines(name, result, memory)]
-    return _contradiction("run", record, found, RUN.fix(record))
+    found = (processes.lines(name, run, RUN.settings(record)) + confirm.device_lines(run, None)
+             + [line for result in [run.get("result")] + run.get("repeats", [])
+                for line in confirm.run_lines(name, result, bounds.memory(run))])
+    result = run.get("result")
+    query = result.get("query") if isinstance(result, dict) else None  # the hardware run's device query
+    return (_contradiction("run", record, found, RUN.fix(record)) or _counted(record, _safely(counts.run_lines, name, run))
+            or _physical(record, run, _safely(bounds.run_lines, name, run), query=query))
 
 
 def _is_samples_list(run, line) -> bool:
@@ -334,12 +368,15 @@ class Kind:
     noun: str = "capture"  # what a message calls one record
 
     def key(self, record: str) -> str:
-        """The key a record of this kind is made under now: the token hash of its code, and its settings."""
-        return make_key(source_hash_of(self.sources(record)), self.settings(record))
+        """The key a record of this kind is made under now: the token hash of its code, the rows of the
+        stage table it runs, and its settings."""
+        return make_key(source_hash_of(self.sources(record)) + row_hash(self.stages(record)), self.settings(record))
 
     def code(self, record: str) -> dict[str, str]:
-        """The token hash of each file the record runs, stored beside its key, so a stale one names what changed."""
-        return {p: source_hash_of([p]) for p in self.sources(record)}
+        """The token hash of each file the record runs, and the hash of each stage table row, stored beside
+        its key, so a stale one names what changed."""
+        return ({p: source_hash_of([p]) for p in self.sources(record)}
+                | {f"the stage table's {s!r} row": row_hash([s]) for s in self.stages(record)})
 
 
 def _stage_of(record: str) -> list[str]:

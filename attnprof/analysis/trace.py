@@ -234,7 +234,49 @@ def disagreements(summary: dict, trace: dict) -> list[str]:
     else:
         derived = summarize(trace, summary.get("label", ""))
     found = [line for key, value in derived.items() for line in differences(summary.get(key), value, key)]
+    found += timeline_disagreements(trace, summary.get("label", ""), summary.get("pass") == "backward")
     return found + key_averages_disagreements(summary.get("key_averages", []), trace)
+
+
+AT_ONCE_US = 0.001  # the trace's timestamps are rounded to the nanosecond
+
+
+def timeline_disagreements(trace: dict, label: str, follow_autograd: bool = False) -> list[str]:
+    """What no profile shows, in every profiled forward (the one a page draws among them): a device op that
+    starts before the call that launched it, one outside its forward's device-side annotation (where the
+    trace has one per forward), two ops of one stream running at once, and a forward whose ops (names and
+    kinds, in launch order) are not those of the median forward (the summary's `ops`)."""
+    found, fwds = [], forwards(trace, label, follow_autograd)
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    device = sorted((e for e in events if e.get("cat") == "gpu_user_annotation" and e.get("name") == label),
+                    key=lambda e: e["ts"])
+    if device and len(device) != len(fwds):
+        found.append(f"{len(device)} device-side annotations {label!r} for {len(fwds)} profiled forwards")
+    median = fwds.index(median_forward(fwds))
+    ran = [(o.name, o.kind) for o in fwds[median].ops]
+    for i, f in enumerate(fwds):
+        span = device[i] if len(device) == len(fwds) else None
+        for j, op in enumerate(f.ops):
+            where = f"forward {i + 1} of {len(fwds)}, op {j + 1} ({op.name[:40]!r})"
+            if op.start_us < op.launch_start_us:
+                found.append(f"{where} starts at {op.start_us:.3f} us, before its launch ({op.launch} at "
+                             f"{op.launch_start_us:.3f} us)")
+            start = f.start_ts + op.start_us
+            if span and not (span["ts"] - AT_ONCE_US <= start and start + op.duration_us <= span["ts"] + span["dur"] + AT_ONCE_US):
+                found.append(f"{where} lies outside its forward's device-side annotation")
+        if [(o.name, o.kind) for o in f.ops] != ran:
+            found.append(f"forward {i + 1} of {len(fwds)} runs other ops (names and kinds, in launch order) than "
+                         f"forward {median + 1}, the median one")
+    streams: dict[tuple, list] = {}
+    for e in events:
+        if e.get("cat") in DEVICE_KINDS:
+            streams.setdefault((e.get("args", {}).get("rank"), e.get("pid"), e.get("tid")), []).append(e)
+    for key, evs in streams.items():
+        evs.sort(key=lambda e: e["ts"])
+        for a, b in zip(evs, evs[1:]):
+            if a["ts"] + a["dur"] > b["ts"] + AT_ONCE_US:
+                found.append(f"{a['name'][:40]!r} and {b['name'][:40]!r} run at once on one stream (at {a['ts']:.3f} us)")
+    return found
 
 
 CPU_SIDE = ("cpu_op", "cuda_runtime", "cuda_driver", "user_annotation")
@@ -398,6 +440,8 @@ def ranks_disagreements(summary: dict, merged: dict) -> list[str]:
             derived["causal_pairs"] = sum((a + b + 2) * (b - a + 1) // 2 for a, b in r["positions"])
         found += [line for key, value in derived.items()
                   for line in differences(r.get(key), value, f"ranks[{r['rank']}].{key}")]
+        found += [f"ranks[{r['rank']}]: {line}" for line in
+                  timeline_disagreements(rank_trace(merged, r["rank"]), summary["label"])]
     slowest = max(r["event_median_us"] for r in summary["ranks"])
     found += list(differences(summary.get("cp_event_median_us"), slowest, "cp_event_median_us"))
     found += list(differences(summary.get("speedup"), summary["single_gpu"]["event_median_us"] / slowest, "speedup"))

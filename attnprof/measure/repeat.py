@@ -29,6 +29,36 @@ from ..text import first_line
 
 TIMEOUT_S = 600  # one repeat that takes longer to get ready, or to measure, has hung
 READY = "attnprof-repeat: ready"
+STARTED = time.time()  # when this process started: with its pid, which process a repeat was
+
+
+def gpu_state() -> dict | None:
+    """The GPU's SM and memory clocks (MHz), the SM clock's maximum, its temperature (°C), power (W) and
+    the reasons its clocks are held down (NVML's bitmask) now; None where NVML cannot say (no GPU, no
+    nvidia-ml-py). Read just before and just after a process measures, so a record shows the clock its
+    samples were taken at."""
+    try:
+        import pynvml
+        import torch
+        pynvml.nvmlInit()
+        p = torch.cuda.get_device_properties(torch.cuda.current_device())
+        gpu = pynvml.nvmlDeviceGetHandleByPciBusId(f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0")
+    except Exception:
+        return None
+    reads = {"sm_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(gpu, pynvml.NVML_CLOCK_SM),
+             "max_sm_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(gpu, pynvml.NVML_CLOCK_SM),
+             "memory_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(gpu, pynvml.NVML_CLOCK_MEM),
+             "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(gpu, pynvml.NVML_TEMPERATURE_GPU),
+             "power_w": lambda: pynvml.nvmlDeviceGetPowerUsage(gpu) / 1000,
+             "throttle_reasons": lambda: (getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                                          or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons)(gpu)}
+    state = {}
+    for name, read in reads.items():
+        try:
+            state[name] = read()
+        except Exception:  # a query this GPU or its driver refuses
+            state[name] = None
+    return state
 
 
 def env() -> dict:
@@ -54,14 +84,30 @@ def measured(function, *args, ready=lambda: None):
     raise RuntimeError(f"{function.__name__} yields more than once: its one `yield` ends its preparation")
 
 
+def watched(function, *args, ready=lambda: None, order: int = 0) -> tuple:
+    """function(*args), measured as `measured` measures it, and this process's identity beside its result:
+    its pid and start, its place in the order the processes measured in, when it measured, and the
+    GPU's state as it began and as it ended (gpu_state)."""
+    began = {}
+
+    def go():
+        ready()
+        began.update(at=time.time(), gpu=gpu_state())
+    value = measured(function, *args, ready=go)
+    return value, {"pid": os.getpid(), "started": STARTED, "order": order, "measured": [began["at"], time.time()],
+                   "gpu": [began["gpu"], gpu_state()]}
+
+
 class Started:
     """`times` processes running `function` (MODULE.FUNCTION under attnprof/measure/), started together;
     `ready()` waits until each is ready to measure, `results()` lets them measure one at a time (a
-    context manager: a process still running at its end is stopped)."""
+    context manager: a process still running at its end is stopped). `first` is the place in the measuring
+    order of the first of them (1 where this process measures first); `identities` holds, after
+    `results()`, each one's identity (`watched`), None for one that failed."""
 
-    def __init__(self, function: str, times: int, *args: str):
+    def __init__(self, function: str, times: int, *args: str, first: int = 0):
         self.folder = tempfile.TemporaryDirectory(prefix="attnprof-repeat-")
-        self.processes, self.why = [], {}
+        self.processes, self.why, self.first, self.identities = [], {}, first, []
         for i in range(times):
             out, log = (Path(self.folder.name) / f"{i}.{ext}" for ext in ("json", "log"))
             with log.open("w") as err:
@@ -99,7 +145,7 @@ class Started:
         for i, (process, out, log) in enumerate(self.processes):
             why = self.why[i]
             if why is None and process.poll() is None:
-                process.stdin.write(b"go\n")
+                process.stdin.write(f"{self.first + i}\n".encode())  # go, and its place in the order
                 process.stdin.close()
                 try:
                     process.wait(timeout=TIMEOUT_S)
@@ -111,7 +157,9 @@ class Started:
                 print("\n".join(lines), file=sys.stderr, flush=True)
             if not why:
                 why = first_line(lines[-1]) if lines else f"exit status {process.returncode}"
-            results.append(json.loads(out.read_text()) if out.exists() else {"error": why[:300]})
+            made = json.loads(out.read_text()) if out.exists() else {"result": {"error": why[:300]}, "process": None}
+            results.append(made["result"])
+            self.identities.append(made["process"])
         return results
 
     def __enter__(self):
@@ -137,11 +185,14 @@ def main(function: str, out: str, *args: str):
     if "torch" in sys.modules and sys.modules["torch"].cuda.is_available():
         sys.modules["torch"].empty(1, device="cuda")  # its CUDA context, made before any process measures
 
+    order = []
+
     def ready():  # say so, then wait for its turn; from here on, what it prints goes to its log
         print(READY, flush=True)
         os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-        sys.stdin.readline()
-    store.write_json(Path(out).parent, Path(out).stem, measured(measure, *args, ready=ready))
+        order.append(int(sys.stdin.readline()))
+    result, process = watched(measure, *args, ready=ready)
+    store.write_json(Path(out).parent, Path(out).stem, {"result": result, "process": process | {"order": order[0]}})
 
 
 if __name__ == "__main__":

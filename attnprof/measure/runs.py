@@ -51,9 +51,9 @@ def run(chosen, out_dir=store.CAPTURES) -> dict[str, str]:
         print(f"== {name}", flush=True)
         start = time.perf_counter()
         # the further repeats' processes start while this one prepares, and wait while it measures
-        with repeat.Started(names.RUN_CODE[name].function, names.RUN_CODE[name].repeats - 1) as others:
+        with repeat.Started(names.RUN_CODE[name].function, names.RUN_CODE[name].repeats - 1, first=1) as others:
             try:
-                result = repeat.measured(function(name), ready=others.ready)
+                result, first = repeat.watched(function(name), ready=others.ready)
             except Exception as e:
                 traceback.print_exc()
                 status[name] = f"{type(e).__name__}: {first_line(e)}"
@@ -68,6 +68,7 @@ def run(chosen, out_dir=store.CAPTURES) -> dict[str, str]:
         if names.RUN_CODE[name].repeats > 1:  # the further independent repeats; one that failed says why
             record["repeats"] = [derived.derive(name, r) for r in more if not _failed(r)]
             record["repeat_errors"] = [r["error"] for r in more if _failed(r)]
+            record["processes"] = [first] + [p for r, p in zip(more, others.identities) if not _failed(r)]
         store.write_json(out_dir, f"run-{name}", record)
         status[name] = "ok"
         print(f"   {name}: {record['wall_s']:.0f} s", flush=True)

@@ -14,9 +14,10 @@ import torch
 
 from . import bench, repeat
 from .sweep import inputs
+from ..model.procedure import STEADY_REPEATS
 from ..model.stages import LONG_SHAPE, STAGES, select
 
-REPEATS, CALLS, RUNS, WARMUP_S = 5, 200, 5, 2.0
+REPEATS, CALLS, RUNS, WARMUP_S = STEADY_REPEATS, 200, 5, 2.0
 MATMUL_N = 8192
 
 
@@ -39,7 +40,10 @@ def once(path: str):
 
 
 def steady() -> dict:
-    """REPEATS separate processes, each running `once`; a process that fails is kept with its reason."""
+    """REPEATS separate processes, each running `once`; a process that fails is kept with its reason, and
+    each one's identity beside it (None for one that failed)."""
     (path,) = select(steady=True)
+    with repeat.Started("steady.once", REPEATS, path) as started:
+        repeats = started.results()
     return {"path": path, "layout": STAGES[path].layout, "shape": list(LONG_SHAPE), "warmup_s": WARMUP_S,
-            "repeats": repeat.in_processes("steady.once", REPEATS, path)}
+            "repeats": repeats, "processes": started.identities}

@@ -63,7 +63,9 @@ def make_key(source_hash: str, record_settings: dict) -> str:
 
 CODE_ROOT = ROOT
 MEASURE = "attnprof/measure"
-FORWARD_CODE = tuple(f"{MEASURE}/{m}.py" for m in ("capture", "profiling", "bench", "numerics", "dispatch", "timing"))  # the capture path
+SHOWN_CODE = ("attnprof/analysis/flops.py",)  # what turns a record's times into the rates its pages show
+FORWARD_CODE = tuple(f"{MEASURE}/{m}.py" for m in ("capture", "profiling", "bench", "numerics", "dispatch", "timing")
+                     ) + SHOWN_CODE  # the capture path
 BACKWARD_CODE = FORWARD_CODE + (f"{MEASURE}/backward.py",)
 COUNTERS_CODE = tuple(f"{MEASURE}/{m}.py" for m in ("counters", "numerics", "capture", "profiling"))
 OWN_CODE = (f"{MEASURE}/own.py",) + FORWARD_CODE  # a reader's capture: its own checks, then the capture path
@@ -122,8 +124,8 @@ def run_stages(name: str) -> list[str]:
 def run_sources(name: str) -> tuple[str, ...]:
     run = RUN_CODE[name]
     stage_snippets = [n for s in run_stages(name) for n in STAGES[s].snippets]
-    return (tuple(f"{MEASURE}/{m}.py" for m in run.code) + ("attnprof/analysis/derived.py",)
-            + snippet_paths(stage_snippets + list(run.snippets)))
+    return (tuple(f"{MEASURE}/{m}.py" for m in run.code) + ("attnprof/analysis/derived.py",) + SHOWN_CODE
+            + snippet_paths(stage_snippets + list(run.snippets)) + repo_paths(run_stages(name)))
 
 
 def run_settings(name: str) -> dict:
@@ -143,9 +145,10 @@ def source_hash_of(paths) -> str:
     return code_hash(*(code_path(p) for p in paths))
 
 
-def capture_key(stage: Stage, stage_settings: dict, code=FORWARD_CODE) -> str:
-    """The key of a profiled record of `stage`: its snippets and the measuring code, and its settings."""
-    return make_key(source_hash_of(snippet_paths(stage.snippets) + tuple(code)), stage_settings)
+def row_hash(stages) -> str:
+    """The hash of these stages' rows of the stage table ("" for none: a record that runs no stage)."""
+    rows = [STAGES[s].row for s in stages]
+    return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16] if rows else ""
 
 
 def backward_record(stage: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE) -> str:
@@ -202,9 +205,20 @@ def parsed(record: str):
     return parse_record(record.removesuffix("-bwd").removesuffix(".counters"))
 
 
+def repo_paths(stages) -> tuple[str, ...]:
+    """The files of the kernel repositories these stages load (relative to the repository)."""
+    repos = dict.fromkeys(STAGES[s].repo for s in stages if STAGES[s].repo)
+    return tuple(str(p.relative_to(ROOT)) for repo in repos for p in sorted(repo.rglob("*"))
+                 if p.is_file() and "__pycache__" not in p.parts)
+
+
 def profiled_sources(code):
-    """The files a stage, backward or counters record runs: its stage's snippets, then `code`."""
-    return lambda r: snippet_paths(get_stage(parsed(r)[0]).snippets) + tuple(code)
+    """The files a stage, backward or counters record runs: its stage's snippets and kernel repository,
+    then `code`."""
+    def sources(record):
+        stage = parsed(record)[0]
+        return snippet_paths(get_stage(stage).snippets) + repo_paths([stage]) + tuple(code)
+    return sources
 
 
 def cp_config(record: str):

@@ -10,6 +10,7 @@ WARMUP_CALLS = 10
 EVENT_REPS = 50
 SCHEDULE = dict(wait=1, warmup=1, active=3, repeat=1)
 RUN_REPEATS = 3  # independent repeats (separate processes) of a run whose numbers a conclusion compares
+STEADY_REPEATS = 5  # the steady run's processes (measure/steady.py): the fastest forward's spread across them
 BWD_FLOP_FACTOR = 2.5  # backward FLOPs counted as 2.5x the forward's (five matmuls against two)
 
 

@@ -24,13 +24,20 @@ def load_snippet(name: str):
     return module
 
 
+MARKER = re.compile(r"--8<-- \[((?:start|end):[\w-]+)\]")  # a section marker (pymdownx.snippets)
+
+
 def _tokens(source: bytes) -> list[tuple[str, str]]:
-    """A file's tokens by name and text, the same under every Python version: no comments, blank
-    lines or indentation text, and an f-string as one STRING (Python 3.12 splits it into parts)."""
+    """A file's tokens by name and text, the same under every Python version: no comments (but each
+    section marker, where it stands), blank lines or indentation text, and an f-string as one STRING
+    (Python 3.12 splits it into parts)."""
     lines = source.decode().splitlines(keepends=True)
     out, fstring = [], []
     for t in tokenize.tokenize(iter(source.splitlines(keepends=True)).__next__):
         name = tokenize.tok_name[t.type]
+        if name == "COMMENT" and (marker := MARKER.search(t.string)):
+            out.append(("MARKER", marker[1]))  # where a section starts or ends: it decides what a page shows
+            continue
         if name in ("COMMENT", "NL", "ENCODING"):
             continue
         if name == "FSTRING_START":
@@ -56,9 +63,11 @@ def _tokens_json(source: bytes) -> str:
 
 def code_hash(*paths: str | Path) -> str:
     """A hash of Python files' tokens, without comments and blank lines: an edit of comments or
-    spacing alone keeps it (the code that runs is the same); any change to the code changes it. It is
-    the same under every Python version, so a capture keyed on the GPU machine is current here."""
-    parts = [_tokens_json(Path(path).read_bytes()) for path in paths]
+    spacing alone keeps it (the code that runs is the same); any change to the code, or to where a
+    section a page shows starts or ends, changes it. It is the same under every Python version, so a
+    capture keyed on the GPU machine is current here. A file of another kind counts by its bytes."""
+    parts = [_tokens_json(Path(path).read_bytes()) if Path(path).suffix == ".py"
+             else json.dumps(hashlib.sha256(Path(path).read_bytes()).hexdigest()) for path in paths]
     return hashlib.sha256(f"[{', '.join(p for p in parts if p)}]".encode()).hexdigest()[:16]
 
 

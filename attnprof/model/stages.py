@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ..text import first_line
@@ -57,6 +58,7 @@ class Stage:
     color: str | None = None  # its colour in every chart
     short: str = ""  # its name inside a sentence ("cuDNN", "FlashAttention-4"); the title when empty
     needs: tuple[str, ...] = ()  # Python packages (import names) a provider needs where it is retaken
+    repo: Path | None = None  # the kernel repository its snippet loads (its files key the stage's records)
 
     @property
     def snippets(self) -> list[str]:
@@ -70,6 +72,14 @@ class Stage:
 
     def source_hash(self) -> str:
         return code_hash(*(SNIPPETS / f"{name}.py" for name in self.snippets))
+
+    @property
+    def row(self) -> dict:
+        """The facts of its row that say what it runs and what its pages say it ran: hashed into the key of
+        every record that runs it, so that an edit of its backend, layout or setup stales them."""
+        facts = ("name", "title", "snippet", "backend", "provider", "layout", "wrap", "takes_mask", "causal_corner",
+                 "tolerance", "short")
+        return {f: getattr(self, f) for f in facts} | {"setup": self.setup and self.setup.__name__}
 
     def prepare(self, q, k, v) -> Callable[[], torch.Tensor]:
         """A zero-argument forward over these inputs; its extra arguments (a mask, a loaded kernel)
@@ -104,6 +114,18 @@ WRAPPERS = {"compile": "compiled", "reduce-overhead": "compiled", "graph": "grap
 
 def _mask(module, q):
     return [module.causal_mask(q.shape[-2], q.device)]
+
+
+def _block_mask(module, q):
+    return [module.causal_block_mask(q.shape[-2], q.device)]
+
+
+def _load_sage(module, q):
+    return [module.load_sageattn()]
+
+
+def _load_hub(module, q):
+    return [module.load_flash_attn()]
 
 
 def _load_fa4(module, q):
@@ -141,17 +163,17 @@ STAGES = {
         Stage("auto", "SDPA, auto-dispatch", "sdpa", None, counters=("post",), timing=_TIMED, color="#79706e",
               short="auto-dispatch"),
         Stage("flex", "FlexAttention (torch.compile)", "flex", provider="PyTorch FlexAttention",
-              setup=lambda m, q: [m.causal_block_mask(q.shape[-2], q.device)], group="provider", **_FUSED,
+              setup=_block_mask, group="provider", **_FUSED,
               takes_mask=False, fresh_compile=True, color="#8c6bb1", short="FlexAttention"),
         Stage("sage", "SageAttention 1.0.6", "sage", provider="SageAttention 1.0.6",
-              setup=lambda m, q: [m.load_sageattn()], group="provider", needs=("sageattention",),
+              setup=_load_sage, group="provider", needs=("sageattention",),
               **{**_FUSED, "backward": False},
               takes_mask=False, tolerance="int8", color="#e377c2", short="SageAttention"),
         Stage("hub", "FlashAttention-2 from the kernel hub", "hub", provider="Hugging Face kernels hub",
-              setup=lambda m, q: [m.load_flash_attn()], layout="BSHD", group="provider", fused=True,
+              setup=_load_hub, layout="BSHD", group="provider", fused=True,
               needs=("kernels",), shapes=("post", "long"), color="#8cd17d", short="the hub's FlashAttention-2"),
         Stage("fa4", "FlashAttention-4 through kernels", "fa4",
-              provider="FlashAttention-4 (flash-attn-4 4.0.0b36) via kernels", setup=_load_fa4, layout="BSHD",
+              provider="FlashAttention-4 (flash-attn-4 4.0.0b36) via kernels", setup=_load_fa4, repo=FA4_REPO, layout="BSHD",
               needs=("kernels", "flash_attn"), group="provider", **_FUSED, causal_corner="bottom-right",
               bshd_too=True, steady=True, color="#b6992d", short="FlashAttention-4"),
         # the CPU side: the same forwards compiled, or replayed as one CUDA graph
