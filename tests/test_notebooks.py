@@ -89,7 +89,7 @@ def _copy(tree):
     """The parts of the project that `check` reads, copied into `tree`."""
     import shutil
     from attnprof.model.snippets import ROOT
-    for part in ("attnprof", "snippets", "docs"):
+    for part in ("attnprof", "snippets", "kernel-repos", "docs"):  # kernel-repos: FlashAttention-4's files key its records
         shutil.copytree(ROOT / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
     return tree
 

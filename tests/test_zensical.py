@@ -70,7 +70,7 @@ def zensical_site(run_once):
     pytest.importorskip("zensical")  # the test extra installs it
 
     def make(tree):
-        for part in ("attnprof", "snippets", "docs"):
+        for part in ("attnprof", "snippets", "kernel-repos", "docs"):  # kernel-repos: keys FlashAttention-4's records
             shutil.copytree(ROOT / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copy(ROOT / "mkdocs.yml", tree / "mkdocs.yml")
         env = dict(os.environ, ATTNPROF_RECAPTURE="never")
