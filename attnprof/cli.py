@@ -1,4 +1,4 @@
-"""python -m attnprof {capture,show,check,explain,which,verify,sweep,counters,regenerate}: capture
+"""python -m attnprof {capture,show,check,explain,which,verify,sweep,counters,notebooks,regenerate}: capture
 attention profiles on a GPU, read them anywhere. Bad input is answered in one line."""
 from __future__ import annotations
 
@@ -181,17 +181,27 @@ def cmd_check(args) -> int:
     """Every record the site reads, and every checked sentence of its chapters (as the strict build
     evaluates them; the sentences need nothing beyond the standard library, so this runs without the
     docs extra too)."""
+    from .site import notebooks
     from .site.build import Build
     from .site.claims.statements import false_statements
     build = Build(args.captures or store.CAPTURES, strict=True)
-    problems = build.problems
+    problems = [*build.problems.values(), *notebooks.problems()]
     false = false_statements(build, store.ROOT / "docs")
-    for why in [*problems.values(), *false]:
+    for why in [*problems, *false]:
         print(why)
     if not problems and not false:
         counts = ", ".join(f"{n} {kind}" for kind, n in records.site_record_count().items())
-        print(f"all records the site uses are present and current ({counts}), and every checked sentence holds")
+        print(f"all records the site uses are present and current ({counts}; {len(notebooks.stages())} notebooks), "
+              f"and every checked sentence holds")
     return 1 if problems or false else 0
+
+
+def cmd_notebooks(args) -> int:
+    """`notebooks`: write the "Run it yourself" notebooks (and their pages) whose sources changed."""
+    from .site import notebooks
+    for path in notebooks.write_all():
+        print(f"wrote {path.relative_to(store.ROOT)}")
+    return 0
 
 
 def cmd_conclusions(args) -> int:
@@ -300,6 +310,10 @@ def cmd_sweep(args) -> int:
 def cmd_regenerate(args) -> int:
     """`regenerate`: retake every stale record (or all) this machine can take, on all its GPUs."""
     from . import regenerate as regen
+    from .site import notebooks
+    if not args.dry_run:  # what any machine writes, so that one command leaves nothing stale that this one can make
+        for path in notebooks.write_all():
+            print(f"wrote {path.relative_to(store.ROOT)}")
     kinds = regen.parse_kinds(args.only)
     skip = regen.parse_skip(args.skip, kinds)
     wanted = regen.wanted_records(kinds, every=args.all, folder=args.out)
@@ -380,6 +394,10 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("check", help="list captures that are missing or stale; exit 1 if any")
     k.add_argument("--captures", default=str(store.CAPTURES), help=argparse.SUPPRESS)
     k.set_defaults(run=cmd_check)
+
+    b = sub.add_parser("notebooks", help="write the \"Run it yourself\" notebooks whose template, snippets or "
+                                         "stage row changed (no GPU needed)")
+    b.set_defaults(run=cmd_notebooks)
 
     c = sub.add_parser("conclusions", help="every conclusion the chapters state, from the records (no GPU needed)")
     c.add_argument("--json", metavar="FILE", help="write them to FILE, to compare a later regeneration with")

@@ -92,24 +92,29 @@ def locked(path: Path):
         yield
 
 
-def build(dest, strict=True, env_extra=None, root=ROOT):
+def build(dest, strict=True, env_extra=None, root=ROOT, quiet=True):
     """`mkdocs build` of the project at `root` into `dest`, never recapturing; returns the finished process.
-    Builds of one tree take turns: they write the same generated notebooks and conversion cache under .cache/."""
+    Builds of one tree take turns: they share mkdocs-jupyter's conversion cache under .cache/. A quiet build
+    (-q) logs errors only, and MkDocs' strict mode then counts no warning: a broken link or anchor fails
+    only a build that is not quiet."""
     env = dict(os.environ, ATTNPROF_RECAPTURE="never", NO_MKDOCS_2_WARNING="1", **(env_extra or {}))
-    cmd = [sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(dest)] + (["--strict"] if strict else [])
+    cmd = ([sys.executable, "-m", "mkdocs", "build"] + (["-q"] if quiet else []) + ["-d", str(dest)]
+           + (["--strict"] if strict else []))
     with locked(Path(root) / ".cache" / "tests-build.lock"):
         return subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env, timeout=300)
 
 
 def project_copy(tree, pages):
     """A copy of the project in `tree` with only these chapters (and the home page), a nav of them and no
-    notebook pages, so that a build of it is quick; the code, snippets, captures and assets are all there."""
+    notebook pages in the nav, so that a build of it is quick; the code, snippets, captures, notebooks and
+    assets are all there."""
     import shutil
     for part in ("snippets", "attnprof", "kernel-repos"):  # kernel-repos: FlashAttention-4's files key its records
         shutil.copytree(ROOT / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
     keep = {"index.md", *(f"{p}.md" for p in pages)}
-    shutil.copytree(ROOT / "docs", tree / "docs",
-                    ignore=lambda d, names: [n for n in names if n.endswith(".md") and n not in keep])
+    docs = ROOT / "docs"  # the chapters not asked for are left out, and the pages for contributors
+    shutil.copytree(docs, tree / "docs", ignore=lambda d, names: [
+        n for n in names if Path(d) == docs and (n.endswith(".md") and n not in keep or n == "contributing")])
     lines = (ROOT / "mkdocs.yml").read_text().splitlines()
     jupyter = lines.index("  - mkdocs-jupyter:")  # the notebook pages are not what these builds test
     lines = lines[:jupyter] + [l for l in lines[jupyter + 1:] if not l.startswith("      ")]
@@ -159,7 +164,7 @@ def site(run_once):
     """The site, built strictly from the committed captures, once per test run."""
     def make(dest):
         start = time.perf_counter()
-        r = build(dest)
-        assert r.returncode == 0, r.stderr
+        r = build(dest, quiet=False)  # warnings count: every link and anchor of every page is checked
+        assert r.returncode == 0, r.stderr[-5000:]
         print(f"strict build took {time.perf_counter() - start:.1f} s")
     return run_once("site", make)

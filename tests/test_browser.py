@@ -39,7 +39,8 @@ from attnprof.model.stages import ladder
 from attnprof.model.snippets import ROOT
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
-NO_TABLE = {"", "reading-a-profile"}  # pages of prose; every other page shows measurements as tables
+NO_TABLE = {"", "reading-a-profile", "changelog", "contributing", "contributing/gpu-machine",
+            "contributing/extending"}  # pages of prose; every other page shows measurements as tables
 INSTALL = "install Debian's browser and its driver: apt-get install chromium chromium-driver"
 WIDE, PHONE = 1400, 390
 MAX_SHOT_PX = 16000  # a screenshot stops here: the longest chapters run past it only in tables already checked
@@ -260,11 +261,10 @@ def page_paths(site):
 
 def source_pages() -> list[str]:
     """The pages a build makes, named as page_paths names them, read off the sources (so that each page is
-    a test of its own): each chapter under docs/, and the notebook of each ladder stage (notebooks.write_all)."""
+    a test of its own): each Markdown page under docs/, the notebooks' pages among them (notebooks.write_all)."""
     docs = ROOT / "docs"
     chapters = [str(p.relative_to(docs).with_suffix("")) for p in docs.rglob("*.md")]
-    return sorted(["" if c == "index" else c.removesuffix("/index") for c in chapters]
-                  + [f"notebooks/{stage}" for stage in ladder()])
+    return sorted("" if c == "index" else c.removesuffix("/index") for c in chapters)
 
 
 PAGES = source_pages()

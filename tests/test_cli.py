@@ -367,3 +367,19 @@ def test_conclusions_are_listed_and_a_changed_one_is_named(tmp_path, capsys):
     assert f"~ {key}\n    was: an older wording\n    now: {found[key]}" in out
     assert f"1 of {len(found)} conclusions differ" in out
     assert main(["conclusions", "--against", str(tmp_path / "missing.json")]) == 2
+
+
+def test_the_readme_is_a_newcomers_page():
+    """At most 200 lines, the two set-up commands (serve; run the tests) within its first 40, its one
+    picture present and small, and every file it links present."""
+    import re
+    readme = (ROOT / "README.md").read_text()
+    lines = readme.splitlines()
+    assert len(lines) <= 200, len(lines)
+    first = lines[:40]
+    assert any(l.rstrip().endswith("mkdocs serve") for l in first)
+    assert any(l.rstrip().endswith("&& pytest") for l in first)
+    links = re.findall(r"\]\(((?!https?:)[^)#]+)", readme)
+    pictures = [l for l in links if l.endswith(".png")]
+    assert len(pictures) == 1 and (ROOT / pictures[0]).stat().st_size < 150 * 1024
+    assert [l for l in links if not (ROOT / l).exists()] == []

@@ -84,3 +84,65 @@ def test_a_build_imports_the_notebook_converter_only_to_convert():
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["True", "[]", "True", "True"], r.stdout
+
+
+def _copy(tree):
+    """The parts of the project that `check` reads, copied into `tree`."""
+    import shutil
+    from attnprof.model.snippets import ROOT
+    for part in ("attnprof", "snippets", "kernel-repos", "docs"):  # kernel-repos: FlashAttention-4's files key its records
+        shutil.copytree(ROOT / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
+    return tree
+
+
+def _check(tree):
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "attnprof", "check"], cwd=tree, capture_output=True, text=True,
+                       timeout=300)
+    return r.returncode, r.stdout.strip().splitlines(), r.stderr
+
+
+@pytest.mark.parametrize("edit, changed, stages", [
+    ("attnprof/site/notebook.py.tmpl", "attnprof/site/notebook.py.tmpl", ladder()),
+    ("snippets/naive.py", "snippets/naive.py:attention", ["naive"]),
+])
+def test_an_edit_of_the_template_or_a_snippet_makes_check_name_the_notebook_stale(tmp_path, edit, changed, stages):
+    """A comment added inside what a notebook shows (the template, the snippet's attention section) keeps every
+    record current (their keys hash tokens, not comments) and stales exactly the notebooks that show it: `check`
+    names each in one line, with what changed and the fix; the fix makes check pass again."""
+    tree = _copy(tmp_path)
+    path = tree / edit
+    text = path.read_text()
+    if edit.endswith(".tmpl"):
+        path.write_text(text.replace("# %%\nimport torch\n", "# %%\nimport torch  # a comment a reader sees\n", 1))
+    else:
+        path.write_text(text.replace("def attention(", "# a comment a reader sees\ndef attention(", 1))
+    assert path.read_text() != text
+    code, lines, err = _check(tree)
+    assert code == 1, (lines, err)
+    assert lines == [f"notebook file docs/notebooks/{s}.ipynb is stale ({changed} changed since it was written): "
+                     f"run `python -m attnprof notebooks` and commit docs/notebooks/" for s in stages]
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "attnprof", "notebooks"], cwd=tree, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and f"wrote docs/notebooks/{stages[0]}.ipynb" in r.stdout, r.stdout + r.stderr
+    assert _check(tree)[0] == 0
+    assert "a comment a reader sees" in (tree / "docs" / "notebooks" / f"{stages[0]}.ipynb").read_text()
+
+
+def test_the_committed_notebooks_are_current_and_a_hand_edit_is_named():
+    """Every committed notebook and page is what its sources make; a notebook edited by hand (no source
+    changed) is named stale too, with the fix."""
+    assert notebooks.problems() == []
+    stage = STAGES["flash"]
+    import tempfile
+    from pathlib import Path
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder)
+        for path, text in notebooks.files(stage, out).items():
+            path.write_text(text.replace("relative error vs float64", "rel. error"))
+        assert notebooks.problem(stage, out) == (
+            f"notebook file {out / 'flash.ipynb'} is stale (it differs from what its template, snippets and stage "
+            f"row make): run `python -m attnprof notebooks` and commit docs/notebooks/")

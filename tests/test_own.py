@@ -2,6 +2,7 @@
 and `attnprof.display` on the committed captures, names escaped, and a report page in a real browser."""
 import base64
 import gzip
+import html
 import json
 import shutil
 
@@ -361,6 +362,28 @@ def test_display_of_a_raw_profile_from_the_notebooks_loop(tmp_path):
     raw.write_bytes(gzip.decompress((store.CAPTURES / "flash.trace.json.gz").read_bytes()))
     html = attnprof.display(str(raw), against="flash", shape=(8, 16, 1024, 64), rel_err=1e-3)._repr_html_()
     assert "Your profile on NVIDIA H200" in html and "1 the same (=)" in html
+
+
+@pytest.mark.parametrize("missing", ["markdown", "pymdownx"])
+def test_display_without_the_markdown_stack_shows_reports_one_line(missing):
+    """With Python-Markdown or pymdown-extensions missing, `report` prints one line and exits 2, and
+    `attnprof.display` shows that same line in the notebook (its HTML and its text) instead of raising."""
+    import subprocess
+    import sys
+    code = (f"import sys; sys.modules[{missing!r}] = None\n"  # as if it were not installed
+            "import attnprof\n"
+            "from attnprof.cli import main\n"
+            "view = attnprof.display('flash')\n"
+            "print(repr(view)); print(view._repr_html_())\n"
+            "sys.exit(main(['report', 'flash', '-o', 'never.html']))\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=store.ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
+    line = r.stderr.strip()
+    assert line.count("\n") == 0 and line.startswith("error: a report renders through Python-Markdown")
+    assert f", and {missing}" in line and "is not installed here: pip install -e '.[measure]'" in line
+    shown, html_ = r.stdout.strip().split("\n")
+    assert shown == line and html_ == f"<p>{html.escape(line)}</p>"
+    assert not (store.ROOT / "never.html").exists()
 
 
 # ---- a report page in a real browser ------------------------------------------------------------------

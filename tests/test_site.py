@@ -140,7 +140,7 @@ BUILD_WITHOUT_TORCH = ("import sys; sys.modules['torch'] = None; from mkdocs.__m
 @pytest.fixture(scope="module")
 def edited_site(tmp_path_factory, copy_project):
     """The site built strictly from a copy of the project in which torch cannot be imported and
-    snippets/naive.py has gained a comment, a blank line and other spacing."""
+    snippets/naive.py has gained a comment, a blank line and other spacing (its notebook written again)."""
     import os
     import subprocess
     import sys
@@ -152,6 +152,10 @@ def edited_site(tmp_path_factory, copy_project):
         .replace("(-2, -1)", "(-2,  -1)"))
     env = dict(os.environ, ATTNPROF_RECAPTURE="never", NO_MKDOCS_2_WARNING="1")
     env.pop("ATTNPROF_CAPTURES", None)
+    # the naive notebook shows the edited section, comments and all: written again, as `check` asks
+    notebooks = subprocess.run([sys.executable, "-m", "attnprof", "notebooks"], cwd=tree, capture_output=True,
+                               text=True, env=env, timeout=120)
+    assert notebooks.stdout == "wrote docs/notebooks/naive.ipynb\n", notebooks.stdout + notebooks.stderr
     r = subprocess.run([sys.executable, "-c", BUILD_WITHOUT_TORCH, str(tree / "site")], cwd=tree,
                        capture_output=True, text=True, env=env, timeout=300)
     return r, tree / "site"

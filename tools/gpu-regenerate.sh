@@ -8,6 +8,7 @@
 #   tools/gpu-regenerate.sh restore          put back what earlier calls regenerated (kept in /tmp/regen)
 #   tools/gpu-regenerate.sh regenerate ARGS  python -m attnprof regenerate ARGS, timed; keeps the result
 #   tools/gpu-regenerate.sh build            mkdocs build --strict (the hook retakes what is stale), timed
+#   tools/gpu-regenerate.sh zensical         regenerate, then zensical build --clean --strict (no hook), timed
 # Each step tars docs/captures into $OUT.
 set -uo pipefail
 out=${OUT:-/tmp/regen-out}; mkdir -p "$out" /tmp/regen
@@ -26,5 +27,11 @@ case "${1:-}" in
     ATTNPROF_RECAPTURE=auto python3 -m mkdocs build --strict -d /tmp/site-build 2>&1 | tee -a "$out/build.log"
     echo "mkdocs build --strict: exit ${PIPESTATUS[0]}, $(( $(date +%s) - start )) s of wall time" | tee -a "$out/build.log"
     keep ;;
-  *) echo "usage: tools/gpu-regenerate.sh stage|install|docs|restore|regenerate|build ..." >&2; exit 2 ;;
+  zensical) start=$(date +%s)
+    python3 -m attnprof regenerate 2>&1 | tee -a "$out/regenerate.log"
+    status=${PIPESTATUS[0]}
+    [ "$status" = 0 ] && { python3 -m zensical build --clean --strict 2>&1 | tee -a "$out/build.log"; status=${PIPESTATUS[0]}; }
+    echo "regenerate && zensical build --clean --strict: exit $status, $(( $(date +%s) - start )) s of wall time" | tee -a "$out/build.log"
+    keep; exit "$status" ;;
+  *) echo "usage: tools/gpu-regenerate.sh stage|install|docs|restore|regenerate|build|zensical ..." >&2; exit 2 ;;
 esac

@@ -5,11 +5,18 @@ A chapter asks for a piece with an HTML comment, `<!-- attnprof: PIECE ARG... --
 replaces it with Markdown made from the committed captures. A comment that starts a line may be
 indented (inside tabs and admonitions): every line of the piece is indented like it. Figures are
 inline SVG, passed through as raw HTML. List it under `markdown_extensions` as `attnprof.site.extension`.
+
+Under MkDocs the hook hands every page the build's one Build. Zensical runs no hook and makes a Markdown
+instance per page: there the pages share one Build per process, made again when a file it depends on
+changes (`zensical serve`), and `zensical build --strict` (the flag, or `strict: true` in mkdocs.yml)
+refuses records and notebooks that are not usable, as the MkDocs hook does.
 """
 from __future__ import annotations
 
 import logging
 import re
+import sys
+from pathlib import Path
 
 from markdown import Markdown
 from markdown.extensions import Extension
@@ -17,6 +24,9 @@ from markdown.postprocessors import Postprocessor
 from markdown.preprocessors import Preprocessor
 
 from ..analysis import records
+from ..model import store
+from ..model.snippets import ROOT
+from . import notebooks
 from .build import EVIDENCE, Build, FalseStatement, RecordUnusable
 from .deferred import defer
 from .registry import DIRECTIVE, INLINE, MALFORMED, expand
@@ -158,7 +168,7 @@ class PiecesExtension(Extension):
         super().__init__(**kwargs)
 
     def extendMarkdown(self, md: Markdown):
-        build = self.getConfig("build") or Build()
+        build = self.getConfig("build") or shared_build()
         md.registerExtensions(["footnotes"], {"footnotes": {"PLACE_MARKER": PLACE}})  # a lesson's evidence
         # after normalize_whitespace (30), which would strip the stash's placeholders, and before
         # fenced code (25) and raw HTML blocks (20)
@@ -166,6 +176,34 @@ class PiecesExtension(Extension):
         if self.getConfig("names_once"):  # on the finished page, after the raw HTML is put back (30)
             md.postprocessors.register(NamesOnce(md), "attnprof-names-once", 5)
             md.postprocessors.register(Unbroken(md), "attnprof-unbroken", 4)
+
+
+WATCHED = (store.CAPTURES, ROOT / "snippets", ROOT / "attnprof", notebooks.OUT)  # what a record's status reads
+_shared: tuple[tuple, Build] | None = None
+
+
+def _zensical_strict() -> bool:
+    """Whether this process is `zensical build --strict` (or Zensical with `strict: true`): Zensical hands its
+    flag to no extension, so it is read off the command line."""
+    if "zensical" not in sys.modules:
+        return False
+    from zensical.config import get_config
+    return bool((get_config() or {}).get("strict")) or any(arg in ("-s", "--strict") for arg in sys.argv[1:])
+
+
+def shared_build() -> Build:
+    """The Build the pages of this process share, where no hook passes one: made again when a file under
+    WATCHED changes. Under Zensical's strict build, what `check` refuses fails the page in one line."""
+    global _shared
+    state = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for folder in WATCHED
+                  for p in sorted(Path(folder).rglob("*")) if p.is_file() and "__pycache__" not in p.parts)
+    if _shared is None or _shared[0] != state:
+        strict = _zensical_strict()
+        build = Build(store.CAPTURES, strict=strict)
+        if strict and (problems := [*build.problems.values(), *notebooks.problems()]):
+            raise PieceError("\n".join(problems))
+        _shared = state, build
+    return _shared[1]
 
 
 def makeExtension(**kwargs):

@@ -6,19 +6,21 @@ Before a build, records are retaken where this machine can take them, as ATTNPRO
 is named in one line each (attnprof/regenerate.py, as `python -m attnprof regenerate`). A strict
 build refuses records that are still missing, corrupt or stale, in one line each; a plain build
 renders them as boxes. Each build hands the extension a fresh Build, so a rebuild under `mkdocs
-serve` reads the captures again. The notebooks are generated for mkdocs-jupyter.
+serve` reads the captures again. The notebooks are committed files (site/notebooks.py): a strict build
+refuses one that is stale, as `check` does; MkDocs renders each notebook itself (mkdocs-jupyter) where
+Zensical renders the Markdown page beside it, so the nav, which names the pages, is pointed at the notebooks.
 """
 from __future__ import annotations
 
 import gc
 import logging
 import os
+import re
 import shutil
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
-from mkdocs.structure.files import File
 
 from attnprof.model import store
 from attnprof.site import notebooks
@@ -26,6 +28,7 @@ from attnprof.site.build import Build
 
 log = logging.getLogger("mkdocs.hooks.attnprof")
 EXTENSION = "attnprof.site.extension"
+PAGES = f"{notebooks.OUT.name}/"  # where the notebooks and their pages lie under docs/
 
 
 def _regenerate(mode: str):
@@ -67,23 +70,43 @@ def on_config(config):
         raise PluginError(f"ATTNPROF_RECAPTURE={mode!r} is not understood: use auto, always or never")
     _regenerate(mode)
     build = Build(store.CAPTURES, strict=config.strict)  # what its check reads, the pages read from it
-    problems = build.problems
+    problems = [*build.problems.values(), *notebooks.problems()]
     if problems and config.strict:  # raised, not logged: `mkdocs build -q --strict` drops warnings
-        raise PluginError("\n".join(problems.values()))
-    for why in problems.values():
+        raise PluginError("\n".join(problems))
+    for why in problems:
         log.warning(why)
     if EXTENSION not in config.markdown_extensions:
         raise PluginError(f"mkdocs.yml lists the hook but not the extension: add {EXTENSION} to markdown_extensions")
     config.mdx_configs.setdefault(EXTENSION, {})["build"] = build
+    config.nav = _to_notebooks(config.nav)
     return config
+
+
+def _to_notebooks(nav):
+    """The nav with each notebook's Markdown page (Zensical's) replaced by the notebook (mkdocs-jupyter's)."""
+    if isinstance(nav, list):
+        return [_to_notebooks(item) for item in nav]
+    if isinstance(nav, dict):
+        return {title: _to_notebooks(item) for title, item in nav.items()}
+    if isinstance(nav, str) and nav.startswith(PAGES) and nav.endswith(".md"):
+        return nav.removesuffix(".md") + ".ipynb"
+    return nav
 
 
 @event_priority(100)  # before mkdocs-jupyter looks at the files
 def on_files(files, config):
-    for src_uri in notebooks.write_all():  # real files under .cache/, so mkdocs-jupyter can read them
-        files.append(File(src_uri, src_dir=str(notebooks.OUT.parent), dest_dir=config.site_dir,
-                          use_directory_urls=config.use_directory_urls))
+    for file in list(files):  # Zensical's pages of the notebooks: here mkdocs-jupyter renders the notebooks
+        if file.src_uri.startswith(PAGES) and file.src_uri.endswith(".md"):
+            files.remove(file)
     return files
+
+
+NOTEBOOK_PAGE = re.compile(r"(\]\((?:\.\./)*%s[\w-]+)\.md(?=[)#])" % re.escape(PAGES))
+
+
+def on_page_markdown(markdown, page, config, files):
+    """A chapter links a notebook's page (notebooks/NAME.md, Zensical's); here that page is the notebook."""
+    return NOTEBOOK_PAGE.sub(r"\1.ipynb", markdown)
 
 
 _notebook_classes: set[str] = set()

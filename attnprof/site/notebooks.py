@@ -1,11 +1,17 @@
-"""One notebook per stage chapter, made from the literate template notebook.py.tmpl at build time.
+"""One notebook per stage chapter, written from the literate template notebook.py.tmpl and committed
+under docs/notebooks/, beside the Markdown page that shows it under Zensical.
 
 Nothing here is a hand-kept copy: the template's include lines are filled with the snippets and the
 profiling loop of attnprof/measure/capture.py, as the chapters' are. The notebooks run on any CUDA
-GPU at the post's shape and on a CPU at a small shape.
+GPU at the post's shape and on a CPU at a small shape. Each file names, in its metadata, a hash of
+everything it shows (the template, each included section, the stage's row), so `check` and both strict
+builds refuse a notebook that is not what its sources make now, and say which source changed;
+`python -m attnprof notebooks` writes them again. MkDocs renders the notebook itself (mkdocs-jupyter);
+Zensical renders the page beside it, which the `notebook` piece fills from the same file.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -13,19 +19,27 @@ from string import Template
 
 from ..model import procedure
 from ..model.stages import STAGES, Stage, ladder
-from ..model.snippets import ROOT, fill_includes
+from ..model.snippets import INCLUDE, ROOT, fill_includes, snippet_section
 
-OUT = ROOT / ".cache" / "notebooks"
+OUT = ROOT / "docs" / "notebooks"
 TEMPLATE = Path(__file__).with_name("notebook.py.tmpl")
 CELL = re.compile(r"^# %%(?: \[(\w+)\])?\n", re.M)
+FIX = "run `python -m attnprof notebooks` and commit docs/notebooks/"
+
+
+def _values(stage: Stage) -> dict:
+    """What the template's placeholders become for this stage: its row of the stage table and the capture settings."""
+    return dict(title=stage.title, name=stage.name, snippet=stage.snippet, backend=repr(stage.backend),
+                label=repr(procedure.LABEL), warmup_calls=procedure.WARMUP_CALLS, schedule=repr(procedure.SCHEDULE))
+
+
+def _text(stage: Stage) -> str:
+    return Template(TEMPLATE.read_text()).substitute(_values(stage))
 
 
 def cells(stage: Stage) -> list[tuple[str, str]]:
     """(kind, source) of each cell, kind "markdown" or "code", for this stage."""
-    text = Template(TEMPLATE.read_text()).substitute(
-        title=stage.title, name=stage.name, snippet=stage.snippet, backend=repr(stage.backend),
-        label=repr(procedure.LABEL), warmup_calls=procedure.WARMUP_CALLS, schedule=repr(procedure.SCHEDULE))
-    parts = CELL.split(fill_includes(text))[1:]  # the header before the first cell is not a cell
+    parts = CELL.split(fill_includes(_text(stage)))[1:]  # the header before the first cell is not a cell
     out = []
     for tag, body in zip(parts[::2], parts[1::2]):
         body = body.strip("\n")
@@ -36,12 +50,27 @@ def cells(stage: Stage) -> list[tuple[str, str]]:
     return out
 
 
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def made_from(stage: Stage) -> dict[str, str]:
+    """A hash of each thing the notebook shows, by what a reader would edit: the template, each section it
+    includes (FILE:SECTION, its text, comments and all), and the stage's row with the capture settings."""
+    made = {str(TEMPLATE.relative_to(ROOT)): _hash(TEMPLATE.read_text())}
+    for m in INCLUDE.finditer(_text(stage)):
+        made[m["path"] + (f":{m['section']}" if m["section"] else "")] = _hash(snippet_section(ROOT / m["path"], m["section"]))
+    made[f"the stage table's row {stage.name!r}"] = _hash(json.dumps(_values(stage), sort_keys=True))
+    return made
+
+
 def notebook(stage: Stage) -> dict:
     """The stage's notebook (nbformat 4.5), each cell's source one string; a code cell is never run."""
     return {"cells": [{"cell_type": kind, "id": f"{stage.name}-{i}", "metadata": {}, "source": source,
                        **({"execution_count": None, "outputs": []} if kind == "code" else {})}
                       for i, (kind, source) in enumerate(cells(stage))],  # stable ids: the same snippets, the same file
-            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+            "metadata": {"attnprof": {"made_from": made_from(stage)},
+                         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
             "nbformat": 4, "nbformat_minor": 5}
 
 
@@ -53,18 +82,64 @@ def file_text(stage: Stage) -> str:
     return json.dumps(nb, indent=1, sort_keys=True, separators=(",", ": "), ensure_ascii=False)
 
 
-def write_all(out: Path = OUT) -> dict[str, Path]:
-    """Write every stage's notebook (only when its text changed); returns {site path: file}."""
+def page_text(stage: Stage) -> str:
+    """The Markdown page beside the notebook: Zensical renders it (the `notebook` piece reads the notebook);
+    under MkDocs the hook leaves it out and mkdocs-jupyter renders the notebook itself."""
+    return (f"<!-- Written by `python -m attnprof notebooks`: Zensical's page of {stage.name}.ipynb "
+            f"(MkDocs renders the notebook itself). -->\n\n<!-- attnprof: notebook {stage.name} -->\n")
+
+
+def files(stage: Stage, out: Path = OUT) -> dict[Path, str]:
+    """{file: the text it must hold} for a stage: its notebook and its page."""
+    return {out / f"{stage.name}.ipynb": file_text(stage), out / f"{stage.name}.md": page_text(stage)}
+
+
+def stages() -> list[Stage]:
+    return [STAGES[name] for name in ladder()]
+
+
+def write_all(out: Path = OUT) -> list[Path]:
+    """Write every stage's notebook and page where its text changed; returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
-    written = {}
-    for stage in (STAGES[name] for name in ladder()):
-        path = out / f"{stage.name}.ipynb"
-        text = file_text(stage)
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
-        written[f"notebooks/{stage.name}.ipynb"] = path
+    written = []
+    for stage in stages():
+        for path, text in files(stage, out).items():
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                path.write_text(text, encoding="utf-8")
+                written.append(path)
     return written
 
+
+def problem(stage: Stage, out: Path = OUT) -> str | None:
+    """None when the stage's notebook and page are what their sources make now; otherwise one line naming
+    the file, what changed and the fix."""
+    for path, text in files(stage, out).items():
+        name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        try:
+            found = path.read_text(encoding="utf-8")
+        except OSError:
+            return f"notebook file {name} is missing: {FIX}"
+        if found == text:
+            continue
+        try:
+            stated = json.loads(found)["metadata"]["attnprof"]["made_from"] if path.suffix == ".ipynb" else {}
+        except (ValueError, KeyError, TypeError):
+            stated = {}
+        now = made_from(stage)
+        changed = [source for source, h in now.items() if stated.get(source) != h] if stated else []
+        why = (f"{', '.join(changed)} changed since it was written" if changed
+               else "it differs from what its template, snippets and stage row make")
+        return f"notebook file {name} is stale ({why}): {FIX}"
+    return None
+
+
+def problems(out: Path = OUT) -> list[str]:
+    return [why for stage in stages() if (why := problem(stage, out))]
+
+
+def read(name: str, out: Path = OUT) -> dict:
+    """The committed notebook of a stage, as JSON."""
+    return json.loads((out / f"{name}.ipynb").read_text(encoding="utf-8"))
 
 
 def css_path() -> Path:

@@ -161,6 +161,13 @@ class Display:
         return self.text
 
 
+class Failure(Display):
+    """What `display` shows where it cannot render: the one line `report` prints."""
+
+    def _repr_html_(self) -> str:
+        return self.body
+
+
 def from_trace(path, shape, dtype_name: str = "bf16", rel_err: float | None = None, name: str = "this-gpu") -> tuple[dict, dict]:
     """(summary, trace) of a profile written by the stages' loop (measure/profiling.profile_forward) outside attnprof,
     e.g. by a "Run it yourself" notebook: what trace.summarize reads off it, and what it cannot (no CUDA-event
@@ -179,7 +186,16 @@ def display(record, against: str | None = None, shape=None, dtype_name: str = "b
     """The site's pieces for `record` inline in Jupyter. `record` is a record (looked for in `captures`, by
     default attnprof-captures/, then in docs/captures/), the path of a capture's .json, or a trace written
     by profile_forward (then give its `shape`). With `against`, the two op lists and
-    trace figures side by side, then the `align` comparison."""
+    trace figures side by side, then the `align` comparison. Where the Markdown stack is missing, it shows
+    the one line `report` prints, not a traceback."""
+    try:
+        return _display(record, against, shape, dtype_name, rel_err, captures)
+    except CaptureError as e:
+        line = f"error: {e}"
+        return Failure(f"<p>{html.escape(line)}</p>", line)
+
+
+def _display(record, against, shape, dtype_name, rel_err, captures) -> Display:
     build = Captures()
     if shape is not None:  # a raw profile: summarize it here
         summary, events = from_trace(record, shape, dtype_name, rel_err)

@@ -5,11 +5,15 @@ The parts that are numbers (the GPU's per-SM limits, the verdict's threshold) ar
 and from the code that applies them, so the explanation stays true when either changes."""
 from __future__ import annotations
 
+import re
+
 from ...analysis import counters
 from ...analysis.occupancy import REG_ALLOC_UNIT, SMEM_RESERVED_PER_BLOCK
+from ...model.stages import STAGES
 from ...text import escape
+from .. import notebooks
 from ..render import tables
-from ..build import Build
+from ..build import Build, RecordUnusable
 from ..registry import piece
 from ..words import CAPTURE_RUN, DRAWN, MEDIAN, TIMING_RUN, count
 
@@ -83,3 +87,19 @@ def method_labels(build: Build):
              CAPTURE_RUN: "one call of a chapter's capture, timed without the profiler",
              TIMING_RUN: "the rankings of SDPA's backends and the launch-bound verdicts, over separate processes"}
     return "\n".join(f"- **{label[0].upper()}{label[1:]}**: {what}." for label, what in where.items())
+
+
+@piece("notebook")
+def notebook(build: Build, stage):
+    """A "Run it yourself" notebook as a page, from the committed file (site/notebooks.py): its text cells as
+    Markdown, its code cells as Python blocks. Zensical's page of the notebook; MkDocs renders the file itself."""
+    if why := notebooks.problem(STAGES[stage]):
+        raise RecordUnusable(why, known=False)  # a strict build fails here; a plain one shows the box
+    sources = [(cell["cell_type"], "".join(cell["source"])) for cell in notebooks.read(stage)["cells"]]
+    # a text cell links a chapter by its address from the notebook's page (mkdocs-jupyter leaves links as
+    # they are); this page links it by its file, beside the notebook's folder
+    return "\n\n".join(CHAPTER_URL.sub(r"](../\1.md)", text) if kind == "markdown" else f"```python\n{text}\n```"
+                       for kind, text in sources)
+
+
+CHAPTER_URL = re.compile(r"\]\(\.\./\.\./([\w-]+)/\)")
