@@ -2,7 +2,6 @@
 and `attnprof.display` on the committed captures, names escaped, and a report page in a real browser."""
 import base64
 import gzip
-import html
 import json
 import shutil
 
@@ -16,6 +15,7 @@ from attnprof.model.procedure import LABEL
 from attnprof.cli import main
 from attnprof.measure import own as capture_own
 from attnprof.site import report
+from attnprof.text import escape
 from test_browser import STUB, browser, serve, stub  # noqa: F401  (fixtures: headless Chromium, a Perfetto stub)
 
 EVIL = "<script>alert('x')</script> & \"q\""
@@ -382,7 +382,7 @@ def test_display_without_the_markdown_stack_shows_reports_one_line(missing):
     assert line.count("\n") == 0 and line.startswith("error: a report renders through Python-Markdown")
     assert f", and {missing}" in line and "is not installed here: pip install -e '.[measure]'" in line
     shown, html_ = r.stdout.strip().split("\n")
-    assert shown == line and html_ == f"<p>{html.escape(line)}</p>"
+    assert shown == line and html_ == f"<p>{escape(line)}</p>"
     assert not (store.ROOT / "never.html").exists()
 
 

@@ -192,7 +192,7 @@ def display(record, against: str | None = None, shape=None, dtype_name: str = "b
         return _display(record, against, shape, dtype_name, rel_err, captures)
     except CaptureError as e:
         line = f"error: {e}"
-        return Failure(f"<p>{html.escape(line)}</p>", line)
+        return Failure(f"<p>{escape(line)}</p>", line)
 
 
 def _display(record, against, shape, dtype_name, rel_err, captures) -> Display:
