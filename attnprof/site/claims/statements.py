@@ -1067,6 +1067,7 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
                for s in (stage, *others)}
     mine = enqueue[stage]
     words = {"above": [], "below": [], "not told apart from": []}
+    tied = [short(o) for o in others if apart(mine, enqueue[o]) == "not told apart from"]
     for other in others:
         words[apart(mine, enqueue[other])].append(f"{short(other)}'s {enqueue[other].text(us)}")
     said = "; ".join(f"{w} {' and '.join(v)}" for w, v in words.items() if v)
@@ -1075,7 +1076,7 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
             else "the cheapest of these here" if len(words["below"]) == n
             else "not the most expensive of these here" if words["below"]
             else "this run cannot rank it among them" if len(words["not told apart from"]) == n
-            else "the most expensive here, with those it is not told apart from")
+            else f"tied with {' and '.join(tied)} as the most expensive of these here")
     text = (f"by unprofiled CPU enqueue (host clock, back-to-back calls, per forward, {mine.how}, "
             f"{shape_text(DEFAULT_SHAPE)}), {short(stage)} takes {mine.text(us)}: {said}, so {rank}")
     # the ranking's own groups bear out an outright first or last place

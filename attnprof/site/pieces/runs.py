@@ -238,7 +238,7 @@ def roofline_table(build: Build):
         attainable = min(c["matmul_tflops"], c["copy_gbs"] * intensity / 1e3)
         rows.append((name, f"{intensity:.0f}", f"{rate:.0f}", f"{attainable:.0f}",
                      f"{100 * rate / c['matmul_tflops']:.0f} %", f"{100 * rate / attainable:.0f} %"))
-    return tables.table(["path", "FLOP / byte", "TFLOP/s (back to back, B=2)", "roof at that intensity",
+    return tables.table(["path", "FLOP / byte", "TFLOP/s (back to back, B=2)", "roof at that intensity (TFLOP/s)",
                          "of matmul peak", "of the roof"], rows, "lrrrrr") + (
         f"\n\nShape {dims(roofline_shape(build))}, bf16, causal: the sweep's point, the same as the figure's; TFLOP/s "
         "are causal FLOPs over the sweep's back-to-back CUDA-event median per forward.")
