@@ -8,6 +8,8 @@ causal). These are the post's numbers, never ours; `None` where the post gives n
 """
 from dataclasses import dataclass
 
+from .occupancy import MAX_BLOCKS_PER_SM  # the CUDA guide's per-capability limit, written once
+
 SOURCE = "https://huggingface.co/blog/torch-attention-profile"
 SOURCE_TITLE = "Profiling in PyTorch (Part 3): Attention is all you profile"
 
@@ -102,7 +104,7 @@ SPECS = {
         per_sm={"maxThreadsPerMultiprocessor": 2048, "regsPerMultiprocessor": 65536,
                 "sharedMemPerMultiprocessor": 228 * 1024, "sharedMemPerBlockOptin": 227 * 1024,
                 "maxThreadsPerBlock": 1024, "regsPerBlock": 65536, "warpSize": 32},
-        blocks_per_sm=32, registers_per_thread=255,
+        blocks_per_sm=MAX_BLOCKS_PER_SM[9], registers_per_thread=255,
         sources={"peaks, HBM bandwidth and memory (NVIDIA H200 product page, H200 SXM)": H200_PAGE,
                  "SMs (NVIDIA H100 Tensor Core GPU Architecture whitepaper, H100 SXM5)": HOPPER_WHITEPAPER,
                  "per-SM limits, compute capability 9.0 (CUDA C++ Programming Guide)": CUDA_GUIDE,
