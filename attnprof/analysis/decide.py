@@ -20,6 +20,10 @@ from .stats import quantile
 MARGIN = 0.03  # beyond non-overlapping ranges, medians 3 % apart: a host or a day can move a time this much
 REPEATS, SAMPLES = "repeats", "samples"  # a Range's basis
 
+# How a time was had: each method has margins of its own (MARGINS), since each moves by its own amount
+DEVICE, ONE_CALL, BACK_TO_BACK, ENQUEUE, GRAPH, CPU, WALL = (
+    "device time", "one call", "back to back", "CPU enqueue", "graph replay", "CPU time", "host wall time")
+
 
 @dataclass(frozen=True)
 class Range:
@@ -28,6 +32,9 @@ class Range:
     hi: float
     n: int  # repeats, or samples of the one process
     basis: str  # REPEATS or SAMPLES
+    method: str | None = None  # DEVICE, ONE_CALL, ...: which margins apply
+    per: tuple[float, ...] = ()  # each process's median, in its run's process order (REPEATS only)
+    run: str | None = None  # the run whose processes measured it: two ranges of one run are compared in pairs
 
     def text(self, fmt: Callable[[float], str]) -> str:
         """'12.3 µs [11.9–12.8 µs]': the median, then the range in brackets (a sentence often holds it in
@@ -75,16 +82,21 @@ def of_repeats(values) -> Range:
     return Range(statistics.median(xs), min(xs), max(xs), len(xs), REPEATS)
 
 
-def of(repeats: list) -> Range:
+def of(repeats: list, method: str | None = None, run: str | None = None) -> Range:
     """The range a comparison uses, from the samples of each repeat: where there are two or more repeats,
     the median of all their samples (the median a table over the pooled repeats shows) and the span of
-    the repeats' own medians; else the median and p10–p90 of the one repeat's samples."""
+    the repeats' own medians, each repeat's median kept (`per`) so that two ranges of one `run` are
+    compared process by process; else the median and p10–p90 of the one repeat's samples. `method`
+    says how the samples were had (DEVICE, ONE_CALL, ...)."""
     repeats = [list(r) for r in repeats if r]
     if len(repeats) >= 2:
-        spread = of_repeats(statistics.median(r) for r in repeats)
-        return Range(statistics.median([x for r in repeats for x in r]), spread.lo, spread.hi, spread.n, REPEATS)
+        per = tuple(statistics.median(r) for r in repeats)
+        spread = of_repeats(per)
+        return Range(statistics.median([x for r in repeats for x in r]), spread.lo, spread.hi, spread.n, REPEATS,
+                     method, per, run)
     if repeats:
-        return of_samples(repeats[0])
+        one = of_samples(repeats[0])
+        return Range(one.median, one.lo, one.hi, one.n, SAMPLES, method)
     raise ValueError("no repeats with samples to make a range of")
 
 

@@ -170,10 +170,11 @@ def row(rows: list[dict], **match) -> dict:
     return next(r for r in rows if all(r.get(k) == v for k, v in match.items()))
 
 
-def across(build: Build, run: str, pick) -> decide.Range:
+def across(build: Build, run: str, pick, method: str | None = None) -> decide.Range:
     """A run's samples, `pick(result)`, in each of its repeats: the range across repeats where there
     are two or more, else p10–p90 of the one (analysis/decide.py). A measurement that one repeat lacks
-    (it ran out of memory or could not run in that process) makes the run unusable, with its fix."""
+    (it ran out of memory or could not run in that process) makes the run unusable, with its fix. `method`
+    (decide.ONE_CALL, ...) says how the samples were had: two ranges of one run are compared process by process."""
     found, missing = [], 0
     for result in build.repeats(run):
         try:
@@ -185,7 +186,7 @@ def across(build: Build, run: str, pick) -> decide.Range:
     if missing:
         raise RecordUnusable(f"run run-{run}.json: a measurement is missing from {missing} of its {missing + len(found)} "
                              f"processes (it ran out of memory or could not run there): {records.RUN.fix(f'run-{run}')}")
-    return decide.of(found)
+    return decide.of(found, method, run)
 
 
 class FalseStatement(Exception):

@@ -128,9 +128,9 @@ def false_statements(build: Build, docs: Path) -> list[str]:
 
 # ---- the decision rule, over captures and runs ---------------------------------------------------
 
-def samples(values) -> decide.Range:
+def samples(values, method: str | None = None) -> decide.Range:
     """A capture's samples (one process): their median and p10–p90."""
-    return decide.of([values])
+    return decide.of([values], method)
 
 
 def front(rows: dict, largest: bool = False) -> list:
