@@ -1,15 +1,21 @@
 """The one rule that decides every comparison and threshold a page states (pure, no torch).
 
 A quantity is a `Range`: measured in several independent repeats (separate processes, a fresh CUDA
-context each), the median of all their samples and the span of the repeats' medians; measured in one process only,
-the median and p10–p90 of that process's samples. Two quantities are told apart when their ranges do not
-overlap and their medians differ by MARGIN of the larger besides; otherwise a page says "not told apart"
-and gives both ranges, words that hold whichever way a regeneration falls. A value set against a
-threshold is "near" it when its range reaches within the threshold's band, and is never flipped across
-it by a few tenths of a point.
+context each), the median of all their samples and the span of the repeats' medians, each repeat's median
+kept; measured in one process only, the median and p10–p90 of that process's samples.
+
+Two quantities of one run, measured in the same processes (interleaved, so a host's or a GPU's drift falls
+on both), are compared process by process: they are told apart when, in every process, one is beyond the
+other by its method's paired margin, on the same side. Two quantities that were not measured together
+(two captures, two runs) are told apart only when their ranges do not overlap and their medians differ by
+the method's margin between processes besides, which is far wider for what the host's CPU sets. Otherwise
+a page says "not told apart" and gives both ranges, words that hold whichever way a regeneration falls.
+A value set against a threshold is "near" it when its range reaches within the threshold's band, and is
+never flipped across it by a few tenths of a point.
 """
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from dataclasses import dataclass
@@ -23,6 +29,22 @@ REPEATS, SAMPLES = "repeats", "samples"  # a Range's basis
 # How a time was had: each method has margins of its own (MARGINS), since each moves by its own amount
 DEVICE, ONE_CALL, BACK_TO_BACK, ENQUEUE, GRAPH, CPU, WALL = (
     "device time", "one call", "back to back", "CPU enqueue", "graph replay", "CPU time", "host wall time")
+
+
+@dataclass(frozen=True)
+class Margin:
+    paired: float  # two paths measured in the same processes: how far their ratio moved between regenerations
+    apart: float  # two figures from different processes: how far one path's median moved between processes
+
+
+# Each method's margins: the 95th percentile of its moves, rounded up, over the five regenerations of the
+# timing run taken in three processes each on H200s (commits e8adb48, f16b914, 3883c86, 1e9729a,
+# cc73f3f; `python tools/drift.py` prints them). Measured on the GPU (device time, graph replay) a time moves
+# by about 2 % either way; what the host's CPU sets (one call, CPU enqueue, CPU time) moves far more between
+# processes, which is why those comparisons are made in pairs, within each process.
+MARGINS = {DEVICE: Margin(0.03, 0.04), GRAPH: Margin(0.03, 0.05), BACK_TO_BACK: Margin(0.03, 0.80),
+           ONE_CALL: Margin(0.15, 0.85), WALL: Margin(0.16, 0.75), ENQUEUE: Margin(0.22, 0.90),
+           CPU: Margin(0.37, 1.50)}
 
 
 @dataclass(frozen=True)
@@ -56,7 +78,8 @@ class Range:
     def scaled(self, f: Callable[[float], float]) -> "Range":
         """The same range through a monotonic function (a time to a rate flips lo and hi)."""
         a, b = f(self.lo), f(self.hi)
-        return Range(f(self.median), min(a, b), max(a, b), self.n, self.basis)
+        return Range(f(self.median), min(a, b), max(a, b), self.n, self.basis, self.method,
+                     tuple(f(x) for x in self.per), self.run)
 
 
 def how(processes: int) -> str:
@@ -100,9 +123,32 @@ def of(repeats: list, method: str | None = None, run: str | None = None) -> Rang
     raise ValueError("no repeats with samples to make a range of")
 
 
-def order(a: Range, b: Range, margin: float = MARGIN) -> int:
-    """-1 when a is decidedly below b, 1 when decidedly above, 0 when they are not told apart."""
-    if abs(a.median - b.median) < margin * max(abs(a.median), abs(b.median)):
+def paired(a: Range, b: Range) -> bool:
+    """Whether a and b were measured in the same processes of one run: compared process by process."""
+    return a.run is not None and a.run == b.run and len(a.per) == len(b.per) >= 2
+
+
+def margin(a: Range, b: Range) -> float:
+    """The margin that decides a against b: the paired one of their methods, or the one between processes;
+    MARGIN where neither says how it was had."""
+    kinds = [MARGINS[m] for m in (a.method, b.method) if m in MARGINS]
+    if not kinds:
+        return MARGIN
+    return max(k.paired if paired(a, b) else k.apart for k in kinds)
+
+
+def order(a: Range, b: Range, margin_: float | None = None) -> int:
+    """-1 when a is decidedly below b, 1 when decidedly above, 0 when they are not told apart (the rule in
+    this module's docstring); `margin_` overrides the methods' margin."""
+    m = margin(a, b) if margin_ is None else margin_
+    if paired(a, b):
+        logs = [math.log(x / y) for x, y in zip(a.per, b.per)]
+        if all(x < -math.log1p(m) for x in logs):
+            return -1
+        if all(x > math.log1p(m) for x in logs):
+            return 1
+        return 0
+    if abs(a.median - b.median) < m * max(abs(a.median), abs(b.median)):
         return 0
     if a.hi < b.lo:
         return -1
@@ -111,16 +157,16 @@ def order(a: Range, b: Range, margin: float = MARGIN) -> int:
     return 0
 
 
-def told_apart(a: Range, b: Range, margin: float = MARGIN) -> bool:
-    return order(a, b, margin) != 0
+def told_apart(a: Range, b: Range, margin_: float | None = None) -> bool:
+    return order(a, b, margin_) != 0
 
 
-def ranking(rows: dict[str, Range], margin: float = MARGIN) -> list[list[str]]:
+def ranking(rows: dict[str, Range], margin_: float | None = None) -> list[list[str]]:
     """Groups from the smallest to the largest, such that every name is told apart from every name of
     another group; names not told apart (even through a chain of neighbours) share a group."""
     groups: list[list[str]] = []
     for name in sorted(rows, key=lambda k: rows[k].median):
-        tied = [i for i, g in enumerate(groups) if any(order(rows[m], rows[name], margin) == 0 for m in g)]
+        tied = [i for i, g in enumerate(groups) if any(order(rows[m], rows[name], margin_) == 0 for m in g)]
         if tied:
             groups[tied[0]:] = [[m for g in groups[tied[0]:] for m in g] + [name]]
         else:
@@ -137,3 +183,52 @@ def against(value: Range | float, threshold: float, band: float) -> str:
     if r.hi + band < threshold:
         return "below"
     return "near"
+
+
+# ---- the rule's false-decision rate, measured on real records (A/A) ---------------------------------
+
+# The raw sample fields of the records, by the method that had them (model/procedure.RAW_SAMPLES lists them)
+METHOD_OF = {"one_call_us": ONE_CALL, "event_times_us": ONE_CALL, "times_us": ONE_CALL, "one_call_wall_us": WALL,
+             "back_to_back_us": BACK_TO_BACK, "back_to_back_us_each": BACK_TO_BACK, "enqueue_us": ENQUEUE,
+             "enqueue_late_us": ENQUEUE, "graph_us": GRAPH, "device_us": DEVICE, "forward_device_us_each": DEVICE,
+             "cpu_us": CPU, "cpu_forward_us_each": CPU}
+AA_AT_LEAST = 0.95  # an A/A comparison must come out "not told apart" this often, or the rule decides on noise
+AA_MIN_SAMPLES = 6  # a sample list split in two needs at least this many
+
+
+def _sample_lists(result, path=()):
+    """(path, samples) of every timed sample list in one process's result, the field naming its method."""
+    if isinstance(result, dict):
+        for k, v in result.items():
+            yield from _sample_lists(v, path + (k,))
+    elif isinstance(result, list):
+        if path and path[-1] in METHOD_OF and len(result) >= AA_MIN_SAMPLES and all(
+                isinstance(x, (int, float)) and x > 0 for x in result):
+            yield path, result
+        elif not (path and path[-1] in METHOD_OF):
+            for i, v in enumerate(result):
+                yield from _sample_lists(v, path + (i,))
+
+
+def aa(run: str, processes: list) -> tuple[list[int], list[int]]:
+    """The rule applied where nothing differs, on one run's processes (each a result holding samples):
+    paired, each process's samples of one measurement split in two interleaved halves (even and odd calls)
+    and the halves compared process by process; apart, one measurement in one process against the same in
+    another, each by its own samples. Returns each comparison's order, paired and apart: 0 is right."""
+    lists = [dict(_sample_lists(p)) for p in processes]
+    common = [path for path in lists[0] if all(path in other for other in lists[1:])] if lists else []
+    paired_orders, apart_orders = [], []
+    for path in common:
+        method, each = METHOD_OF[path[-1]], [other[path] for other in lists]
+        if len(each) >= 2:
+            halves = [of([xs[0::2] for xs in each], method, run), of([xs[1::2] for xs in each], method, run)]
+            paired_orders.append(order(*halves))
+        for i in range(len(each)):
+            for j in range(i + 1, len(each)):
+                apart_orders.append(order(of_samples_by(each[i], method), of_samples_by(each[j], method)))
+    return paired_orders, apart_orders
+
+
+def of_samples_by(samples, method: str | None) -> Range:
+    """One process's samples as a range had by `method`."""
+    return of([samples], method)
