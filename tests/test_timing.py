@@ -163,16 +163,23 @@ def test_the_decode_cost_comes_from_the_in_place_step():
 
 def test_the_timing_run_measures_on_a_cpu_at_a_tiny_size():
     """The measuring code itself, at a size a CPU runs at once: every method's raw samples (a CPU has no
-    CUDA graph, so no GPU-only samples), and the profiled forwards."""
+    CUDA graph, so no GPU-only samples), in rounds (no clock to read on a CPU: none dropped, clocks None), and
+    the profiled forwards; the fields the analysis reads."""
     pytest.importorskip("torch")
-    from attnprof.measure import timing as measure
-    run = measure.timing(points=[("flash", (1, 2, 32, 16)), ("naive", (1, 2, 32, 16))], calls=4, reps=3, one_call_reps=3)
+    from attnprof.measure import repeat, timing as measure
+    points = [("flash", (1, 2, 32, 16)), ("naive", (1, 2, 32, 16)), ("inplace_compiled", (1, 2, 16, 8))]
+    run = repeat.measured(measure.timing, points, 4, 3, 2, 7)  # calls, rounds, one-call samples a round, seed
+    assert (run["calls"], run["reps"], run["one_call_reps"]) == (4, 3, 6)
+    assert [(r["stage"], tuple(r["shape"])) for r in run["rows"]] == points
     for row in run["rows"]:
         assert "error" not in row, row.get("error")
-        assert len(row["one_call_us"]) == len(row["one_call_wall_us"]) == 3
+        assert len(row["one_call_us"]) == len(row["one_call_wall_us"]) == 6
         assert len(row["back_to_back_us"]) == len(row["enqueue_us"]) == len(row["enqueue_late_us"]) == 3
         assert all(t > 0 for t in row["enqueue_us"]) and "graph_us" not in row
         assert len(row["profiled"]["cpu_us"]) == 3 and row["calls"] == 4
+        assert (row["rounds"], row["throttled"], row["seed"]) == (3, 0, 7)
+        assert row["clocks"]["sm_mhz_median"] is None and row["clocks"]["throttle_reasons"] is None
+        assert timing.stats(row["one_call_us"]).n == 6 and timing.stats(row["profiled"]["device_us"]).n == 3
 
 
 def test_a_verdict_closer_than_the_margin_is_this_hosts_and_fails_an_expected_one(tmp_path):
