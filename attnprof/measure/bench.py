@@ -174,7 +174,7 @@ def interleaved(arms: dict, rounds: int, seed: int | None = None, reader=None, w
                 kept[name].setdefault(field, []).extend(samples if isinstance(samples, list) else [samples])
     summary = {"rounds": len(states), "throttled": dropped, "clocks": clocks(states), "seed": seed}
     if not states:
-        why = f"every one of its {rounds} rounds ran below {THROTTLE:.0%} of the GPU's maximum SM clock"
+        why = f"every one of its {rounds} rounds ran below {100 * THROTTLE:.0f} % of the GPU's maximum SM clock"
         return {name: {"error": failed.get(name, why), "throttled": dropped} for name in arms}
     return {name: {"error": failed[name]} if name in failed else {**kept[name], **summary} for name in arms}
 

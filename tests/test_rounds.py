@@ -1,0 +1,105 @@
+"""bench.interleaved: the arms a page compares, measured in rounds, each arm once per round in an order
+shuffled from a recorded seed, a round at a throttled clock dropped for every arm (fake arms, a fake clock)."""
+import random
+
+import pytest
+
+torch = pytest.importorskip("torch")  # bench imports torch at the top
+
+from attnprof.measure import bench, clock  # noqa: E402
+
+
+def recording(names):
+    """Fake arms that note, in one list, the order they were measured in; each returns one sample."""
+    order = []
+    arms = {n: (lambda n=n: order.append(n) or {"x_us": float(len(order))}) for n in names}
+    return arms, order
+
+
+def fake_clock(mhz: list):
+    """A reader giving these SM clocks in turn, at a maximum of 1980 MHz."""
+    readings = iter(mhz)
+    return lambda: {"sm_mhz": next(readings), "max_sm_mhz": 1980, "temperature_c": 40, "power_w": 300.0,
+                    "throttle_reasons": 4}
+
+
+def rounds_of(order, names):
+    return [order[i:i + len(names)] for i in range(0, len(order), len(names))]
+
+
+def test_every_arm_is_measured_once_in_every_round():
+    names = ["a", "b", "c", "d"]
+    arms, order = recording(names)
+    out = bench.interleaved(arms, 6, seed=3, reader=fake_clock([1980] * 6), warm=False)
+    assert all(sorted(r) == names for r in rounds_of(order, names)) and len(order) == 24
+    for n in names:
+        assert len(out[n]["x_us"]) == out[n]["rounds"] == 6 and out[n]["throttled"] == 0 and out[n]["seed"] == 3
+
+
+def test_the_order_is_shuffled_and_follows_from_the_seed():
+    names = [f"arm{i}" for i in range(6)]
+    first, again, other = (recording(names) for _ in range(3))
+    for (arms, _), seed in zip((first, again, other), (11, 11, 12)):
+        bench.interleaved(arms, 8, seed=seed, reader=lambda: None, warm=False)
+    assert first[1] == again[1] and first[1] != other[1]  # the same seed, the same order
+    assert len({tuple(r) for r in rounds_of(first[1], names)}) > 1  # not one fixed order
+    rng = random.Random(11)  # and it is random.Random(seed)'s shuffle of the arms, round by round
+    expected = []
+    for _ in range(8):
+        shuffled = list(names)
+        rng.shuffle(shuffled)
+        expected += shuffled
+    assert first[1] == expected
+
+
+def test_a_fresh_seed_is_recorded_when_none_is_given():
+    arms, order = recording(["a", "b", "c"])
+    out = bench.interleaved(arms, 4, reader=lambda: None, warm=False)
+    replay, again = recording(["a", "b", "c"])
+    bench.interleaved(replay, 4, seed=out["a"]["seed"], reader=lambda: None, warm=False)
+    assert isinstance(out["a"]["seed"], int) and again == order
+
+
+def test_a_round_at_a_low_clock_is_dropped_for_every_arm_and_counted():
+    names = ["a", "b", "c"]
+    arms, order = recording(names)
+    mhz = [1980, 1400, 1970, 1000, 1485]  # 1400 and 1000 are below 75 % of 1980 (1485); 1485 is not
+    out = bench.interleaved(arms, 5, seed=1, reader=fake_clock(mhz), warm=False)
+    assert len(order) == 15  # every round measured every arm
+    kept = [i for i, r in enumerate(rounds_of(order, names)) if i not in (1, 3)]
+    for n in names:
+        assert out[n]["rounds"] == 3 and out[n]["throttled"] == 2 and len(out[n]["x_us"]) == 3
+        # the samples kept are those of rounds 0, 2 and 4 (each sample is its place in the order)
+        assert out[n]["x_us"] == [float(1 + 3 * i + rounds_of(order, names)[i].index(n)) for i in kept]
+        assert out[n]["clocks"] == {"sm_mhz_min": 1485, "sm_mhz_median": 1970, "sm_mhz_max": 1980, "sm_mhz_limit": 1980,
+                                    "temperature_c_max": 40, "power_w_max": 300.0, "throttle_reasons": 4}
+
+
+def test_no_round_kept_is_an_error_for_every_arm_and_a_failing_arm_for_itself():
+    arms, _ = recording(["a", "b"])
+    out = bench.interleaved(arms, 2, seed=1, reader=fake_clock([300, 300]), warm=False)
+    assert all("below 75 %" in out[n]["error"] and out[n]["throttled"] == 2 for n in "ab")
+
+    def oom():
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1 GiB")
+    arms, order = recording(["a", "b"])
+    out = bench.interleaved({**arms, "c": oom}, 3, seed=2, reader=lambda: None)
+    assert out["c"] == {"error": "OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB"}
+    assert out["a"]["rounds"] == 3 and len(out["a"]["x_us"]) == 3 and len(order) == 2 + 6  # a warm round, then 3
+
+
+def test_without_nvml_the_clock_is_none_and_settle_takes_one_step():
+    assert clock.read() is None  # no CUDA GPU here
+    assert bench.clocks([None, None]) == bench.NO_CLOCKS
+    calls = []
+    settled = bench.settle(lambda: calls.append(1), reader=lambda: None, step_s=0.01)
+    assert calls and settled["settled"] is False and settled["settle_s"] > 0
+
+
+def test_settle_stops_once_the_clock_stops_falling():
+    calls = []
+    settled = bench.settle(lambda: calls.append(1), reader=fake_clock([1980, 1900, 1800, 1800, 1810, 1700]),
+                           step_s=0.001)
+    assert settled["settled"] is True  # after 1980, 1900, 1800: 1800 and 1810 did not fall
+    bounded = bench.settle(lambda: None, reader=fake_clock([2000 - i for i in range(10**6)]), max_s=0.05, step_s=0.001)
+    assert bounded["settled"] is False and 0.05 <= bounded["settle_s"] < 1
