@@ -6,6 +6,7 @@ stamp. An out-of-memory point is recorded as OOM; a path that cannot load is rec
 """
 from __future__ import annotations
 
+import statistics
 import sys
 
 import torch
@@ -168,18 +169,69 @@ def sweep(paths=None, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, hea
     return rows
 
 
-def fastest(shape=LONG_SHAPE, paths=None, bshd_paths=None, calls=50):
+FASTEST_ROUNDS = 5  # the fastest run's rounds: one back-to-back run and a fifth of its one-call samples each
+
+
+def _failed(row: dict, why: str) -> dict:
+    """A path that failed while being timed: out of memory, or unavailable with the reason."""
+    return {**row, "oom": True} if why.startswith("OutOfMemoryError") else {**row, "unavailable": why[:300]}
+
+
+def _arm(stage, forward, chunk: int, calls: int):
+    """One round's samples of one prepared path, under its stage's context: `chunk` one-call times and one
+    back-to-back run of `calls` forwards (as bench.measure takes them, a round at a time)."""
+    def measure() -> dict:
+        with stage.context(), torch.no_grad():
+            return {"times_us": bench.time_forward(forward, reps=chunk, warmup=1),
+                    "back_to_back_us_each": bench.back_to_back_each(forward, calls=calls, reps=1)}
+    return measure
+
+
+def timed_together(ready: list, calls: int, rounds: int = FASTEST_ROUNDS, seed=None) -> list[dict]:
+    """Prepared paths ((row, forward) pairs, `prepared`'s) timed interleaved (bench.interleaved), each as
+    bench.measure times one alone: as many one-call samples as fit its time budget (bench.adaptive_reps,
+    rounded down to a whole number a round), one back-to-back run of `calls` a round, its peak memory once
+    after; with the rounds kept and dropped, the clocks and the seed, and its TFLOP/s."""
+    arms, reps, rows = {}, {}, [row for row, _ in ready]
+    for i, (row, forward) in enumerate(ready):
+        if forward is None:
+            continue
+        stage = STAGES[row["path"]]
+        try:
+            with stage.context(), torch.no_grad():
+                chunk = max(1, bench.adaptive_reps(forward) // rounds)
+        except RuntimeError as e:
+            rows[i] = _failed(row, f"{type(e).__name__}: {first_line(e)}")
+            continue
+        reps[i], arms[i] = chunk * rounds, _arm(stage, forward, chunk, calls)
+    measured = bench.interleaved(arms, rounds, seed=seed)
+    for i, m in measured.items():
+        row, forward = ready[i]
+        if "error" in m:
+            rows[i] = _failed(row, m["error"])
+            continue
+        with STAGES[row["path"]].context(), torch.no_grad():
+            peak = bench.peak_extra_bytes(forward)
+        rows[i] = derived.DERIVE["sweep"]([{
+            **row, "median_us": statistics.median(m["times_us"]), **m,
+            "back_to_back_us": statistics.median(m["back_to_back_us_each"]), "back_to_back_calls": calls,
+            "reps": reps[i], "peak_extra_bytes": peak}])[0]
+    return rows
+
+
+def fastest(shape=LONG_SHAPE, paths=None, bshd_paths=None, calls=50, rounds=FASTEST_ROUNDS, seed=None):
     """Every fused path at the target shape, timed back to back (the stream's throughput: `calls`
     forwards queued, so the first launch's latency is spread thin), on contiguous [B, H, S, D]
     inputs; the fastest again on inputs stored [B, S, H, D], the layout FlashAttention-4 takes
-    without a transpose (SDPA's backends then read transposed views). A generator (measure/repeat.py):
-    every path is loaded and compiled before the first is timed."""
+    without a transpose (SDPA's backends then read transposed views). Every path and layout is timed
+    interleaved with the others (timed_together). A generator (measure/repeat.py): every path is loaded
+    and compiled before the first is timed."""
     paths = paths or select(fused=True, sweep=True)
     bshd_paths = bshd_paths or select(fused=True, sweep=True, bshd_too=True)
     ready = ([prepared(path, shape, layout="BHSD") for path in paths]
              + [prepared(path, shape, layout="BSHD") for path in bshd_paths])
     yield  # every path loaded and compiled: a generator for measure/repeat.py
-    return [timed(row, forward, calls) for row, forward in ready]
+    return timed_together(ready, calls, rounds, seed)
 
 
 def recompile_limit(seq_lens=(256, 384, 512, 640, 768, 896, 1024, 1152, 1280, 1408, 1536), heads=16, d=64) -> dict:
