@@ -40,22 +40,53 @@ class Progress:
             self.stream.write("\n")
 
 
-def ceilings(device="cuda") -> dict:
-    """bf16 matmul TFLOP/s on random 8192³ operands and device copy bandwidth (read + write) of 2 GiB."""
+CEILING_ROUNDS = 5  # the ceilings' rounds: one back-to-back run of each rate a round
+
+
+def _each(run, calls: int, tf32: bool | None = None):
+    """One round's back-to-back run of `calls` (per call, µs), TF32 for float32 matmuls set as `tf32` says."""
+    def measure() -> dict:
+        old = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = old if tf32 is None else tf32
+        try:
+            return {"us_each": bench.back_to_back_each(run, calls=calls, reps=1)}
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old
+    return measure
+
+
+def _rates(warm, arms: dict, rounds: int, seed) -> dict:
+    """The rates' samples at a settled clock: `warm` (a matmul) run until the SM clock stops falling
+    (bench.settle, at most 3 s), then `arms` interleaved (bench.interleaved); `<arm>_us_each` for each, the
+    rounds kept and dropped, the SM clock over them (clocks), the seed and the settling."""
+    settled = bench.settle(warm)
+    measured = bench.interleaved(arms, rounds, seed=seed, warm=False)
+    failed = next((m["error"] for m in measured.values() if "error" in m), None)
+    if failed:
+        raise RuntimeError(failed)
+    first = next(iter(measured.values()))
+    return {**{f"{name}_us_each": m["us_each"] for name, m in measured.items()},
+            **{k: first[k] for k in ("rounds", "throttled", "clocks", "seed")}, **settled}
+
+
+def ceilings(device="cuda", rounds=CEILING_ROUNDS, seed=None) -> dict:
+    """bf16 matmul TFLOP/s on random 8192³ operands and device copy bandwidth (read + write) of 2 GiB, at a
+    settled clock (the SM clock they ran at kept beside them: `clocks`)."""
     n = 8192
     a, b = (torch.randn(n, n, device=device, dtype=torch.bfloat16) for _ in range(2))
-    mm = bench.back_to_back_each(lambda: a @ b, calls=10, reps=5)
     src = torch.randn(2**30 // 2, device=device, dtype=torch.bfloat16)  # 1 GiB (bf16 elements)
     dst = torch.empty_like(src)
-    copy = bench.back_to_back_each(lambda: dst.copy_(src), calls=10, reps=5)
-    return {"matmul_shape": [n, n, n], "matmul_us_each": mm, "copy_bytes": src.numel() * src.element_size(),
-            "copy_us_each": copy}  # rates: derived.py
+    rates = _rates(lambda: [a @ b for _ in range(10)],
+                   {"matmul": _each(lambda: a @ b, calls=10), "copy": _each(lambda: dst.copy_(src), calls=10)},
+                   rounds, seed)
+    return {"matmul_shape": [n, n, n], "copy_bytes": src.numel() * src.element_size(), **rates}  # rates: derived.py
 
 
-def hardware(device="cuda") -> dict:
+def hardware(device="cuda", rounds=CEILING_ROUNDS, seed=None) -> dict:
     """What this GPU is (a device query) and the rates that explain the math backend against the naive
     forward: FP32 GEMM on CUDA cores (TF32 off), the same at the math backend's batched shape, the bf16
-    GEMM at the naive forward's shape, and copy bandwidth (read + write)."""
+    GEMM at the naive forward's shape, and copy bandwidth (read + write); at a settled clock, the SM clock
+    they ran at kept beside them (`clocks`)."""
     import subprocess
     props = torch.cuda.get_device_properties(device)
     query = {k: getattr(props, k) for k in ("name", "major", "minor", "multi_processor_count", "total_memory",
@@ -69,16 +100,13 @@ def hardware(device="cuda") -> dict:
             int(x) for x in out.splitlines()[0].split(","))
     except (OSError, ValueError, IndexError, subprocess.SubprocessError):
         pass
+    n = 8192
+    a, b = (torch.randn(n, n, device=device) for _ in range(2))
+    bh, s, d = 8 * 16, 1024, 64  # the math backend's Q·Kᵀ at the post's shape, batched over B×H
+    q, k = torch.randn(bh, s, d, device=device), torch.randn(bh, d, s, device=device)
     old = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False  # FP32 on CUDA cores, as the math backend's GEMMs run
     try:
-        n = 8192
-        a, b = (torch.randn(n, n, device=device) for _ in range(2))
-        fp32 = bench.back_to_back_each(lambda: a @ b, calls=5, reps=5)
-        a = b = None
-        bh, s, d = 8 * 16, 1024, 64  # the math backend's Q·Kᵀ at the post's shape, batched over B×H
-        q, k = torch.randn(bh, s, d, device=device), torch.randn(bh, d, s, device=device)
-        bmm32 = bench.back_to_back_each(lambda: torch.bmm(q, k), calls=20, reps=5)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             torch.bmm(q, k)
             torch.cuda.synchronize()
@@ -87,14 +115,16 @@ def hardware(device="cuda") -> dict:
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old
     qh, kh = q.bfloat16(), k.bfloat16()
-    bmm16 = bench.back_to_back_each(lambda: torch.bmm(qh, kh), calls=20, reps=5)
-    q = k = qh = kh = None
     src = torch.randn(2**30 // 2, device=device, dtype=torch.bfloat16)  # 1 GiB
     dst = torch.empty_like(src)
-    copy = bench.back_to_back_each(lambda: dst.copy_(src), calls=10, reps=5)
-    return {"query": query, "fp32_matmul_shape": [n, n, n], "fp32_matmul_us_each": fp32,
-            "bmm_shape": [bh, s, d, s], "fp32_bmm_us_each": bmm32, "fp32_bmm_kernel": longest.key if longest else None,
-            "bf16_bmm_us_each": bmm16, "copy_bytes": src.numel() * src.element_size(), "copy_us_each": copy}
+    warm = _each(lambda: a @ b, calls=5, tf32=False)
+    rates = _rates(warm, {"fp32_matmul": _each(lambda: a @ b, calls=5, tf32=False),
+                          "fp32_bmm": _each(lambda: torch.bmm(q, k), calls=20, tf32=False),
+                          "bf16_bmm": _each(lambda: torch.bmm(qh, kh), calls=20),
+                          "copy": _each(lambda: dst.copy_(src), calls=10)}, rounds, seed)
+    return {"query": query, "fp32_matmul_shape": [n, n, n], "bmm_shape": [bh, s, d, s],
+            "fp32_bmm_kernel": longest.key if longest else None, "copy_bytes": src.numel() * src.element_size(),
+            **rates}
 
 
 def inputs(shape, dtype, layout="BHSD"):
