@@ -103,3 +103,34 @@ def test_settle_stops_once_the_clock_stops_falling():
     assert settled["settled"] is True  # after 1980, 1900, 1800: 1800 and 1810 did not fall
     bounded = bench.settle(lambda: None, reader=fake_clock([2000 - i for i in range(10**6)]), max_s=0.05, step_s=0.001)
     assert bounded["settled"] is False and 0.05 <= bounded["settle_s"] < 1
+
+
+def _timing_row(**clocks):
+    return {"stage": "flash", "shape": [8, 16, 1024, 64], "dtype": "bf16", "calls": 20, "rounds": 24, "throttled": 1,
+            "seed": 12345, "one_call_us": [300.0] * 48, "one_call_wall_us": [310.0] * 48,
+            **{k: [200.0] * 24 for k in ("back_to_back_us", "enqueue_us", "enqueue_late_us", "graph_us")},
+            "profiled": {"device_us": [190.0] * 3, "cpu_us": [30.0] * 3, "span_us": [195.0] * 3, "ops": [1] * 3},
+            "clocks": {**bench.NO_CLOCKS, **clocks}}
+
+
+def test_a_run_in_rounds_is_wellformed_counted_and_bounded_by_the_gpus_clock():
+    from attnprof.analysis import bounds, counts, hardware, wellformed
+    assert hardware.SPECS["NVIDIA H200"].max_sm_mhz == 1980
+    at = {"sm_mhz_min": 1755, "sm_mhz_median": 1980, "sm_mhz_max": 1980, "sm_mhz_limit": 1980,
+          "temperature_c_max": 51, "power_w_max": 512.3, "throttle_reasons": 5}
+    run = {"device": "NVIDIA H200", "result": {**counts.TIMING, "rows": [_timing_row(**at)]}}
+    assert wellformed.problem(run) is None and counts.run_lines("timing", run) == []
+    assert bounds.run_lines("timing", run) == []
+    cpu = {"device": "NVIDIA H200", "result": {**counts.TIMING, "rows": [_timing_row()]}}  # NVML could not say
+    assert wellformed.problem(cpu) is None and bounds.run_lines("timing", cpu) == []
+    fast = {"device": "NVIDIA H200", "result": {**counts.TIMING, "rows": [_timing_row(**{**at, "sm_mhz_max": 2100})]}}
+    assert bounds.run_lines("timing", fast) == [
+        "result.rows[0].clocks.sm_mhz_max 2100 MHz is not within the GPU's maximum SM clock (1980 MHz)"]
+    unordered = {"device": "NVIDIA H200", "result": {**counts.TIMING, "rows": [_timing_row(**{**at, "sm_mhz_min": 1990 - 20,
+                                                                                             "sm_mhz_median": 1800})]}}
+    assert "are not in order" in bounds.run_lines("timing", unordered)[0]
+    for field, value in (("rounds", -1), ("throttled", 1.5), ("clocks", [1980])):
+        bad = {"result": {"rows": [{**_timing_row(**at), field: value}]}}
+        assert wellformed.problem(bad).startswith(f"result.rows[0].{field} is "), field
+    bad = {"result": {"rows": [_timing_row(**{**at, "power_w_max": -3})]}}
+    assert wellformed.problem(bad).startswith("result.rows[0].clocks.power_w_max is -3")
