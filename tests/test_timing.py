@@ -248,3 +248,33 @@ def test_a_lone_call_below_the_gpu_only_time_is_said_by_the_one_rule(tmp_path):
         (tmp_path / str(factor)).mkdir()
         said = expand(Build(_folder_with(tmp_path / str(factor), run), problems={}), "lone-call", [])
         assert says in said and never not in said and "cuDNN at 1×16×8192×128" in said, said
+
+
+def test_pages_show_the_rows_a_run_in_rounds_holds_and_need_none_it_lacks(tmp_path):
+    """The timing run as the rounds make it: every row with its rounds, throttled count and clocks, and rows for
+    stages the committed run lacks, one of them without GPU-only samples (a forward that could not be recorded
+    into a CUDA graph). The pages build; the table shows every row, that one without a verdict; the note says
+    how the rounds went."""
+    run = records.load_run("timing")
+    clocks = {"sm_mhz_min": 1755, "sm_mhz_median": 1980, "sm_mhz_max": 1980, "sm_mhz_limit": 1980,
+              "temperature_c_max": 50, "power_w_max": 400.0, "throttle_reasons": 1}
+    for result in [run["result"], *run.get("repeats", [])]:
+        naive = timing.find(result["rows"], "naive", "8x16x1024x64")
+        for row in result["rows"]:
+            row.update(rounds=25, throttled=1 if row is naive else 0, clocks=clocks, seed=1)
+        for stage in ("inplace", "naive_reduce"):
+            extra = copy.deepcopy(naive)
+            extra["stage"] = stage
+            if stage == "naive_reduce":
+                del extra["graph_us"]
+                extra["graph_error"] = "RuntimeError: cannot record"
+            result["rows"].append(extra)
+    folder = _folder_with(tmp_path, run)
+    build = Build(folder, problems={})
+    table = expand(build, "timing-table", [])
+    assert "Naive attention, torch.compile reduce-overhead" in table and "no verdict (no CUDA graph)" in table
+    assert "| in place |" in table
+    assert "(3 dropped; the SM clock over the rounds kept: 1,755–1,980 MHz)" in table  # one a process
+    for page in ("launch-bound.md", "methods.md"):
+        assert _render(page, folder)
+    assert "reduce-overhead" not in expand(build, "verdicts", ["8x16x1024x64"])  # no verdict, so not among them

@@ -13,6 +13,7 @@ import time
 import torch
 
 from . import clock
+from ..model.procedure import THROTTLE  # NVBench's default throttle threshold, 75 %
 from ..text import first_line
 
 
@@ -94,11 +95,6 @@ def measure(forward, budget_us=300_000.0, calls=5) -> dict:
             torch.cuda.empty_cache()
         return {"oom": True}
 
-
-# A round whose SM clock is below this share of the GPU's maximum SM clock is dropped, for every arm: NVBench's
-# default throttle threshold, "--throttle-threshold: ... percentage of the device's default clock rate. Default is
-# 75" (https://github.com/NVIDIA/nvbench/blob/main/docs/cli_help.md).
-THROTTLE = 0.75
 NO_CLOCKS = {"sm_mhz_min": None, "sm_mhz_median": None, "sm_mhz_max": None, "sm_mhz_limit": None,
              "temperature_c_max": None, "power_w_max": None, "throttle_reasons": None}
 
