@@ -134,3 +134,25 @@ def test_a_run_in_rounds_is_wellformed_counted_and_bounded_by_the_gpus_clock():
         assert wellformed.problem(bad).startswith(f"result.rows[0].{field} is "), field
     bad = {"result": {"rows": [_timing_row(**{**at, "power_w_max": -3})]}}
     assert wellformed.problem(bad).startswith("result.rows[0].clocks.power_w_max is -3")
+
+
+def test_the_fastest_run_and_the_backward_ranking_measure_in_rounds_on_a_cpu(monkeypatch):
+    """At a tiny shape on a CPU: each path's row keeps the fields the pages and counts read, its samples those
+    of its rounds; a path that cannot run is a row that says why, and the others go on."""
+    from attnprof.analysis import counts, derived
+    from attnprof.measure import backward, repeat, sweep
+    rows = repeat.measured(sweep.fastest, (1, 2, 32, 16), ["flash", "cudnn"], ["flash"], 4, 5, 9)
+    assert [(r["path"], r["layout"]) for r in rows] == [("flash", "BHSD"), ("cudnn", "BHSD"), ("flash", "BSHD")]
+    assert "unavailable" in rows[1]  # no cuDNN on a CPU
+    for r in (rows[0], rows[2]):
+        assert (r["rounds"], r["throttled"], r["seed"], r["back_to_back_calls"]) == (5, 0, 9, 4)
+        assert len(r["back_to_back_us_each"]) == 5 and len(r["times_us"]) == r["reps"] and r["reps"] % 5 == 0
+        assert r["tflops_back_to_back"] > 0 and r["median_us"] > 0
+    assert counts.run_lines("fastest", {"result": rows}) == [] and derived.disagreements("fastest", rows) == []
+
+    monkeypatch.setattr(backward, "select", lambda **facts: ["naive", "math"])
+    ranked = repeat.measured(backward.ranking, (1, 2, 32, 16), "bf16", backward.ROUNDS, 4)
+    for r in ranked["rows"]:
+        assert len(r["event_times_us"]) == 50 and len(r["backward_device_us_each"]) == 3, r
+        assert (r["rounds"], r["throttled"], r["seed"]) == (backward.ROUNDS, 0, 4)
+    assert counts.run_lines("backward", {"result": ranked}) == []
