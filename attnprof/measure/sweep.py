@@ -234,7 +234,8 @@ def timed_together(ready: list, calls: int, rounds: int = FASTEST_ROUNDS, seed=N
             rows[i] = _failed(row, f"{type(e).__name__}: {first_line(e)}")
             continue
         reps[i], arms[i] = chunk * rounds, _arm(stage, forward, chunk, calls)
-    measured = bench.interleaved(arms, rounds, seed=seed)
+    # no warm round: every path ran just now (adaptive_reps), so the first round's clock follows work
+    measured = bench.interleaved(arms, rounds, seed=seed, warm=False)
     for i, m in measured.items():
         row, forward = ready[i]
         if "error" in m:
