@@ -1,7 +1,10 @@
 """One forward under every timing method, in one run: unprofiled (one call, back to back, GPU only,
 CPU enqueue) and profiled (device time, CPU time, span), with the raw samples of each.
 
-The forwards are the stage table's own (`Stage.prepare` under `Stage.context`). The verdicts are
+The forwards are the stage table's own (`Stage.prepare`, each measurement under its `Stage.context`). The
+stages of one shape are measured interleaved, in rounds (bench.interleaved), so that drift of the host or the
+GPU falls on every stage alike; then each is profiled. A capture's own stream samples (`stream`) are taken
+alone, as before. The verdicts are
 drawn from these samples by attnprof/analysis/timing.py, which needs no torch. On a machine without a CUDA GPU
 the same code runs on the CPU (wall clock for events, no graph), to try it at a tiny size.
 """
