@@ -156,3 +156,49 @@ def test_the_fastest_run_and_the_backward_ranking_measure_in_rounds_on_a_cpu(mon
         assert len(r["event_times_us"]) == 50 and len(r["backward_device_us_each"]) == 3, r
         assert (r["rounds"], r["throttled"], r["seed"]) == (backward.ROUNDS, 0, 4)
     assert counts.run_lines("backward", {"result": ranked}) == []
+
+
+CLOCKS = {"sm_mhz_min": 1755, "sm_mhz_median": 1980, "sm_mhz_max": 1980, "sm_mhz_limit": 1980,
+          "temperature_c_max": 50, "power_w_max": 400.0, "throttle_reasons": 1}
+
+
+def _rekeyed(tmp_path, name, edit):
+    """A captures folder like the committed one (links), with run `name`'s every process edited as a run in
+    rounds makes it, its figures derived again and its key, code and settings those of the code now."""
+    import json
+    from attnprof.analysis import derived, records
+    from attnprof.model import store
+    for f in store.CAPTURES.iterdir():
+        if f.name != f"run-{name}.json":
+            (tmp_path / f.name).symlink_to(f)
+    r = json.loads((store.CAPTURES / f"run-{name}.json").read_text())
+    r["result"] = derived.derive(name, edit(r["result"]))
+    if "repeats" in r:
+        r["repeats"] = [derived.derive(name, edit(x)) for x in r["repeats"]]
+    r.update(key=records.RUN.key(f"run-{name}"), code=records.RUN.code(f"run-{name}"),
+             settings=records.RUN.settings(f"run-{name}"))
+    (tmp_path / f"run-{name}.json").write_text(json.dumps(r))
+    return records.status(f"run-{name}", tmp_path)
+
+
+def test_a_run_in_rounds_passes_check_and_a_clock_beyond_the_gpus_is_named(tmp_path):
+    """The committed timing run cut to what 25 rounds with one dropped keep, with its rounds, throttled count,
+    clocks and seed, under the code's key now: check finds nothing; the ceilings with an SM clock above the
+    H200's maximum: one line naming the field."""
+    def timing(res):
+        res["reps"] = 25
+        for i, row in enumerate(r for r in res["rows"] if "error" not in r):
+            for k in ("back_to_back_us", "enqueue_us", "enqueue_late_us", "graph_us"):
+                row[k] = row[k][:24]
+            row["one_call_us"], row["one_call_wall_us"] = row["one_call_us"][:48], row["one_call_wall_us"][:48]
+            row.update(rounds=24, throttled=1, clocks=CLOCKS, seed=7 + i)
+        return res
+    (tmp_path / "timing").mkdir()
+    assert _rekeyed(tmp_path / "timing", "timing", timing) is None
+
+    def hot(res):
+        return {**res, "rounds": 5, "throttled": 0, "clocks": {**CLOCKS, "sm_mhz_max": 2500}, "seed": 1,
+                "settle_s": 0.8, "settled": True}
+    (tmp_path / "ceilings").mkdir()
+    why = _rekeyed(tmp_path / "ceilings", "ceilings", hot)
+    assert "run-ceilings.json" in why and "result.clocks.sm_mhz_max 2500 MHz is not within the GPU's maximum SM clock" in why
