@@ -95,6 +95,7 @@ def measure(forward, budget_us=300_000.0, calls=5) -> dict:
             torch.cuda.empty_cache()
         return {"oom": True}
 
+
 NO_CLOCKS = {"sm_mhz_min": None, "sm_mhz_median": None, "sm_mhz_max": None, "sm_mhz_limit": None,
              "temperature_c_max": None, "power_w_max": None, "throttle_reasons": None}
 
