@@ -12,6 +12,8 @@ torch = pytest.importorskip("torch")  # the measuring code imports torch at the 
 def test_the_stream_and_steady_counts_are_the_measuring_codes_constants():
     from attnprof.measure import steady, timing
     assert counts.STREAM == {"calls": timing.CALLS, "reps": timing.REPS, "one_call_reps": timing.ONE_CALL_REPS}
+    assert counts.TIMING == {"calls": timing.CALLS, "reps": timing.ROUNDS,
+                             "one_call_reps": timing.ROUNDS * timing.ONE_CALL_PER_ROUND}
     assert counts.STEADY == {"repeats": steady.REPEATS, "calls": steady.CALLS, "runs": steady.RUNS}
 
 
@@ -20,8 +22,30 @@ def test_the_adaptive_and_literal_counts_are_the_measuring_codes():
     defaults = inspect.signature(bench.adaptive_reps).parameters
     assert counts.ADAPTIVE_REPS == (defaults["lo"].default, defaults["hi"].default)
     assert f"back_to_back_each(forward, calls=calls, reps={counts.BACK_TO_BACK_RUNS})" in inspect.getsource(bench.measure)
-    ceilings = inspect.getsource(sweep.ceilings) + inspect.getsource(sweep.hardware)
-    assert ceilings.count("reps=") == ceilings.count(f"reps={counts.EACH})") == 6
-    source = inspect.getsource(graphs)
-    assert f"time_forward(forward, reps={counts.GRAPHS['times_us']}," in source
-    assert f"back_to_back_each(forward, calls=20, reps={counts.GRAPHS['back_to_back_us_each']})" in source
+    # the ceilings: one back-to-back run of each rate a round, in EACH rounds
+    assert counts.EACH == sweep.CEILING_ROUNDS and "back_to_back_each(run, calls=calls, reps=1)" in inspect.getsource(sweep._each)
+    assert counts.GRAPHS == {"times_us": graphs.TIMES, "back_to_back_us_each": graphs.RUNS}
+
+
+def test_the_rounds_are_the_measuring_codes():
+    """Each run measured in rounds (measure/bench.py interleaved) takes as many as counts.ROUNDS says, and
+    every round an equal share of its samples."""
+    from attnprof.measure import backward, graphs, sweep, timing
+    from attnprof.model.procedure import EVENT_REPS
+    assert counts.ROUNDS == {"timing": timing.ROUNDS, "backward": backward.ROUNDS, "fastest": sweep.FASTEST_ROUNDS,
+                             "graphs": graphs.ROUNDS, "ceilings": sweep.CEILING_ROUNDS, "hardware": sweep.CEILING_ROUNDS}
+    assert EVENT_REPS % backward.ROUNDS == 0 and graphs.TIMES % graphs.ROUNDS == graphs.RUNS % graphs.ROUNDS == 0
+    assert counts.kept({"rounds": 23, "throttled": 2}, 50) == 46 and counts.kept({}, 50) == 50
+
+
+def test_a_row_in_rounds_is_counted_by_the_rounds_it_kept():
+    row = {"stage": "flash", "shape": [8, 16, 1024, 64], "rounds": 24, "throttled": 1, "one_call_us": [1.0] * 48,
+           "one_call_wall_us": [1.0] * 48, **{k: [1.0] * 24 for k in counts.STREAM_SAMPLES},
+           "profiled": {"cpu_us": [1.0] * 3}}
+    result = {**counts.TIMING, "rows": [row]}
+    assert counts.run_lines("timing", {"result": result}) == []
+    row["graph_us"] = [1.0] * 25  # a dropped round's sample kept
+    assert counts.run_lines("timing", {"result": result}) == [
+        "result.rows[0].graph_us keeps 25 samples, but measure/timing.py's rounds (and those it kept) give 24"]
+    row["graph_us"], row["throttled"] = [1.0] * 24, 0  # a dropped round not counted
+    assert "make 24 rounds, but the run takes 25" in counts.run_lines("timing", {"result": result})[0]

@@ -9,7 +9,7 @@ import markdown
 import pytest
 
 from attnprof.model import store
-from attnprof.analysis import records
+from attnprof.analysis import counts, records
 from attnprof.analysis import timing
 from attnprof.site import extension
 from attnprof.site.build import Build, FalseStatement
@@ -26,10 +26,11 @@ def test_every_row_has_raw_samples_of_every_method():
     for r in every:  # each process of the run
         rows = [row for row in r["rows"] if "error" not in row]
         assert len(rows) == len(r["rows"]) >= 14
-        for row in rows:
-            assert len(row["one_call_us"]) == r["one_call_reps"]
+        for row in rows:  # a run in rounds keeps the samples of the rounds it kept (counts.kept)
+            assert len(row["one_call_us"]) == counts.kept(row, r["one_call_reps"])
             for key in ("back_to_back_us", "graph_us", "enqueue_us", "enqueue_late_us"):
-                assert len(row[key]) == r["reps"], key
+                if key in row or "graph_error" not in row:  # a forward no CUDA graph records has no GPU-only samples
+                    assert len(row[key]) == counts.kept(row, r["reps"]), key
             assert len(row["profiled"]["cpu_us"]) == len(row["profiled"]["device_us"]) == 3
     for row, first in zip(ROWS, every[0]["rows"]):  # the pages read every process's samples at once
         assert len(row["one_call_us"]) == len(every) * len(first["one_call_us"])
@@ -163,16 +164,23 @@ def test_the_decode_cost_comes_from_the_in_place_step():
 
 def test_the_timing_run_measures_on_a_cpu_at_a_tiny_size():
     """The measuring code itself, at a size a CPU runs at once: every method's raw samples (a CPU has no
-    CUDA graph, so no GPU-only samples), and the profiled forwards."""
+    CUDA graph, so no GPU-only samples), in rounds (no clock to read on a CPU: none dropped, clocks None), and
+    the profiled forwards; the fields the analysis reads."""
     pytest.importorskip("torch")
-    from attnprof.measure import timing as measure
-    run = measure.timing(points=[("flash", (1, 2, 32, 16)), ("naive", (1, 2, 32, 16))], calls=4, reps=3, one_call_reps=3)
+    from attnprof.measure import repeat, timing as measure
+    points = [("flash", (1, 2, 32, 16)), ("naive", (1, 2, 32, 16)), ("inplace_compiled", (1, 2, 16, 8))]
+    run = repeat.measured(measure.timing, points, 4, 3, 2, 7)  # calls, rounds, one-call samples a round, seed
+    assert (run["calls"], run["reps"], run["one_call_reps"]) == (4, 3, 6)
+    assert [(r["stage"], tuple(r["shape"])) for r in run["rows"]] == points
     for row in run["rows"]:
         assert "error" not in row, row.get("error")
-        assert len(row["one_call_us"]) == len(row["one_call_wall_us"]) == 3
+        assert len(row["one_call_us"]) == len(row["one_call_wall_us"]) == 6
         assert len(row["back_to_back_us"]) == len(row["enqueue_us"]) == len(row["enqueue_late_us"]) == 3
         assert all(t > 0 for t in row["enqueue_us"]) and "graph_us" not in row
         assert len(row["profiled"]["cpu_us"]) == 3 and row["calls"] == 4
+        assert (row["rounds"], row["throttled"], row["seed"]) == (3, 0, 7)
+        assert row["clocks"]["sm_mhz_median"] is None and row["clocks"]["throttle_reasons"] is None
+        assert timing.stats(row["one_call_us"]).n == 6 and timing.stats(row["profiled"]["device_us"]).n == 3
 
 
 def test_a_verdict_closer_than_the_margin_is_this_hosts_and_fails_an_expected_one(tmp_path):
@@ -241,3 +249,33 @@ def test_a_lone_call_below_the_gpu_only_time_is_said_by_the_one_rule(tmp_path):
         (tmp_path / str(factor)).mkdir()
         said = expand(Build(_folder_with(tmp_path / str(factor), run), problems={}), "lone-call", [])
         assert says in said and never not in said and "cuDNN at 1×16×8192×128" in said, said
+
+
+def test_pages_show_the_rows_a_run_in_rounds_holds_and_need_none_it_lacks(tmp_path):
+    """The timing run as the rounds make it: every row with its rounds, throttled count and clocks, and rows for
+    stages the committed run lacks, one of them without GPU-only samples (a forward that could not be recorded
+    into a CUDA graph). The pages build; the table shows every row, that one without a verdict; the note says
+    how the rounds went."""
+    run = records.load_run("timing")
+    clocks = {"sm_mhz_min": 1755, "sm_mhz_median": 1980, "sm_mhz_max": 1980, "sm_mhz_limit": 1980,
+              "temperature_c_max": 50, "power_w_max": 400.0, "throttle_reasons": 1}
+    for result in [run["result"], *run.get("repeats", [])]:
+        naive = timing.find(result["rows"], "naive", "8x16x1024x64")
+        for row in result["rows"]:
+            row.update(rounds=25, throttled=1 if row is naive else 0, clocks=clocks, seed=1)
+        for stage in ("inplace", "naive_reduce"):
+            extra = copy.deepcopy(naive)
+            extra["stage"] = stage
+            if stage == "naive_reduce":
+                del extra["graph_us"]
+                extra["graph_error"] = "RuntimeError: cannot record"
+            result["rows"].append(extra)
+    folder = _folder_with(tmp_path, run)
+    build = Build(folder, problems={})
+    table = expand(build, "timing-table", [])
+    assert "Naive attention, torch.compile reduce-overhead" in table and "no verdict (no CUDA graph)" in table
+    assert "| in place |" in table
+    assert "(3 dropped; the SM clock over the rounds kept: 1,755–1,980 MHz)" in table  # one a process
+    for page in ("launch-bound.md", "methods.md"):
+        assert _render(page, folder)
+    assert "reduce-overhead" not in expand(build, "verdicts", ["8x16x1024x64"])  # no verdict, so not among them

@@ -186,6 +186,36 @@ def cp_lines(summary: dict) -> list[str]:
     return found
 
 
+def clock_lines(node, path: str, spec: Spec) -> list[str]:
+    """Every `clocks` a run keeps (measure/bench.py: the SM clock over the rounds kept): its SM clocks positive
+    and at most the GPU's maximum SM clock, in order (min, median, max); its temperature and power numbers."""
+    found = []
+
+    def walk(node, where):
+        if isinstance(node, list):
+            for i, item in enumerate(node):
+                walk(item, f"{where}[{i}]")
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                if k == "clocks" and isinstance(v, dict):
+                    found.extend(_clocks(v, f"{where}.{k}"))
+                elif isinstance(v, (dict, list)):
+                    walk(v, f"{where}.{k}")
+
+    def _clocks(c, where):
+        out = []
+        sm = [c.get(k) for k in ("sm_mhz_min", "sm_mhz_median", "sm_mhz_max")]
+        for k in ("sm_mhz_min", "sm_mhz_median", "sm_mhz_max", "sm_mhz_limit"):
+            v = c.get(k)
+            if v is not None and not (_numbers([v]) and 0 < v <= (spec.max_sm_mhz or math.inf)):
+                out.append(f"{where}.{k} {v!r} MHz is not within the GPU's maximum SM clock ({spec.max_sm_mhz} MHz)")
+        if not out and all(x is not None for x in sm) and not sm[0] <= sm[1] <= sm[2]:
+            out.append(f"{where}.sm_mhz_min, _median and _max {sm!r} are not in order")
+        return out
+    walk(node, path)
+    return found[:3]
+
+
 def run_lines(name: str, run: dict) -> list[str]:
     """A measurement run, every process: its times; every rate it stores (`*tflops*`, `*gbs`) and the ones
     the site computes from its medians (an attention forward's, a backward's, a matmul's) at most the peak;
@@ -193,7 +223,7 @@ def run_lines(name: str, run: dict) -> list[str]:
     spec = spec_of(run)
     results = [("result", run.get("result"))] + [(f"repeats[{i}]", r) for i, r in enumerate(run.get("repeats", []))]
     found = [line for where, result in results for line in time_lines(result, where)
-             + (sizes_lines(result, where, spec) if spec else [])]
+             + (sizes_lines(result, where, spec) + clock_lines(result, where, spec) if spec else [])]
     if spec is None or found:
         return found
 

@@ -89,6 +89,7 @@ class Spec:
     blocks_per_sm: int  # resident blocks per SM (not in deviceProperties)
     registers_per_thread: int
     sources: dict
+    max_sm_mhz: int | None = None  # the SM clock's maximum (boost): bounds every SM clock a record reads
 
 
 SPECS = {
@@ -105,7 +106,12 @@ SPECS = {
                 "sharedMemPerMultiprocessor": 228 * 1024, "sharedMemPerBlockOptin": 227 * 1024,
                 "maxThreadsPerBlock": 1024, "regsPerBlock": 65536, "warpSize": 32},
         blocks_per_sm=MAX_BLOCKS_PER_SM[9], registers_per_thread=255,
+        # the boost clock at which the product page's FP32 figure, 67 TFLOPS, is 132 SMs x 128 FP32 lanes (GH100
+        # whitepaper) x 2 FLOPs a cycle: 66.9 TFLOPS at 1,980 MHz; the H200's driver reports it as clocks.max.sm
+        max_sm_mhz=1980,
         sources={"peaks, HBM bandwidth and memory (NVIDIA H200 product page, H200 SXM)": H200_PAGE,
+                 "maximum SM clock, 1,980 MHz (the product page's FP32 67 TFLOPS over 132 SMs x 128 lanes x 2, "
+                 "whitepaper)": H200_PAGE,
                  "SMs (NVIDIA H100 Tensor Core GPU Architecture whitepaper, H100 SXM5)": HOPPER_WHITEPAPER,
                  "per-SM limits, compute capability 9.0 (CUDA C++ Programming Guide)": CUDA_GUIDE,
                  "per-SM limits (Hopper Tuning Guide, 1.4.1)": HOPPER_TUNING}),

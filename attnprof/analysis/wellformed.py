@@ -16,6 +16,8 @@ SIGNED = {"saved_us", "throughput_gain_pct"}  # differences (a graph that saves 
 LISTS = {"ops", "cpu_ops", "key_averages", "ranks", "kernels", "saved", "rows"}
 NON_EMPTY = {"result", "rows", "ranks", "kernels", "repeats"}  # never empty where present
 STRINGS = {"record", "stage", "dtype", "device", "name", "kind", "path", "layout", "label", "title", "date", "launch"}
+COUNTS = {"rounds", "throttled", "seed"}  # a measurement in rounds (measure/bench.py interleaved): whole numbers
+CLOCKS = ("_mhz", "_mhz_min", "_mhz_median", "_mhz_max", "_mhz_limit", "_c_max", "_w_max")  # NVML's readings, or null
 
 
 class Malformed(ValueError):
@@ -54,6 +56,15 @@ def _field(key, value, here: str) -> str | None:
         return f"{here} is {value!r}, not a number"
     if key in STRINGS and not isinstance(value, str):
         return f"{here} is {value!r}, not a string"
+    if key in COUNTS and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return f"{here} is {value!r}, not a whole number of at least zero"
+    if key.endswith(CLOCKS) and value is not None and not (_number(value) and value >= 0):
+        return f"{here} is {value!r}, not a number of at least zero (or null: NVML could not say)"
+    if key == "clocks" and not isinstance(value, dict):
+        return f"{here} is {value!r}, not the GPU's clocks over the rounds kept"
+    if key == "throttle_reasons" and value is not None and not (isinstance(value, int) and not isinstance(value, bool)
+                                                               and value >= 0):
+        return f"{here} is {value!r}, not NVML's bitmask of throttle reasons (or null)"
     if key in LISTS and not isinstance(value, list):
         return f"{here} is {value!r}, not a list"
     if key in NON_EMPTY and value in ([], {}):

@@ -19,7 +19,7 @@ from ..model.procedure import BWD_FLOP_FACTOR, BWD_LABEL, DEFAULT_DTYPE, EVENT_R
 from ..model.stages import DEFAULT_SHAPE, ProviderUnavailable, get_stage, select
 from ..text import first_line
 from ..analysis.stats import event_stats
-from .bench import sync
+from .bench import interleaved, sync
 from .capture import cannot_run, each, head
 from .profiling import key_average_rows, profiled
 from .numerics import default_device, make_inputs, reference, relative_error, torch_dtype
@@ -131,10 +131,15 @@ def measured(forward, grad, inputs) -> tuple[dict, object, list[float]]:
     return events, averages, time_backward(forward, grad, inputs, EVENT_REPS)
 
 
-def ranking(shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE):
+ROUNDS = 10  # the ranking's rounds: EVENT_REPS // ROUNDS backward calls of each stage a round
+
+
+def ranking(shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE, rounds=ROUNDS, seed=None):
     """The ranking's samples, for a run repeated in separate processes: every backward stage at `shape`,
     by device time per profiled backward (counted as a capture counts it) and by one call's CUDA-event
-    time. A generator (measure/repeat.py): it yields once every stage is loaded, compiled and run once."""
+    time. The stages' CUDA-event times are taken interleaved (bench.interleaved: `rounds` rounds, each stage
+    once a round in a shuffled order, a round at a throttled clock dropped for all), then each stage is
+    profiled. A generator (measure/repeat.py): it yields once every stage is loaded, compiled and run once."""
     ready, rows = [], {}
     for name in select(backward=True):
         stage = get_stage(name)
@@ -149,11 +154,23 @@ def ranking(shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE):
         except (ProviderUnavailable, RuntimeError) as e:
             rows[name] = {"stage": name, "error": f"{type(e).__name__}: {first_line(e)}"[:300]}
     yield
+
+    def arm(stage, forward, grad, inputs):
+        def measure():
+            with stage.context():
+                return {"event_times_us": time_backward(forward, grad, inputs, EVENT_REPS // rounds)}
+        return measure
+    timed = interleaved({r[0].name: arm(*r) for r in ready}, rounds, seed=seed)
     for stage, forward, grad, inputs in ready:
-        with stage.context():
-            events, _, times = measured(forward, grad, inputs)
-        each = trace.summarize_backward(events, BWD_LABEL, LABEL)["backward_device_us_each"]
-        rows[stage.name] = {"stage": stage.name, "backward_device_us_each": each, "event_times_us": times}
+        row = {"stage": stage.name, **timed[stage.name]}
+        if "error" not in row:
+            try:
+                with stage.context():
+                    events, _ = profiled(backward_step(forward, grad, inputs))
+                row["backward_device_us_each"] = trace.summarize_backward(events, BWD_LABEL, LABEL)["backward_device_us_each"]
+            except RuntimeError as e:
+                row = {"stage": stage.name, "error": f"{type(e).__name__}: {first_line(e)}"[:300]}
+        rows[stage.name] = row
     return {"shape": list(shape), "dtype": dtype_name, "rows": [rows[name] for name in select(backward=True)]}
 
 

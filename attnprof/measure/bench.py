@@ -6,10 +6,15 @@ throughput a stream of forwards gets. An out-of-memory forward is reported, neve
 """
 from __future__ import annotations
 
+import random
 import statistics
 import time
 
 import torch
+
+from . import clock
+from ..model.procedure import THROTTLE  # NVBench's default throttle threshold, 75 %
+from ..text import first_line
 
 
 def sync():
@@ -89,3 +94,104 @@ def measure(forward, budget_us=300_000.0, calls=5) -> dict:
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
         return {"oom": True}
+
+
+NO_CLOCKS = {"sm_mhz_min": None, "sm_mhz_median": None, "sm_mhz_max": None, "sm_mhz_limit": None,
+             "temperature_c_max": None, "power_w_max": None, "throttle_reasons": None}
+
+
+def clocks(states: list) -> dict:
+    """The GPU's state over the rounds kept (clock.read's readings): SM clock min, median and max (MHz), the
+    GPU's maximum SM clock, the highest temperature (°C) and power (W), and the throttle reasons OR'd
+    (NVML's bits); None where NVML could not say."""
+    def seen(key):
+        return [s[key] for s in states if s and s.get(key) is not None]
+    sm, reasons = seen("sm_mhz"), seen("throttle_reasons")
+    top = lambda key: max(seen(key), default=None)
+    return {**NO_CLOCKS, **({"sm_mhz_min": min(sm), "sm_mhz_median": statistics.median(sm), "sm_mhz_max": max(sm)}
+                           if sm else {}),
+            "sm_mhz_limit": top("max_sm_mhz"), "temperature_c_max": top("temperature_c"), "power_w_max": top("power_w"),
+            "throttle_reasons": _or(reasons) if reasons else None}
+
+
+def _or(bits):
+    out = 0
+    for b in bits:
+        out |= int(b)
+    return out
+
+
+def throttled(state) -> bool:
+    """Whether a reading's SM clock is below THROTTLE of the GPU's maximum (False where NVML cannot say)."""
+    sm, top = (state or {}).get("sm_mhz"), (state or {}).get("max_sm_mhz")
+    return bool(sm is not None and top and sm < THROTTLE * top)
+
+
+def interleaved(arms: dict, rounds: int, seed: int | None = None, reader=None, warm: bool = True) -> dict:
+    """Several prepared arms measured in `rounds` rounds, each arm once per round, in an order shuffled anew
+    each round (random.Random(seed); a fresh seed, recorded, when none is given), so that drift of the host or
+    the GPU falls on every arm alike. `arms` maps a name to a zero-argument function that measures that arm
+    once and returns {field: samples (a list) or one sample}. Each round first reads the GPU's state
+    (`reader`, clock.read by default); a round whose SM clock is below THROTTLE of the maximum is dropped for
+    every arm and counted. With `warm`, one round before them all is measured and dropped, so that the first
+    kept round's reading follows work, not the idle of preparation.
+
+    Returns {name: {field: kept samples, ..., "rounds": kept, "throttled": dropped, "clocks": clocks(kept
+    readings), "seed": seed}}; an arm that raises RuntimeError (out of memory included) is {"error": why}
+    from then on, and every arm is where no round was kept."""
+    reader = reader or clock.read
+    seed = random.SystemRandom().randrange(2**32) if seed is None else seed
+    rng, live, failed = random.Random(seed), dict(arms), {}
+    kept = {name: {} for name in arms}
+    states, dropped = [], 0
+
+    def once(name):
+        try:
+            return live[name]()
+        except RuntimeError as e:  # torch.OutOfMemoryError included
+            failed[name] = f"{type(e).__name__}: {first_line(e)}"[:300]
+            del live[name]
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            return None
+    if warm:
+        for name in list(live):
+            once(name)
+    for _ in range(rounds):
+        state = reader()
+        order = list(arms)
+        rng.shuffle(order)  # every arm's name, failed or not: the order of a round follows from the seed alone
+        got = {name: out for name in order if name in live and (out := once(name)) is not None}
+        if throttled(state):
+            dropped += 1
+            continue
+        states.append(state)
+        for name, out in got.items():
+            for field, samples in out.items():
+                kept[name].setdefault(field, []).extend(samples if isinstance(samples, list) else [samples])
+    summary = {"rounds": len(states), "throttled": dropped, "clocks": clocks(states), "seed": seed}
+    if not states:
+        why = f"every one of its {rounds} rounds ran below {100 * THROTTLE:.0f} % of the GPU's maximum SM clock"
+        return {name: {"error": failed.get(name, why), "throttled": dropped} for name in arms}
+    return {name: {"error": failed[name]} if name in failed else {**kept[name], **summary} for name in arms}
+
+
+def settle(run, reader=None, max_s: float = 3.0, step_s: float = 0.1) -> dict:
+    """Run `run` (one batch of work) in steps of `step_s` until the SM clock stops falling (two readings in a
+    row no lower than the one before), at most `max_s` seconds; without a clock to read, one step. Returns
+    {"settle_s": seconds spent, "settled": whether the clock stopped falling before the time ran out}."""
+    reader = reader or clock.read
+    start, last, steady = time.perf_counter(), None, 0
+    while True:
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < step_s:
+            run()
+            sync()
+        sm = (reader() or {}).get("sm_mhz")
+        spent = time.perf_counter() - start
+        if sm is None:
+            return {"settle_s": spent, "settled": False}
+        steady = steady + 1 if last is not None and sm >= last else 0
+        last = sm
+        if steady >= 2 or spent >= max_s:
+            return {"settle_s": spent, "settled": steady >= 2}

@@ -2,7 +2,8 @@
 post's shape and at a decode step (one query token against a KV cache of growing length).
 
 Times are CUDA-event medians of single calls (launch gaps included, as a caller sees them) and
-of back-to-back calls (the throughput of a stream of forwards); see bench.
+of back-to-back calls (the throughput of a stream of forwards); see bench. At each place, every path's eager
+and replayed forwards are timed interleaved, in rounds (bench.interleaved).
 """
 from __future__ import annotations
 
@@ -14,11 +15,19 @@ from ..model.stages import DEFAULT_SHAPE, load_snippet
 from .numerics import make_inputs
 
 
-def _times(forward) -> dict:
-    """CUDA-event times of single calls and of back-to-back runs (medians: derived.py)."""
-    with torch.no_grad():
-        return {"times_us": bench.time_forward(forward, reps=50, warmup=5),
-                "back_to_back_us_each": bench.back_to_back_each(forward, calls=20, reps=5)}
+TIMES, RUNS, CALLS, ROUNDS = 50, 5, 20, 5  # per forward: one-call times, back-to-back runs of CALLS; in ROUNDS rounds
+
+
+def _arm(backend, forward, rounds: int):
+    """One round's CUDA-event times of one forward (eager or replayed): its share of single calls and of
+    back-to-back runs (medians: derived.py), under its backend's pinning."""
+    sdpa = load_snippet("sdpa")
+
+    def measure() -> dict:
+        with sdpa.only(backend), torch.no_grad():
+            return {"times_us": bench.time_forward(forward, reps=TIMES // rounds, warmup=1),
+                    "back_to_back_us_each": bench.back_to_back_each(forward, calls=CALLS, reps=RUNS // rounds)}
+    return measure
 
 
 def _paths(q, k, v, causal):
@@ -34,28 +43,41 @@ def _paths(q, k, v, causal):
     }
 
 
-def _row(where, path, backend, forward) -> dict:
+def _rows(where: str, paths: dict, rounds: int, seed=None, **fields) -> list[dict]:
+    """Every path at one place, eager and replayed as a CUDA graph, all timed interleaved (bench.interleaved:
+    `rounds` rounds, each arm once a round in a shuffled order, a round at a throttled clock dropped for all)."""
     graphed = load_snippet("graphed").graphed
     sdpa = load_snippet("sdpa")
-    row = {"where": where, "path": path}
-    try:
-        with sdpa.only(backend), torch.no_grad():
-            row["eager"] = _times(forward)
-            row["graph"] = _times(graphed(forward))
-    except RuntimeError as e:  # a backend that does not take these inputs
-        row["error"] = str(e).strip().splitlines()[0][:300]
-    return row
+    rows, arms = [], {}
+    for path, (backend, forward) in paths.items():
+        row = {**fields, "where": where, "path": path}
+        try:
+            with sdpa.only(backend), torch.no_grad():
+                forward()  # a backend that does not take these inputs raises here
+                arms[(path, "eager")] = _arm(backend, forward, rounds)
+                arms[(path, "graph")] = _arm(backend, graphed(forward), rounds)
+        except RuntimeError as e:
+            arms.pop((path, "eager"), None)
+            row["error"] = str(e).strip().splitlines()[0][:300]
+        rows.append(row)
+    measured = bench.interleaved(arms, rounds, seed=seed)
+    for row in rows:
+        if "error" in row:
+            continue
+        eager, graph = measured[(row["path"], "eager")], measured[(row["path"], "graph")]
+        if "error" in eager or "error" in graph:
+            row["error"] = (eager.get("error") or graph["error"])[:300]
+        else:
+            row.update(eager=eager, graph=graph)
+    return rows
 
 
-def graphs(kv_lens=(1024, 4096, 16384, 32768), heads=16, head_dim=128) -> list[dict]:
-    rows = []
+def graphs(kv_lens=(1024, 4096, 16384, 32768), heads=16, head_dim=128, rounds=ROUNDS, seed=None) -> list[dict]:
     q, k, v = make_inputs(DEFAULT_SHAPE, torch.bfloat16, "cuda")
-    for path, (backend, forward) in _paths(q, k, v, causal=True).items():
-        rows.append({"shape": list(DEFAULT_SHAPE), **_row("the post's shape", path, backend, forward)})
+    rows = _rows("the post's shape", _paths(q, k, v, causal=True), rounds, seed, shape=list(DEFAULT_SHAPE))
     for kv in kv_lens:
         q = make_inputs((1, heads, 1, head_dim), torch.bfloat16, "cuda")[0]
         k, v = make_inputs((1, heads, kv, head_dim), torch.bfloat16, "cuda", seed=1)[:2]
-        for path, (backend, forward) in _paths(q, k, v, causal=False).items():
-            rows.append({"shape": [1, heads, 1, head_dim], "kv_len": kv,
-                         **_row(f"decode, KV {kv}", path, backend, forward)})
+        rows += _rows(f"decode, KV {kv}", _paths(q, k, v, causal=False), rounds, seed,
+                      shape=[1, heads, 1, head_dim], kv_len=kv)
     return rows

@@ -6,6 +6,7 @@ stamp. An out-of-memory point is recorded as OOM; a path that cannot load is rec
 """
 from __future__ import annotations
 
+import statistics
 import sys
 
 import torch
@@ -39,22 +40,53 @@ class Progress:
             self.stream.write("\n")
 
 
-def ceilings(device="cuda") -> dict:
-    """bf16 matmul TFLOP/s on random 8192³ operands and device copy bandwidth (read + write) of 2 GiB."""
+CEILING_ROUNDS = 5  # the ceilings' rounds: one back-to-back run of each rate a round
+
+
+def _each(run, calls: int, tf32: bool | None = None):
+    """One round's back-to-back run of `calls` (per call, µs), TF32 for float32 matmuls set as `tf32` says."""
+    def measure() -> dict:
+        old = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = old if tf32 is None else tf32
+        try:
+            return {"us_each": bench.back_to_back_each(run, calls=calls, reps=1)}
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old
+    return measure
+
+
+def _rates(warm, arms: dict, rounds: int, seed) -> dict:
+    """The rates' samples at a settled clock: `warm` (a matmul) run until the SM clock stops falling
+    (bench.settle, at most 3 s), then `arms` interleaved (bench.interleaved); `<arm>_us_each` for each, the
+    rounds kept and dropped, the SM clock over them (clocks), the seed and the settling."""
+    settled = bench.settle(warm)
+    measured = bench.interleaved(arms, rounds, seed=seed, warm=False)
+    failed = next((m["error"] for m in measured.values() if "error" in m), None)
+    if failed:
+        raise RuntimeError(failed)
+    first = next(iter(measured.values()))
+    return {**{f"{name}_us_each": m["us_each"] for name, m in measured.items()},
+            **{k: first[k] for k in ("rounds", "throttled", "clocks", "seed")}, **settled}
+
+
+def ceilings(device="cuda", rounds=CEILING_ROUNDS, seed=None) -> dict:
+    """bf16 matmul TFLOP/s on random 8192³ operands and device copy bandwidth (read + write) of 2 GiB, at a
+    settled clock (the SM clock they ran at kept beside them: `clocks`)."""
     n = 8192
     a, b = (torch.randn(n, n, device=device, dtype=torch.bfloat16) for _ in range(2))
-    mm = bench.back_to_back_each(lambda: a @ b, calls=10, reps=5)
     src = torch.randn(2**30 // 2, device=device, dtype=torch.bfloat16)  # 1 GiB (bf16 elements)
     dst = torch.empty_like(src)
-    copy = bench.back_to_back_each(lambda: dst.copy_(src), calls=10, reps=5)
-    return {"matmul_shape": [n, n, n], "matmul_us_each": mm, "copy_bytes": src.numel() * src.element_size(),
-            "copy_us_each": copy}  # rates: derived.py
+    rates = _rates(lambda: [a @ b for _ in range(10)],
+                   {"matmul": _each(lambda: a @ b, calls=10), "copy": _each(lambda: dst.copy_(src), calls=10)},
+                   rounds, seed)
+    return {"matmul_shape": [n, n, n], "copy_bytes": src.numel() * src.element_size(), **rates}  # rates: derived.py
 
 
-def hardware(device="cuda") -> dict:
+def hardware(device="cuda", rounds=CEILING_ROUNDS, seed=None) -> dict:
     """What this GPU is (a device query) and the rates that explain the math backend against the naive
     forward: FP32 GEMM on CUDA cores (TF32 off), the same at the math backend's batched shape, the bf16
-    GEMM at the naive forward's shape, and copy bandwidth (read + write)."""
+    GEMM at the naive forward's shape, and copy bandwidth (read + write); at a settled clock, the SM clock
+    they ran at kept beside them (`clocks`)."""
     import subprocess
     props = torch.cuda.get_device_properties(device)
     query = {k: getattr(props, k) for k in ("name", "major", "minor", "multi_processor_count", "total_memory",
@@ -68,16 +100,13 @@ def hardware(device="cuda") -> dict:
             int(x) for x in out.splitlines()[0].split(","))
     except (OSError, ValueError, IndexError, subprocess.SubprocessError):
         pass
+    n = 8192
+    a, b = (torch.randn(n, n, device=device) for _ in range(2))
+    bh, s, d = 8 * 16, 1024, 64  # the math backend's Q·Kᵀ at the post's shape, batched over B×H
+    q, k = torch.randn(bh, s, d, device=device), torch.randn(bh, d, s, device=device)
     old = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False  # FP32 on CUDA cores, as the math backend's GEMMs run
     try:
-        n = 8192
-        a, b = (torch.randn(n, n, device=device) for _ in range(2))
-        fp32 = bench.back_to_back_each(lambda: a @ b, calls=5, reps=5)
-        a = b = None
-        bh, s, d = 8 * 16, 1024, 64  # the math backend's Q·Kᵀ at the post's shape, batched over B×H
-        q, k = torch.randn(bh, s, d, device=device), torch.randn(bh, d, s, device=device)
-        bmm32 = bench.back_to_back_each(lambda: torch.bmm(q, k), calls=20, reps=5)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             torch.bmm(q, k)
             torch.cuda.synchronize()
@@ -86,14 +115,16 @@ def hardware(device="cuda") -> dict:
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old
     qh, kh = q.bfloat16(), k.bfloat16()
-    bmm16 = bench.back_to_back_each(lambda: torch.bmm(qh, kh), calls=20, reps=5)
-    q = k = qh = kh = None
     src = torch.randn(2**30 // 2, device=device, dtype=torch.bfloat16)  # 1 GiB
     dst = torch.empty_like(src)
-    copy = bench.back_to_back_each(lambda: dst.copy_(src), calls=10, reps=5)
-    return {"query": query, "fp32_matmul_shape": [n, n, n], "fp32_matmul_us_each": fp32,
-            "bmm_shape": [bh, s, d, s], "fp32_bmm_us_each": bmm32, "fp32_bmm_kernel": longest.key if longest else None,
-            "bf16_bmm_us_each": bmm16, "copy_bytes": src.numel() * src.element_size(), "copy_us_each": copy}
+    warm = _each(lambda: a @ b, calls=5, tf32=False)
+    rates = _rates(warm, {"fp32_matmul": _each(lambda: a @ b, calls=5, tf32=False),
+                          "fp32_bmm": _each(lambda: torch.bmm(q, k), calls=20, tf32=False),
+                          "bf16_bmm": _each(lambda: torch.bmm(qh, kh), calls=20),
+                          "copy": _each(lambda: dst.copy_(src), calls=10)}, rounds, seed)
+    return {"query": query, "fp32_matmul_shape": [n, n, n], "bmm_shape": [bh, s, d, s],
+            "fp32_bmm_kernel": longest.key if longest else None, "copy_bytes": src.numel() * src.element_size(),
+            **rates}
 
 
 def inputs(shape, dtype, layout="BHSD"):
@@ -168,18 +199,70 @@ def sweep(paths=None, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, hea
     return rows
 
 
-def fastest(shape=LONG_SHAPE, paths=None, bshd_paths=None, calls=50):
+FASTEST_ROUNDS = 5  # the fastest run's rounds: one back-to-back run and a fifth of its one-call samples each
+
+
+def _failed(row: dict, why: str) -> dict:
+    """A path that failed while being timed: out of memory, or unavailable with the reason."""
+    return {**row, "oom": True} if why.startswith("OutOfMemoryError") else {**row, "unavailable": why[:300]}
+
+
+def _arm(stage, forward, chunk: int, calls: int):
+    """One round's samples of one prepared path, under its stage's context: `chunk` one-call times and one
+    back-to-back run of `calls` forwards (as bench.measure takes them, a round at a time)."""
+    def measure() -> dict:
+        with stage.context(), torch.no_grad():
+            return {"times_us": bench.time_forward(forward, reps=chunk, warmup=1),
+                    "back_to_back_us_each": bench.back_to_back_each(forward, calls=calls, reps=1)}
+    return measure
+
+
+def timed_together(ready: list, calls: int, rounds: int = FASTEST_ROUNDS, seed=None) -> list[dict]:
+    """Prepared paths ((row, forward) pairs, `prepared`'s) timed interleaved (bench.interleaved), each as
+    bench.measure times one alone: as many one-call samples as fit its time budget (bench.adaptive_reps,
+    rounded down to a whole number a round), one back-to-back run of `calls` a round, its peak memory once
+    after; with the rounds kept and dropped, the clocks and the seed, and its TFLOP/s."""
+    arms, reps, rows = {}, {}, [row for row, _ in ready]
+    for i, (row, forward) in enumerate(ready):
+        if forward is None:
+            continue
+        stage = STAGES[row["path"]]
+        try:
+            with stage.context(), torch.no_grad():
+                chunk = max(1, bench.adaptive_reps(forward) // rounds)
+        except RuntimeError as e:
+            rows[i] = _failed(row, f"{type(e).__name__}: {first_line(e)}")
+            continue
+        reps[i], arms[i] = chunk * rounds, _arm(stage, forward, chunk, calls)
+    # no warm round: every path ran just now (adaptive_reps), so the first round's clock follows work
+    measured = bench.interleaved(arms, rounds, seed=seed, warm=False)
+    for i, m in measured.items():
+        row, forward = ready[i]
+        if "error" in m:
+            rows[i] = _failed(row, m["error"])
+            continue
+        with STAGES[row["path"]].context(), torch.no_grad():
+            peak = bench.peak_extra_bytes(forward)
+        rows[i] = derived.DERIVE["sweep"]([{
+            **row, "median_us": statistics.median(m["times_us"]), **m,
+            "back_to_back_us": statistics.median(m["back_to_back_us_each"]), "back_to_back_calls": calls,
+            "reps": reps[i], "peak_extra_bytes": peak}])[0]
+    return rows
+
+
+def fastest(shape=LONG_SHAPE, paths=None, bshd_paths=None, calls=50, rounds=FASTEST_ROUNDS, seed=None):
     """Every fused path at the target shape, timed back to back (the stream's throughput: `calls`
     forwards queued, so the first launch's latency is spread thin), on contiguous [B, H, S, D]
     inputs; the fastest again on inputs stored [B, S, H, D], the layout FlashAttention-4 takes
-    without a transpose (SDPA's backends then read transposed views). A generator (measure/repeat.py):
-    every path is loaded and compiled before the first is timed."""
+    without a transpose (SDPA's backends then read transposed views). Every path and layout is timed
+    interleaved with the others (timed_together). A generator (measure/repeat.py): every path is loaded
+    and compiled before the first is timed."""
     paths = paths or select(fused=True, sweep=True)
     bshd_paths = bshd_paths or select(fused=True, sweep=True, bshd_too=True)
     ready = ([prepared(path, shape, layout="BHSD") for path in paths]
              + [prepared(path, shape, layout="BSHD") for path in bshd_paths])
     yield  # every path loaded and compiled: a generator for measure/repeat.py
-    return [timed(row, forward, calls) for row, forward in ready]
+    return timed_together(ready, calls, rounds, seed)
 
 
 def recompile_limit(seq_lens=(256, 384, 512, 640, 768, 896, 1024, 1152, 1280, 1408, 1536), heads=16, d=64) -> dict:

@@ -1,7 +1,10 @@
 """One forward under every timing method, in one run: unprofiled (one call, back to back, GPU only,
 CPU enqueue) and profiled (device time, CPU time, span), with the raw samples of each.
 
-The forwards are the stage table's own (`Stage.prepare` under `Stage.context`). The verdicts are
+The forwards are the stage table's own (`Stage.prepare`, each measurement under its `Stage.context`). The
+stages of one shape are measured interleaved, in rounds (bench.interleaved), so that drift of the host or the
+GPU falls on every stage alike; then each is profiled. A capture's own stream samples (`stream`) are taken
+alone, as before. The verdicts are
 drawn from these samples by attnprof/analysis/timing.py, which needs no torch. On a machine without a CUDA GPU
 the same code runs on the CPU (wall clock for events, no graph), to try it at a tiny size.
 """
@@ -97,33 +100,90 @@ def stream(forward, calls=CALLS, reps=REPS) -> dict:
     return row
 
 
-def point(name: str, shape, calls=CALLS, reps=REPS, one_call_reps=ONE_CALL_REPS) -> dict:
+ROUNDS, ONE_CALL_PER_ROUND = 25, 2  # the timing run: per round and stage, 2 one-call samples, 1 queued run, 1 replay
+
+
+def _error(e: BaseException) -> str:
+    return f"{type(e).__name__}: {first_line(e)}"[:300]
+
+
+def _prepared(name: str, shape, calls: int):
+    """One stage at one shape made ready to time: inputs drawn, its forward prepared and called 5 times, and
+    the CUDA graph of `calls` forwards that GPU only replays, recorded (where it can be; else why not).
+    Returns (row, forward, replay); forward None where it could not be prepared (the row says why)."""
     stage = STAGES[name]
     row = {"stage": name, "shape": list(shape), "dtype": "bf16", "calls": calls}
-    q, k, v = make_inputs(shape, torch.bfloat16, default_device())
     try:
+        q, k, v = make_inputs(shape, torch.bfloat16, default_device())
         with stage.context(), torch.no_grad():
             forward = stage.prepare(q, k, v)
             for _ in range(5):
                 forward()
             bench.sync()
-            row["one_call_us"] = bench.time_forward(forward, reps=one_call_reps, warmup=2)
-            row["one_call_wall_us"] = wall_one_call(forward, one_call_reps)
-            row.update(stream(forward, calls, reps))
-            row["profiled"] = profiled(forward)
-    except (RuntimeError, torch.OutOfMemoryError) as e:
-        row["error"] = f"{type(e).__name__}: {first_line(e)}"[:300]
-    finally:
-        q = k = v = forward = None
+            replay = None
+            if torch.cuda.is_available():
+                try:  # recorded as the graph stages record (snippets/graphed.py)
+                    replay = load_snippet("graphed").graphed(lambda: [forward() for _ in range(calls)])
+                    replay()
+                    bench.sync()
+                except Exception as e:  # a forward that cannot be recorded into a graph
+                    row["graph_error"], replay = _error(e), None
+        return row, forward, replay
+    except (RuntimeError, torch.OutOfMemoryError) as e:  # ProviderUnavailable included
+        row["error"] = _error(e)
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-    return row
+        return row, None, None
 
 
-def timing(points=None, **kw) -> dict:
-    rows = []
-    for name, shape in points or timing_points():
-        print(f"   timing {name} {'x'.join(map(str, shape))}", flush=True)
-        rows.append(point(name, shape, **kw))
-    return {"calls": kw.get("calls", CALLS), "reps": kw.get("reps", REPS),
-            "one_call_reps": kw.get("one_call_reps", ONE_CALL_REPS), "rows": rows}
+def _arm(stage, forward, replay, calls: int, one_call: int):
+    """One round's samples of one stage, under its own context: `one_call` one-call samples (CUDA events, and
+    the host's wall clock), one queued run (back to back, CPU enqueue and its second half) and, where it has
+    a graph, one replay (GPU only, per call)."""
+    def measure() -> dict:
+        with stage.context(), torch.no_grad():
+            out = {"one_call_us": bench.time_forward(forward, reps=one_call, warmup=1),
+                   "one_call_wall_us": wall_one_call(forward, one_call)}
+            out.update(zip(("back_to_back_us", "enqueue_us", "enqueue_late_us"), queued(forward, calls, 1)))
+            if replay is not None:
+                out["graph_us"] = [t / calls for t in bench.time_forward(replay, reps=1, warmup=0)]
+        return out
+    return measure
+
+
+def timing(points=None, calls=CALLS, rounds=ROUNDS, one_call_per_round=ONE_CALL_PER_ROUND, seed=None):
+    """Every (stage, shape) of `points` (the stage table's timing points) under every timing method. The stages
+    of one shape are measured together, interleaved (bench.interleaved: `rounds` rounds, each stage once per
+    round, in a shuffled order, a round at a throttled clock dropped for all), then each is profiled. A
+    generator (measure/repeat.py): it yields once every stage of every shape is prepared (loaded, compiled,
+    graphed)."""
+    points = points or timing_points()
+    ready = {}
+    for name, shape in points:
+        print(f"   timing: preparing {name} {'x'.join(map(str, shape))}", flush=True)
+        ready.setdefault(tuple(shape), []).append(_prepared(name, shape, calls))
+    yield
+    done = {}
+    for shape, group in ready.items():
+        print(f"   timing {'x'.join(map(str, shape))}: {len(group)} stages, {rounds} rounds", flush=True)
+        arms = {row["stage"]: _arm(STAGES[row["stage"]], forward, replay, calls, one_call_per_round)
+                for row, forward, replay in group if forward is not None}
+        measured = bench.interleaved(arms, rounds, seed=seed)
+        for row, forward, replay in group:
+            if forward is not None:
+                row.update(measured[row["stage"]])  # its samples, rounds, throttled, clocks and seed; or its error
+            if "error" not in row:
+                try:
+                    with STAGES[row["stage"]].context(), torch.no_grad():
+                        row["profiled"] = profiled(forward)
+                except (RuntimeError, torch.OutOfMemoryError) as e:
+                    row["error"] = _error(e)
+            if "error" in row:  # an error row keeps no samples
+                row = {k: row[k] for k in ("stage", "shape", "dtype", "calls", "error")}
+            done[(row["stage"], shape)] = row
+        group.clear()
+        arms = measured = forward = replay = None
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    return {"calls": calls, "reps": rounds, "one_call_reps": rounds * one_call_per_round,
+            "rows": [done[(name, tuple(shape))] for name, shape in points]}

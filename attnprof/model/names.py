@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .. import text
 from . import snippets
-from .procedure import BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, FORMAT, METRICS, RUN_REPEATS, SCHEDULE, WARMUP_CALLS
+from .procedure import BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, FORMAT, METRICS, RUN_REPEATS, SCHEDULE, THROTTLE, WARMUP_CALLS
 from .stages import DEFAULT_SHAPE, LONG_SHAPE, STAGES, Stage, counter_records, get_stage, select, timing_stages
 from .snippets import ROOT, code_hash
 
@@ -91,10 +91,10 @@ class Run:
 
 
 RUN_CODE = {
-    "ceilings": Run("sweep.ceilings", ("bench",)),
-    "hardware": Run("sweep.hardware", ("bench",)),
+    "ceilings": Run("sweep.ceilings", ("bench", "clock")),
+    "hardware": Run("sweep.hardware", ("bench", "clock")),
     "sweep": Run("sweep.sweep", ("bench", "numerics"), dict(sweep=True), repeats=RUN_REPEATS),
-    "fastest": Run("sweep.fastest", ("bench", "numerics"), dict(fused=True, sweep=True), repeats=RUN_REPEATS),
+    "fastest": Run("sweep.fastest", ("bench", "clock", "numerics"), dict(fused=True, sweep=True), repeats=RUN_REPEATS),
     "recompile": Run("sweep.recompile_limit", ("bench", "numerics"), dict(fresh_compile=True)),
     "fallback": Run("verify.fallbacks", ("dispatch", "bench", "numerics"), snippets=("sdpa",), repeats=RUN_REPEATS),
     "verify": Run("verify.verify", ("numerics",), dict(verify=True), ("sdpa",)),
@@ -103,11 +103,11 @@ RUN_CODE = {
     "varlen": Run("serving.varlen", ("bench", "dispatch", "numerics")),
     "e2e": Run("serving.end_to_end", ("bench", "numerics"), snippets=("inplace",), repeats=RUN_REPEATS),
     "decode_step": Run("serving.decode_step", ("bench", "numerics", "timing", "profiling"), snippets=("graphed",), repeats=RUN_REPEATS),
-    "graphs": Run("graphs.graphs", ("bench", "numerics"), snippets=("naive", "compiled", "graphed", "sdpa"), repeats=RUN_REPEATS),
+    "graphs": Run("graphs.graphs", ("bench", "clock", "numerics"), snippets=("naive", "compiled", "graphed", "sdpa"), repeats=RUN_REPEATS),
     "steady": Run("steady.steady", ("sweep", "bench", "numerics", "repeat"), dict(steady=True)),
-    "backward": Run("backward.ranking", ("capture", "profiling", "bench", "numerics"), dict(backward=True),
+    "backward": Run("backward.ranking", ("capture", "profiling", "bench", "clock", "numerics"), dict(backward=True),
                     repeats=RUN_REPEATS),
-    "timing": Run("timing.timing", ("bench", "numerics", "capture", "profiling"), timing_stages(), ("graphed",), repeats=RUN_REPEATS),
+    "timing": Run("timing.timing", ("bench", "clock", "numerics", "capture", "profiling"), timing_stages(), ("graphed",), repeats=RUN_REPEATS),
 }
 
 
@@ -130,6 +130,8 @@ def run_sources(name: str) -> tuple[str, ...]:
 
 def run_settings(name: str) -> dict:
     settings_ = {"run": name, "stages": run_stages(name), "format": FORMAT}
+    if "clock" in RUN_CODE[name].code:  # measured in rounds (measure/bench.py interleaved): the clock it drops them at
+        settings_["throttle"] = THROTTLE
     return settings_ | ({"repeats": RUN_CODE[name].repeats} if RUN_CODE[name].repeats > 1 else {})
 
 

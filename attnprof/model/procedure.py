@@ -11,6 +11,10 @@ EVENT_REPS = 50
 SCHEDULE = dict(wait=1, warmup=1, active=3, repeat=1)
 RUN_REPEATS = 3  # independent repeats (separate processes) of a run whose numbers a conclusion compares
 STEADY_REPEATS = 5  # the steady run's processes (measure/steady.py): the fastest forward's spread across them
+# A round of interleaved measurements (measure/bench.py interleaved) whose SM clock is below this share of the GPU's
+# maximum SM clock is dropped, for every arm: NVBench's default throttle threshold, "--throttle-threshold: ...
+# percentage of the device's default clock rate. Default is 75" (https://github.com/NVIDIA/nvbench/blob/main/docs/cli_help.md).
+THROTTLE = 0.75
 BWD_FLOP_FACTOR = 2.5  # backward FLOPs counted as 2.5x the forward's (five matmuls against two)
 
 

@@ -12,7 +12,7 @@ import re
 
 from ...analysis import decide, timing
 from ...model import names
-from ...model.procedure import SCHEDULE
+from ...model.procedure import SCHEDULE, THROTTLE
 from ...model.stages import DEFAULT_SHAPE, STAGES
 from ...text import escape, shape as shape_text, us
 from ..render import tables
@@ -25,17 +25,27 @@ def rows(build: Build) -> list[dict]:
     return [r for r in build.run("timing")["rows"] if "error" not in r]
 
 
+def judged(r: dict) -> bool:
+    """Whether a row has a verdict: samples of every unprofiled method (GPU only needs its CUDA graph, which a
+    forward that cannot be recorded into one, `graph_error`, lacks)."""
+    return all(r.get(k) for k in timing.UNPROFILED)
+
+
+def verdict_rows(build: Build) -> list[dict]:
+    return [r for r in rows(build) if judged(r)]
+
+
 def repeated(build: Build, stage, shape) -> list[timing.Verdict]:
     """The verdict of a stage and shape in each independent repeat of the timing run, the first first."""
     found = [timing.find(rep["rows"], stage, shape) for rep in build.repeats("timing")]
-    return [timing.verdict(r) for r in found if "error" not in r]
+    return [timing.verdict(r) for r in found if "error" not in r and judged(r)]
 
 
 def timed_range(build: Build, stage, shape, field="enqueue_us") -> decide.Range:
     """A row's samples (the CPU enqueue per call, unless `field` says otherwise) across the run's repeats (or
     p10–p90 of its one process)."""
     found = [timing.find(rep["rows"], stage, shape) for rep in build.repeats("timing")]
-    return decide.of([f[field] for f in found if "error" not in f])
+    return decide.of([f[field] for f in found if "error" not in f and f.get(field)])
 
 
 def _record(stage: str, shape) -> str:
@@ -60,12 +70,28 @@ def _signed(x: float) -> str:
     return ("−" if x < 0 else "+") + us(abs(x))
 
 
+def _rounds_note(results: list[dict]) -> str:
+    """How the stages of a shape were measured together, where the run kept its rounds (measure/bench.py
+    interleaved): in rounds, a round at a throttled clock dropped for all (counted over every process); and the
+    SM clock over the rounds kept."""
+    measured = [r for result in results for r in result["rows"] if "rounds" in r]
+    if not measured:
+        return ""
+    shapes = {(i, tuple(r["shape"])): r for i, result in enumerate(results) for r in result["rows"] if "rounds" in r}
+    dropped = sum(r["throttled"] for r in shapes.values())  # one count a shape and process: every stage shares it
+    sm = [x for r in measured for x in (r["clocks"]["sm_mhz_min"], r["clocks"]["sm_mhz_max"]) if x is not None]
+    clock = f"; the SM clock over the rounds kept: {min(sm):,.0f}–{max(sm):,.0f} MHz" if sm else ""
+    return (f"The stages of each shape were measured together, each once a round in a shuffled order; a round "
+            f"whose SM clock was below {100 * THROTTLE:.0f} % of the GPU's maximum was dropped for all "
+            f"({dropped} dropped{clock}). ")
+
+
 def _method_note(build: Build) -> str:
     r, processes = build.run("timing"), len(build.repeats("timing"))
     pooled = f", in each of {processes} separate processes, pooled" if processes > 1 else ""
     return (f"Unprofiled times are medians with p10–p90 in brackets, in the median's unit. One call: over "
             f"{r['one_call_reps']} calls. Back to back, GPU only and CPU enqueue: per call, over {r['reps']} runs of "
-            f"{r['calls']} calls each{pooled}. "
+            f"{r['calls']} calls each{pooled}. {_rounds_note(build.repeats('timing'))}"
             f"Profiled CPU time: the annotated range of each of the {count(SCHEDULE['active'])} forwards this run profiles "
             f"(torch.profiler, as the captures do; a chapter's own capture is another run and gives its own "
             f"numbers). bf16, causal.")
@@ -79,11 +105,16 @@ def timing_table(build: Build, shape=None):
     for r in rows(build):
         if shape and "x".join(map(str, r["shape"])) != shape:
             continue
-        v = timing.verdict(r)
-        build.number(_record(r["stage"], r["shape"]), ONE_CALL, TIMING_RUN, us(v.one_call.median))
-        out.append((short(r["stage"]), shape_text(r["shape"]), spread(v.one_call),
-                     spread(v.back_to_back), spread(v.gpu_only), spread(v.enqueue), us(v.profiled_cpu.median),
-                     f"**{v.stream}**", _signed(v.launch_overhead_us)))
+        one = timing.stats(r["one_call_us"])
+        build.number(_record(r["stage"], r["shape"]), ONE_CALL, TIMING_RUN, us(one.median))
+        cells = [spread(timing.stats(r[k])) if r.get(k) else "—" for k in ("back_to_back_us", "graph_us", "enqueue_us")]
+        cpu = us(timing.stats(r["profiled"]["cpu_us"]).median) if (r.get("profiled") or {}).get("cpu_us") else "—"
+        if judged(r):  # a row without GPU-only samples (no CUDA graph) has no verdict: shown as measured
+            v = timing.verdict(r)
+            said = (f"**{v.stream}**", _signed(v.launch_overhead_us))
+        else:
+            said = ("no verdict (no CUDA graph)", "—")
+        out.append((short(r["stage"]), shape_text(r["shape"]), spread(one), *cells, cpu, *said))
     return (tables.table(["stage", "shape", "one call (events)", "back to back (events)",
                           "GPU only (graph)", "CPU enqueue (host clock)", "profiled CPU",
                           "a stream is", "launch overhead"], out, "llrrrrrlr")
@@ -225,12 +256,16 @@ def queue_check(build: Build):
 
 
 def inflation_range(build: Build) -> tuple[float, float]:
-    x = [timing.verdict(r).profiler_inflation for r in rows(build)]
+    """Profiled CPU time per forward over unprofiled CPU enqueue per call (Verdict.profiler_inflation), over
+    every row."""
+    x = [timing.stats(r["profiled"]["cpu_us"]).median / timing.stats(r["enqueue_us"]).median for r in rows(build)
+         if (r.get("profiled") or {}).get("cpu_us") and r.get("enqueue_us")]
     return min(x), max(x)
 
 
 def _at(build: Build, shape: str) -> list[dict]:
-    return [r for r in rows(build) if "x".join(map(str, r["shape"])) == shape]
+    """The rows at a shape that have a verdict."""
+    return [r for r in verdict_rows(build) if "x".join(map(str, r["shape"])) == shape]
 
 
 def _names(items) -> str:
@@ -294,7 +329,7 @@ def lone_call(build: Build):
     """Where one call's median came out shorter than GPU only per call (a negative launch overhead), said as it
     is: decidedly shorter by the one rule, or not told apart from it."""
     below = []
-    for r in rows(build):
+    for r in verdict_rows(build):
         one, gpu = (timed_range(build, r["stage"], r["shape"], f) for f in ("one_call_us", "graph_us"))
         if one.median < gpu.median:
             below.append((r, one, gpu, decide.order(one, gpu) < 0))
@@ -309,10 +344,12 @@ def lone_call(build: Build):
                                "beside a kernel this long, the launch is within their spread",
                                f"{said(tied)}; {tied[0][1].how}") + ".")
     if shorter:
+        clocks = ("read the SM clock once a round, not during each call, and did not record"
+                  if any("clocks" in r for r in rows(build)) else "did not record clocks or")
         text.append(f"One call measured decidedly *shorter* than the GPU-only time per call of a stream of "
                     f"{build.run('timing')['calls']} ({said(shorter)}; {shorter[0][1].how}). The launch overhead is "
                     f"still there, but smaller than the difference between one kernel on an idle GPU and the same "
-                    f"kernel inside a sustained stream; this run did not record clocks or cache state, so it does "
+                    f"kernel inside a sustained stream; this run {clocks} cache state, so it does "
                     f"not say which of them made the lone call faster.")
     return " ".join(text)
 
@@ -352,6 +389,8 @@ def stream_line(build: Build, stage: str, shape, summary: dict | None = None) ->
         r = {"error": "no row"}
     if "error" in r:
         return own_stream_line(summary) if summary is not None and stage not in STAGES else ""
+    if not judged(r):  # no GPU-only samples (its forward could not be recorded into a CUDA graph): no verdict
+        return ""
     v = timing.verdict(r)
     return (f" Unprofiled ([timing run](launch-bound.md#launch-bound-or-gpu-bound)), a stream of these forwards is "
             f"**{v.stream}**: {us(v.back_to_back.median)} per call back to back against {us(v.gpu_only.median)} "

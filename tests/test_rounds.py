@@ -1,0 +1,204 @@
+"""bench.interleaved: the arms a page compares, measured in rounds, each arm once per round in an order
+shuffled from a recorded seed, a round at a throttled clock dropped for every arm (fake arms, a fake clock)."""
+import random
+
+import pytest
+
+torch = pytest.importorskip("torch")  # bench imports torch at the top
+
+from attnprof.measure import bench, clock  # noqa: E402
+
+
+def recording(names):
+    """Fake arms that note, in one list, the order they were measured in; each returns one sample."""
+    order = []
+    arms = {n: (lambda n=n: order.append(n) or {"x_us": float(len(order))}) for n in names}
+    return arms, order
+
+
+def fake_clock(mhz: list):
+    """A reader giving these SM clocks in turn, at a maximum of 1980 MHz."""
+    readings = iter(mhz)
+    return lambda: {"sm_mhz": next(readings), "max_sm_mhz": 1980, "temperature_c": 40, "power_w": 300.0,
+                    "throttle_reasons": 4}
+
+
+def rounds_of(order, names):
+    return [order[i:i + len(names)] for i in range(0, len(order), len(names))]
+
+
+def test_every_arm_is_measured_once_in_every_round():
+    names = ["a", "b", "c", "d"]
+    arms, order = recording(names)
+    out = bench.interleaved(arms, 6, seed=3, reader=fake_clock([1980] * 6), warm=False)
+    assert all(sorted(r) == names for r in rounds_of(order, names)) and len(order) == 24
+    for n in names:
+        assert len(out[n]["x_us"]) == out[n]["rounds"] == 6 and out[n]["throttled"] == 0 and out[n]["seed"] == 3
+
+
+def test_the_order_is_shuffled_and_follows_from_the_seed():
+    names = [f"arm{i}" for i in range(6)]
+    first, again, other = (recording(names) for _ in range(3))
+    for (arms, _), seed in zip((first, again, other), (11, 11, 12)):
+        bench.interleaved(arms, 8, seed=seed, reader=lambda: None, warm=False)
+    assert first[1] == again[1] and first[1] != other[1]  # the same seed, the same order
+    assert len({tuple(r) for r in rounds_of(first[1], names)}) > 1  # not one fixed order
+    rng = random.Random(11)  # and it is random.Random(seed)'s shuffle of the arms, round by round
+    expected = []
+    for _ in range(8):
+        shuffled = list(names)
+        rng.shuffle(shuffled)
+        expected += shuffled
+    assert first[1] == expected
+
+
+def test_a_fresh_seed_is_recorded_when_none_is_given():
+    arms, order = recording(["a", "b", "c"])
+    out = bench.interleaved(arms, 4, reader=lambda: None, warm=False)
+    replay, again = recording(["a", "b", "c"])
+    bench.interleaved(replay, 4, seed=out["a"]["seed"], reader=lambda: None, warm=False)
+    assert isinstance(out["a"]["seed"], int) and again == order
+
+
+def test_a_round_at_a_low_clock_is_dropped_for_every_arm_and_counted():
+    names = ["a", "b", "c"]
+    arms, order = recording(names)
+    mhz = [1980, 1400, 1970, 1000, 1485]  # 1400 and 1000 are below 75 % of 1980 (1485); 1485 is not
+    out = bench.interleaved(arms, 5, seed=1, reader=fake_clock(mhz), warm=False)
+    assert len(order) == 15  # every round measured every arm
+    kept = [i for i, r in enumerate(rounds_of(order, names)) if i not in (1, 3)]
+    for n in names:
+        assert out[n]["rounds"] == 3 and out[n]["throttled"] == 2 and len(out[n]["x_us"]) == 3
+        # the samples kept are those of rounds 0, 2 and 4 (each sample is its place in the order)
+        assert out[n]["x_us"] == [float(1 + 3 * i + rounds_of(order, names)[i].index(n)) for i in kept]
+        assert out[n]["clocks"] == {"sm_mhz_min": 1485, "sm_mhz_median": 1970, "sm_mhz_max": 1980, "sm_mhz_limit": 1980,
+                                    "temperature_c_max": 40, "power_w_max": 300.0, "throttle_reasons": 4}
+
+
+def test_no_round_kept_is_an_error_for_every_arm_and_a_failing_arm_for_itself():
+    arms, _ = recording(["a", "b"])
+    out = bench.interleaved(arms, 2, seed=1, reader=fake_clock([300, 300]), warm=False)
+    assert all("below 75 %" in out[n]["error"] and out[n]["throttled"] == 2 for n in "ab")
+
+    def oom():
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1 GiB")
+    arms, order = recording(["a", "b"])
+    out = bench.interleaved({**arms, "c": oom}, 3, seed=2, reader=lambda: None)
+    assert out["c"] == {"error": "OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB"}
+    assert out["a"]["rounds"] == 3 and len(out["a"]["x_us"]) == 3 and len(order) == 2 + 6  # a warm round, then 3
+
+
+def test_without_nvml_the_clock_is_none_and_settle_takes_one_step():
+    assert clock.read() is None  # no CUDA GPU here
+    assert bench.clocks([None, None]) == bench.NO_CLOCKS
+    calls = []
+    settled = bench.settle(lambda: calls.append(1), reader=lambda: None, step_s=0.01)
+    assert calls and settled["settled"] is False and settled["settle_s"] > 0
+
+
+def test_settle_stops_once_the_clock_stops_falling():
+    calls = []
+    settled = bench.settle(lambda: calls.append(1), reader=fake_clock([1980, 1900, 1800, 1800, 1810, 1700]),
+                           step_s=0.001)
+    assert settled["settled"] is True  # after 1980, 1900, 1800: 1800 and 1810 did not fall
+    bounded = bench.settle(lambda: None, reader=fake_clock([2000 - i for i in range(10**6)]), max_s=0.05, step_s=0.001)
+    assert bounded["settled"] is False and 0.05 <= bounded["settle_s"] < 1
+
+
+def _timing_row(**clocks):
+    return {"stage": "flash", "shape": [8, 16, 1024, 64], "dtype": "bf16", "calls": 20, "rounds": 24, "throttled": 1,
+            "seed": 12345, "one_call_us": [300.0] * 48, "one_call_wall_us": [310.0] * 48,
+            **{k: [200.0] * 24 for k in ("back_to_back_us", "enqueue_us", "enqueue_late_us", "graph_us")},
+            "profiled": {"device_us": [190.0] * 3, "cpu_us": [30.0] * 3, "span_us": [195.0] * 3, "ops": [1] * 3},
+            "clocks": {**bench.NO_CLOCKS, **clocks}}
+
+
+def test_a_run_in_rounds_is_wellformed_counted_and_bounded_by_the_gpus_clock():
+    from attnprof.analysis import bounds, counts, hardware, wellformed
+    assert hardware.SPECS["NVIDIA H200"].max_sm_mhz == 1980
+    at = {"sm_mhz_min": 1755, "sm_mhz_median": 1980, "sm_mhz_max": 1980, "sm_mhz_limit": 1980,
+          "temperature_c_max": 51, "power_w_max": 512.3, "throttle_reasons": 5}
+    run = {"device": "NVIDIA H200", "result": {**counts.TIMING, "rows": [_timing_row(**at)]}}
+    assert wellformed.problem(run) is None and counts.run_lines("timing", run) == []
+    assert bounds.run_lines("timing", run) == []
+    cpu = {"device": "NVIDIA H200", "result": {**counts.TIMING, "rows": [_timing_row()]}}  # NVML could not say
+    assert wellformed.problem(cpu) is None and bounds.run_lines("timing", cpu) == []
+    fast = {"device": "NVIDIA H200", "result": {**counts.TIMING, "rows": [_timing_row(**{**at, "sm_mhz_max": 2100})]}}
+    assert bounds.run_lines("timing", fast) == [
+        "result.rows[0].clocks.sm_mhz_max 2100 MHz is not within the GPU's maximum SM clock (1980 MHz)"]
+    unordered = {"device": "NVIDIA H200", "result": {**counts.TIMING, "rows": [_timing_row(**{**at, "sm_mhz_min": 1990 - 20,
+                                                                                             "sm_mhz_median": 1800})]}}
+    assert "are not in order" in bounds.run_lines("timing", unordered)[0]
+    for field, value in (("rounds", -1), ("throttled", 1.5), ("clocks", [1980])):
+        bad = {"result": {"rows": [{**_timing_row(**at), field: value}]}}
+        assert wellformed.problem(bad).startswith(f"result.rows[0].{field} is "), field
+    bad = {"result": {"rows": [_timing_row(**{**at, "power_w_max": -3})]}}
+    assert wellformed.problem(bad).startswith("result.rows[0].clocks.power_w_max is -3")
+
+
+def test_the_fastest_run_and_the_backward_ranking_measure_in_rounds_on_a_cpu(monkeypatch):
+    """At a tiny shape on a CPU: each path's row keeps the fields the pages and counts read, its samples those
+    of its rounds; a path that cannot run is a row that says why, and the others go on."""
+    from attnprof.analysis import counts, derived
+    from attnprof.measure import backward, repeat, sweep
+    rows = repeat.measured(sweep.fastest, (1, 2, 32, 16), ["flash", "cudnn"], ["flash"], 4, 5, 9)
+    assert [(r["path"], r["layout"]) for r in rows] == [("flash", "BHSD"), ("cudnn", "BHSD"), ("flash", "BSHD")]
+    assert "unavailable" in rows[1]  # no cuDNN on a CPU
+    for r in (rows[0], rows[2]):
+        assert (r["rounds"], r["throttled"], r["seed"], r["back_to_back_calls"]) == (5, 0, 9, 4)
+        assert len(r["back_to_back_us_each"]) == 5 and len(r["times_us"]) == r["reps"] and r["reps"] % 5 == 0
+        assert r["tflops_back_to_back"] > 0 and r["median_us"] > 0
+    assert counts.run_lines("fastest", {"result": rows}) == [] and derived.disagreements("fastest", rows) == []
+
+    monkeypatch.setattr(backward, "select", lambda **facts: ["naive", "math"])
+    ranked = repeat.measured(backward.ranking, (1, 2, 32, 16), "bf16", backward.ROUNDS, 4)
+    for r in ranked["rows"]:
+        assert len(r["event_times_us"]) == 50 and len(r["backward_device_us_each"]) == 3, r
+        assert (r["rounds"], r["throttled"], r["seed"]) == (backward.ROUNDS, 0, 4)
+    assert counts.run_lines("backward", {"result": ranked}) == []
+
+
+CLOCKS = {"sm_mhz_min": 1755, "sm_mhz_median": 1980, "sm_mhz_max": 1980, "sm_mhz_limit": 1980,
+          "temperature_c_max": 50, "power_w_max": 400.0, "throttle_reasons": 1}
+
+
+def _rekeyed(tmp_path, name, edit):
+    """A captures folder like the committed one (links), with run `name`'s every process edited as a run in
+    rounds makes it, its figures derived again and its key, code and settings those of the code now."""
+    import json
+    from attnprof.analysis import derived, records
+    from attnprof.model import store
+    for f in store.CAPTURES.iterdir():
+        if f.name != f"run-{name}.json":
+            (tmp_path / f.name).symlink_to(f)
+    r = json.loads((store.CAPTURES / f"run-{name}.json").read_text())
+    r["result"] = derived.derive(name, edit(r["result"]))
+    if "repeats" in r:
+        r["repeats"] = [derived.derive(name, edit(x)) for x in r["repeats"]]
+    r.update(key=records.RUN.key(f"run-{name}"), code=records.RUN.code(f"run-{name}"),
+             settings=records.RUN.settings(f"run-{name}"))
+    (tmp_path / f"run-{name}.json").write_text(json.dumps(r))
+    return records.status(f"run-{name}", tmp_path)
+
+
+def test_a_run_in_rounds_passes_check_and_a_clock_beyond_the_gpus_is_named(tmp_path):
+    """The committed timing run cut to what 25 rounds with one dropped keep, with its rounds, throttled count,
+    clocks and seed, under the code's key now: check finds nothing; the ceilings with an SM clock above the
+    H200's maximum: one line naming the field."""
+    def timing(res):
+        res["reps"] = 25
+        for i, row in enumerate(r for r in res["rows"] if "error" not in r):
+            for k in ("back_to_back_us", "enqueue_us", "enqueue_late_us", "graph_us"):
+                row[k] = row[k][:24]
+            row["one_call_us"], row["one_call_wall_us"] = row["one_call_us"][:48], row["one_call_wall_us"][:48]
+            row.update(rounds=24, throttled=1, clocks=CLOCKS, seed=7 + i)
+        return res
+    (tmp_path / "timing").mkdir()
+    assert _rekeyed(tmp_path / "timing", "timing", timing) is None
+
+    def hot(res):
+        return {**res, "rounds": 5, "throttled": 0, "clocks": {**CLOCKS, "sm_mhz_max": 2500}, "seed": 1,
+                "settle_s": 0.8, "settled": True}
+    (tmp_path / "ceilings").mkdir()
+    why = _rekeyed(tmp_path / "ceilings", "ceilings", hot)
+    assert "run-ceilings.json" in why and "result.clocks.sm_mhz_max 2500 MHz is not within the GPU's maximum SM clock" in why
