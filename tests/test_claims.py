@@ -1,4 +1,4 @@
-"""Every checked sentence is a claim (attnprof/site/claims/statements.py: CLAIMS): the records it reads and
+"""Every checked sentence is a claim (attnprof/site/claims/core.py: CLAIMS): the records it reads and
 its flips are data beside its words. Here every flip of every claim, for every `say` on the pages, is
 applied to a copy of the records: the claim must then turn false, or, where its words follow the records,
 choose other words that hold. A claim that reads a run decides over the run's repeats where it has them."""
@@ -14,7 +14,7 @@ from attnprof.site import registry
 from attnprof.site.build import Build, FalseStatement
 import re
 
-from attnprof.site.claims.statements import ADAPTS, CLAIMS, FALSE, LESSON_NUMBERS, LESSON_WORDS, check
+from attnprof.site.claims.core import ADAPTS, CLAIMS, FALSE, LESSON_NUMBERS, LESSON_WORDS, check
 
 registry.load()  # every module that registers claims, as a build loads them
 DOCS = store.ROOT / "docs"
@@ -185,7 +185,7 @@ def _with_repeats(record, rows_of, change):
 def test_a_run_claim_decides_across_repeats_where_there_are_some(clean):
     """cpu-rank: cuDNN's enqueue decidedly above flash's in one process; with two more repeats in which
     cuDNN's is the same as flash's, the medians across the three repeats overlap, and the words say so."""
-    from attnprof.site.claims.statements import Flip
+    from attnprof.site.claims.core import Flip
 
     def enqueue(result, stage):
         return next(r for r in result["rows"] if r["stage"] == stage and r["shape"] == [8, 16, 1024, 64])
@@ -237,7 +237,7 @@ def test_a_measurement_missing_from_one_process_makes_the_run_unusable(clean):
     """A row that ran out of memory in the last of a run's processes, but ran in the others: its range across
     the processes names the run and its fix (the strict build fails on it, `serve` shows a box)."""
     from attnprof.site.build import RecordUnusable, across, row
-    from attnprof.site.claims.statements import Flip
+    from attnprof.site.claims.core import Flip
 
     def out_of_memory_in_the_last(record):
         last = record["repeats"][-1][0]

@@ -137,3 +137,11 @@ def against(value: Range | float, threshold: float, band: float) -> str:
     if r.hi + band < threshold:
         return "below"
     return "near"
+
+
+# ---- ranges made from ranges, and the thresholds the claims hold values to --------------------------
+# (attnprof/site/claims: each claim compares through these, so a threshold is named once, with its why)
+
+def samples(values, method: str | None = None) -> Range:
+    """A capture's samples (one process): their median and p10–p90."""
+    return of([values], method)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from ...analysis import kernel_names, summary
 from ...text import escape, shape, us
 from ..build import Build
-from .statements import Flip, Statement, claim, kernels_in_trace, times
+from .core import Flip, Statement, claim
+from .edits import kernels_in_trace
+from .wording import times
 
 EAGER, SDPA = "layer.eager", "layer.sdpa"
 
