@@ -18,8 +18,8 @@ def kernels_of(build: Build, record: str) -> list[str]:
     return [op["name"] for op in build.summary(record)["ops"] if op["kind"] == "kernel"]
 
 
-@claim("inductor-fused", reads=lambda compiled="naive_compiled", eager="naive": [compiled, eager],
-       flip=lambda compiled="naive_compiled", eager="naive": Flip(
+@claim("inductor-fused", reads=lambda compiled, eager: [compiled, eager],
+       flip=lambda compiled: Flip(
            f"{compiled}.json", lambda s: s["ops"].append(dict(s["ops"][0], kind="memcpy", name="Memcpy DtoD"))))
 def inductor_fused(build: Build, compiled="naive_compiled", eager="naive") -> Statement:
     """Which eager kernels Inductor replaced by generated Triton kernels, and which it left alone."""
@@ -47,7 +47,7 @@ def _rename_generated(s):
 
 
 @claim("same-kernels", reads=lambda a, b: [a, b],
-       flip=lambda a, b: [Flip(f"{b}.json", _rename_generated, ADAPTS),
+       flip=lambda b: [Flip(f"{b}.json", _rename_generated, ADAPTS),
                           Flip(f"{b}.json", each("forward_device_us", 1.5), ADAPTS)])
 def same_kernels(build: Build, a, b) -> Statement:
     """Whether two compiled variants run the same kernels and, if so, whether those take the same device
@@ -83,8 +83,8 @@ def point(x: float) -> decide.Range:
     return decide.Range(x, x, x, 1, decide.SAMPLES)
 
 
-@claim("second-compile", reads=lambda first="naive_compiled", second="inplace_compiled": [first, second],
-       flip=lambda first="naive_compiled", second="inplace_compiled": [
+@claim("second-compile", reads=lambda first, second: [first, second],
+       flip=lambda second: [
            Flip(f"{second}.json", setting(first_call_ms=0.05)),  # a first call quicker than a compiled one
            Flip(f"{second}.json", setting(first_call_ms=5000.0), ADAPTS)])  # no cache to infer
 def second_compile(build: Build, first="naive_compiled", second="inplace_compiled") -> Statement:
@@ -105,8 +105,8 @@ def second_compile(build: Build, first="naive_compiled", second="inplace_compile
                      f"{sb['event_median_us']:.0f} µs", "cached" if cached else "not cached", lesson)
 
 
-@claim("reduce-overhead", reads=lambda reduce="naive_reduce", default="naive_compiled": [reduce, default],
-       flip=lambda reduce="naive_reduce", default="naive_compiled": [
+@claim("reduce-overhead", reads=lambda reduce, default: [reduce, default],
+       flip=lambda reduce: [
            Flip(f"{reduce}.json", events(0.5), ADAPTS),  # faster than the default mode
            Flip(f"{reduce}.json", lambda s: s.update(ops=[o for o in s["ops"] if o["kind"] != "memcpy"]))])
 def reduce_overhead(build: Build, reduce="naive_reduce", default="naive_compiled") -> Statement:

@@ -8,6 +8,7 @@ in both. A statement the records contradict stops the build with one line that n
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -60,20 +61,47 @@ class Claim:
 CLAIMS: dict[str, Claim] = {}
 
 
-def _of_args(x):
-    """A claim's `reads` or `flips`: given as is, or as a function of the claim's arguments."""
-    if callable(x):
-        return lambda *a, **k: (lambda v: list(v) if isinstance(v, (list, tuple)) else [v])(x(*a, **k))
-    return lambda *a, **k: list(x) if isinstance(x, (list, tuple)) else [x]
+def _listed(v) -> list:
+    return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
+def _of_args(fn: Callable, x) -> Callable[..., list]:
+    """A claim's `reads` or `flips`: given as is, or as a function of some of the claim's arguments, named as
+    the claim's function names them. The page's arguments are bound to that function's signature, its
+    defaults applied, and each parameter `x` names is passed from there: a default is written once, on
+    the function (a `*rest` parameter takes the rest of the page's arguments)."""
+    if not callable(x):
+        return lambda *a, **k: _listed(x)
+    signature, wanted = inspect.signature(fn), inspect.signature(x).parameters
+
+    def of(*a, **k):
+        bound = signature.bind(None, *a, **k)  # None stands for the build
+        bound.apply_defaults()
+        positional, keywords = [], {}
+        for p in wanted.values():
+            if p.name not in bound.arguments:
+                raise TypeError(f"{x!r} asks for {p.name!r}, which {fn.__name__} does not take")
+            value = bound.arguments[p.name]
+            if p.kind == p.VAR_POSITIONAL:
+                positional.extend(value)
+            elif p.kind == p.VAR_KEYWORD:
+                keywords.update(value)
+            elif p.kind == p.KEYWORD_ONLY:
+                keywords[p.name] = value
+            else:
+                positional.append(value)
+        return _listed(x(*positional, **keywords))
+    return of
 
 
 def claim(name: str, reads, flip):
     """Register the function below as the claim `name`: `reads`, the records it reads, and `flip`, one
-    Flip or several, each given as is or as a function of the claim's arguments."""
+    Flip or several, each given as is or as a function of some of the claim's arguments, by their names
+    in the function's signature (whose defaults apply: `lambda stage: ...` beside `def f(build, stage, tile="128")`)."""
     def register(fn):
         if name in CLAIMS:
             raise ValueError(f"claim {name!r} is registered twice")
-        CLAIMS[name] = Claim(name, fn, _of_args(reads), _of_args(flip))
+        CLAIMS[name] = Claim(name, fn, _of_args(fn, reads), _of_args(fn, flip))
         return fn
     return register
 

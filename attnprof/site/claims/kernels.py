@@ -39,8 +39,8 @@ def kernel_value(build: Build, record, part, field):
     return KERNEL_FIELDS[field](op, s)
 
 
-@claim("grid", reads=lambda stage, tile="128": [names.record_name(stage, LONG_SHAPE)],
-       flip=lambda stage, tile="128": Flip(f"{names.record_name(stage, LONG_SHAPE)}.json", _halve_longest_grid))
+@claim("grid", reads=lambda stage: [names.record_name(stage, LONG_SHAPE)],
+       flip=lambda stage: Flip(f"{names.record_name(stage, LONG_SHAPE)}.json", _halve_longest_grid))
 def grid(build: Build, stage, tile="128") -> Statement:
     """A stage's longest kernel at the long shape: one block per query tile of `tile` rows and head."""
     s = build.summary(names.record_name(stage, LONG_SHAPE))
@@ -82,8 +82,8 @@ def flash_vs_hopper_kernels(build: Build) -> Statement:
 
 # ---- Nsight Compute's verdicts ------------------------------------------------------------------
 
-@claim("verdict", reads=lambda record, part, expect=None: [f"{record}.counters"],
-       flip=lambda record, part, expect=None: Flip(f"{record}.counters.json", _other_verdict(part),
+@claim("verdict", reads=lambda record: [f"{record}.counters"],
+       flip=lambda record, part, expect: Flip(f"{record}.counters.json", _other_verdict(part),
                                                    FALSE if expect else ADAPTS))
 def verdict(build: Build, record, part, expect=None) -> Statement:
     """What Nsight Compute's rule makes of the kernels of a record whose name is `part` (or holds it): one
@@ -170,8 +170,8 @@ def hopper_compute_bound(build: Build) -> Statement:
                      rests_on=f"verdicts {verdicts}, Hopper kernels {hopper}")
 
 
-@claim("causal-tile-work", reads=lambda stage, tile="128": [names.record_name(stage, LONG_SHAPE)],
-       flip=lambda stage, tile="128": Flip(f"{names.record_name(stage, LONG_SHAPE)}.json", _halve_longest_grid))
+@claim("causal-tile-work", reads=lambda stage: [names.record_name(stage, LONG_SHAPE)],
+       flip=lambda stage: Flip(f"{names.record_name(stage, LONG_SHAPE)}.json", _halve_longest_grid))
 def causal_tile_work(build: Build, stage, tile="128") -> Statement:
     """Under a causal mask a head's last query tile meets every key tile, the first only one."""
     s = build.summary(names.record_name(stage, LONG_SHAPE))

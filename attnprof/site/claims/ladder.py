@@ -25,8 +25,8 @@ def _aten(s: dict, op: dict) -> str:
     return path[-1].removeprefix("aten::") if path else "?"
 
 
-@claim("longest-op", reads=lambda stage, launched_by: [stage],
-       flip=lambda stage, launched_by: Flip(f"{stage}.trace.json.gz", kernels_in_trace("nvjet", 10.0)))
+@claim("longest-op", reads=lambda stage: [stage],
+       flip=lambda stage: Flip(f"{stage}.trace.json.gz", kernels_in_trace("nvjet", 10.0)))
 def longest_op(build: Build, stage, launched_by) -> Statement:
     """The longest op of the forward a chapter shows, named by the aten op that launched it, against the
     longer of its matmuls: `say longest-op naive masked_fill_`."""
@@ -41,7 +41,7 @@ def longest_op(build: Build, stage, launched_by) -> Statement:
                      rests_on=f"longest op {i} launched by {_aten(s, op)}, matmul {mm['duration_us']:.1f} µs")
 
 
-@claim("copy-cost", reads=lambda stage="naive", against="inplace": [stage, against, "run-hardware"],
+@claim("copy-cost", reads=lambda stage, against: [stage, against, "run-hardware"],
        flip=Flip("run-hardware.json", in_run("hardware", lambda r: r.update(copy_us_each=scale(r["copy_us_each"], 2.0)))))
 def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
     """What the out-of-place copy should cost (its bytes in and out over the copy rate measured on the same
@@ -64,8 +64,8 @@ def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
                      rests_on=f"expected {expected:.1f} µs, copy {copy['duration_us']:.1f} µs, saved {saved:.1f} µs")
 
 
-@claim("same-op-time", reads=lambda a, b, launched_by: [a, b],
-       flip=lambda a, b, launched_by: Flip(f"{b}.trace.json.gz", kernels_in_trace("at::native::elementwise_kernel", 1.5)))
+@claim("same-op-time", reads=lambda a, b: [a, b],
+       flip=lambda b: Flip(f"{b}.trace.json.gz", kernels_in_trace("at::native::elementwise_kernel", 1.5)))
 def same_op_time(build: Build, a, b, launched_by) -> Statement:
     """One kernel in two stages' forwards (named by the aten op that launched it): the same time, within 5 %."""
     ta, tb = ({_aten(s, op): op["duration_us"] for op in s["ops"]}[launched_by]
@@ -76,7 +76,7 @@ def same_op_time(build: Build, a, b, launched_by) -> Statement:
                      lesson=f"{us(tb)} against {us(ta)}: the same kernel at the same speed")
 
 
-@claim("more-ops", reads=lambda a, b: [a, b], flip=lambda a, b: Flip(f"{a}.json", lambda s: s.update(ops_per_forward=1)))
+@claim("more-ops", reads=lambda a, b: [a, b], flip=lambda a: Flip(f"{a}.json", lambda s: s.update(ops_per_forward=1)))
 def more_ops(build: Build, a, b) -> Statement:
     """How many more device ops one forward launches than another."""
     na, nb = build.summary(a)["ops_per_forward"], build.summary(b)["ops_per_forward"]

@@ -63,7 +63,7 @@ def rates(build: Build, stage) -> Statement:
 QUEUED_NEAR = 0.10  # a long forward's time queued and its one call lie this close: the launch is small beside it
 
 
-@claim("queued-vs-one-call", reads=lambda stage: ["run-fastest"],
+@claim("queued-vs-one-call", reads=["run-fastest"],
        flip=lambda stage: Flip("run-fastest.json", in_run("fastest", lambda rows: [
            r.update(times_us=scale(r["times_us"], 0.5)) for r in rows if r["path"] == stage])))
 def queued_vs_one_call(build: Build, stage) -> Statement:

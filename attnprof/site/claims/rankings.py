@@ -70,7 +70,7 @@ def cudnn_fastest(build: Build) -> Statement:
 
 
 @claim("between", reads=lambda stage, slower, faster: [stage, slower, faster],
-       flip=lambda stage, slower, faster: Flip(f"{stage}.json", events(10.0)))
+       flip=lambda stage: Flip(f"{stage}.json", events(10.0)))
 def between(build: Build, stage, slower, faster) -> Statement:
     """A stage's one-call time between two others' (CUDA-event samples of the captures), told apart from
     both by the one rule."""
@@ -108,8 +108,8 @@ def kernel_ahead(build: Build, a, b) -> Statement:
     return Statement(text, alike and ra.n > 1 and rb.n > 1, f"{ra} against {rb}; alike: {alike}", apart(ra, rb), lesson)
 
 
-@claim("cpu-rank", reads=lambda stage, *others: ["run-timing"],
-       flip=lambda stage, *others: Flip("run-timing.json", in_run("timing", lambda r: [
+@claim("cpu-rank", reads=["run-timing"],
+       flip=lambda stage: Flip("run-timing.json", in_run("timing", lambda r: [
            x.update(enqueue_us=scale(x["enqueue_us"], 10.0)) for x in r["rows"]
            if x["stage"] == stage and tuple(x["shape"]) == DEFAULT_SHAPE]), ADAPTS))
 def cpu_rank(build: Build, stage, *others) -> Statement:
@@ -141,7 +141,7 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
                      lesson)
 
 
-@claim("layout-gap", reads=lambda stage: ["run-fastest"],
+@claim("layout-gap", reads=["run-fastest"],
        flip=lambda stage: [Flip("run-fastest.json", in_run("fastest", _slower_rows(stage, "BHSD", 0.85)), ADAPTS),
                            Flip("run-fastest.json", in_run("fastest", _slower_rows(stage, "BHSD", 3.0)))])
 def layout_gap(build: Build, stage) -> Statement:

@@ -39,7 +39,7 @@ def _at(points) -> str:
     return ", and at ".join(f"head dim {d}, {listed(ns)}" for d, ns in by_dim.items())
 
 
-@claim("leads-long", reads=lambda stage: ["run-sweep"],
+@claim("leads-long", reads=["run-sweep"],
        flip=lambda stage: Flip("run-sweep.json", _longest_slower(stage, 10.0)))  # it no longer leads there
 def leads_long(build: Build, stage) -> Statement:
     """Where a stage leads the sweep (time per forward back to back, the one rule): from some length up,
