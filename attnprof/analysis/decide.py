@@ -145,3 +145,35 @@ def against(value: Range | float, threshold: float, band: float) -> str:
 def samples(values, method: str | None = None) -> Range:
     """A capture's samples (one process): their median and p10–p90."""
     return of([values], method)
+
+
+def point(x: float, method: str | None = None) -> Range:
+    """One measured value, with no spread recorded."""
+    return Range(x, x, x, 1, SAMPLES, method)
+
+
+def _paired(a: Range, b: Range) -> bool:
+    """Whether a and b were measured by the same processes of one run, so that each process's own pair of
+    medians can be combined (a ratio across processes is the per-process ratios, not cross-extremes)."""
+    return a.run is not None and a.run == b.run and len(a.per) == len(b.per) >= 2
+
+
+def quotient(a: Range, b: Range) -> Range:
+    """a ÷ b (a speedup, a share): the quotient of the medians. Two ranges of one run's processes give each
+    process's own quotient (`per`), their span its range; otherwise the widest the quotient can be, from
+    the ends of the two ranges. A ratio of two times has no time method of its own."""
+    if _paired(a, b):
+        per = tuple(x / y for x, y in zip(a.per, b.per))
+        return Range(a.median / b.median, min(per), max(per), len(per), REPEATS, None, per, a.run)
+    return Range(a.median / b.median, a.lo / b.hi, a.hi / b.lo, min(a.n, b.n), a.basis)
+
+
+def difference(a: Range, b: Range) -> Range:
+    """a − b: the difference of the medians. Two ranges of one run's processes give each process's own
+    difference (`per`), their span its range; otherwise the widest the difference can be, from the ends
+    of the two ranges. The method is theirs where they share one."""
+    method = a.method if a.method == b.method else None
+    if _paired(a, b):
+        per = tuple(x - y for x, y in zip(a.per, b.per))
+        return Range(a.median - b.median, min(per), max(per), len(per), REPEATS, method, per, a.run)
+    return Range(a.median - b.median, a.lo - b.hi, a.hi - b.lo, min(a.n, b.n), a.basis, method)

@@ -78,11 +78,6 @@ def same_kernels(build: Build, a, b) -> Statement:
                      f"same kernels, device {apart(db, da)}, one call {apart(tb, ta)}", lesson)
 
 
-def point(x: float) -> decide.Range:
-    """One measured value, with no spread recorded."""
-    return decide.Range(x, x, x, 1, decide.SAMPLES)
-
-
 @claim("second-compile", reads=lambda first, second: [first, second],
        flip=lambda second: [
            Flip(f"{second}.json", setting(first_call_ms=0.05)),  # a first call quicker than a compiled one
@@ -93,7 +88,7 @@ def second_compile(build: Build, first="naive_compiled", second="inplace_compile
     same kernels."""
     sa, sb = build.summary(first), build.summary(second)
     fa, fb = sa["first_call_ms"], sb["first_call_ms"]
-    pays = all(decide.order(point(s["first_call_ms"] * 1e3), decide.samples(s["event_times_us"])) == 1 for s in (sa, sb))
+    pays = all(decide.order(decide.point(s["first_call_ms"] * 1e3), decide.samples(s["event_times_us"])) == 1 for s in (sa, sb))
     text = f"{ms(fa)} here, and {ms(fb)} for the second"
     cached = kernels_of(build, first) == kernels_of(build, second) and fb < fa / 2
     if cached:

@@ -21,7 +21,7 @@ def graph_gains(build: Build) -> Statement:
     rows = [r for r in build.run("graphs") if "error" not in r]
     pick = lambda r, side: across(build, "graphs", lambda res: row(res, where=r["where"], path=r["path"])[side]["times_us"])
     eager, graph = ({(r["where"], r["path"]): pick(r, side) for r in rows} for side in ("eager", "graph"))
-    speedup = {k: _speedup(eager[k], graph[k]) for k in eager}
+    speedup = {k: decide.quotient(eager[k], graph[k]) for k in eager}
     places = list(dict.fromkeys(w for w, _ in eager))
     kv = {r["where"]: r.get("kv_len") for r in rows}
     saves = "; ".join(f"{us(eager[k].median - graph[k].median)} of {escape(k[1])}'s {eager[k].text(us)}, "
@@ -51,9 +51,3 @@ def graph_gains(build: Build) -> Statement:
     return Statement(text, len(places) > 2 and faster and grows, lesson=lesson,
                      rests_on=f"replay faster everywhere: {faster}, grows: {grows}; "
                      f"{ {k: round(v.median, 2) for k, v in speedup.items()} }", outcome=str(most))
-
-
-def _speedup(eager: decide.Range, graph: decide.Range) -> decide.Range:
-    """Eager over graph, from the two ranges: its extremes pair one's end with the other's start."""
-    return decide.Range(eager.median / graph.median, eager.lo / graph.hi, eager.hi / graph.lo,
-                        min(eager.n, graph.n), eager.basis)

@@ -3,7 +3,6 @@ what one call adds, where the CPU time goes."""
 from __future__ import annotations
 
 import math
-import statistics
 
 from ...analysis import decide, summary
 from ...model import names
@@ -136,17 +135,6 @@ def one_call_runs(build: Build) -> Statement:
     return Statement(text, holds, "; ".join(parts), lesson=lesson)
 
 
-def _difference(build: Build, key, one: decide.Range, queued: decide.Range) -> decide.Range:
-    """One call's time less the back-to-back time, for a path and layout of the fastest-forward run: the
-    difference of the medians over all processes, and its range, the span of each process's own difference
-    (one process: the widest difference the two p10–p90 ranges allow)."""
-    if one.basis != decide.REPEATS:
-        return decide.Range(one.median - queued.median, one.lo - queued.hi, one.hi - queued.lo, one.n, one.basis)
-    each = [statistics.median(r["times_us"]) - statistics.median(r["back_to_back_us_each"])
-            for r in (row(res, path=key[0], layout=key[1]) for res in build.repeats("fastest"))]
-    return decide.Range(one.median - queued.median, min(each), max(each), len(each), decide.REPEATS)
-
-
 @claim("pays-most", reads=["run-fastest"],
        flip=Flip("run-fastest.json", in_run("fastest", lambda rows: [
            r.update(times_us=scale(r["times_us"], 2.0)) for r in rows if r["path"] == "flash"
@@ -158,7 +146,7 @@ def pays_most(build: Build) -> Statement:
     pick = lambda k, f: across(build, "fastest", lambda res: row(res, path=k[0], layout=k[1])[f])
     one = {k: pick(k, "times_us") for k in keys}
     queued = {k: pick(k, "back_to_back_us_each") for k in keys}
-    extra = {k: _difference(build, k, one[k], queued[k]) for k in keys}
+    extra = {k: decide.difference(one[k], queued[k]) for k in keys}
     top = front(extra, largest=True)
     label = lambda k: f"{short(k[0])} stored {k[1]}"
     if len(top) == 1:

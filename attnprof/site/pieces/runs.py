@@ -29,11 +29,6 @@ def measured(build: Build, run: str, pick, samples: str = "back_to_back_us_each"
     return across(build, run, lambda result: pick(result)[samples])
 
 
-def quotient(a: decide.Range, b: decide.Range) -> decide.Range:
-    """a ÷ b, from the ends of the two ranges: the widest the ratio can be."""
-    return decide.Range(a.median / b.median, a.lo / b.hi, a.hi / b.lo, min(a.n, b.n), a.basis)
-
-
 def not_told_apart(a: str, ra: decide.Range, b: str, rb: decide.Range, fmt=us) -> str:
     """The words for two quantities the rule cannot tell apart, both ranges given."""
     return f"{a} and {b} are not told apart ({ra.text(fmt)} against {rb.text(fmt)}, {ra.how})"
@@ -195,7 +190,7 @@ def speedups(build: Build) -> list[dict]:
                     continue
                 out.append({"d": d, "seq": r["shape"][2], "path": fused,
                             "speedup": n["back_to_back_us"] / r["back_to_back_us"],
-                            "speedup_range": quotient(_sweep_time(build, n), _sweep_time(build, r)),
+                            "speedup_range": decide.quotient(_sweep_time(build, n), _sweep_time(build, r)),
                             "memory_ratio": n["peak_extra_bytes"] / r["peak_extra_bytes"]})
     return out
 
