@@ -177,3 +177,26 @@ def difference(a: Range, b: Range) -> Range:
         per = tuple(x - y for x, y in zip(a.per, b.per))
         return Range(a.median - b.median, min(per), max(per), len(per), REPEATS, method, per, a.run)
     return Range(a.median - b.median, a.lo - b.hi, a.hi - b.lo, min(a.n, b.n), a.basis, method)
+
+
+# Thresholds a claim holds a value to (attnprof/site/claims), each through `against`. A value recorded without a
+# spread (one figure, one ratio of figures) is held to its threshold as it is (POINT_BAND); where it has a
+# range, the range decides.
+POINT_BAND = 0.0  # a figure with no spread recorded crosses its threshold or does not: no band to be near in
+PARITY = 1.0  # a ratio of two times at parity: below it the first is faster, above it slower
+MOST = 0.5  # "most of": more than half
+QUEUED_NEAR = 0.10  # a long forward's time queued and its one call lie this close: the launch is small beside it
+LINEAR_WITHIN = 0.05  # a speedup within 5 % of the GPU count is "about linear" when no spread is recorded
+SAME_KERNEL_WITHIN = 0.05  # one kernel in two captures "at the same speed": its two profiled times this close
+ROTATIONS_AGREE_WITHIN = 0.03  # two rotations' medians "agree" this close: MARGIN, what a host or a day moves a time
+UNION_WITHIN_CALL = 0.05  # the kernels' busy time lies "within" one call up to this much over the call's median (another call)
+COPY_WITHIN = 0.10  # a copy's time, and what dropping it saved, this close to its bytes at the measured copy rate
+BACKWARD_OVER_FORWARD = PARITY  # a fused backward "costs more than its forward": its device time over the forward's above 1
+HOST_BOUND_CALL = 2.0  # one call's p10 at least twice the kernels' time: the host, not the GPU, sets the call's pace
+CAUSAL_LATER_HALF = 3.0  # the later half of a causal sequence holds 3× the earlier's (query, key) pairs: (3/8) / (1/8)
+COUNT_WITHIN = 0.01  # counted pairs are exact: within 1 % of the arithmetic
+A100_BAND = MARGIN  # a rung's H200 ÷ A100 ratio lies beyond a peak ratio only by more than this share of it: one figure
+#                     each side (the post's time, our median), so the band is what a host or a day moves a time
+RECOMPILE_CLIFF = 2.0  # the cliff: a call at half the rate of the shape before, or less (a recompile, not drift)
+FMA_OVER_TENSOR = 10.0  # FP32 matmuls "on the CUDA cores": the FMA pipe at least 10× as busy as the tensor pipe
+TENSOR_PIPE_FLOOR = 0.1  # % of the tensor pipe below which a counter reads as idle (its own noise)

@@ -46,7 +46,9 @@ def bwd_over_forward(build: Build) -> Statement:
             f"{times(min(unfused.values()))} to {times(max(unfused.values()))}.")
     lesson = (f"Every fused backend's backward takes {times(fused[lo])} to {times(fused[hi])} the device time of its "
               f"forward, more than any unfused one's")
-    return Statement(text, min(fused.values()) > max(unfused.values()) and min(fused.values()) > 1, lesson=lesson,
+    holds = (decide.against(min(fused.values()), max(unfused.values()), decide.POINT_BAND) == "above"
+             and decide.against(min(fused.values()), decide.BACKWARD_OVER_FORWARD, decide.POINT_BAND) == "above")
+    return Statement(text, holds, lesson=lesson,
                      rests_on=f"fused {min(fused.values()):.2f}–{max(fused.values()):.2f}×, "
                      f"unfused {min(unfused.values()):.2f}–{max(unfused.values()):.2f}×")
 
@@ -135,7 +137,8 @@ def bwd_host(build: Build, stage) -> Statement:
             f"GPU.")
     lesson = (f"{short(stage)}'s backward spends {us(s['cpu_backward_us'])} on the CPU for {us(s['backward_device_us'])} "
               f"of kernels, so its one-call time follows the CPU")
-    return Statement(text, s["cpu_backward_us"] > s["backward_device_us"]
-                     and s["event_p10_us"] > 2 * s["backward_device_us"], lesson=lesson,
+    host = decide.against(s["cpu_backward_us"] / s["backward_device_us"], decide.PARITY, decide.POINT_BAND) == "above"
+    paced = decide.against(s["event_p10_us"] / s["backward_device_us"], decide.HOST_BOUND_CALL, decide.POINT_BAND) == "above"
+    return Statement(text, host and paced, lesson=lesson,
                      rests_on=f"CPU {s['cpu_backward_us']:.1f} µs, device {s['backward_device_us']:.1f} µs, "
                      f"event p10 {s['event_p10_us']:.1f} µs")

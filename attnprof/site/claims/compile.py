@@ -120,7 +120,8 @@ def reduce_overhead(build: Build, reduce="naive_reduce", default="naive_compiled
         text += (f"; the {count(len(copies))} copies themselves take {us(sum(copies))} of device time (profiler), "
                  f"{pct(share)} of that difference, so "
                  + ("most of it lies elsewhere, on the host side of the compiled wrapper most likely (an inference: "
-                    "the capture does not split it)" if share < 0.5 else "they account for most of it"))
+                    "the capture does not split it)" if decide.against(share, decide.MOST, decide.POINT_BAND) == "below"
+                    else "they account for most of it"))
     own = any(op["kind"] == "memcpy" for op in sd["ops"])
     lesson = (f"the graph replay with its copies takes {us(a.median)} per forward against {us(b.median)} for the "
               f"default mode: " + {1: "slower", -1: "faster", 0: "the two are not told apart"}[place])
@@ -145,5 +146,7 @@ def recompile_cliff(build: Build) -> Statement:
     rest = [p["tflops"] for p in points[drop:]]
     lesson = (f"The cliff is at the {ordinal(drop + 1)} new shape, one past `torch.compile`'s limit of {limit} "
               f"recompiles, and no later shape climbs back")
-    return Statement(text, drop == limit and max(rest) < min(p["tflops"] for p in points[:drop]),
+    cliff = decide.against(before["tflops"] / after["tflops"], decide.RECOMPILE_CLIFF, decide.POINT_BAND) != "below"
+    stays = decide.against(max(rest), min(p["tflops"] for p in points[:drop]), decide.POINT_BAND) == "below"
+    return Statement(text, drop == limit and cliff and stays,
                      f"the largest drop before point {drop + 1} of {len(points)}, limit {limit}", lesson=lesson)

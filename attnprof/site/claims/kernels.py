@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from ...analysis import kernel_names, summary
+from ...analysis import decide, kernel_names, summary
 from ...model import names
 from ...model.stages import LONG_SHAPE, select
 from ..build import Build, RecordUnusable
@@ -77,7 +77,8 @@ def flash_vs_hopper_kernels(build: Build) -> Statement:
     text = ("runs at " + " and ".join(f"{pct(r)} of {short(s)}'s rate" for s, r in ratio.items())
             + " (kernel time in the profiler, the table above)")
     lesson = "runs at " + " and ".join(f"{pct(r)} of {short(s)}'s rate" for s, r in ratio.items())
-    return Statement(text, bool(ratio) and max(ratio.values()) < 1, f"{ratio}", lesson=lesson)
+    slower = bool(ratio) and decide.against(max(ratio.values()), decide.PARITY, decide.POINT_BAND) == "below"
+    return Statement(text, slower, f"{ratio}", lesson=lesson)
 
 
 # ---- Nsight Compute's verdicts ------------------------------------------------------------------

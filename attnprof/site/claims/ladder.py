@@ -1,7 +1,7 @@
 """Claims about the ladder's forwards, answered from the op list each chapter shows."""
 from __future__ import annotations
 
-from ...analysis import kernel_names
+from ...analysis import decide, kernel_names
 from ...text import escape, us
 from ..build import Build
 from ..words import short
@@ -59,7 +59,8 @@ def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
             f"of that, and writing the mask in place saved {us(saved)} of device time per forward")
     lesson = (f"the copy took {us(copy['duration_us'])}, within {100 * abs(copy['duration_us'] / expected - 1):.1f} % "
               f"of what its bytes take at the GPU's measured copy rate")
-    return Statement(text, abs(copy["duration_us"] / expected - 1) < 0.1 and abs(saved / copy["duration_us"] - 1) < 0.1,
+    within = lambda x: decide.against(abs(x - 1), decide.COPY_WITHIN, decide.POINT_BAND) == "below"
+    return Statement(text, within(copy["duration_us"] / expected) and within(saved / copy["duration_us"]),
                      lesson=lesson,
                      rests_on=f"expected {expected:.1f} µs, copy {copy['duration_us']:.1f} µs, saved {saved:.1f} µs")
 
@@ -67,12 +68,13 @@ def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
 @claim("same-op-time", reads=lambda a, b: [a, b],
        flip=lambda b: Flip(f"{b}.trace.json.gz", kernels_in_trace("at::native::elementwise_kernel", 1.5)))
 def same_op_time(build: Build, a, b, launched_by) -> Statement:
-    """One kernel in two stages' forwards (named by the aten op that launched it): the same time, within 5 %."""
+    """One kernel in two stages' forwards (named by the aten op that launched it): the same time, within decide.SAME_KERNEL_WITHIN."""
     ta, tb = ({_aten(s, op): op["duration_us"] for op in s["ops"]}[launched_by]
               for s in (build.shown(a), build.shown(b)))
     text = (f"{short(b)}: {us(tb)}; {short(a)}: {us(ta)}; within {100 * abs(tb / ta - 1):.1f} %, "
             f"the same kernel at the same speed")
-    return Statement(text, abs(tb / ta - 1) < 0.05, f"{ta:.1f} and {tb:.1f} µs",
+    return Statement(text, decide.against(abs(tb / ta - 1), decide.SAME_KERNEL_WITHIN, decide.POINT_BAND) == "below",
+                     f"{ta:.1f} and {tb:.1f} µs",
                      lesson=f"{us(tb)} against {us(ta)}: the same kernel at the same speed")
 
 

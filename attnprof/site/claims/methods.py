@@ -59,15 +59,12 @@ def rates(build: Build, stage) -> Statement:
                      rests_on=f"kernel {kernel_only}, back to back {b2b}, one call {one_call}")
 
 
-QUEUED_NEAR = 0.10  # a long forward's time queued and its one call lie this close: the launch is small beside it
-
-
 @claim("queued-vs-one-call", reads=["run-fastest"],
        flip=lambda stage: Flip("run-fastest.json", in_run("fastest", lambda rows: [
            r.update(times_us=scale(r["times_us"], 0.5)) for r in rows if r["path"] == stage])))
 def queued_vs_one_call(build: Build, stage) -> Statement:
     """At the long shape a stage's time per forward queued back to back and its one call at a time lie within
-    QUEUED_NEAR of each other in every layout: one call's launch is small beside the kernel. Which of the two
+    decide.QUEUED_NEAR of each other in every layout: one call's launch is small beside the kernel. Which of the two
     is lower is not said: it moves from machine to machine by more than the run's own spread."""
     layouts = [r["layout"] for r in build.run("fastest") if r["path"] == stage and r.get("back_to_back_us_each")]
     if not layouts:
@@ -83,8 +80,8 @@ def queued_vs_one_call(build: Build, stage) -> Statement:
             f"small to separate from the other differences between a lone call and a stream")
     lesson = (f"{short(stage)}'s queued and one-call times lie within {math.ceil(100 * max(gaps.values()))} % of each "
               f"other: beside a kernel this long, the launch is small")
-    return Statement(text, max(gaps.values()) < QUEUED_NEAR, lesson=lesson,
-                     rests_on=f"gaps {', '.join(f'{l} {pct(g)}' for l, g in gaps.items())} against {pct(QUEUED_NEAR)}")
+    return Statement(text, decide.against(max(gaps.values()), decide.QUEUED_NEAR, decide.POINT_BAND) == "below", lesson=lesson,
+                     rests_on=f"gaps {', '.join(f'{l} {pct(g)}' for l, g in gaps.items())} against {pct(decide.QUEUED_NEAR)}")
 
 
 def _graphs_row(build: Build, path: str) -> dict | None:
@@ -172,5 +169,6 @@ def cudnn_cpu_inside(build: Build) -> Statement:
     inside = next(c.duration_us for c in shown.cpu_ops if c.name == "aten::_cudnn_attention_forward")
     text = (f"{pct(inside / shown.cpu_us)} of it ({us(inside)} of {us(shown.cpu_us)}, profiler) inside "
             f"`_cudnn_attention_forward`")
-    return Statement(text, inside / shown.cpu_us > 0.5, f"{inside:.1f} of {shown.cpu_us:.1f} µs",
+    return Statement(text, decide.against(inside / shown.cpu_us, decide.MOST, decide.POINT_BAND) == "above",
+                     f"{inside:.1f} of {shown.cpu_us:.1f} µs",
                      lesson=f"{pct(inside / shown.cpu_us)} of it inside `_cudnn_attention_forward`")

@@ -170,7 +170,8 @@ def math_on_cuda_cores(build: Build):
     return ("the math backend's FP32 matmuls run on the CUDA cores, not the Tensor Cores",
             "the post (from the kernel names)",
             f"FP32 FMA pipe {min(fma):.0f}–{max(fma):.0f} % active, tensor pipe {max(tensor):.2f} %",
-            "confirmed" if min(fma) > 10 * max(max(tensor), 0.1) else "not confirmed")
+            "confirmed" if decide.against(min(fma), decide.FMA_OVER_TENSOR * max(max(tensor), decide.TENSOR_PIPE_FLOOR),
+                                         decide.POINT_BAND) == "above" else "not confirmed")
 
 
 def share_verdict(hits: int, total: int, near: int = 0) -> str:

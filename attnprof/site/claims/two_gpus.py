@@ -1,7 +1,7 @@
 """Claims about context parallelism on two GPUs: scaling, the rotations, causal halves, overlap."""
 from __future__ import annotations
 
-from ...analysis import trace
+from ...analysis import decide, trace
 from ...model import names
 from ...text import us
 from ..build import Build
@@ -11,18 +11,11 @@ from .edits import setting
 
 # ---- two GPUs ------------------------------------------------------------------------------------
 
-LINEAR_WITHIN = 0.05  # a speedup within 5 % of the GPU count is "about linear" when no spread is recorded
-
-
 def scaling_words(speedup: float, gpus: int, spread: float | None) -> str:
     """'superlinear' only when the speedup exceeds the GPU count by more than the spread of the timings;
-    with no spread recorded, 'about linear' within LINEAR_WITHIN."""
-    margin = spread if spread is not None else LINEAR_WITHIN * gpus
-    if speedup > gpus + margin:
-        return "superlinear"
-    if speedup >= gpus - margin:
-        return "about linear"
-    return "sublinear"
+    with no spread recorded, 'about linear' within decide.LINEAR_WITHIN."""
+    margin = spread if spread is not None else decide.LINEAR_WITHIN * gpus
+    return {"above": "superlinear", "near": "about linear", "below": "sublinear"}[decide.against(speedup, gpus, margin)]
 
 
 LONGEST_CP = names.CP_LENGTHS[-1]  # the two-GPU records at the longest length: both rotations, and unbalanced
@@ -56,7 +49,9 @@ def cp_device_over_event(build: Build) -> Statement:
             f"within the call.")
     lesson = (f"The first rank's device time, {us(r['forward_device_us'])}, exceeds its one-call time, "
               f"{us(r['event_median_us'])}, because kernels that overlap are counted twice")
-    return Statement(text, r["forward_device_us"] > union and union <= r["event_median_us"] * 1.05, lesson=lesson,
+    counted_twice = decide.against(r["forward_device_us"], union, decide.POINT_BAND) == "above"
+    within = decide.against(union, r["event_median_us"] * (1 + decide.UNION_WITHIN_CALL), decide.POINT_BAND) != "above"
+    return Statement(text, counted_twice and within, lesson=lesson,
                      rests_on=f"sum {r['forward_device_us']:.1f}, union {union:.1f}, event {r['event_median_us']:.1f}")
 
 
@@ -69,7 +64,8 @@ def causal_halves(build: Build) -> Statement:
     first, last = (r["causal_pairs"] for r in s["ranks"])
     text = (f"{last / first:.0f} times as many keys as rank 0's ({last:,} causal (query, key) pairs against "
             f"{first:,})")
-    return Statement(text, abs(last / first - 3) < 0.01, f"pairs {first} and {last}",
+    return Statement(text, decide.against(last / first, decide.CAUSAL_LATER_HALF, decide.COUNT_WITHIN) == "near",
+                     f"pairs {first} and {last}",
                      lesson=f"{last / first:.0f} times as many keys as rank 0's")
 
 
@@ -80,5 +76,6 @@ def rotations_agree(build: Build) -> Statement:
     """All-gather and all-to-all at the same length: the slower rank's one-call medians side by side."""
     a, b = (build.summary(names.cp_record(LONGEST_CP, rotate=r))["cp_event_median_us"] for r in ("allgather", "alltoall"))
     text = f"the times agree to within {100 * abs(a / b - 1):.1f} % ({us(a)} and {us(b)}, one-call CUDA-event medians)"
-    return Statement(text, abs(a / b - 1) < 0.03, f"{a:.0f} and {b:.0f} µs",
+    return Statement(text, decide.against(abs(a / b - 1), decide.ROTATIONS_AGREE_WITHIN, decide.POINT_BAND) == "below",
+                     f"{a:.0f} and {b:.0f} µs",
                      lesson=f"the times agree to within {100 * abs(a / b - 1):.1f} %")

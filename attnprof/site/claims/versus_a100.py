@@ -1,7 +1,7 @@
 """Claims that set the H200 beside the post's A100: peak ratios against measured ratios, op counts."""
 from __future__ import annotations
 
-from ...analysis import hardware
+from ...analysis import decide, hardware
 from ..build import Build
 from .core import Flip, Statement, claim
 from .edits import each, in_run
@@ -22,6 +22,15 @@ def peak_ratios(build: Build) -> dict:
 def rung_ratio(build: Build, stage: str) -> float:
     """The post's A100 forward time (profiler) over our H200 device time per forward (profiler)."""
     return hardware.FIGURES[stage]["forward_us"] / build.summary(stage)["forward_device_us"]
+
+
+def _where(r: float, lo: float, hi: float) -> str:
+    """Where a rung's ratio lies against two peak ratios: 'below', 'between' or 'above' them, each by more than
+    decide.A100_BAND of the ratio it passes, else 'at the edge of' them."""
+    low, high = (decide.against(r, x, decide.A100_BAND * x) for x in (lo, hi))
+    if low == "below" or high == "above":
+        return low if low == "below" else high
+    return "between" if (low, high) == ("above", "below") else "at the edge of"
 
 
 HW_NAMES = {"hbm_gbs": "memory bandwidth", "fp32_tflops": "FP32 on the CUDA cores", "sm_clock": "SMs × clock"}
@@ -47,7 +56,7 @@ def a100_inplace(build: Build) -> Statement:
        flip=Flip("run-hardware.json", in_run("hardware", lambda r: r["query"].update(memory_clock_rate=4_000_000))))
 def a100_math(build: Build) -> Statement:
     p, r = peak_ratios(build), rung_ratio(build, "math")
-    where = relation(r, p["hbm_gbs"], p["fp32_tflops"])
+    where = _where(r, p["hbm_gbs"], p["fp32_tflops"])
     text = (f"{times(r, 2)}, {where} the bandwidth ratio ({times(p['hbm_gbs'], 2)}) and the FP32 ratio "
             f"({times(p['fp32_tflops'], 2)}), both peak to peak")
     lesson = f"{times(r, 2)} faster on the H200, {where} the two GPUs' memory-bandwidth and FP32 ratios"
@@ -64,7 +73,8 @@ def a100_fused_ampere(build: Build) -> Statement:
             f"({times(p['sm_clock'], 2)}, peak to peak), the smallest of those three")
     lesson = (f"{times(rs['efficient'], 2)} and {times(rs['flash'], 2)} faster on the H200, less than any ratio of the "
               f"two GPUs' hardware")
-    return Statement(text, max(rs.values()) < min(p.values()), f"ratios {rs}, hardware {p}", lesson=lesson)
+    below = decide.against(max(rs.values()), min(p.values()), decide.A100_BAND * min(p.values())) == "below"
+    return Statement(text, below, f"ratios {rs}, hardware {p}", lesson=lesson)
 
 
 @claim("a100-cudnn", reads=["inplace", "math", "efficient", "flash", "cudnn"],
@@ -86,7 +96,8 @@ def math_gap(build: Build) -> Statement:
             f"{theirs:.1f} times on the A100 (device time per forward on both, profiler)")
     lesson = (f"the math forward takes {ours:.1f} times as long as the in-place one here, against {theirs:.1f} times "
               f"on the A100")
-    return Statement(text, ours < theirs, f"H200 {ours:.2f}, A100 {theirs:.2f}", lesson=lesson)
+    return Statement(text, decide.against(ours, theirs, decide.A100_BAND * theirs) == "below",
+                     f"H200 {ours:.2f}, A100 {theirs:.2f}", lesson=lesson)
 
 
 @claim("naive-ops-vs-a100", reads=["naive"], flip=Flip("naive.json", lambda s: s.update(ops_per_forward=s["ops_per_forward"] + 1)))
