@@ -145,7 +145,8 @@ def _pct(k: dict, field: str) -> str:
 
 def flash_occupancy(build: Build):
     k = _kernel(build, "flash", "flash_fwd")
-    near = k["warps_active_pct"] >= 0.9 * k["theoretical_occupancy_pct"]
+    near = decide.against(k["warps_active_pct"], decide.ACHIEVED_NEAR_THEORETICAL * k["theoretical_occupancy_pct"],
+                          decide.POINT_BAND) != "below"
     return ("FlashAttention-2's kernel runs at ≈ 13 % occupancy (255 registers × 128 threads → 8 of 64 warps)",
             "the post (A100), from the footprint",
             f"achieved {_pct(k, 'warps_active_pct')} of a theoretical {_pct(k, 'theoretical_occupancy_pct')}, "
