@@ -53,10 +53,11 @@ def bwd_over_forward(build: Build) -> Statement:
                      f"unfused {min(unfused.values()):.2f}–{max(unfused.values()):.2f}×")
 
 
-def _bwd_ranked(build: Build, field: str) -> dict[str, decide.Range]:
+def _bwd_ranked(build: Build, field: str, method: str) -> dict[str, decide.Range]:
     """Each backward's `field` samples in the backward run, over its separate processes (the one rule's range)."""
     stages = [r["stage"] for r in build.run("backward")["rows"] if field in r]
-    return {k: across(build, "backward", lambda res, k=k: row(res["rows"], stage=k).get(field, [])) for k in stages}
+    return {k: across(build, "backward", lambda res, k=k: row(res["rows"], stage=k).get(field, []), method)
+            for k in stages}
 
 
 def _failed_once(stage: str):
@@ -76,7 +77,7 @@ def _failed_once(stage: str):
 def bwd_fastest(build: Build) -> Statement:
     """The backward ranking by device time and by one call, each by the one rule over the backward run's
     separate processes: backwards that cannot be told apart share a place."""
-    device, event = _bwd_ranked(build, "backward_device_us_each"), _bwd_ranked(build, "event_times_us")
+    device, event = _bwd_ranked(build, "backward_device_us_each", decide.DEVICE), _bwd_ranked(build, "event_times_us", decide.ONE_CALL)
     first, first_event = front(device), front(event)
     runner = front({k: r for k, r in device.items() if k not in first})
     some = next(r for r in build.repeats("backward")[0]["rows"] if "event_times_us" in r)

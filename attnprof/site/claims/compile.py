@@ -59,8 +59,8 @@ def same_kernels(build: Build, a, b) -> Statement:
         return Statement(text, bool(ka) and bool(kb), f"{ka} against {kb}", "different kernels",
                          "generates different kernels")
     sa, sb = build.summary(a), build.summary(b)
-    da, db = decide.samples(sa["forward_device_us_each"]), decide.samples(sb["forward_device_us_each"])
-    ta, tb = decide.samples(sa["event_times_us"]), decide.samples(sb["event_times_us"])
+    da, db = decide.samples(sa["forward_device_us_each"], decide.DEVICE), decide.samples(sb["forward_device_us_each"], decide.DEVICE)
+    ta, tb = decide.samples(sa["event_times_us"], decide.ONE_CALL), decide.samples(sb["event_times_us"], decide.ONE_CALL)
     same = decide.order(db, da) == 0
     text = (f"generates the same {count(len(kb))} kernels, which take {db.text(us)} against {da.text(us)} of device "
             f"time (profiler, median and p10–p90 of {len(sb['forward_device_us_each'])} forwards)"
@@ -88,7 +88,7 @@ def second_compile(build: Build, first="naive_compiled", second="inplace_compile
     same kernels."""
     sa, sb = build.summary(first), build.summary(second)
     fa, fb = sa["first_call_ms"], sb["first_call_ms"]
-    pays = all(decide.order(decide.point(s["first_call_ms"] * 1e3), decide.samples(s["event_times_us"])) == 1 for s in (sa, sb))
+    pays = all(decide.order(decide.point(s["first_call_ms"] * 1e3, decide.WALL), decide.samples(s["event_times_us"], decide.ONE_CALL)) == 1 for s in (sa, sb))
     text = f"{ms(fa)} here, and {ms(fb)} for the second"
     cached = kernels_of(build, first) == kernels_of(build, second) and fb < fa / 2
     if cached:
@@ -109,7 +109,7 @@ def reduce_overhead(build: Build, reduce="naive_reduce", default="naive_compiled
     share of the difference its input copies account for on the GPU; the copies are work the default mode
     does not do."""
     sr, sd = build.summary(reduce), build.summary(default)
-    a, b = decide.samples(sr["event_times_us"]), decide.samples(sd["event_times_us"])
+    a, b = decide.samples(sr["event_times_us"], decide.ONE_CALL), decide.samples(sd["event_times_us"], decide.ONE_CALL)
     copies = [op["duration_us"] for op in sr["ops"] if op["kind"] == "memcpy"]
     place = decide.order(a, b)
     text = (f"the graph replay with its copies takes {a.text(us)} per forward against {b.text(us)} for the default "

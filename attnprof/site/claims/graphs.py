@@ -19,7 +19,7 @@ def graph_gains(build: Build) -> Statement:
     """What a CUDA graph replay saves one call (CUDA-event samples of the graphs run), at the post's shape
     and at the decode steps, and which path gains most where; each comparison by the one rule."""
     rows = [r for r in build.run("graphs") if "error" not in r]
-    pick = lambda r, side: across(build, "graphs", lambda res: row(res, where=r["where"], path=r["path"])[side]["times_us"])
+    pick = lambda r, side: across(build, "graphs", lambda res: row(res, where=r["where"], path=r["path"])[side]["times_us"], decide.ONE_CALL)
     eager, graph = ({(r["where"], r["path"]): pick(r, side) for r in rows} for side in ("eager", "graph"))
     speedup = {k: decide.quotient(eager[k], graph[k]) for k in eager}
     places = list(dict.fromkeys(w for w, _ in eager))

@@ -10,7 +10,7 @@ from ...model.stages import DEFAULT_SHAPE, LONG_SHAPE
 from ...text import us
 from ..build import Build, RecordUnusable, across, row
 from ..words import count, listed, short
-from ..pieces.runs import measured
+from ..pieces.runs import SAMPLE_METHODS, measured
 from .core import ADAPTS, Flip, Statement, claim
 from .edits import _shrink_cpu_op, each, events, in_run, scale
 from .wording import front, pct
@@ -69,7 +69,8 @@ def queued_vs_one_call(build: Build, stage) -> Statement:
     layouts = [r["layout"] for r in build.run("fastest") if r["path"] == stage and r.get("back_to_back_us_each")]
     if not layouts:
         raise RecordUnusable(f"the fastest-forward run has no row of {stage} timed back to back")
-    pick = lambda layout, field: across(build, "fastest", lambda res: row(res, path=stage, layout=layout)[field])
+    pick = lambda layout, field: across(build, "fastest", lambda res: row(res, path=stage, layout=layout)[field],
+                                        SAMPLE_METHODS[field])
     pairs = {l: (pick(l, "back_to_back_us_each"), pick(l, "times_us")) for l in layouts}
     gaps = {l: abs(q.median / one.median - 1) for l, (q, one) in pairs.items()}
     said = "; ".join(f"stored {l}, {q.text(us)} queued against {one.text(us)} for one call"
@@ -102,20 +103,21 @@ def one_call_runs(build: Build) -> Statement:
     parts, holds, moved = [], True, []
     for stage, label in (("cudnn", "cuDNN"), ("flash", "flash")):
         s, g = build.summary(stage), _graphs_row(build, label if stage == "flash" else "cuDNN")
-        own, device = decide.samples(s["event_times_us"]), decide.samples(s["forward_device_us_each"])
+        own, device = decide.samples(s["event_times_us"], decide.ONE_CALL), decide.samples(s["forward_device_us_each"], decide.DEVICE)
         holds &= decide.order(own, device) == 1
         if g:
-            other = across(build, "graphs", lambda res: row(res, path=g["path"], where=g["where"])["eager"]["times_us"])
+            other = across(build, "graphs", lambda res: row(res, path=g["path"], where=g["where"])["eager"]["times_us"],
+                           decide.ONE_CALL)
             parts.append(f"{label}'s is {own.text(us)} in its capture's run and {other.text(us)} in the CUDA-graph run "
                          f"of [What CUDA graphs and compile change](graphs-and-compile.md)")
             holds &= decide.order(other, device) == 1
             moved += [label] if decide.told_apart(own, other) else []
     long = build.summary(names.record_name("cudnn", LONG_SHAPE))
-    own, device = decide.samples(long["event_times_us"]), decide.samples(long["forward_device_us_each"])
+    own, device = decide.samples(long["event_times_us"], decide.ONE_CALL), decide.samples(long["forward_device_us_each"], decide.DEVICE)
     holds &= decide.order(own, device) == 1
     fast = next((r for r in build.run("fastest") if r["path"] == "cudnn" and r.get("layout", "BHSD") == "BHSD"), None)
     if fast:
-        other = across(build, "fastest", lambda res: row(res, path="cudnn", layout=fast.get("layout"))["times_us"])
+        other = across(build, "fastest", lambda res: row(res, path="cudnn", layout=fast.get("layout"))["times_us"], decide.ONE_CALL)
         holds &= decide.order(other, device) == 1
         moved += ["cuDNN's at the long shape"] if decide.told_apart(own, other) else []
         parts.append(f"cuDNN's at B=1, S=8,192, D=128 is {own.text(us)} in its capture's run and {other.text(us)} in "
@@ -140,7 +142,7 @@ def pays_most(build: Build) -> Statement:
     """Which path of the fastest-forward run adds most to one call over its back-to-back time; paths whose
     extra time cannot be told apart (the one rule) share the first place."""
     keys = [(r["path"], r["layout"]) for r in build.run("fastest") if r.get("back_to_back_us_each") and r.get("times_us")]
-    pick = lambda k, f: across(build, "fastest", lambda res: row(res, path=k[0], layout=k[1])[f])
+    pick = lambda k, f: across(build, "fastest", lambda res: row(res, path=k[0], layout=k[1])[f], SAMPLE_METHODS[f])
     one = {k: pick(k, "times_us") for k in keys}
     queued = {k: pick(k, "back_to_back_us_each") for k in keys}
     extra = {k: decide.difference(one[k], queued[k]) for k in keys}

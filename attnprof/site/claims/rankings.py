@@ -21,7 +21,7 @@ def cpu_saving(build: Build, stage, against) -> Statement:
     """Whether a stage's forward takes less CPU time than another's, by the profiled forwards' spread. It
     may be less or not told apart; decidedly more contradicts the page (dropping a copy adds no CPU work)."""
     a, b = build.summary(stage), build.summary(against)
-    ra, rb = decide.samples(a["cpu_forward_us_each"]), decide.samples(b["cpu_forward_us_each"])
+    ra, rb = decide.samples(a["cpu_forward_us_each"], decide.CPU), decide.samples(b["cpu_forward_us_each"], decide.CPU)
     place = decide.order(ra, rb)
     text = (f"The annotated forward takes {ra.text(us)} of CPU time here against {rb.text(us)} for {short(against)} "
             f"(median and p10–p90 of {len(a['cpu_forward_us_each'])} profiled forwards, profiler on)")
@@ -46,8 +46,9 @@ def cudnn_fastest(build: Build) -> Statement:
     """cuDNN is the fastest SDPA backend at the post's shape, by device time and by one call, told apart
     from every other by the one rule over the timing run's separate processes."""
     backends = ("math", "efficient", "flash", "cudnn")
-    device = {b: across(build, "timing", _timed(b, pick=lambda r: r["profiled"]["device_us"])) for b in backends}
-    event = {b: across(build, "timing", _timed(b)) for b in backends}
+    device = {b: across(build, "timing", _timed(b, pick=lambda r: r["profiled"]["device_us"]), decide.DEVICE)
+              for b in backends}
+    event = {b: across(build, "timing", _timed(b), decide.ONE_CALL) for b in backends}
     # cuDNN against the fastest of the others, whether or not cuDNN leads
     rival, rival_event = (min((b for b in backends if b != "cudnn"), key=lambda b: rows[b].median)
                           for rows in (device, event))
@@ -74,7 +75,7 @@ def cudnn_fastest(build: Build) -> Statement:
 def between(build: Build, stage, slower, faster) -> Statement:
     """A stage's one-call time between two others' (CUDA-event samples of the captures), told apart from
     both by the one rule."""
-    a, b, c = (decide.samples(build.summary(r)["event_times_us"]) for r in (stage, slower, faster))
+    a, b, c = (decide.samples(build.summary(r)["event_times_us"], decide.ONE_CALL) for r in (stage, slower, faster))
     text = (f"{a.text(us)} per forward (CUDA-event median and p10–p90 of one call, {shape_text(DEFAULT_SHAPE)}) "
             f"against {b.text(us)} for {short(slower)} and {c.text(us)} for {short(faster)}: "
             f"{times(b.median / a.median)} faster than the first, {times(a.median / c.median)} slower than the second")
@@ -90,7 +91,7 @@ def between(build: Build, stage, slower, faster) -> Statement:
 def kernel_ahead(build: Build, a, b) -> Statement:
     """Which of two captures' forwards takes less device time (profiler, the one rule), and by how much: a
     comparison that holds only between forwards of one shape and dtype, which the sentence names once."""
-    ra, rb = (decide.samples(build.summary(r)["forward_device_us_each"]) for r in (a, b))
+    ra, rb = (decide.samples(build.summary(r)["forward_device_us_each"], decide.DEVICE) for r in (a, b))
     name = lambda r: short(names.parse_record(r)[0])
     how = (f"profiler, median and p10–p90 of {len(build.summary(a)['forward_device_us_each'])} profiled forwards, "
            f"{shape_text(build.summary(a)['shape'])}")
@@ -116,7 +117,8 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
     """Where a stage's CPU cost per forward ranks among others at the post's shape, by the timing run's
     unprofiled CPU enqueue: above or below each, or not told apart from it (the one rule)."""
     from ...analysis import timing
-    enqueue = {s: across(build, "timing", lambda res, s=s: timing.find(res["rows"], s, DEFAULT_SHAPE)["enqueue_us"])
+    enqueue = {s: across(build, "timing", lambda res, s=s: timing.find(res["rows"], s, DEFAULT_SHAPE)["enqueue_us"],
+                          decide.ENQUEUE)
                for s in (stage, *others)}
     mine = enqueue[stage]
     words = {"above": [], "below": [], "not told apart from": []}
@@ -149,7 +151,7 @@ def layout_gap(build: Build, stage) -> Statement:
     next, the one rule), and its two layouts against each other."""
     rows = [r for r in build.run("fastest") if r.get("back_to_back_us_each")]
     at = {(r["path"], r["layout"]): across(build, "fastest", lambda res, r=r: row(
-        res, path=r["path"], layout=r["layout"])["back_to_back_us_each"]) for r in rows}
+        res, path=r["path"], layout=r["layout"])["back_to_back_us_each"], decide.BACK_TO_BACK) for r in rows}
     fastest, nexts = True, []
     for layout in ("BSHD", "BHSD"):
         fastest &= front({p: v for (p, l), v in at.items() if l == layout}) == [stage]

@@ -23,10 +23,14 @@ DEFAULT_PRICE = 3.50  # $ per GPU-hour: an assumption the reader changes on the 
 
 # ---- a measurement's range, as the one rule (analysis/decide.py) takes it -----------------------------
 
+SAMPLE_METHODS = {"back_to_back_us_each": decide.BACK_TO_BACK, "times_us": decide.ONE_CALL}  # a run row's samples
+
+
 def measured(build: Build, run: str, pick, samples: str = "back_to_back_us_each") -> decide.Range:
     """The range of one measurement of a run: `pick(result)` finds its row (or part of a row) in each independent
-    repeat of the run, `samples` names the raw samples kept there (`times_us`: one call at a time)."""
-    return across(build, run, lambda result: pick(result)[samples])
+    repeat of the run, `samples` names the raw samples kept there (`times_us`: one call at a time), and so
+    the method that had them (SAMPLE_METHODS)."""
+    return across(build, run, lambda result: pick(result)[samples], SAMPLE_METHODS[samples])
 
 
 def not_told_apart(a: str, ra: decide.Range, b: str, rb: decide.Range, fmt=us) -> str:
@@ -480,7 +484,7 @@ def decode_stream(build: Build, r: dict) -> str:
     pick = row_where(batch=r["batch"], kv_len=r["kv_len"])
     every = [timing.verdict({**pick(result)["stream"], "one_call_us": pick(result)["times_us"], "stage": "decode step",
                              "shape": [r["batch"]]}) for result in build.repeats("decode_step")]
-    enqueue = decide.of([pick(result)["stream"]["enqueue_us"] for result in build.repeats("decode_step")])
+    enqueue = decide.of([pick(result)["stream"]["enqueue_us"] for result in build.repeats("decode_step")], decide.ENQUEUE)
     kind = timing.consensus(every)
     said = (f"{kind}" if timing.settled(every) else f"{kind}, within the {timing.HOST_MARGIN:g}× margin" if kind
             else f"not the same in every process ({', '.join(v.stream for v in every)})")

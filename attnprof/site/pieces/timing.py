@@ -31,11 +31,15 @@ def repeated(build: Build, stage, shape) -> list[timing.Verdict]:
     return [timing.verdict(r) for r in found if "error" not in r]
 
 
+TIMING_METHODS = {"enqueue_us": decide.ENQUEUE, "one_call_us": decide.ONE_CALL, "graph_us": decide.GRAPH,
+                  "back_to_back_us": decide.BACK_TO_BACK, "one_call_wall_us": decide.WALL}  # a timing row's samples
+
+
 def timed_range(build: Build, stage, shape, field="enqueue_us") -> decide.Range:
     """A row's samples (the CPU enqueue per call, unless `field` says otherwise) across the run's repeats (or
     p10–p90 of its one process)."""
     found = [timing.find(rep["rows"], stage, shape) for rep in build.repeats("timing")]
-    return decide.of([f[field] for f in found if "error" not in f])
+    return decide.of([f[field] for f in found if "error" not in f], TIMING_METHODS[field])
 
 
 def _record(stage: str, shape) -> str:
