@@ -106,6 +106,37 @@ def claim(name: str, reads, flip):
     return register
 
 
+CONDITIONS: dict[str, Claim] = {}  # piece name -> the truth condition of a conclusion piece whose words follow the records
+
+
+def condition(piece_name: str, reads, flip):
+    """Register the function below as the truth condition of the conclusion piece `piece_name` where a page
+    gives it no `expect=`: a function of the piece's own arguments returning a `Statement` whose `text` is
+    what the piece renders, `holds` whether the records bear out what the page says around it, and
+    `outcome` the words it chose; `reads` and `flip` as a claim's (see `claim`). `check` holds every such
+    piece on the pages to it."""
+    def register(fn):
+        if piece_name in CONDITIONS:
+            raise ValueError(f"condition {piece_name!r} is registered twice")
+        CONDITIONS[piece_name] = Claim(piece_name, fn, _of_args(fn, reads), _of_args(fn, flip))
+        return fn
+    return register
+
+
+def conditioned(piece_name: str, args) -> bool:
+    """Whether a page's piece is held to a truth condition here: one is registered and the page expects nothing."""
+    return piece_name in CONDITIONS and not any(a.startswith("expect=") for a in args)
+
+
+def hold(build: Build, piece_name: str, *args, **keywords) -> Statement:
+    """The truth condition of the piece `piece_name` for these arguments, raising FalseStatement when false."""
+    s = CONDITIONS[piece_name].says(build, *args, **keywords)
+    if not s.holds:
+        raise FalseStatement(f"the conclusion {piece_name!r} is false for the committed records: “{s.text}” "
+                             f"({s.rests_on}); rewrite the sentence around it or find what changed in the records")
+    return s
+
+
 def check(build: Build, name: str, *args, **keywords) -> Statement:
     """The claim `name`, raising FalseStatement when the records contradict it."""
     if name not in CLAIMS:
@@ -126,7 +157,8 @@ def say(build: Build, name, *args, **keywords):
 
 
 def false_statements(build: Build, docs: Path) -> list[str]:
-    """Every `say` of the chapters under `docs`, and every piece told what to find (`expect=`), that the
+    """Every `say` of the chapters under `docs`, every piece told what to find (`expect=`), and every
+    conclusion piece held to a truth condition (CONDITIONS), that the
     records contradict or that cannot be said, one line each naming its page, as the strict build finds
     them (`check` runs this; a sentence over a record that `check` already lists as unusable is left to
     that line)."""
@@ -134,10 +166,17 @@ def false_statements(build: Build, docs: Path) -> list[str]:
     found = []
     for page in sorted(docs.rglob("*.md")):
         for piece_name, args in directives(page.read_text(encoding="utf-8")):
-            if piece_name != "say" and not any(a.startswith("expect=") for a in args):
+            if piece_name != "say" and not any(a.startswith("expect=") for a in args) and not conditioned(piece_name, args):
                 continue
             try:
                 expand(build, piece_name, args)
+                positional = [a for a in args if "=" not in a]
+                if conditioned(piece_name, args) and not any(a in build.problems for a in positional):
+                    try:
+                        hold(build, piece_name, *positional, **dict(a.split("=", 1) for a in args if "=" in a))
+                    except RecordUnusable as e:  # a run `check` already lists is left to its line, as `expand` leaves it
+                        if build.strict and not e.known:
+                            raise
             except (*records.UNREADABLE, OSError, FalseStatement, RecordUnusable) as e:
                 found.append(f"{page.relative_to(docs.parent)}: <!-- attnprof: {piece_name} {' '.join(args)} -->: "
                              f"{records.unreadable(e)}")
