@@ -84,8 +84,8 @@ def flash_vs_hopper_kernels(build: Build) -> Statement:
 # ---- Nsight Compute's verdicts ------------------------------------------------------------------
 
 @claim("verdict", reads=lambda record: [f"{record}.counters"],
-       flip=lambda record, part, expect: Flip(f"{record}.counters.json", _other_verdict(part),
-                                                   FALSE if expect else ADAPTS))
+       flip=lambda record, part, expect: [Flip(f"{record}.counters.json", _other_verdict(part), FALSE if expect else ADAPTS),
+                                          Flip(f"{record}.counters.json", _other_verdict(part, twin=True))])
 def verdict(build: Build, record, part, expect=None) -> Statement:
     """What Nsight Compute's rule makes of the kernels of a record whose name is `part` (or holds it): one
     verdict for them all, and `expect`'s where the page's words around it need that one."""
@@ -105,15 +105,20 @@ def _kernels_named(kernels: list[dict], part: str) -> list[dict]:
     return [k for k in kernels if counters.base_name(k["name"]) == part] or [k for k in kernels if part in k["name"]]
 
 
-def _other_verdict(part: str):
+def _other_verdict(part: str, twin: bool = False):
     """The counted kernels named `part` made clearly memory-bound, or clearly compute-bound where they were
-    memory-bound: another verdict, whatever theirs was."""
+    memory-bound: another verdict, whatever theirs was. With `twin`, a second launch of the first of them is
+    counted with that other verdict beside it, theirs kept: no one verdict for the kernels of that name."""
     from ...analysis import counters
 
     def change(c):
-        for k in _kernels_named(c["kernels"], part):
+        named = _kernels_named(c["kernels"], part)
+        for k in (named[:1] if twin else named):
             sm, mem = (90.0, 20.0) if counters.verdict(k) == "memory-bound" else (20.0, 90.0)
-            k.update(sm_throughput_pct=sm, memory_throughput_pct=mem)
+            if twin:
+                c["kernels"].append(dict(k, sm_throughput_pct=sm, memory_throughput_pct=mem))
+            else:
+                k.update(sm_throughput_pct=sm, memory_throughput_pct=mem)
     return change
 
 
