@@ -5,6 +5,10 @@ build that returns a `Statement`: its lesson (plain words, at most two numbers, 
 what the page says in its prose), its evidence (the numbers filled in from the records, each with its
 method, range, processes and shape: what the page folds), and whether the records bear out the words typed
 in both. A statement the records contradict stops the build with one line that names it and quotes it.
+
+This module is the machinery (Statement, Flip, Claim, `claim`, `check`, `say`, `false_statements`, and the
+truth conditions of conclusion pieces, `condition` and `hold`); the claims themselves live one module a
+topic beside it, imported by the package.
 """
 from __future__ import annotations
 
