@@ -33,9 +33,6 @@ def _where(r: float, lo: float, hi: float) -> str:
     return "between" if (low, high) == ("above", "below") else "at the edge of"
 
 
-HW_NAMES = {"hbm_gbs": "memory bandwidth", "fp32_tflops": "FP32 on the CUDA cores", "sm_clock": "SMs × clock"}
-
-
 @claim("a100-inplace", reads=["run-hardware", "inplace"],
        flip=Flip("run-hardware.json", in_run("hardware", lambda r: r["query"].update(smi_clocks_max_sm_mhz=2_200))))
 def a100_inplace(build: Build) -> Statement:

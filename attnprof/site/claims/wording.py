@@ -33,8 +33,3 @@ def relation(x: float, lo: float, hi: float) -> str:
 def ordinal(n: int) -> str:
     return {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth", 6: "sixth", 7: "seventh",
             8: "eighth", 9: "ninth", 10: "tenth"}.get(n, f"{n}th")
-
-
-def ranked(rows: dict[str, float]) -> list[str]:
-    """Keys from the smallest value to the largest (the fastest first, for times)."""
-    return sorted(rows, key=rows.get)
