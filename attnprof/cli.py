@@ -183,7 +183,7 @@ def cmd_check(args) -> int:
     docs extra too)."""
     from .site import notebooks
     from .site.build import Build
-    from .site.claims.statements import false_statements
+    from .site.claims.core import false_statements
     build = Build(args.captures or store.CAPTURES, strict=True)
     problems = [*build.problems.values(), *notebooks.problems()]
     false = false_statements(build, store.ROOT / "docs")

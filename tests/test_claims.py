@@ -1,4 +1,4 @@
-"""Every checked sentence is a claim (attnprof/site/claims/statements.py: CLAIMS): the records it reads and
+"""Every checked sentence is a claim (attnprof/site/claims/core.py: CLAIMS): the records it reads and
 its flips are data beside its words. Here every flip of every claim, for every `say` on the pages, is
 applied to a copy of the records: the claim must then turn false, or, where its words follow the records,
 choose other words that hold. A claim that reads a run decides over the run's repeats where it has them."""
@@ -14,7 +14,7 @@ from attnprof.site import registry
 from attnprof.site.build import Build, FalseStatement
 import re
 
-from attnprof.site.claims.statements import ADAPTS, CLAIMS, FALSE, LESSON_NUMBERS, LESSON_WORDS, check
+from attnprof.site.claims.core import ADAPTS, CLAIMS, FALSE, LESSON_NUMBERS, LESSON_WORDS, check
 
 registry.load()  # every module that registers claims, as a build loads them
 DOCS = store.ROOT / "docs"
@@ -185,7 +185,7 @@ def _with_repeats(record, rows_of, change):
 def test_a_run_claim_decides_across_repeats_where_there_are_some(clean):
     """cpu-rank: cuDNN's enqueue decidedly above flash's in one process; with two more repeats in which
     cuDNN's is the same as flash's, the medians across the three repeats overlap, and the words say so."""
-    from attnprof.site.claims.statements import Flip
+    from attnprof.site.claims.core import Flip
 
     def enqueue(result, stage):
         return next(r for r in result["rows"] if r["stage"] == stage and r["shape"] == [8, 16, 1024, 64])
@@ -237,7 +237,7 @@ def test_a_measurement_missing_from_one_process_makes_the_run_unusable(clean):
     """A row that ran out of memory in the last of a run's processes, but ran in the others: its range across
     the processes names the run and its fix (the strict build fails on it, `serve` shows a box)."""
     from attnprof.site.build import RecordUnusable, across, row
-    from attnprof.site.claims.statements import Flip
+    from attnprof.site.claims.core import Flip
 
     def out_of_memory_in_the_last(record):
         last = record["repeats"][-1][0]
@@ -330,3 +330,76 @@ def test_a_page_holds_under_each_outcome_of_its_claims(clean, words, index):
                                           extension.PiecesExtension(build=Build(clean, problems={}))])
     finally:
         restore()
+
+
+# ---- truth conditions of the conclusion pieces whose words follow the records (claims/conditions.py) ----------
+
+from attnprof.site.claims.core import CONDITIONS, conditioned, hold  # noqa: E402
+
+FOLLOW_THE_RECORDS = ("decode-error", "steady", "least-device-time", "verdict")  # conclusions whose words adapt
+
+
+def conditioned_usages() -> list[tuple[str, ...]]:
+    """Every conclusion piece on the pages held to a truth condition (no `expect=`), once each."""
+    return sorted({(piece, *args) for page in DOCS.glob("*.md")
+                   for piece, args in registry.directives(page.read_text(encoding="utf-8"))
+                   if piece != "say" and conditioned(piece, args)})
+
+
+def condition_cases():
+    for words in conditioned_usages():
+        name, args, keywords = split(words)
+        for i, flip in enumerate(CONDITIONS[name].flips(*args, **keywords)):
+            yield pytest.param(words, i, id=f"{' '.join(words)} #{i} {flip.file}")
+
+
+def test_every_conclusion_that_follows_the_records_has_a_truth_condition_and_flips():
+    found = {(piece, *args) for page in DOCS.glob("*.md")
+             for piece, args in registry.directives(page.read_text(encoding="utf-8"))
+             if piece in FOLLOW_THE_RECORDS and not any(a.startswith("expect=") for a in args)}
+    assert found and found <= set(conditioned_usages())
+    for words in conditioned_usages():
+        name, args, keywords = split(words)
+        flips = CONDITIONS[name].flips(*args, **keywords)
+        assert {f.then for f in flips} == {FALSE, ADAPTS}, words  # one it must turn false on, one it must follow
+
+
+@pytest.mark.parametrize("words", conditioned_usages(), ids=" ".join)
+def test_a_condition_holds_and_reads_what_it_declares(committed, words):
+    name, args, keywords = split(words)
+    committed.read.clear()
+    s = hold(committed, name, *args, **keywords)
+    assert s.holds and s.text == registry.expand(Build(store.CAPTURES, problems={}), name, list(words[1:]))
+    declared = set(CONDITIONS[name].reads(*args, **keywords))
+    assert committed.read <= declared, committed.read - declared
+    assert {f.record for f in CONDITIONS[name].flips(*args, **keywords)} <= declared
+
+
+@pytest.mark.parametrize("words, index", list(condition_cases()))
+def test_a_flip_turns_its_condition(committed, clean, words, index):
+    """FALSE: `check` then names the conclusion; ADAPTS: the piece states another outcome, and still holds."""
+    name, args, keywords = split(words)
+    flip = CONDITIONS[name].flips(*args, **keywords)[index]
+    before = hold(committed, name, *args, **keywords)
+    build, restore = flipped(clean, flip)
+    try:
+        if flip.then == FALSE:
+            with pytest.raises(FalseStatement, match=f"'{name}'"):
+                hold(build, name, *args, **keywords)
+        else:
+            after = hold(build, name, *args, **keywords)
+            assert after.outcome != before.outcome and after.text != before.text
+    finally:
+        restore()
+
+
+def test_check_names_a_conclusion_whose_condition_fails(clean):
+    """`check` (false_statements) holds the pages' conclusion pieces to their conditions: concatenating the
+    decode cache at no cost makes the end-to-end page's decode-error sentence false, named with its page."""
+    from attnprof.site.claims.core import false_statements
+    build, restore = flipped(clean, CONDITIONS["decode-error"].flips()[0])
+    try:
+        found = false_statements(Build(clean, problems={}, strict=True), DOCS)
+    finally:
+        restore()
+    assert len(found) == 1 and found[0].startswith("docs/end-to-end.md: <!-- attnprof: decode-error "), found

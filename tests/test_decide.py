@@ -136,3 +136,31 @@ def test_a_repeated_run_pools_every_sample_list_a_verdict_reads_from_the_same_pr
                if "back_to_back_us_each" in r)
     assert len(fastest[0]["back_to_back_us_each"]) == sum(len(rep[0]["back_to_back_us_each"])
                                                           for rep in build.repeats("fastest"))
+
+
+# ---- ranges made from ranges (the section the claims use) ---------------------------------------------
+
+def test_a_quotient_of_one_runs_ranges_is_each_processs_own():
+    """Two ranges of the same run's processes: the quotient's range spans each process's own quotient, not
+    one range's end over the other's start; from different runs, the cross-extreme bounds."""
+    a = decide.of([[10.0, 10.0], [20.0, 20.0], [30.0, 30.0]], decide.ONE_CALL, "graphs")
+    b = decide.of([[5.0, 5.0], [10.0, 10.0], [15.0, 15.0]], decide.ONE_CALL, "graphs")
+    q = decide.quotient(a, b)
+    assert (q.median, q.lo, q.hi, q.per, q.run, q.basis) == (2.0, 2.0, 2.0, (2.0, 2.0, 2.0), "graphs", decide.REPEATS)
+    apart = decide.quotient(a, decide.of([[5.0, 5.0], [10.0, 10.0], [15.0, 15.0]], decide.ONE_CALL, "fastest"))
+    assert (apart.lo, apart.hi, apart.per) == (10.0 / 15.0, 30.0 / 5.0, ())
+
+
+def test_a_difference_of_one_runs_ranges_is_each_processs_own():
+    a = decide.of([[10.0], [20.0], [30.0]], decide.ONE_CALL, "fastest")
+    b = decide.of([[4.0], [15.0], [29.0]], decide.BACK_TO_BACK, "fastest")
+    d = decide.difference(a, b)
+    assert (d.median, d.lo, d.hi, d.per, d.method) == (20.0 - 15.0, 1.0, 6.0, (6.0, 5.0, 1.0), None)
+    one = decide.difference(decide.samples([10.0, 11.0, 12.0], decide.DEVICE), decide.point(1.0, decide.DEVICE))
+    assert one.basis == decide.SAMPLES and one.method == decide.DEVICE and one.lo == decide.samples([10.0, 11.0, 12.0]).lo - 1.0
+
+
+def test_a_threshold_is_held_through_against():
+    assert decide.against(0.02, decide.ROTATIONS_AGREE_WITHIN, decide.POINT_BAND) == "below"
+    assert decide.against(2.2, 2, decide.LINEAR_WITHIN * 2) == "above"  # superlinear beyond the band
+    assert decide.against(2.05, 2, decide.LINEAR_WITHIN * 2) == "near"

@@ -17,7 +17,7 @@ from attnprof.model.procedure import BWD_FLOP_FACTOR
 from attnprof.model.stages import DEFAULT_SHAPE, STAGES
 from attnprof.site import registry
 from attnprof.site.build import Build
-from attnprof.site.claims.statements import false_statements
+from attnprof.site.claims.core import false_statements
 
 CP_RECORD = records.CP.records()[0]  # the shortest two-GPU run
 DOCS = store.ROOT / "docs"

@@ -11,7 +11,7 @@ def check(name, *args):
     """A claim on the committed records (raises FalseStatement where they contradict it)."""
     from attnprof.site import registry
     from attnprof.site.build import Build
-    from attnprof.site.claims import statements
+    from attnprof.site.claims import core as statements
     registry.load()
     return statements.check(Build(store.CAPTURES, problems={}), name, *args)
 

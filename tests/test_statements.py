@@ -9,9 +9,9 @@ import pytest
 from attnprof.model import store
 from attnprof.analysis import records
 from attnprof.analysis import hardware, trace
-from attnprof.site.claims import statements
+from attnprof.site.claims import two_gpus, versus_a100, wording
 from attnprof.site.build import Build, row
-from attnprof.site.claims.statements import check
+from attnprof.site.claims.core import check
 from attnprof.site import registry
 
 registry.load()  # every module that registers statements, as a build loads them
@@ -56,7 +56,7 @@ def test_backwards_whose_one_call_times_overlap_are_not_ranked(copy):
 
 
 def test_a100_ratios_are_peak_to_peak(committed):
-    p = statements.peak_ratios(committed)
+    p = versus_a100.peak_ratios(committed)
     assert p["hbm_gbs"] == pytest.approx(4815 / 2039, rel=0.01)  # 2 × 3201 MHz × 6016 bits against 2039 GB/s
     assert p["fp32_tflops"] == pytest.approx(132 * 128 * 2 * 1.98e-3 / 19.5, rel=0.01)
     assert hardware.h200_peaks({"query": {"multi_processor_count": 108, "smi_clocks_max_sm_mhz": 1410,
@@ -65,12 +65,12 @@ def test_a100_ratios_are_peak_to_peak(committed):
 
 
 def test_relation_and_scaling_words():
-    assert [statements.relation(x, 2, 3) for x in (1.9, 2.5, 3.1)] == ["below", "between", "above"]
-    assert statements.scaling_words(2.016, 2, None) == "about linear"
-    assert statements.scaling_words(2.2, 2, None) == "superlinear"
-    assert statements.scaling_words(2.05, 2, 0.01) == "superlinear"  # beyond a recorded spread
-    assert statements.scaling_words(2.05, 2, 0.08) == "about linear"
-    assert statements.scaling_words(1.6, 2, None) == "sublinear"
+    assert [wording.relation(x, 2, 3) for x in (1.9, 2.5, 3.1)] == ["below", "between", "above"]
+    assert two_gpus.scaling_words(2.016, 2, None) == "about linear"
+    assert two_gpus.scaling_words(2.2, 2, None) == "superlinear"
+    assert two_gpus.scaling_words(2.05, 2, 0.01) == "superlinear"  # beyond a recorded spread
+    assert two_gpus.scaling_words(2.05, 2, 0.08) == "about linear"
+    assert two_gpus.scaling_words(1.6, 2, None) == "sublinear"
 
 
 def test_busy_time_is_the_union_of_overlapping_ops():

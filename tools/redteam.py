@@ -25,7 +25,7 @@ from attnprof.analysis import records
 from attnprof.model import store
 from attnprof.site import registry
 from attnprof.site.build import Build, FalseStatement, RecordUnusable
-from attnprof.site.claims.statements import false_statements
+from attnprof.site.claims.core import false_statements
 
 DOCS = store.ROOT / "docs"
 CAUGHT = (KeyError, TypeError, ValueError, OSError, FalseStatement, RecordUnusable)  # what a piece's line catches

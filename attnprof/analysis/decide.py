@@ -141,11 +141,14 @@ def order(a: Range, b: Range, margin_: float | None = None) -> int:
     """-1 when a is decidedly below b, 1 when decidedly above, 0 when they are not told apart (the rule in
     this module's docstring); `margin_` overrides the methods' margin."""
     m = margin(a, b) if margin_ is None else margin_
-    if paired(a, b):
-        logs = [math.log(x / y) for x, y in zip(a.per, b.per)]
-        if all(x < -math.log1p(m) for x in logs):
+    if paired(a, b):  # each process's own pair: its log-ratio, or for values of either sign (differences)
+        # its difference as a share of the larger
+        steps = ([math.log(x / y) for x, y in zip(a.per, b.per)] if min(a.per + b.per) > 0 else
+                 [(x - y) / max(abs(x), abs(y)) if x != y else 0.0 for x, y in zip(a.per, b.per)])
+        bar = math.log1p(m) if min(a.per + b.per) > 0 else m
+        if all(x < -bar for x in steps):
             return -1
-        if all(x > math.log1p(m) for x in logs):
+        if all(x > bar for x in steps):
             return 1
         return 0
     if abs(a.median - b.median) < m * max(abs(a.median), abs(b.median)):
@@ -225,10 +228,62 @@ def aa(run: str, processes: list) -> tuple[list[int], list[int]]:
             paired_orders.append(order(*halves))
         for i in range(len(each)):
             for j in range(i + 1, len(each)):
-                apart_orders.append(order(of_samples_by(each[i], method), of_samples_by(each[j], method)))
+                apart_orders.append(order(samples(each[i], method), samples(each[j], method)))
     return paired_orders, apart_orders
+# ---- ranges made from ranges, and the thresholds the claims hold values to --------------------------
+# (attnprof/site/claims: each claim compares through these, so a threshold is named once, with its why)
+
+def samples(values, method: str | None = None) -> Range:
+    """A capture's samples (one process): their median and p10–p90."""
+    return of([values], method)
 
 
-def of_samples_by(samples, method: str | None) -> Range:
-    """One process's samples as a range had by `method`."""
-    return of([samples], method)
+def point(x: float, method: str | None = None) -> Range:
+    """One measured value, with no spread recorded."""
+    return Range(x, x, x, 1, SAMPLES, method)
+
+
+def quotient(a: Range, b: Range) -> Range:
+    """a ÷ b (a speedup, a share): the quotient of the medians. Two ranges of one run's processes give each
+    process's own quotient (`per`), their span its range; otherwise the widest the quotient can be, from
+    the ends of the two ranges. A ratio of two times has no time method of its own."""
+    if paired(a, b):
+        per = tuple(x / y for x, y in zip(a.per, b.per))
+        return Range(a.median / b.median, min(per), max(per), len(per), REPEATS, None, per, a.run)
+    return Range(a.median / b.median, a.lo / b.hi, a.hi / b.lo, min(a.n, b.n), a.basis)
+
+
+def difference(a: Range, b: Range) -> Range:
+    """a − b: the difference of the medians. Two ranges of one run's processes give each process's own
+    difference (`per`), their span its range; otherwise the widest the difference can be, from the ends
+    of the two ranges. The method is theirs where they share one."""
+    method = a.method if a.method == b.method else None
+    if paired(a, b):
+        per = tuple(x - y for x, y in zip(a.per, b.per))
+        return Range(a.median - b.median, min(per), max(per), len(per), REPEATS, method, per, a.run)
+    return Range(a.median - b.median, a.lo - b.hi, a.hi - b.lo, min(a.n, b.n), a.basis, method)
+
+
+# Thresholds a claim holds a value to (attnprof/site/claims), each through `against`. A value recorded without a
+# spread (one figure, one ratio of figures) is held to its threshold as it is (POINT_BAND); where it has a
+# range, the range decides.
+POINT_BAND = 0.0  # a figure with no spread recorded crosses its threshold or does not: no band to be near in
+PARITY = 1.0  # a ratio of two times at parity: below it the first is faster, above it slower
+MOST = 0.5  # "most of": more than half
+QUEUED_NEAR = 0.10  # a long forward's time queued and its one call lie this close: the launch is small beside it
+LINEAR_WITHIN = 0.05  # a speedup within 5 % of the GPU count is "about linear" when no spread is recorded
+SAME_KERNEL_WITHIN = 0.05  # one kernel in two captures "at the same speed": its two profiled times this close
+ROTATIONS_AGREE_WITHIN = 0.03  # two rotations' medians "agree" this close: MARGIN, what a host or a day moves a time
+UNION_WITHIN_CALL = 0.05  # the kernels' busy time lies "within" one call up to this much over the call's median (another call)
+COPY_WITHIN = 0.10  # a copy's time, and what dropping it saved, this close to its bytes at the measured copy rate
+BACKWARD_OVER_FORWARD = PARITY  # a fused backward "costs more than its forward": its device time over the forward's above 1
+HOST_BOUND_CALL = 2.0  # one call's p10 at least twice the kernels' time: the host, not the GPU, sets the call's pace
+CAUSAL_LATER_HALF = 3.0  # the later half of a causal sequence holds 3× the earlier's (query, key) pairs: (3/8) / (1/8)
+COUNT_WITHIN = 0.01  # counted pairs are exact: within 1 % of the arithmetic
+A100_BAND = MARGIN  # a rung's H200 ÷ A100 ratio lies beyond a peak ratio only by more than this share of it: one figure
+#                     each side (the post's time, our median), so the band is what a host or a day moves a time
+RECOMPILE_CLIFF = 2.0  # the cliff: a call at half the rate of the shape before, or less (a recompile, not drift)
+FMA_OVER_TENSOR = 10.0  # FP32 matmuls "on the CUDA cores": the FMA pipe at least 10× as busy as the tensor pipe
+TENSOR_PIPE_FLOOR = 0.1  # % of the tensor pipe below which a counter reads as idle (its own noise)
+ACHIEVED_NEAR_THEORETICAL = 0.9  # achieved occupancy "near" its theoretical: at least 90 % of it (warps retire unevenly)
+STEADY_WITHIN = MARGIN  # a steady-state rate stands as one number when every process lies this close to the median

@@ -5,7 +5,9 @@ from __future__ import annotations
 from ...analysis import kernel_names, summary
 from ...text import escape, shape, us
 from ..build import Build
-from .statements import Flip, Statement, claim, kernels_in_trace, times
+from .core import Flip, Statement, claim
+from .edits import kernels_in_trace
+from .wording import times
 
 EAGER, SDPA = "layer.eager", "layer.sdpa"
 
@@ -14,8 +16,8 @@ def _where(s: dict) -> str:
     return f"profiler device time of the forward the trace draws, {shape(s['shape'])} {escape(s['dtype'])}"
 
 
-@claim("layer-around", reads=lambda record=SDPA: [record],
-       flip=lambda record=SDPA: Flip(f"{record}.trace.json.gz", kernels_in_trace("fprop", 20.0)))  # the attention outweighs the rest
+@claim("layer-around", reads=lambda record: [record],
+       flip=lambda record: Flip(f"{record}.trace.json.gz", kernels_in_trace("fprop", 20.0)))  # the attention outweighs the rest
 def layer_around(build: Build, record: str = SDPA) -> Statement:
     """The layer's one attention kernel against everything the layer runs around it."""
     s = build.shown(record)  # the forward the page's trace draws

@@ -13,7 +13,7 @@ from ...model.stages import LONG_SHAPE
 from ...text import dims, escape
 from ..render import tables
 from ..build import Build
-from ..pieces.runs import measured, quotient, row_where, softmax_share, speedups
+from ..pieces.runs import measured, row_where, softmax_share, speedups
 from ..words import title
 from ..registry import piece
 
@@ -47,13 +47,14 @@ def end_to_end(build: Build):
     e = [r for r in build.run("e2e") if "throughput_gain_pct" in r]
     layer = lambda r, which: measured(build, "e2e", lambda result: row_where(batch=r["batch"], seq=r["seq"])(result)[which],
                                       "times_us")
-    gain = spanning([quotient(layer(r, "naive_layer"), layer(r, "sdpa_layer")).scaled(lambda x: 100 * (x - 1))
-                     for r in e])
+    ratios = [decide.quotient(layer(r, "naive_layer"), layer(r, "sdpa_layer")) for r in e]
+    gain = spanning([q.scaled(lambda x: 100 * (x - 1)) for q in ratios])
+    whence = ("by each process's own one-call ratio" if all(q.per for q in ratios) else "from the ends of the one-call ranges")
     g = [r["throughput_gain_pct"] for r in e]
     return ("1. naive → fused attention: 20–40 % end-to-end throughput", ARTICLES,
             f"+{min(g):.0f} % to +{max(g):.0f} % for one random-weight decoder layer "
             "(" + ", ".join(f"B={r['batch']}, S={r['seq']}" for r in e) + f"; +{gain.lo:.0f} % to +{gain.hi:.0f} % "
-            f"from the ends of the one-call ranges, {gain.how}); not a whole model, and no serving stack around it",
+            f"{whence}, {gain.how}); not a whole model, and no serving stack around it",
             f"{verdict(gain, 20, 40)}, for one layer; a production system's end-to-end throughput "
             "(a full model, batching, the rest of the stack) is not measured here; attention's share of a whole "
             "model's time, and so the gain, differs from one layer's")
@@ -144,7 +145,8 @@ def _pct(k: dict, field: str) -> str:
 
 def flash_occupancy(build: Build):
     k = _kernel(build, "flash", "flash_fwd")
-    near = k["warps_active_pct"] >= 0.9 * k["theoretical_occupancy_pct"]
+    near = decide.against(k["warps_active_pct"], decide.ACHIEVED_NEAR_THEORETICAL * k["theoretical_occupancy_pct"],
+                          decide.POINT_BAND) != "below"
     return ("FlashAttention-2's kernel runs at ≈ 13 % occupancy (255 registers × 128 threads → 8 of 64 warps)",
             "the post (A100), from the footprint",
             f"achieved {_pct(k, 'warps_active_pct')} of a theoretical {_pct(k, 'theoretical_occupancy_pct')}, "
@@ -169,7 +171,8 @@ def math_on_cuda_cores(build: Build):
     return ("the math backend's FP32 matmuls run on the CUDA cores, not the Tensor Cores",
             "the post (from the kernel names)",
             f"FP32 FMA pipe {min(fma):.0f}–{max(fma):.0f} % active, tensor pipe {max(tensor):.2f} %",
-            "confirmed" if min(fma) > 10 * max(max(tensor), 0.1) else "not confirmed")
+            "confirmed" if decide.against(min(fma), decide.FMA_OVER_TENSOR * max(max(tensor), decide.TENSOR_PIPE_FLOOR),
+                                         decide.POINT_BAND) == "above" else "not confirmed")
 
 
 def share_verdict(hits: int, total: int, near: int = 0) -> str:

@@ -59,7 +59,7 @@ def align(build: Build, a, b):
 def device_time(build: Build, record: str) -> decide.Range:
     """A capture's device time per forward (profiler) as the one rule takes it: its profiled forwards' range."""
     s = build.summary(record)
-    return decide.of([s.get("forward_device_us_each") or [s["forward_device_us"]]])
+    return decide.of([s.get("forward_device_us_each") or [s["forward_device_us"]]], decide.DEVICE)
 
 
 @piece("least-device-time", captures=ALL, inline=True, conclusion=True)

@@ -23,15 +23,13 @@ DEFAULT_PRICE = 3.50  # $ per GPU-hour: an assumption the reader changes on the 
 
 # ---- a measurement's range, as the one rule (analysis/decide.py) takes it -----------------------------
 
+
+
 def measured(build: Build, run: str, pick, samples: str = "back_to_back_us_each") -> decide.Range:
     """The range of one measurement of a run: `pick(result)` finds its row (or part of a row) in each independent
-    repeat of the run, `samples` names the raw samples kept there (`times_us`: one call at a time)."""
-    return across(build, run, lambda result: pick(result)[samples])
-
-
-def quotient(a: decide.Range, b: decide.Range) -> decide.Range:
-    """a ÷ b, from the ends of the two ranges: the widest the ratio can be."""
-    return decide.Range(a.median / b.median, a.lo / b.hi, a.hi / b.lo, min(a.n, b.n), a.basis)
+    repeat of the run, `samples` names the raw samples kept there (`times_us`: one call at a time), and so
+    the method that had them (decide.METHOD_OF)."""
+    return across(build, run, lambda result: pick(result)[samples], decide.METHOD_OF[samples])
 
 
 def not_told_apart(a: str, ra: decide.Range, b: str, rb: decide.Range, fmt=us) -> str:
@@ -195,7 +193,7 @@ def speedups(build: Build) -> list[dict]:
                     continue
                 out.append({"d": d, "seq": r["shape"][2], "path": fused,
                             "speedup": n["back_to_back_us"] / r["back_to_back_us"],
-                            "speedup_range": quotient(_sweep_time(build, n), _sweep_time(build, r)),
+                            "speedup_range": decide.quotient(_sweep_time(build, n), _sweep_time(build, r)),
                             "memory_ratio": n["peak_extra_bytes"] / r["peak_extra_bytes"]})
     return out
 
@@ -485,7 +483,7 @@ def decode_stream(build: Build, r: dict) -> str:
     pick = row_where(batch=r["batch"], kv_len=r["kv_len"])
     every = [timing.verdict({**pick(result)["stream"], "one_call_us": pick(result)["times_us"], "stage": "decode step",
                              "shape": [r["batch"]]}) for result in build.repeats("decode_step")]
-    enqueue = decide.of([pick(result)["stream"]["enqueue_us"] for result in build.repeats("decode_step")])
+    enqueue = decide.of([pick(result)["stream"]["enqueue_us"] for result in build.repeats("decode_step")], decide.ENQUEUE)
     kind = timing.consensus(every)
     said = (f"{kind}" if timing.settled(every) else f"{kind}, within the {timing.HOST_MARGIN:g}× margin" if kind
             else f"not the same in every process ({', '.join(v.stream for v in every)})")

@@ -45,7 +45,7 @@ def timed_range(build: Build, stage, shape, field="enqueue_us") -> decide.Range:
     """A row's samples (the CPU enqueue per call, unless `field` says otherwise) across the run's repeats (or
     p10–p90 of its one process)."""
     found = [timing.find(rep["rows"], stage, shape) for rep in build.repeats("timing")]
-    return decide.of([f[field] for f in found if "error" not in f and f.get(field)])
+    return decide.of([f[field] for f in found if "error" not in f and f.get(field)], decide.METHOD_OF[field], "run-timing")
 
 
 def _record(stage: str, shape) -> str:

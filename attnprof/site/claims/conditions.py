@@ -1,0 +1,173 @@
+"""Truth conditions of the conclusion pieces whose words follow the records (`decode-error`, `steady`,
+`least-device-time`, and `verdict` where a page gives no `expect=`): what the page around each relies on,
+which `check` holds (core.hold), and a flip of a copy of a record that changes what the piece states."""
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+
+from ...analysis import decide, timing
+from ...model.stages import DEFAULT_SHAPE
+from ...text import us
+from ..build import Build
+from ..pieces.compared import device_time
+from ..pieces.runs import concat_against_in_place, decode_steps, steady_rates
+from ..pieces.timing import UNDECIDED_CALL, repeated, timed_range
+from ..registry import expand
+from .core import ADAPTS, Flip, Statement, condition
+from .edits import each, in_run, setting
+
+B = decide.POINT_BAND
+
+
+def _said(build: Build, piece: str, *args) -> str:
+    """What the piece renders for these arguments (the words a flip must change)."""
+    return expand(build, piece, [str(a) for a in args])
+
+
+# ---- decode-error ---------------------------------------------------------------------------------
+
+def _concat(factor: float | None):
+    """The decode-step run with every row's concatenating step `factor` times its own time, or (None) at the
+    in-place step's own samples: concatenating costs nothing measurable."""
+    def edit(rows):
+        for r in rows:
+            c = r.get("concat", {})
+            if "back_to_back_us_each" in c and "back_to_back_us_each" in r:
+                c["back_to_back_us_each"] = ([factor * x for x in c["back_to_back_us_each"]] if factor
+                                             else list(r["back_to_back_us_each"]))
+                c["back_to_back_us"] = statistics.median(c["back_to_back_us_each"])
+    return in_run("decode_step", edit)
+
+
+@condition("decode-error", reads=["run-decode_step"],
+           flip=[Flip("run-decode_step.json", _concat(None)),  # no cost to concatenating
+                 Flip("run-decode_step.json", _concat(3.0), ADAPTS)])  # a cost even where the cache is small
+def decode_error(build: Build) -> Statement:
+    """The page's point: building the cache with `torch.cat` on every step costs time. It holds where, at the
+    largest ratio, the concatenating step is decidedly slower than the in-place one (the one rule)."""
+    worst = max(decode_steps(build), key=lambda r: r["ratio"])
+    best = min(decode_steps(build), key=lambda r: r["ratio"])
+    o, ob = concat_against_in_place(build, worst)[0], concat_against_in_place(build, best)[0]
+    return Statement(_said(build, "decode-error"), o > 0, f"at batch {worst['batch']} order {o}, at batch "
+                     f"{best['batch']} order {ob}", f"largest {o}, smallest {ob}")
+
+
+# ---- steady ---------------------------------------------------------------------------------------
+
+def _steady(edit):
+    def change(record):
+        for i, rep in enumerate(r for r in record["result"]["repeats"] if "error" not in r):
+            edit(i, rep)
+    return change
+
+
+def _slower(factor: float, only_first: bool = False):
+    def edit(i, rep):
+        if i == 0 or not only_first:
+            rep["back_to_back_us_each"] = [factor * x for x in rep["back_to_back_us_each"]]
+            rep["back_to_back_us"] = statistics.median(rep["back_to_back_us_each"])
+    return _steady(edit)
+
+
+@condition("steady", reads=["run-steady"],
+           flip=[Flip("run-steady.json", _slower(1.25, only_first=True)),  # one process throttled: no one rate
+                 Flip("run-steady.json", _slower(1.25), ADAPTS)])  # every process slower: another rate
+def steady(build: Build) -> Statement:
+    """The page gives one steady-state rate: it holds where every process that finished lies within
+    decide.STEADY_WITHIN of their median."""
+    fwd = sorted(f for f, _ in steady_rates(build))
+    mid = statistics.median(fwd)
+    spread = max(abs(f / mid - 1) for f in fwd)
+    return Statement(_said(build, "steady"), decide.against(spread, decide.STEADY_WITHIN, B) != "above",
+                     f"rates {[round(f) for f in fwd]} TFLOP/s, {100 * spread:.1f} % from their median against "
+                     f"{100 * decide.STEADY_WITHIN:.0f} %", f"{mid:.0f} TFLOP/s")
+
+
+# ---- least-device-time ----------------------------------------------------------------------------
+
+@condition("least-device-time", reads=lambda records: list(records),
+           flip=lambda records: [Flip(f"{records[-1]}.json", each("forward_device_us", 3.0), ADAPTS),  # another leads
+                                 Flip(f"{records[0]}.json", setting(shape=[1, 1, 64, 64]))])  # another shape
+def least_device_time(build: Build, *records) -> Statement:
+    """Which capture takes the least device time holds only between forwards of one shape and dtype, each
+    with profiled forwards enough for a range (as `kernel-ahead`)."""
+    s = {r: build.summary(r) for r in records}
+    alike = all(s[r][k] == s[records[0]][k] for r in records for k in ("shape", "dtype"))
+    times = {r: device_time(build, r) for r in records}
+    first = decide.ranking(times)[0]
+    return Statement(_said(build, "least-device-time", *records), alike and all(t.n > 1 for t in times.values()),
+                     f"alike in shape and dtype: {alike}; profiled forwards {[t.n for t in times.values()]}",
+                     str(first))
+
+
+# ---- verdict (the timing run's), where the page expects none --------------------------------------
+
+def _rows(stage: str, shape: str, edit, processes: slice = slice(None)):
+    """The timing run with `edit(row)` on the row of `stage` at `shape`, in the processes `processes` selects."""
+    def change(record):
+        results = [record["result"], *record.get("repeats", [])]
+        for result in results[processes]:
+            for row in result["rows"]:
+                if row["stage"] == stage and "x".join(map(str, row["shape"])) == shape:
+                    edit(row)
+    return change
+
+
+def _launch_bound(row):  # the stream at the CPU's pace, far from the GPU's (as tests/test_claims.py's)
+    row["graph_us"], row["enqueue_us"] = [0.3 * x for x in row["back_to_back_us"]], list(row["back_to_back_us"])
+
+
+def _gpu_bound(row):  # the stream at the GPU's pace, the CPU enqueuing far faster: GPU-bound in every process
+    row["back_to_back_us"], row["enqueue_us"] = list(row["graph_us"]), [0.2 * x for x in row["graph_us"]]
+
+
+def _no_overhead(row):  # one call no longer than its GPU work: no launch overhead visible
+    row["one_call_us"] = list(row["graph_us"])
+
+
+def _mostly_launch(row):  # one call three times its GPU work
+    row["one_call_us"] = [3 * x for x in row["graph_us"]]
+
+
+def _profiler_free(row):  # the profiled CPU time no more than the unprofiled enqueue
+    row["profiled"]["cpu_us"] = list(row["enqueue_us"])
+
+
+def _profiler_dearer(row):
+    row["profiled"]["cpu_us"] = [2 * x for x in row["profiled"]["cpu_us"]]
+
+
+def _verdict_flips(stage, shape, kind="stream"):
+    edits = {"stream": (_launch_bound, _gpu_bound), "call": (_no_overhead, _mostly_launch),
+             "profiler": (_profiler_free, _profiler_dearer)}[kind]
+    return [Flip("run-timing.json", _rows(stage, shape, edits[0])),
+            Flip("run-timing.json", _rows(stage, shape, edits[1]), ADAPTS)]
+
+
+POST_SHAPE = "x".join(map(str, DEFAULT_SHAPE))
+
+
+@condition("verdict", reads=["run-timing"], flip=_verdict_flips)
+def verdict(build: Build, stage, shape, kind="stream") -> Statement:
+    """What the page around a timing verdict relies on. A stream at the post's shape is not launch-bound
+    (the chapter's premise: there the GPU sets the pace; elsewhere a stream's verdict is what the processes
+    gave, whichever). One call takes decidedly more than its GPU work (the launch overhead its sentence
+    gives shows, by the one rule). The profiler's CPU time is above the unprofiled enqueue (the page: it
+    overstates the CPU's share)."""
+    v = timing.verdict(timing.find(build.run("timing")["rows"], stage, shape))
+    said = _said(build, "verdict", stage, shape, kind)
+    if kind == "stream":
+        every = repeated(build, stage, shape)
+        settled = timing.settled(every)
+        holds = shape != POST_SHAPE or v.stream != "launch-bound"
+        return Statement(said, holds, f"{v.stream}; processes {dict(Counter(x.stream for x in every))}",
+                         f"{v.stream}{', settled' if settled else ''}")
+    if kind == "call":
+        one, gpu = timed_range(build, stage, shape, "one_call_us"), timed_range(build, stage, shape, "graph_us")
+        side = decide.order(one, gpu.scaled(lambda x: 2 * x))
+        found = ("launch dominates" if side > 0 else UNDECIDED_CALL if side == 0 else "kernels dominate")
+        return Statement(said, decide.order(one, gpu) == 1, f"one call {one.text(us)}, GPU work {gpu.text(us)}", found)
+    inflation = v.profiler_inflation
+    return Statement(said, decide.against(inflation, decide.PARITY, B) == "above",
+                     f"profiled CPU over unprofiled enqueue {inflation:.2f}×", f"{inflation:.0f}x")

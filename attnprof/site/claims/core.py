@@ -1,0 +1,189 @@
+"""Sentences that rank, compare, multiply or judge, each computed from the records and checked by the build.
+
+A chapter asks for one with `<!-- attnprof: say NAME -->`. Each statement is a small function of the
+build that returns a `Statement`: its lesson (plain words, at most two numbers, at most LESSON_WORDS words:
+what the page says in its prose), its evidence (the numbers filled in from the records, each with its
+method, range, processes and shape: what the page folds), and whether the records bear out the words typed
+in both. A statement the records contradict stops the build with one line that names it and quotes it.
+
+This module is the machinery (Statement, Flip, Claim, `claim`, `check`, `say`, `false_statements`, and the
+truth conditions of conclusion pieces, `condition` and `hold`); the claims themselves live one module a
+topic beside it, imported by the package.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ...analysis import records
+from ..build import Build, FalseStatement, RecordUnusable
+from ..registry import piece
+
+
+LESSON_WORDS, LESSON_NUMBERS = 30, 2  # a lesson a learner can repeat: one short sentence, one or two numbers
+
+
+@dataclass(frozen=True)
+class Statement:
+    text: str  # the evidence: the sentence with its ranges, method, processes and shape, folded on a page
+    holds: bool  # whether the records bear out its words (the lesson's and the evidence's)
+    rests_on: str = ""  # the numbers it rests on, for the one line that says it is false
+    outcome: str = ""  # which of its words it chose, for a claim whose words follow the records
+    lesson: str = ""  # what the prose says: plain words, at most LESSON_NUMBERS numbers and LESSON_WORDS words
+
+
+FALSE, ADAPTS = "false", "adapts"
+
+
+@dataclass(frozen=True)
+class Flip:
+    """A change to a copy of one record that a claim must answer: by turning false (FALSE), or, for words
+    that follow the records, by words for another outcome that still hold (ADAPTS)."""
+    file: str  # the file it changes in the captures folder: "fa4-bwd.json", "run-timing.json", "naive.trace.json.gz"
+    change: Callable[[dict], None]  # changes the file's JSON in place
+    then: str = FALSE
+    to: str | None = None  # for ADAPTS, the outcome it leads to where the records' own outcome may be either
+
+    @property
+    def record(self) -> str:
+        """The record the file belongs to: a capture's trace is part of the capture."""
+        return self.file.removesuffix(".gz").removesuffix(".json").removesuffix(".trace")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checked sentence: the records it reads and the flips that must turn it, for its arguments
+    on a page, and `says`, which returns its words for what the records give and whether they hold."""
+    name: str
+    says: Callable[..., Statement]
+    reads: Callable[..., list[str]]
+    flips: Callable[..., list[Flip]]
+
+
+CLAIMS: dict[str, Claim] = {}
+
+
+def _listed(v) -> list:
+    return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
+def _of_args(fn: Callable, x) -> Callable[..., list]:
+    """A claim's `reads` or `flips`: given as is, or as a function of some of the claim's arguments, named as
+    the claim's function names them. The page's arguments are bound to that function's signature, its
+    defaults applied, and each parameter `x` names is passed from there: a default is written once, on
+    the function (a `*rest` parameter takes the rest of the page's arguments)."""
+    if not callable(x):
+        return lambda *a, **k: _listed(x)
+    signature, wanted = inspect.signature(fn), inspect.signature(x).parameters
+
+    def of(*a, **k):
+        bound = signature.bind(None, *a, **k)  # None stands for the build
+        bound.apply_defaults()
+        positional, keywords = [], {}
+        for p in wanted.values():
+            if p.name not in bound.arguments:
+                raise TypeError(f"{x!r} asks for {p.name!r}, which {fn.__name__} does not take")
+            value = bound.arguments[p.name]
+            if p.kind == p.VAR_POSITIONAL:
+                positional.extend(value)
+            elif p.kind == p.VAR_KEYWORD:
+                keywords.update(value)
+            elif p.kind == p.KEYWORD_ONLY:
+                keywords[p.name] = value
+            else:
+                positional.append(value)
+        return _listed(x(*positional, **keywords))
+    return of
+
+
+def claim(name: str, reads, flip):
+    """Register the function below as the claim `name`: `reads`, the records it reads, and `flip`, one
+    Flip or several, each given as is or as a function of some of the claim's arguments, by their names
+    in the function's signature (whose defaults apply: `lambda stage: ...` beside `def f(build, stage, tile="128")`)."""
+    def register(fn):
+        if name in CLAIMS:
+            raise ValueError(f"claim {name!r} is registered twice")
+        CLAIMS[name] = Claim(name, fn, _of_args(fn, reads), _of_args(fn, flip))
+        return fn
+    return register
+
+
+CONDITIONS: dict[str, Claim] = {}  # piece name -> the truth condition of a conclusion piece whose words follow the records
+
+
+def condition(piece_name: str, reads, flip):
+    """Register the function below as the truth condition of the conclusion piece `piece_name` where a page
+    gives it no `expect=`: a function of the piece's own arguments returning a `Statement` whose `text` is
+    what the piece renders, `holds` whether the records bear out what the page says around it, and
+    `outcome` the words it chose; `reads` and `flip` as a claim's (see `claim`). `check` holds every such
+    piece on the pages to it."""
+    def register(fn):
+        if piece_name in CONDITIONS:
+            raise ValueError(f"condition {piece_name!r} is registered twice")
+        CONDITIONS[piece_name] = Claim(piece_name, fn, _of_args(fn, reads), _of_args(fn, flip))
+        return fn
+    return register
+
+
+def conditioned(piece_name: str, args) -> bool:
+    """Whether a page's piece is held to a truth condition here: one is registered and the page expects nothing."""
+    return piece_name in CONDITIONS and not any(a.startswith("expect=") for a in args)
+
+
+def hold(build: Build, piece_name: str, *args, **keywords) -> Statement:
+    """The truth condition of the piece `piece_name` for these arguments, raising FalseStatement when false."""
+    s = CONDITIONS[piece_name].says(build, *args, **keywords)
+    if not s.holds:
+        raise FalseStatement(f"the conclusion {piece_name!r} is false for the committed records: “{s.text}” "
+                             f"({s.rests_on}); rewrite the sentence around it or find what changed in the records")
+    return s
+
+
+def check(build: Build, name: str, *args, **keywords) -> Statement:
+    """The claim `name`, raising FalseStatement when the records contradict it."""
+    if name not in CLAIMS:
+        raise KeyError(f"unknown statement {name!r} (known: {', '.join(sorted(CLAIMS))})")
+    s = CLAIMS[name].says(build, *args, **keywords)
+    if not s.holds:
+        raise FalseStatement(f"the statement {name!r} is false for the committed records: “{s.lesson}” “{s.text}” "
+                             f"({s.rests_on}); rewrite the sentence or find what changed in the records")
+    return s
+
+
+@piece("say", inline=True, conclusion=True)
+def say(build: Build, name, *args, **keywords):
+    """A computed sentence, checked against the records (see CLAIMS); some take a stage: its lesson in the
+    prose, its evidence folded (Build.fold)."""
+    s = check(build, name, *args, **keywords)
+    return build.fold(s.lesson, s.text)
+
+
+def false_statements(build: Build, docs: Path) -> list[str]:
+    """Every `say` of the chapters under `docs`, every piece told what to find (`expect=`), and every
+    conclusion piece held to a truth condition (CONDITIONS), that the
+    records contradict or that cannot be said, one line each naming its page, as the strict build finds
+    them (`check` runs this; a sentence over a record that `check` already lists as unusable is left to
+    that line)."""
+    from ..registry import directives, expand
+    found = []
+    for page in sorted(docs.rglob("*.md")):
+        for piece_name, args in directives(page.read_text(encoding="utf-8")):
+            if piece_name != "say" and not any(a.startswith("expect=") for a in args) and not conditioned(piece_name, args):
+                continue
+            try:
+                expand(build, piece_name, args)
+                positional = [a for a in args if "=" not in a]
+                if conditioned(piece_name, args) and not any(a in build.problems for a in positional):
+                    try:
+                        hold(build, piece_name, *positional, **dict(a.split("=", 1) for a in args if "=" in a))
+                    except RecordUnusable as e:  # a run `check` already lists is left to its line, as `expand` leaves it
+                        if build.strict and not e.known:
+                            raise
+            except (*records.UNREADABLE, OSError, FalseStatement, RecordUnusable) as e:
+                found.append(f"{page.relative_to(docs.parent)}: <!-- attnprof: {piece_name} {' '.join(args)} -->: "
+                             f"{records.unreadable(e)}")
+    return found
+
+

@@ -1,0 +1,90 @@
+"""Flips: changes to a copy of a record, each keeping the record consistent in itself."""
+from __future__ import annotations
+
+import statistics
+from typing import Callable
+
+from ...analysis import derived, summary
+from ...analysis.stats import event_stats
+from ..build import row
+
+
+def scale(xs, factor):
+    return [factor * x for x in xs]
+
+
+def events(factor: float, of: str = "event_times_us"):
+    """A capture's one-call CUDA-event samples made `factor` times their own (or, with `of`, the median of
+    another of its samples: its device time per forward), its statistics redone."""
+    def change(s):
+        n = len(s["event_times_us"])
+        s["event_times_us"] = (scale(s["event_times_us"], factor) if of == "event_times_us"
+                               else [factor * statistics.median(s[of])] * n)
+        s.update(event_stats(s["event_times_us"]))
+    return change
+
+
+def each(field: str, factor: float):
+    """A capture's per-forward samples `field` (`forward_device_us`, `cpu_forward_us` ...) times `factor`."""
+    def change(s):
+        s[f"{field}_each"] = scale(s[f"{field}_each"], factor)
+        s[field] = statistics.median(s[f"{field}_each"])
+    return change
+
+
+def widened(field: str):
+    """A capture's per-forward samples `field` spread a hundredfold either side of their median, which stays:
+    a spread so wide that nothing is told apart from it."""
+    def change(s):
+        xs, mid = s[f"{field}_each"], statistics.median(s[f"{field}_each"])
+        s[f"{field}_each"] = [x / 100 if x < mid else 100 * x if x > mid else x for x in xs]
+        s[field] = statistics.median(s[f"{field}_each"])
+    return change
+
+
+def setting(**values):
+    return lambda s: s.update(values)
+
+
+def in_run(run: str, edit: Callable):
+    """`edit(result)` on a run's result and on each of its further repeats (the same change measured in every
+    process), their medians and rates then derived again from the samples."""
+    def change(record):
+        edit(record["result"])
+        record["result"] = derived.derive(run, record["result"])
+        for i, result in enumerate(record.get("repeats", [])):
+            edit(result)
+            record["repeats"][i] = derived.derive(run, result)
+    return change
+
+
+def scaled_row(run: str, field: str, factor: float, **match):
+    """A run whose rows have a `rows` list, with `field` of the row matching `match` scaled by `factor`, in every
+    process."""
+    def edit(result):
+        r = row(result["rows"], **match)
+        r[field] = scale(r[field], factor)
+    return in_run(run, edit)
+
+
+def _halve_longest_grid(s):
+    op = summary.longest_kernel(s)
+    op["grid"] = [max(1, op["grid"][0] // 2), *op["grid"][1:]]
+
+
+def _shrink_cpu_op(name: str):
+    """Every CPU op `name` of a trace takes a tenth of its time (it still lies inside its caller)."""
+    def change(t):
+        for e in t["traceEvents"]:
+            if e.get("cat") == "cpu_op" and e.get("name") == name:
+                e["dur"] /= 10
+    return change
+
+
+def kernels_in_trace(part: str, factor: float):
+    """Every kernel of a trace whose name holds `part` takes `factor` times as long."""
+    def change(t):
+        for e in t["traceEvents"]:
+            if e.get("cat") == "kernel" and part in e.get("name", ""):
+                e["dur"] *= factor
+    return change

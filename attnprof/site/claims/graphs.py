@@ -1,0 +1,53 @@
+"""Claims about CUDA graph replays: what a replay saves one call, and where."""
+from __future__ import annotations
+
+from ...analysis import decide
+from ...model.stages import DEFAULT_SHAPE
+from ...text import escape, us
+from ..build import Build, across, row
+from ..words import listed
+from .core import Flip, Statement, claim
+from .edits import in_run, scale
+from .wording import front, pct, times
+
+
+@claim("graph-gains", reads=["run-graphs"],
+       flip=Flip("run-graphs.json", in_run("graphs", lambda rows: [
+           r["graph"].update(times_us=scale(r["graph"]["times_us"], 3.0)) for r in rows
+           if r.get("path") == "SDPA flash" and r.get("shape") == list(DEFAULT_SHAPE) and "graph" in r])))
+def graph_gains(build: Build) -> Statement:
+    """What a CUDA graph replay saves one call (CUDA-event samples of the graphs run), at the post's shape
+    and at the decode steps, and which path gains most where; each comparison by the one rule."""
+    rows = [r for r in build.run("graphs") if "error" not in r]
+    pick = lambda r, side: across(build, "graphs", lambda res: row(res, where=r["where"], path=r["path"])[side]["times_us"], decide.ONE_CALL)
+    eager, graph = ({(r["where"], r["path"]): pick(r, side) for r in rows} for side in ("eager", "graph"))
+    speedup = {k: decide.quotient(eager[k], graph[k]) for k in eager}
+    places = list(dict.fromkeys(w for w, _ in eager))
+    kv = {r["where"]: r.get("kv_len") for r in rows}
+    saves = "; ".join(f"{us(eager[k].median - graph[k].median)} of {escape(k[1])}'s {eager[k].text(us)}, "
+                      f"{pct(1 - graph[k].median / eager[k].median)}" for k in eager if k[0] == places[0])
+    at = lambda w: [v.median for (w2, _), v in speedup.items() if w2 == w]
+    replayed = lambda w: min((v for (w2, _), v in graph.items() if w2 == w), key=lambda v: v.median)
+    first, last = places[1], places[-1]
+    most = {}  # the path that gains most, with those not told apart from it -> where
+    for w in places:
+        top = front({p: v for (w2, p), v in speedup.items() if w2 == w}, largest=True)
+        most.setdefault(tuple(top), []).append(w)
+    where = lambda ws: ("every decode step" if ws == places[1:] else listed(
+        ["the post's shape"] * (places[0] in ws) + [f"KV {kv[w]:,}" for w in ws if w != places[0]]))
+    gains = lambda top: (f"the most is gained by {escape(top[0])}" if len(top) == 1 else
+                         f"{escape(top[0])} gains most, not told apart from " + listed([escape(p) for p in top[1:]]))
+    text = (f"At {escape(places[0])} a replay saves {saves}, one call each (CUDA events: {next(iter(eager.values())).how}). "
+            f"At a decode step "
+            f"with a KV cache of {kv[first]:,} the replay is {times(min(at(first)))}–{times(max(at(first)))} faster per "
+            f"call; at {kv[last]:,}, {times(min(at(last)))}–{times(max(at(last)))}: the fastest replayed call grows "
+            f"from {replayed(first).text(us)} to {replayed(last).text(us)} as the kernel reads more K and V. "
+            + "; ".join(f"{'at' if i else 'At'} {where(ws)}, {gains(top)}" for i, (top, ws) in enumerate(most.items())))
+    faster = all(decide.order(graph[k], eager[k]) == -1 for k in eager)
+    grows = decide.order(replayed(first), replayed(last)) == -1
+    saved = [1 - graph[k].median / eager[k].median for k in eager if k[0] == places[0]]
+    lesson = (f"A replay saves {pct(min(saved))} to {pct(max(saved))} of one call at the post's shape, and gains most "
+              f"at short decode steps, where the launch is most of the call")
+    return Statement(text, len(places) > 2 and faster and grows, lesson=lesson,
+                     rests_on=f"replay faster everywhere: {faster}, grows: {grows}; "
+                     f"{ {k: round(v.median, 2) for k, v in speedup.items()} }", outcome=str(most))

@@ -1,0 +1,86 @@
+"""Claims about the ladder's forwards, answered from the op list each chapter shows."""
+from __future__ import annotations
+
+from ...analysis import decide, kernel_names
+from ...text import escape, us
+from ..build import Build
+from ..words import short
+from .core import Flip, Statement, claim
+from .edits import in_run, kernels_in_trace, scale
+from .wording import times
+
+
+# ---- the ladder's guesses, answered from the forward each chapter shows -------------------------------
+
+def _matmuls(s: dict) -> list[tuple[int, dict]]:
+    """The cuBLAS kernels of a forward, with their numbers in its op list."""
+    return [(i, op) for i, op in enumerate(s["ops"], 1)
+            if op["kind"] == "kernel" and kernel_names.explain(op["name"])["library"].startswith("cuBLAS")]
+
+
+def _aten(s: dict, op: dict) -> str:
+    """The innermost aten op that launched a device op (`masked_fill_`, `bmm`, ...)."""
+    from ...analysis import oplist
+    path = [n for n in oplist.launching_path(s, op) if n.startswith("aten::")]
+    return path[-1].removeprefix("aten::") if path else "?"
+
+
+@claim("longest-op", reads=lambda stage: [stage],
+       flip=lambda stage: Flip(f"{stage}.trace.json.gz", kernels_in_trace("nvjet", 10.0)))
+def longest_op(build: Build, stage, launched_by) -> Statement:
+    """The longest op of the forward a chapter shows, named by the aten op that launched it, against the
+    longer of its matmuls: `say longest-op naive masked_fill_`."""
+    s = build.shown(stage)
+    i, op = max(enumerate(s["ops"], 1), key=lambda io: io[1]["duration_us"])
+    j, mm = max(_matmuls(s), key=lambda jm: jm[1]["duration_us"])
+    text = (f"the longest is op {i}, launched by `{_aten(s, op)}`: {us(op['duration_us'])}, "
+            f"{times(op['duration_us'] / mm['duration_us'])} the longer matmul (op {j}, {us(mm['duration_us'])})")
+    lesson = (f"the longest is op {i}, launched by `{_aten(s, op)}`, {times(op['duration_us'] / mm['duration_us'])} as "
+              f"long as the longer matmul")
+    return Statement(text, _aten(s, op) == launched_by and op["duration_us"] > mm["duration_us"], lesson=lesson,
+                     rests_on=f"longest op {i} launched by {_aten(s, op)}, matmul {mm['duration_us']:.1f} µs")
+
+
+@claim("copy-cost", reads=lambda stage, against: [stage, against, "run-hardware"],
+       flip=Flip("run-hardware.json", in_run("hardware", lambda r: r.update(copy_us_each=scale(r["copy_us_each"], 2.0)))))
+def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
+    """What the out-of-place copy should cost (its bytes in and out over the copy rate measured on the same
+    GPU) against what it took, and what dropping it saved: the in-place chapter's arithmetic."""
+    s = build.shown(stage)
+    i, copy = next((i, op) for i, op in enumerate(s["ops"], 1) if op["kind"] == "memcpy")
+    hw = build.run("hardware")
+    b, h, n, _ = s["shape"]
+    size = b * h * n * n * {"bf16": 2, "fp16": 2, "fp32": 4}[s["dtype"]]
+    expected = 2 * size / (hw["copy_gbs"] * 1e3)  # bytes read + written, at the measured rate (GB/s → bytes/µs)
+    saved = s["forward_device_us"] - build.shown(against)["forward_device_us"]
+    text = (f"{size / 2**20:.0f} MiB in and {size / 2**20:.0f} MiB out at the copy rate measured on the {escape(s['device'])} "
+            f"({hw['copy_gbs']:,.0f} GB/s, bytes read + written) should take {us(expected)}; the Memcpy (op {i} of the "
+            f"{short(stage)} forward) took {us(copy['duration_us'])}, within {100 * abs(copy['duration_us'] / expected - 1):.1f} % "
+            f"of that, and writing the mask in place saved {us(saved)} of device time per forward")
+    lesson = (f"the copy took {us(copy['duration_us'])}, within {100 * abs(copy['duration_us'] / expected - 1):.1f} % "
+              f"of what its bytes take at the GPU's measured copy rate")
+    within = lambda x: decide.against(abs(x - 1), decide.COPY_WITHIN, decide.POINT_BAND) == "below"
+    return Statement(text, within(copy["duration_us"] / expected) and within(saved / copy["duration_us"]),
+                     lesson=lesson,
+                     rests_on=f"expected {expected:.1f} µs, copy {copy['duration_us']:.1f} µs, saved {saved:.1f} µs")
+
+
+@claim("same-op-time", reads=lambda a, b: [a, b],
+       flip=lambda b: Flip(f"{b}.trace.json.gz", kernels_in_trace("at::native::elementwise_kernel", 1.5)))
+def same_op_time(build: Build, a, b, launched_by) -> Statement:
+    """One kernel in two stages' forwards (named by the aten op that launched it): the same time, within decide.SAME_KERNEL_WITHIN."""
+    ta, tb = ({_aten(s, op): op["duration_us"] for op in s["ops"]}[launched_by]
+              for s in (build.shown(a), build.shown(b)))
+    text = (f"{short(b)}: {us(tb)}; {short(a)}: {us(ta)}; within {100 * abs(tb / ta - 1):.1f} %, "
+            f"the same kernel at the same speed")
+    return Statement(text, decide.against(abs(tb / ta - 1), decide.SAME_KERNEL_WITHIN, decide.POINT_BAND) == "below",
+                     f"{ta:.1f} and {tb:.1f} µs",
+                     lesson=f"{us(tb)} against {us(ta)}: the same kernel at the same speed")
+
+
+@claim("more-ops", reads=lambda a, b: [a, b], flip=lambda a: Flip(f"{a}.json", lambda s: s.update(ops_per_forward=1)))
+def more_ops(build: Build, a, b) -> Statement:
+    """How many more device ops one forward launches than another."""
+    na, nb = build.summary(a)["ops_per_forward"], build.summary(b)["ops_per_forward"]
+    text = f"{na} device ops against {nb} for {short(b)}'s forward, {na - nb} more (one forward's op list each)"
+    return Statement(text, na > nb, f"{na} and {nb}", lesson=f"{na} device ops against {nb} for {short(b)}'s forward")

@@ -1,0 +1,176 @@
+"""Claims about one quantity by several methods: rates, one call against queued, one call across runs,
+what one call adds, where the CPU time goes."""
+from __future__ import annotations
+
+import math
+
+from ...analysis import decide, summary
+from ...model import names
+from ...model.stages import DEFAULT_SHAPE, LONG_SHAPE
+from ...text import us
+from ..build import Build, RecordUnusable, across, row
+from ..words import count, listed, short
+from ..pieces.runs import measured
+from .core import ADAPTS, Flip, Statement, claim
+from .edits import _shrink_cpu_op, each, events, in_run, scale
+from .wording import front, pct
+
+
+# ---- one quantity, several methods ---------------------------------------------------------------
+
+@claim("rates", reads=lambda stage: [names.record_name(stage, LONG_SHAPE), f"{names.record_name(stage, LONG_SHAPE)}.counters",
+                              "run-fastest", "run-sweep"],
+       flip=lambda stage: Flip("run-fastest.json", in_run("fastest", lambda rows: [
+           r.update(times_us=scale(r["times_us"], 0.5)) for r in rows if r["path"] == stage])))
+def rates(build: Build, stage) -> Statement:
+    """A stage's rate at the long shape by every method the site shows it with."""
+    from ...analysis.flops import causal_flops, causal_tflops, tflops
+    rec = names.record_name(stage, LONG_SHAPE)
+    s = build.summary(rec)
+    flops = causal_flops(s["shape"])
+    kernel = summary.longest_kernel(s)
+    profiler = tflops(flops, kernel["duration_us"])
+    measured = build.counters(rec)
+    ncu = tflops(flops, sum(k["duration_ns"] or 0 for k in measured["kernels"]) / 1e3) if measured else None
+    fastest = {r["layout"]: r for r in build.run("fastest") if r["path"] == stage and "tflops" in r}
+    sweep = [r for r in build.run("sweep") if r["path"] == stage and r["shape"][2:] == s["shape"][2:]
+             and r.get("tflops_back_to_back")]
+    capture = causal_tflops(s)
+    f = lambda x: f"{x:.0f}"
+    text = (f"{short(stage)} at S={s['shape'][2]:,}, D={s['shape'][3]} appears at several rates on this site, "
+            f"one per method: {f(profiler)} TFLOP/s by its kernel's time in the profiler"
+            + (f" and {f(ncu)} by Nsight Compute's" if ncu else "")
+            + f" (the kernel alone, B={s['shape'][0]}); "
+            f"{f(fastest['BSHD']['tflops_back_to_back'])} and {f(fastest['BHSD']['tflops_back_to_back'])} back to back "
+            f"(stored [B, S, H, D] and [B, H, S, D], that chapter's table); {f(fastest['BSHD']['tflops'])} and "
+            f"{f(fastest['BHSD']['tflops'])} one call at a time in the same run, and {f(capture)} one call at a time "
+            f"in the capture's own run ([Fused kernels](fused.md))"
+            + "".join(f"; {f(r['tflops_back_to_back'])} back to back at B={r['shape'][0]} in the sweep and the roofline "
+                      f"figure" for r in sweep)
+            + ". The kernel-only rates are the highest because they leave out the launches and the gaps between "
+              "forwards; back to back pays those once per forward, and one call adds the time from the call to the "
+              "kernel's start.")
+    kernel_only = [profiler] + ([ncu] if ncu else [])
+    b2b = [r["tflops_back_to_back"] for r in fastest.values()]
+    one_call = [r["tflops"] for r in fastest.values()] + [capture]
+    lesson = (f"{short(stage)}'s rate is highest by its kernel's time alone, {f(profiler)} TFLOP/s, and lowest one "
+              f"call at a time, down to {f(min(one_call))}")
+    return Statement(text, min(kernel_only) >= max(b2b) and min(b2b) > max(one_call), lesson=lesson,
+                     rests_on=f"kernel {kernel_only}, back to back {b2b}, one call {one_call}")
+
+
+@claim("queued-vs-one-call", reads=["run-fastest"],
+       flip=lambda stage: Flip("run-fastest.json", in_run("fastest", lambda rows: [
+           r.update(times_us=scale(r["times_us"], 0.5)) for r in rows if r["path"] == stage])))
+def queued_vs_one_call(build: Build, stage) -> Statement:
+    """At the long shape a stage's time per forward queued back to back and its one call at a time lie within
+    decide.QUEUED_NEAR of each other in every layout: one call's launch is small beside the kernel. Which of the two
+    is lower is not said: it moves from machine to machine by more than the run's own spread."""
+    layouts = [r["layout"] for r in build.run("fastest") if r["path"] == stage and r.get("back_to_back_us_each")]
+    if not layouts:
+        raise RecordUnusable(f"the fastest-forward run has no row of {stage} timed back to back")
+    pick = lambda layout, field: across(build, "fastest", lambda res: row(res, path=stage, layout=layout)[field],
+                                        decide.METHOD_OF[field])
+    pairs = {l: (pick(l, "back_to_back_us_each"), pick(l, "times_us")) for l in layouts}
+    gaps = {l: abs(q.median / one.median - 1) for l, (q, one) in pairs.items()}
+    said = "; ".join(f"stored {l}, {q.text(us)} queued against {one.text(us)} for one call"
+                     for l, (q, one) in pairs.items())
+    text = (f"{short(stage)}'s time per forward queued and its time for one call at a time lie within "
+            f"{math.ceil(100 * max(gaps.values()))} % of each other, either way round ({said}; "
+            f"{next(iter(pairs.values()))[0].how}): beside a forward this long, the launch that one call adds is too "
+            f"small to separate from the other differences between a lone call and a stream")
+    lesson = (f"{short(stage)}'s queued and one-call times lie within {math.ceil(100 * max(gaps.values()))} % of each "
+              f"other: beside a kernel this long, the launch is small")
+    return Statement(text, decide.against(max(gaps.values()), decide.QUEUED_NEAR, decide.POINT_BAND) == "below", lesson=lesson,
+                     rests_on=f"gaps {', '.join(f'{l} {pct(g)}' for l, g in gaps.items())} against {pct(decide.QUEUED_NEAR)}")
+
+
+def _graphs_row(build: Build, path: str) -> dict | None:
+    """The eager row of the graphs run for an SDPA path at the post's shape, where that run has one."""
+    try:
+        rows = build.run("graphs")
+    except RecordUnusable:  # the sentence leaves out what it would have said from the graphs run
+        return None
+    return next((r for r in rows if r.get("path") == f"SDPA {path}" and r.get("shape") == list(DEFAULT_SHAPE)
+                 and "eager" in r), None)
+
+
+@claim("one-call-runs", reads=["cudnn", "flash", names.record_name("cudnn", LONG_SHAPE), "run-graphs", "run-fastest"],
+       flip=Flip("cudnn.json", events(0.5, of="forward_device_us_each")))  # one call below the device time
+def one_call_runs(build: Build) -> Statement:
+    """One call's CUDA-event median is a latency, above the device time, and it differs between runs; each
+    comparison by the one rule."""
+    parts, holds, moved = [], True, []
+    for stage, label in (("cudnn", "cuDNN"), ("flash", "flash")):
+        s, g = build.summary(stage), _graphs_row(build, label if stage == "flash" else "cuDNN")
+        own, device = decide.samples(s["event_times_us"], decide.ONE_CALL), decide.samples(s["forward_device_us_each"], decide.DEVICE)
+        holds &= decide.order(own, device) == 1
+        if g:
+            other = across(build, "graphs", lambda res: row(res, path=g["path"], where=g["where"])["eager"]["times_us"],
+                           decide.ONE_CALL)
+            parts.append(f"{label}'s is {own.text(us)} in its capture's run and {other.text(us)} in the CUDA-graph run "
+                         f"of [What CUDA graphs and compile change](graphs-and-compile.md)")
+            holds &= decide.order(other, device) == 1
+            moved += [label] if decide.told_apart(own, other) else []
+    long = build.summary(names.record_name("cudnn", LONG_SHAPE))
+    own, device = decide.samples(long["event_times_us"], decide.ONE_CALL), decide.samples(long["forward_device_us_each"], decide.DEVICE)
+    holds &= decide.order(own, device) == 1
+    fast = next((r for r in build.run("fastest") if r["path"] == "cudnn" and r.get("layout", "BHSD") == "BHSD"), None)
+    if fast:
+        other = across(build, "fastest", lambda res: row(res, path="cudnn", layout=fast.get("layout"))["times_us"], decide.ONE_CALL)
+        holds &= decide.order(other, device) == 1
+        moved += ["cuDNN's at the long shape"] if decide.told_apart(own, other) else []
+        parts.append(f"cuDNN's at B=1, S=8,192, D=128 is {own.text(us)} in its capture's run and {other.text(us)} in "
+                     f"the fastest-forward run of [Roofline](roofline.md), over {device.text(us)} of device time")
+    text = ("One call's CUDA-event median is a latency, the kernels plus the launch and whatever the host did "
+            "before it, always above the device time, and not a property of the kernels alone: each run measures its "
+            "own. At the post's shape " + "; ".join(parts) + " (median and range of each run's calls: p10–p90 of one "
+            "process, or across the run's processes). "
+            + (f"Of these, {listed(moved)} differ between the two runs by more than their spread. " if moved else
+               "Here each pair agrees within its spread. ")
+            + "Each table names the run its numbers come from.")
+    lesson = ("One call's time is a latency above the device time, and each run measures its own"
+              + (f": {listed(moved)} differ between two runs" if moved else ": here each pair of runs agrees"))
+    return Statement(text, holds, "; ".join(parts), lesson=lesson)
+
+
+@claim("pays-most", reads=["run-fastest"],
+       flip=Flip("run-fastest.json", in_run("fastest", lambda rows: [
+           r.update(times_us=scale(r["times_us"], 2.0)) for r in rows if r["path"] == "flash"
+           and r["layout"] == "BSHD"]), ADAPTS))
+def pays_most(build: Build) -> Statement:
+    """Which path of the fastest-forward run adds most to one call over its back-to-back time; paths whose
+    extra time cannot be told apart (the one rule) share the first place."""
+    keys = [(r["path"], r["layout"]) for r in build.run("fastest") if r.get("back_to_back_us_each") and r.get("times_us")]
+    pick = lambda k, f: across(build, "fastest", lambda res: row(res, path=k[0], layout=k[1])[f], decide.METHOD_OF[f])
+    one = {k: pick(k, "times_us") for k in keys}
+    queued = {k: pick(k, "back_to_back_us_each") for k in keys}
+    extra = {k: decide.difference(one[k], queued[k]) for k in keys}
+    top = front(extra, largest=True)
+    label = lambda k: f"{short(k[0])} stored {k[1]}"
+    if len(top) == 1:
+        k = top[0]
+        rest = max((x for x in keys if x != k), key=lambda x: extra[x].median)
+        text = (f"{label(k)} pays most there, {extra[k].text(us)} per call ({one[k].text(us)} one call against "
+                f"{queued[k].text(us)} back to back), then {label(rest)}, {extra[rest].text(us)}")
+    else:
+        k = top[0]
+        text = (f"{label(k)} pays most there, {extra[k].text(us)} per call over back to back, though not told apart "
+                f"from these: " + "; ".join(f"{label(x)}, {extra[x].text(us)}" for x in top[1:]))
+    text += f" ({one[top[0]].how})"
+    lesson = (f"{label(top[0])} pays most, {us(extra[top[0]].median)} per call over back to back"
+              + (f", not told apart from {count(len(top) - 1)} other{'s' if len(top) > 2 else ''}" if len(top) > 1 else ""))
+    holds = len(top) < len(keys) and decide.order(one[top[0]], queued[top[0]]) == 1  # the leader's extra is real
+    return Statement(text, holds, ", ".join(f"{label(k)} {extra[k].median:.1f}" for k in keys), str(top), lesson)
+
+
+@claim("cudnn-cpu-inside", reads=["cudnn"], flip=Flip("cudnn.trace.json.gz", _shrink_cpu_op("aten::_cudnn_attention_forward")))
+def cudnn_cpu_inside(build: Build) -> Statement:
+    """Where cuDNN's forward spends its CPU time: inside `_cudnn_attention_forward`, in the pictured forward."""
+    _, shown = build.forwards("cudnn")
+    inside = next(c.duration_us for c in shown.cpu_ops if c.name == "aten::_cudnn_attention_forward")
+    text = (f"{pct(inside / shown.cpu_us)} of it ({us(inside)} of {us(shown.cpu_us)}, profiler) inside "
+            f"`_cudnn_attention_forward`")
+    return Statement(text, decide.against(inside / shown.cpu_us, decide.MOST, decide.POINT_BAND) == "above",
+                     f"{inside:.1f} of {shown.cpu_us:.1f} µs",
+                     lesson=f"{pct(inside / shown.cpu_us)} of it inside `_cudnn_attention_forward`")

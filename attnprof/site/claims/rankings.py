@@ -1,0 +1,182 @@
+"""Claims that rank or compare stages by the one rule (analysis/decide.py): who is fastest, who is between,
+who saves CPU, which layout."""
+from __future__ import annotations
+
+from ...analysis import decide
+from ...model import names
+from ...model.stages import DEFAULT_SHAPE
+from ...text import shape as shape_text, us
+from ..build import Build, across, row
+from ..words import DEVICE, MEDIAN, listed, short
+from .core import ADAPTS, Flip, Statement, claim
+from .edits import each, events, in_run, scale, scaled_row, setting, widened
+from .wording import apart, front, pct, times
+
+
+@claim("cpu-saving", reads=lambda stage, against: [stage, against],
+       flip=lambda stage, against: [Flip(f"{against}.json", each("cpu_forward_us", 10.0), ADAPTS, "below"),  # a saving
+                                    Flip(f"{against}.json", widened("cpu_forward_us"), ADAPTS, "not told apart from"),
+                                    Flip(f"{stage}.json", each("cpu_forward_us", 10.0))])  # dearer without the copy
+def cpu_saving(build: Build, stage, against) -> Statement:
+    """Whether a stage's forward takes less CPU time than another's, by the profiled forwards' spread. It
+    may be less or not told apart; decidedly more contradicts the page (dropping a copy adds no CPU work)."""
+    a, b = build.summary(stage), build.summary(against)
+    ra, rb = decide.samples(a["cpu_forward_us_each"], decide.CPU), decide.samples(b["cpu_forward_us_each"], decide.CPU)
+    place = decide.order(ra, rb)
+    text = (f"The annotated forward takes {ra.text(us)} of CPU time here against {rb.text(us)} for {short(against)} "
+            f"(median and p10–p90 of {len(a['cpu_forward_us_each'])} profiled forwards, profiler on)")
+    text += {-1: ": less, told apart from the forward-to-forward spread",
+             0: ": not told apart, so this profile cannot say whether writing the mask in place saves CPU time; "
+                "the forward-to-forward spread is larger than any difference",
+             1: ": more"}[place]
+    lesson = (f"Its CPU time per forward, {us(ra.median)} against {us(rb.median)} for {short(against)}, is "
+              + {-1: "less", 0: "not told apart, so no CPU saving shows", 1: "more"}[place])
+    return Statement(text, place <= 0, f"{ra} against {rb}", apart(ra, rb), lesson)
+
+
+def _timed(stage: str, shape=DEFAULT_SHAPE, pick=lambda r: r["one_call_us"]):
+    """A stage's samples in the timing run (one call's CUDA-event times, unless `pick` says otherwise)."""
+    return lambda result: pick(row(result["rows"], stage=stage, shape=list(shape)))
+
+
+@claim("cudnn-fastest", reads=["run-timing", "math", "efficient", "flash", "cudnn"],
+       flip=[Flip("run-timing.json", scaled_row("timing", "one_call_us", 3.0, stage="cudnn", shape=list(DEFAULT_SHAPE))),
+             Flip("cudnn.json", each("forward_device_us", 3.0))])  # the capture's median no longer the fastest
+def cudnn_fastest(build: Build) -> Statement:
+    """cuDNN is the fastest SDPA backend at the post's shape, by device time and by one call, told apart
+    from every other by the one rule over the timing run's separate processes."""
+    backends = ("math", "efficient", "flash", "cudnn")
+    device = {b: across(build, "timing", _timed(b, pick=lambda r: r["profiled"]["device_us"]), decide.DEVICE)
+              for b in backends}
+    event = {b: across(build, "timing", _timed(b), decide.ONE_CALL) for b in backends}
+    # cuDNN against the fastest of the others, whether or not cuDNN leads
+    rival, rival_event = (min((b for b in backends if b != "cudnn"), key=lambda b: rows[b].median)
+                          for rows in (device, event))
+    first = [decide.ranking(rows)[0] for rows in (device, event)]
+    by_call = (f"and by one call's CUDA-event median too ({event['cudnn'].text(us)} against {short(rival_event)}'s "
+               f"{event[rival_event].text(us)})" if first[1] == ["cudnn"] else
+               f"though by one call's CUDA-event median it is not told apart from "
+               f"{' and '.join(short(b) + chr(39) + 's' for b in first[1] if b != 'cudnn')} ({event['cudnn'].text(us)} "
+               f"against {event[rival_event].text(us)})")
+    text = (f"the fastest SDPA backend by device time in the timing run ({device['cudnn'].text(us)} against "
+            f"{short(rival)}'s {device[rival].text(us)}), {by_call}; {device['cudnn'].how}")
+    captured = {b: build.summary(b)["forward_device_us"] for b in ("cudnn", rival)}  # as the tables state them
+    said = {b: build.number(b, DEVICE, MEDIAN, us(x)) for b, x in captured.items()}
+    lesson = (f"the fastest SDPA backend by device time, {said['cudnn']} against {short(rival)}'s "
+              f"{said[rival]}, " + ("and by one call too" if first[1] == ["cudnn"] else
+                                                  f"though by one call it is not told apart from {listed([short(b) for b in first[1] if b != 'cudnn'])}"))
+    return Statement(text, first[0] == ["cudnn"] and "cudnn" in first[1] and captured["cudnn"] < captured[rival],
+                     lesson=lesson,
+                     rests_on=f"first by device {first[0]}, by one call {first[1]}")
+
+
+@claim("between", reads=lambda stage, slower, faster: [stage, slower, faster],
+       flip=lambda stage: Flip(f"{stage}.json", events(10.0)))
+def between(build: Build, stage, slower, faster) -> Statement:
+    """A stage's one-call time between two others' (CUDA-event samples of the captures), told apart from
+    both by the one rule."""
+    a, b, c = (decide.samples(build.summary(r)["event_times_us"], decide.ONE_CALL) for r in (stage, slower, faster))
+    text = (f"{a.text(us)} per forward (CUDA-event median and p10–p90 of one call, {shape_text(DEFAULT_SHAPE)}) "
+            f"against {b.text(us)} for {short(slower)} and {c.text(us)} for {short(faster)}: "
+            f"{times(b.median / a.median)} faster than the first, {times(a.median / c.median)} slower than the second")
+    lesson = (f"{times(b.median / a.median)} faster than {short(slower)} and {times(a.median / c.median)} slower than "
+              f"{short(faster)}, one call each")
+    return Statement(text, decide.order(c, a) == -1 and decide.order(a, b) == -1, f"{a} between {c} and {b}",
+                     lesson=lesson)
+
+
+@claim("kernel-ahead", reads=lambda a, b: [a, b],
+       flip=lambda a, b: [Flip(f"{a}.json", each("forward_device_us", 1.5), ADAPTS),
+                          Flip(f"{b}.json", setting(shape=list(DEFAULT_SHAPE)))])  # then the two are not alike
+def kernel_ahead(build: Build, a, b) -> Statement:
+    """Which of two captures' forwards takes less device time (profiler, the one rule), and by how much: a
+    comparison that holds only between forwards of one shape and dtype, which the sentence names once."""
+    ra, rb = (decide.samples(build.summary(r)["forward_device_us_each"], decide.DEVICE) for r in (a, b))
+    name = lambda r: short(names.parse_record(r)[0])
+    how = (f"profiler, median and p10–p90 of {len(build.summary(a)['forward_device_us_each'])} profiled forwards, "
+           f"{shape_text(build.summary(a)['shape'])}")
+    place = decide.order(ra, rb)
+    if place == 0:
+        text = (f"{name(a)}'s and {name(b)}'s forwards are not told apart by device time: {ra.text(us)} against "
+                f"{rb.text(us)} ({how})")
+    else:
+        (first, lo), (second, hi) = sorted(((a, ra), (b, rb)), key=lambda x: x[1].median)
+        text = (f"{name(first)}'s forward takes {lo.text(us)} of device time against {hi.text(us)} for "
+                f"{name(second)} ({how}), {pct(1 - lo.median / hi.median)} less")
+    alike = all(build.summary(a)[k] == build.summary(b)[k] for k in ("shape", "dtype"))
+    lesson = (f"{name(a)}'s and {name(b)}'s forwards are not told apart by device time" if place == 0 else
+              f"{name(first)}'s forward takes {us(lo.median)} of device time against {us(hi.median)} for {name(second)}")
+    return Statement(text, alike and ra.n > 1 and rb.n > 1, f"{ra} against {rb}; alike: {alike}", apart(ra, rb), lesson)
+
+
+@claim("cpu-rank", reads=["run-timing"],
+       flip=lambda stage: Flip("run-timing.json", in_run("timing", lambda r: [
+           x.update(enqueue_us=scale(x["enqueue_us"], 10.0)) for x in r["rows"]
+           if x["stage"] == stage and tuple(x["shape"]) == DEFAULT_SHAPE]), ADAPTS))
+def cpu_rank(build: Build, stage, *others) -> Statement:
+    """Where a stage's CPU cost per forward ranks among others at the post's shape, by the timing run's
+    unprofiled CPU enqueue: above or below each, or not told apart from it (the one rule)."""
+    from ...analysis import timing
+    enqueue = {s: across(build, "timing", lambda res, s=s: timing.find(res["rows"], s, DEFAULT_SHAPE)["enqueue_us"],
+                          decide.ENQUEUE)
+               for s in (stage, *others)}
+    mine = enqueue[stage]
+    words = {"above": [], "below": [], "not told apart from": []}
+    tied = [short(o) for o in others if apart(mine, enqueue[o]) == "not told apart from"]
+    for other in others:
+        words[apart(mine, enqueue[other])].append(f"{short(other)}'s {enqueue[other].text(us)}")
+    said = "; ".join(f"{w} {' and '.join(v)}" for w, v in words.items() if v)
+    n = len(others)
+    rank = ("the most expensive of these here" if len(words["above"]) == n
+            else "the cheapest of these here" if len(words["below"]) == n
+            else "not the most expensive of these here" if words["below"]
+            else "this run cannot rank it among them" if len(words["not told apart from"]) == n
+            else f"tied with {' and '.join(tied)} as the most expensive of these here")
+    text = (f"by unprofiled CPU enqueue (host clock, back-to-back calls, per forward, {mine.how}, "
+            f"{shape_text(DEFAULT_SHAPE)}), {short(stage)} takes {mine.text(us)}: {said}, so {rank}")
+    # the ranking's own groups bear out an outright first or last place
+    groups = decide.ranking(enqueue)
+    holds = {"the most expensive of these here": groups[-1] == [stage],
+             "the cheapest of these here": groups[0] == [stage]}.get(rank, True)
+    lesson = f"without the profiler, {short(stage)}'s CPU enqueue takes {us(mine.median)} per forward, so {rank}"
+    return Statement(text, holds, f"{ {k: round(v.median, 1) for k, v in enqueue.items()} }, groups {groups}", rank,
+                     lesson)
+
+
+@claim("layout-gap", reads=["run-fastest"],
+       flip=lambda stage: [Flip("run-fastest.json", in_run("fastest", _slower_rows(stage, "BHSD", 0.85)), ADAPTS),
+                           Flip("run-fastest.json", in_run("fastest", _slower_rows(stage, "BHSD", 3.0)))])
+def layout_gap(build: Build, stage) -> Statement:
+    """A stage is the fastest forward stored either way in the fastest-forward run (told apart from the
+    next, the one rule), and its two layouts against each other."""
+    rows = [r for r in build.run("fastest") if r.get("back_to_back_us_each")]
+    at = {(r["path"], r["layout"]): across(build, "fastest", lambda res, r=r: row(
+        res, path=r["path"], layout=r["layout"])["back_to_back_us_each"], decide.BACK_TO_BACK) for r in rows}
+    fastest, nexts = True, []
+    for layout in ("BSHD", "BHSD"):
+        fastest &= front({p: v for (p, l), v in at.items() if l == layout}) == [stage]
+        runner = min(((p, v) for (p, l), v in at.items() if l == layout and p != stage), key=lambda pv: pv[1].median)
+        nexts.append(f"{at[stage, layout].text(us)} against {short(runner[0])}'s {runner[1].text(us)} stored {layout}")
+    a, b = at[stage, "BSHD"], at[stage, "BHSD"]
+    text = (f"In both, {short(stage)} is the fastest forward here ({'; '.join(nexts)}; per forward back to back, "
+            f"{a.how}). ")
+    if decide.order(a, b) == 0:
+        text += (f"Its own two rows are not told apart ({pct(abs(a.median / b.median - 1))} between the medians), so "
+                 f"this run cannot separate a layout effect from run-to-run variation")
+    else:
+        (fast, rf), (slow, rs) = sorted((("BSHD", a), ("BHSD", b)), key=lambda x: x[1].median)
+        text += (f"Stored {fast} it runs {pct(1 - rf.median / rs.median)} faster than stored {slow}, told apart by "
+                 f"more than the spread")
+    lesson = f"{short(stage)} is the fastest forward stored either way" + (
+        "; its two layouts are not told apart" if decide.order(a, b) == 0 else
+        f"; stored {min((('BSHD', a), ('BHSD', b)), key=lambda x: x[1].median)[0]} it runs "
+        f"{pct(1 - min(a.median, b.median) / max(a.median, b.median))} faster")
+    return Statement(text, fastest, "; ".join(nexts), apart(a, b), lesson)
+
+
+def _slower_rows(stage: str, layout: str, factor: float):
+    def edit(rows):
+        for r in rows:
+            if r["path"] == stage and r["layout"] == layout and r.get("back_to_back_us_each"):
+                r["back_to_back_us_each"] = scale(r["back_to_back_us_each"], factor)
+    return edit
