@@ -230,8 +230,8 @@ class Started:
             if why is None and process.poll() is None:
                 why = self._measure(i)
             lines = log.read_text(errors="replace").strip().splitlines()
-            if lines:
-                print("\n".join(lines), file=sys.stderr, flush=True)
+            if lines:  # its log, after the fact: its "-- " lines were news when it wrote them, not now
+                print("\n".join(("   " + l[3:]) if l.startswith("-- ") else l for l in lines), file=sys.stderr, flush=True)
             if not why:
                 why = first_line(lines[-1]) if lines else f"exit status {process.returncode}"
             made = json.loads(out.read_text()) if out.exists() else {"result": {"error": why[:300]}, "process": None}
