@@ -286,6 +286,8 @@ class Workers:
     measuring code prints goes to its log in `log_dir`, whose "-- " lines are relayed through `say`. A
     worker whose log does not grow for TAKE_STALL_S seconds is stopped (stop_tree) and named in one line."""
 
+    module = "attnprof.measure.worker"  # what each worker runs (a test's fake speaks the same protocol)
+
     def __init__(self, out_dir, log_dir):
         self.out_dir, self.log_dir = Path(out_dir).resolve(), Path(log_dir)
         self.procs: dict[tuple, tuple[subprocess.Popen, object]] = {}
@@ -322,7 +324,7 @@ class Workers:
                    TRITON_CACHE_DIR=str(cache / "triton"), ATTNPROF_LOG_DIR=str(self.log_dir), **self.cpus)
         env.pop(gpulock.HELD_ENV, None)
         with open(self.log(devices, index), "ab") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "attnprof.measure.worker", str(self.out_dir), str(write_fd)],
+            proc = subprocess.Popen([sys.executable, "-m", self.module, str(self.out_dir), str(write_fd)],
                                     stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
                                     pass_fds=(write_fd,), text=True)
         os.close(write_fd)

@@ -120,6 +120,7 @@ def measuring(what: str):
         yield
     finally:
         pin(PREPARE_CPUS_ENV)
+        file = _held["file"]  # `released` may have taken the GPU again through another file
         _held.update(depth=0, file=None, what="")
         if not inherited:
             os.environ.pop(HELD_ENV, None)
