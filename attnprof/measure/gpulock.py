@@ -59,9 +59,9 @@ def _cpus(env: str) -> set[int] | None:
     return {int(c) for c in text.split(",") if c.strip()} or None
 
 
-def pin(env: str):
-    """Every thread of this process onto the cores `env` names (nothing when it names none)."""
-    cpus = _cpus(env)
+def pin(env: str, also: str | None = None):
+    """Every thread of this process onto the cores `env` (and `also`) names (nothing when it names none)."""
+    cpus = (_cpus(env) or set()) | ((_cpus(also) or set()) if also else set())
     if not cpus or not hasattr(os, "sched_setaffinity"):
         return
     try:
@@ -102,8 +102,9 @@ def _acquire(what: str):
 
 
 @contextlib.contextmanager
-def measuring(what: str):
-    """Hold this GPU alone for a measurement (see the module's docstring)."""
+def measuring(what: str, cpu_timed: bool = True):
+    """Hold this GPU alone for a measurement (see the module's docstring); on the measuring cores where it
+    times anything on the CPU, on every core where it does not (Nsight Compute's child)."""
     if _held["depth"]:
         _held["depth"] += 1
         try:
@@ -115,7 +116,7 @@ def measuring(what: str):
     file = None if inherited else _acquire(what)
     _held.update(depth=1, file=file, what=what)
     os.environ[HELD_ENV] = os.environ.get(HELD_ENV) or str(os.getpid())
-    pin(MEASURE_CPUS_ENV)
+    pin(MEASURE_CPUS_ENV, also=None if cpu_timed else PREPARE_CPUS_ENV)
     try:
         yield
     finally:

@@ -10,9 +10,9 @@ of why it cannot run, written with the current key), "kept the old record: why" 
 Each kind's `Take.retake` in analysis/records.py names its function here.
 
 Several workers share a GPU under `regenerate`; each measures holding the GPU alone (measure/gpulock.py):
-a run in each of its processes' measuring parts (measure/repeat.py), every other take whole (a capture's
-first call pays its compilation, and is timed, so it measures alone too; Nsight Compute locks the GPU's
-clocks while it profiles, so a counters take holds the GPU throughout). A line starting "-- " says each
+a run in each of its processes' measuring parts (measure/repeat.py), a stage's capture from its first call
+(timed, compile included) to its last sample (measure/capture.py), every other take whole (Nsight Compute
+locks the GPU's clocks while it profiles, so a counters take holds the GPU throughout). A line starting "-- " says each
 take's start and end (the regeneration relays them); on SIGUSR1 faulthandler writes every thread's stack
 into this worker's log (a regeneration's watchdog sends it before stopping a worker that hung).
 """
@@ -100,9 +100,10 @@ def take(record_names: list[str], out_dir) -> str:
     what = record_names[0] if len(record_names) == 1 else f"{len(record_names)} {kind.name} records"
     try:
         retake = globals()[kind.take.retake]
-        if kind.name == "run":  # each of its processes holds the GPU as it measures
+        if kind.name in ("run", "stage"):  # each of a run's processes, and a capture, hold the GPU as they measure
             return retake(record_names[0], out_dir)
-        with gpulock.measuring(what):
+        # Nsight Compute times nothing on the CPU: its child may use every core
+        with gpulock.measuring(what, cpu_timed=kind.name != "counters"):
             return retake(record_names if kind.take.together else record_names[0], out_dir)
     except Exception as e:  # one record that breaks is its outcome; the worker goes on with the next
         return f"failed: {type(e).__name__}: {first_line(e)}"[:400]
