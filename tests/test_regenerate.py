@@ -407,6 +407,7 @@ def test_a_worker_that_makes_no_progress_is_stopped_with_its_stack_and_the_other
     monkeypatch.setattr(regenerate, "TAKE_STALL_S", 3.0)
     monkeypatch.setattr(regenerate, "STOP_GRACE_S", 1.0)
     monkeypatch.setattr(regenerate, "WORKERS_PER_GPU", 2)
+    monkeypatch.setattr(regenerate.tempfile, "tempdir", str(tmp_path))  # the logs it keeps, and the GPU's lock
     out = tmp_path / "captures"
     out.mkdir()
     (out / "flash.json").write_text('{"kept": true}')  # the existing capture of the one that hangs
