@@ -201,8 +201,11 @@ class Started:
     def _measure(self, i: int) -> str | None:
         """Let process i measure and wait for it to end; why it failed to, where it was stopped."""
         process, _, log = self.processes[i]
-        process.stdin.write(f"{self.first + i}\n".encode())  # go, and its place in the order
-        process.stdin.close()
+        try:
+            process.stdin.write(f"{self.first + i}\n".encode())  # go, and its place in the order
+            process.stdin.close()
+        except BrokenPipeError:  # it ended meanwhile: its log says why
+            pass
         start = told = last = time.monotonic()
         size = _size(log)
         while process.poll() is None:
