@@ -178,3 +178,27 @@ def test_a_repeat_that_makes_no_progress_is_stopped_with_its_stack_in_its_log(fu
     assert line == f"-- stopped run-probe repeat 1 (pid {pid}): made no progress {when} for 3 s; its stack is in {log}"
     stack = log.read_text()  # kept, with the stack faulthandler wrote on SIGUSR1
     assert "most recent call first" in stack and f'hang.py", line' in stack and function in stack
+
+
+def test_the_sweep_lets_the_gpu_go_only_while_a_compiled_or_loaded_path_prepares(tmp_path, monkeypatch):
+    """A compile or a kernel's loading overlaps other processes' measuring; the memory-hungry paths (their
+    OOM points) prepare holding the GPU, and every path is timed holding it."""
+    pytest.importorskip("torch")
+    from attnprof.measure import gpulock, sweep
+    from attnprof.model.stages import STAGES
+    _gpu(monkeypatch, tmp_path)
+    seen = []
+
+    def held():
+        return gpulock._held["file"] is not None
+    monkeypatch.setattr(sweep, "prepared", lambda path, shape: (seen.append((path, "prepared", held())), ({"path": path}, None))[1])
+    monkeypatch.setattr(sweep, "timed", lambda row, forward: seen.append((row["path"], "timed", held())) or row)
+    monkeypatch.setattr(sweep, "Progress", lambda total: (lambda label: None))
+    with gpulock.measuring("run-sweep"):
+        rows = sweep.sweep(seq_lens=(512, 1024), head_dims=(64,))
+        assert held()
+    assert len(rows) == 2 * len(sweep.select(sweep=True)) and len(seen) == 2 * len(rows)
+    for path, step, was_held in seen:
+        loaded = STAGES[path].fresh_compile or STAGES[path].provider != "PyTorch"
+        assert was_held == (step == "timed" or not loaded), (path, step)
+    assert {p for p, step, h in seen if not h} >= {"flex", "fa4"} and ("math", "prepared", True) in seen
