@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerate the site's records on a GPU machine without a package index (the wheels:
 # tools/fa4-wheels.sh, and `pip download` of the docs extra for the build). From the repository root:
-#   tools/gpu-regenerate.sh [all] [DIR...]   the default, in ONE call: install the providers from the
-#                                            wheels in DIR (and more part folders), or from /tmp/fa4a where
+#   tools/gpu-regenerate.sh [all [DIR...]]   the default, in ONE call: install the providers from the
+#                                            wheels in DIR (its SHA256SUMS; more part folders after), or from /tmp/fa4a where
 #                                            an earlier `stage` kept them, then `regenerate --all` (every
 #                                            record but the two-GPU ones), timed; its log is $OUT/regenerate.log
 # Over several calls of a remote runner that keeps /tmp while the machine stays up:
