@@ -14,7 +14,7 @@ compiles). Stage records come before the rest, in the table's order, all taken b
 compilation, as it would in a fresh `python -m attnprof capture`; the other workers take the rest
 meanwhile. The records of a kind taken together (counters: one Nsight Compute child starts once for many
 records) are one job per GPU. A worker that makes no progress (its log does not grow) for TAKE_STALL_S
-seconds is stopped, SIGUSR1 first (faulthandler writes its stack and its processes' into their logs),
+seconds (a counters take, whose Nsight Compute child is silent until it ends: NCU_STALL_S) is stopped, SIGUSR1 first (faulthandler writes its stack and its processes' into their logs),
 and named in one line; its record keeps its existing capture and the others go on. Progress ("-- "
 lines from the workers' logs, with the seconds since the start) is relayed so the output is never silent
 for long. Nothing here imports torch: planning (and `--dry-run`) works on a machine without a GPU.
@@ -54,6 +54,9 @@ WORKERS_PER_GPU = 3
 # go on. Every wait says so within it (gpulock.WAIT_SAY_S, repeat.SAY_EVERY_S), and a repeat that hangs is
 # stopped by its worker first (repeat.STALL_S); the longest silence seen in a take is ~80 s (Nsight Compute)
 TAKE_STALL_S = 180.0
+# Nsight Compute's child prints into its pipe, not the log, until it ends: ~80 s alone for every counters
+# record, longer beside other workers' compiles; its take may be silent this long
+NCU_STALL_S = 360.0
 STOP_GRACE_S = 3.0  # between SIGUSR1 (the stacks into the logs) and SIGKILL
 SAY_EVERY_S = 45.0  # a line of what is running when nothing else has been said for this long
 slot = threading.local()  # which of its GPU's workers a queue thread feeds (run_jobs sets it)
@@ -377,6 +380,7 @@ class Workers:
         with self.lock:
             self.busy[key] = (job.record, time.monotonic())
         line, stalled = "", False
+        limit = NCU_STALL_S if job.kind == "counters" else TAKE_STALL_S
         try:
             proc.stdin.write(json.dumps({"records": list(job.records)}) + "\n")
             proc.stdin.flush()
@@ -390,7 +394,7 @@ class Workers:
                 now, grown = time.monotonic(), log.stat().st_size if log.exists() else 0
                 if grown != size:
                     last, size = now, grown
-                elif now - last > TAKE_STALL_S:
+                elif now - last > limit:
                     stalled = True
                     break
         except OSError:
@@ -405,13 +409,13 @@ class Workers:
                 stop_tree(proc.pid)
                 self._relay(key, log, offset)
                 self.tell(f"stopped {job.record}: worker {self.name(key)} (pid {proc.pid}) made no progress for "
-                          f"{TAKE_STALL_S:.0f} s; its stack is in {log} (its repeats': {self.log_dir}/attnprof-repeat-*); "
+                          f"{limit:.0f} s; its stack is in {log} (its repeats': {self.log_dir}/attnprof-repeat-*); "
                           f"the existing record is kept")
             else:
                 proc.kill()
             proc.wait()
             answers.close()
-            what = f"made no progress for {TAKE_STALL_S:.0f} s and was stopped" if stalled else "stopped"
+            what = f"made no progress for {limit:.0f} s and was stopped" if stalled else "stopped"
             return f"failed: the worker {self.name(key)} (pid {proc.pid}) {what} (see {log})"
         if len(devices) > 1:  # a whole-machine process ends with its job, freeing the GPUs
             self.close(devices)
