@@ -14,8 +14,8 @@ compiles). Stage records come before the rest, in the table's order, all taken b
 compilation, as it would in a fresh `python -m attnprof capture`; the other workers take the rest
 meanwhile. The records of a kind taken together (counters: one Nsight Compute child starts once for many
 records) are one job per GPU. A worker that makes no progress (its log does not grow) for TAKE_STALL_S
-seconds (a counters take, whose Nsight Compute child is silent until it ends: NCU_STALL_S) is stopped, SIGUSR1 first (faulthandler writes its stack and its processes' into their logs),
-and named in one line; its record keeps its existing capture and the others go on. Progress ("-- "
+seconds (a counters take, whose Nsight Compute child is silent until it ends: NCU_STALL_S) is stopped,
+SIGUSR1 first (faulthandler writes its stack and its processes' into their logs), and named in one line; its record keeps its existing capture and the others go on. Progress ("-- "
 lines from the workers' logs, with the seconds since the start) is relayed so the output is never silent
 for long. Nothing here imports torch: planning (and `--dry-run`) works on a machine without a GPU.
 """
