@@ -51,7 +51,7 @@ case "${1:-}" in
     echo "regenerate --all: exit $status, $(( $(date +%s) - start )) s of wall time, installing included" \
       | tee -a "$out/regenerate.log"
     # the workers' logs, kept where anything failed or hung (the stacks a stopped process wrote)
-    for d in "${TMPDIR:-/tmp}"/attnprof-regenerate-*; do [ -d "$d" ] && tar czf "$out/$(basename "$d").tgz" -C "$(dirname "$d")" "$(basename "$d")"; done
+    for d in "${TMPDIR:-/tmp}"/attnprof-regenerate-*; do [ -d "$d" ] && tar czf "$out/$(basename "$d").tgz" --exclude="*-caches" -C "$(dirname "$d")" "$(basename "$d")"; done
     keep; exit "$status" ;;
   *) echo "usage: tools/gpu-regenerate.sh [all [DIR...]]|stage|install|docs|restore|regenerate|build|zensical ..." >&2; exit 2 ;;
 esac
