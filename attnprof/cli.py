@@ -7,6 +7,7 @@ import json
 import math
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from .model import names, own, store
@@ -311,6 +312,7 @@ def cmd_regenerate(args) -> int:
     """`regenerate`: retake every stale record (or all) this machine can take, on all its GPUs."""
     from . import regenerate as regen
     from .site import notebooks
+    began = time.monotonic()
     if not args.dry_run:  # what any machine writes, so that one command leaves nothing stale that this one can make
         for path in notebooks.write_all():
             print(f"wrote {path.relative_to(store.ROOT)}")
@@ -334,10 +336,9 @@ def cmd_regenerate(args) -> int:
         return 0
     done = regen.regenerate(wanted, args.out, machine)
     print(regen.table(done.results, done.cannot))
-    if done.results:
-        print(f"{len(done.results)} record(s) taken in {done.wall_s:.0f} s on {len(machine.gpus)} GPU(s)")
     for why in done.left.values():
         print(why)
+    print(regen.summary(done, machine, time.monotonic() - began))  # last: the one line to read
     return 1 if done.left else 0
 
 

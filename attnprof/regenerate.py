@@ -3,13 +3,21 @@
 `python -m attnprof regenerate` and the build (ATTNPROF_RECAPTURE, site/hook.py) both come here. What a
 record needs is its kind's `Take` (records.py): one GPU for forward, backward and run records, Nsight
 Compute for counters, CP_WORLD GPUs for context parallelism, and the packages of any provider it runs.
-What this machine cannot take is named in one line each; the rest is taken by one worker process per GPU
-(attnprof/measure/worker.py, CUDA_VISIBLE_DEVICES set), each taking the next record from one queue, the
-longest first; a record that needs several GPUs runs first, alone, on all of them. Stage records come
-before the rest, in the table's order, and each worker starts with empty compile caches: a stage's first
-call then pays its compilation, as it would in a fresh `python -m attnprof capture`. The records of a kind
-taken together (counters: one Nsight Compute child starts once for many records) are one job per GPU. Nothing here imports
-torch: planning (and `--dry-run`) works on a machine without a GPU.
+What this machine cannot take is named in one line each; the rest is taken by WORKERS_PER_GPU worker
+processes per GPU (attnprof/measure/worker.py, CUDA_VISIBLE_DEVICES set), each taking the next record from
+one queue, the longest first; a record that needs several GPUs runs first, alone, on all of them. The
+workers of a GPU share it, but never measure at once: each measuring section holds the GPU alone
+(measure/gpulock.py, a machine-wide lock per GPU), so while one measures the others import, load kernels
+and compile, on cores of their own (the measuring process's CPU-timed numbers are not moved by their
+compiles). Stage records come before the rest, in the table's order, all taken by each GPU's first worker
+(slot 0), which starts, like every worker, with empty compile caches: a stage's first call then pays its
+compilation, as it would in a fresh `python -m attnprof capture`; the other workers take the rest
+meanwhile. The records of a kind taken together (counters: one Nsight Compute child starts once for many
+records) are one job per GPU. A worker that makes no progress (its log does not grow) for TAKE_STALL_S
+seconds (a counters take, whose Nsight Compute child is silent until it ends: NCU_STALL_S) is stopped,
+SIGUSR1 first (faulthandler writes its stack and its processes' into their logs), and named in one line; its record keeps its existing capture and the others go on. Progress ("-- "
+lines from the workers' logs, with the seconds since the start) is relayed so the output is never silent
+for long. Nothing here imports torch: planning (and `--dry-run`) works on a machine without a GPU.
 """
 from __future__ import annotations
 
@@ -19,6 +27,7 @@ import os
 import queue
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,6 +39,7 @@ from typing import Callable
 
 from .model import store
 from .analysis import records
+from .measure import gpulock
 from .model.stages import STAGES
 from .model.snippets import ROOT
 from .text import first_line, short, text_table
@@ -37,7 +47,19 @@ from .text import first_line, short, text_table
 # seconds a record of each kind takes, to hand out the longest first (a run record's own wall_s, where
 # it has one, is used instead)
 ESTIMATE_S = {"run": 30.0, "cp": 60.0, "counters": 10.0, "backward": 6.0, "stage": 4.0, "own": 6.0}
-TAKE_TIMEOUT_S = 1800.0  # one record that takes longer has hung: its worker is stopped, the others go on
+# worker processes per GPU: one measures while the others prepare (imports, compiles); more would only
+# wait for the GPU, and each holds a CUDA context and a compile pool
+WORKERS_PER_GPU = 3
+# a worker whose log does not grow for this long has hung: its stack is written, it is stopped, the others
+# go on. Every wait says so within it (gpulock.WAIT_SAY_S, repeat.SAY_EVERY_S), and a repeat that hangs is
+# stopped by its worker first (repeat.STALL_S); the longest silence seen in a take is ~80 s (Nsight Compute)
+TAKE_STALL_S = 180.0
+# Nsight Compute's child prints into its pipe, not the log, until it ends: ~80 s alone for every counters
+# record, longer beside other workers' compiles; its take may be silent this long
+NCU_STALL_S = 360.0
+STOP_GRACE_S = 3.0  # between SIGUSR1 (the stacks into the logs) and SIGKILL
+SAY_EVERY_S = 45.0  # a line of what is running when nothing else has been said for this long
+slot = threading.local()  # which of its GPU's workers a queue thread feeds (run_jobs sets it)
 
 
 @dataclass(frozen=True)
@@ -174,11 +196,12 @@ def assign(jobs: list[Job], devices) -> list[tuple[Job, tuple[str, ...]]]:
 
 
 def run_jobs(jobs: list[Job], devices, take: Callable[[Job, tuple[str, ...]], str],
-             progress: Callable[[str], None] | None = None) -> list[Result]:
+             progress: Callable[[str], None] | None = None, per_device: int = 1) -> list[Result]:
     """Take every job: those that hold several GPUs first, one at a time on all `devices`; then the
-    others from one queue, one thread per device, each taking the next job as soon as its device is
-    free. `take(job, devices)` returns the outcome in a few words ("retaken", "failed: ..."); an
-    exception is a failed outcome, not the end of the others."""
+    others from one queue, `per_device` threads per device (slot.index 0, 1, ...), each taking the next
+    job as soon as it is free; the stage records only by each device's slot 0, before any other job.
+    `take(job, devices)` returns the outcome in a few words ("retaken", "failed: ..."); an exception is a
+    failed outcome, not the end of the others."""
     devices = tuple(devices)
     lock = threading.Lock()
     results: list[Result] = []
@@ -197,19 +220,28 @@ def run_jobs(jobs: list[Job], devices, take: Callable[[Job, tuple[str, ...]], st
 
     for job in [j for j in jobs if j.gpus > 1]:
         one(job, devices)
+    stages: queue.Queue[Job] = queue.Queue()
     pending: queue.Queue[Job] = queue.Queue()
     for job in [j for j in jobs if j.gpus <= 1]:
-        pending.put(job)
+        (stages if job.kind == "stage" and per_device > 1 else pending).put(job)
 
-    def worker(device):
+    def worker(device, index):
+        slot.index = index
         while True:
-            try:
-                job = pending.get_nowait()
-            except queue.Empty:
-                return
+            job = None
+            if index == 0:  # the stage records first, in the table's order, in a worker that took nothing else
+                try:
+                    job = stages.get_nowait()
+                except queue.Empty:
+                    pass
+            if job is None:
+                try:
+                    job = pending.get_nowait()
+                except queue.Empty:
+                    return
             one(job, (device,))
 
-    threads = [threading.Thread(target=worker, args=(d,), daemon=True) for d in devices]
+    threads = [threading.Thread(target=worker, args=(d, i), daemon=True) for d in devices for i in range(per_device)]
     for t in threads:
         t.start()
     for t in threads:
@@ -218,64 +250,183 @@ def run_jobs(jobs: list[Job], devices, take: Callable[[Job, tuple[str, ...]], st
     return sorted(results, key=lambda r: order[r.record])
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process under `pid` (its repeats, an Nsight Compute child, compile workers), from /proc."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                parents.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                pass
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def stop_tree(pid: int):
+    """SIGUSR1 to a process and everything under it (faulthandler writes each one's stack into its log),
+    then SIGKILL to all of them."""
+    tree = [pid] + _descendants(pid)
+    for sig in (signal.SIGUSR1, signal.SIGKILL):
+        for p in tree:
+            try:
+                os.kill(p, sig)
+            except ProcessLookupError:
+                pass
+        if sig == signal.SIGUSR1:
+            time.sleep(STOP_GRACE_S)
+
+
 class Workers:
-    """The worker processes of one regeneration (attnprof/measure/worker.py): one per GPU, started when
-    its first record comes and kept for the next; a job on several GPUs gets a process of its own. Each
+    """The worker processes of one regeneration (attnprof/measure/worker.py): WORKERS_PER_GPU per GPU,
+    started together and kept for the next record; a job on several GPUs gets a process of its own. Each
     is handed record names on stdin and answers one JSON line per record on a pipe of its own; what the
-    measuring code prints goes to its log in `log_dir`."""
+    measuring code prints goes to its log in `log_dir`, whose "-- " lines are relayed through `say`. A
+    worker whose log does not grow for TAKE_STALL_S seconds is stopped (stop_tree) and named in one line."""
+
+    module = "attnprof.measure.worker"  # what each worker runs (a test's fake speaks the same protocol)
 
     def __init__(self, out_dir, log_dir):
         self.out_dir, self.log_dir = Path(out_dir).resolve(), Path(log_dir)
-        self.procs: dict[tuple[str, ...], tuple[subprocess.Popen, object]] = {}
+        self.procs: dict[tuple, tuple[subprocess.Popen, object]] = {}
         self.lock = threading.Lock()
+        self.say: Callable[[str], None] = print
+        self.began = time.monotonic()
+        self.said = time.monotonic()  # when the last line was said
+        self.busy: dict[tuple, tuple[str, float]] = {}  # worker -> (record, its start)
+        self.done = threading.Event()
+        self.heartbeat = None
+        measure_cpus, prepare_cpus = gpulock.split_cpus(os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity")
+                                                        else range(os.cpu_count() or 1))
+        self.cpus = {gpulock.MEASURE_CPUS_ENV: ",".join(map(str, measure_cpus)),
+                     gpulock.PREPARE_CPUS_ENV: ",".join(map(str, prepare_cpus))}
 
-    def log(self, devices) -> Path:
-        return self.log_dir / f"gpu{'-'.join(devices)}.log"
+    @staticmethod
+    def name(key) -> str:
+        devices, index = key
+        return f"gpu{'-'.join(devices)}" + (f"-w{index}" if len(devices) == 1 else "")
 
-    def _start(self, devices):
+    def log(self, devices, index: int = 0) -> Path:
+        return self.log_dir / f"{self.name((devices, index))}.log"
+
+    def tell(self, line: str):
+        self.said = time.monotonic()
+        self.say(f"[{self.said - self.began:5.0f} s] {line}")
+
+    def _start(self, devices, index: int = 0):
         read_fd, write_fd = os.pipe()
         path = [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-        cache = self.log_dir / f"gpu{'-'.join(devices)}-caches"  # empty compile caches: a first call compiles
+        cache = self.log_dir / f"{self.name((devices, index))}-caches"  # empty compile caches: a first call compiles
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(devices), PYTHONUNBUFFERED="1",
                    PYTHONPATH=os.pathsep.join(path), TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"),
-                   TRITON_CACHE_DIR=str(cache / "triton"))
-        with open(self.log(devices), "ab") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "attnprof.measure.worker", str(self.out_dir), str(write_fd)],
+                   TRITON_CACHE_DIR=str(cache / "triton"), ATTNPROF_LOG_DIR=str(self.log_dir), **self.cpus)
+        env.pop(gpulock.HELD_ENV, None)
+        with open(self.log(devices, index), "ab") as log:
+            proc = subprocess.Popen([sys.executable, "-m", self.module, str(self.out_dir), str(write_fd)],
                                     stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
                                     pass_fds=(write_fd,), text=True)
         os.close(write_fd)
         return proc, os.fdopen(read_fd, "r")
 
     def start(self, devices: tuple[str, ...]):
-        """A worker on these GPUs, if none is running (it imports PyTorch while others work)."""
+        """The workers on these GPUs, if none is running (they import PyTorch while others work): one for
+        several GPUs, WORKERS_PER_GPU for one."""
         with self.lock:
-            if devices not in self.procs:
-                self.procs[devices] = self._start(devices)
-            return self.procs[devices]
+            for index in range(1 if len(devices) > 1 else WORKERS_PER_GPU):
+                if (devices, index) not in self.procs:
+                    self.procs[(devices, index)] = self._start(devices, index)
+            if self.heartbeat is None:
+                self.heartbeat = threading.Thread(target=self._heartbeat, daemon=True)
+                self.heartbeat.start()
+            return self.procs[(devices, 0)]
+
+    def _heartbeat(self):
+        """A line of what is running whenever nothing has been said for SAY_EVERY_S seconds."""
+        while not self.done.wait(5.0):
+            if time.monotonic() - self.said >= SAY_EVERY_S:
+                now = time.monotonic()
+                with self.lock:
+                    busy = [f"{self.name(k)} {record} ({now - t:.0f} s)" for k, (record, t) in sorted(self.busy.items())]
+                self.tell("working: " + ("; ".join(busy) or "nothing"))
+
+    def _relay(self, key, log: Path, offset: int) -> int:
+        """Say the "-- " lines the worker's log gained since `offset`; the new offset."""
+        try:
+            with open(log, "rb") as f:
+                f.seek(offset)
+                more = f.read()
+        except OSError:
+            return offset
+        complete = more[:more.rfind(b"\n") + 1]
+        for line in complete.decode(errors="replace").splitlines():
+            line = line.rsplit("\r", 1)[-1]  # past a progress bar's carriage returns
+            if line.startswith("-- "):
+                self.tell(f"{self.name(key)} {line[3:]}")
+        return offset + len(complete)
 
     def take(self, job: Job, devices: tuple[str, ...]) -> str:
-        proc, answers = self.start(devices)
+        key = (devices, getattr(slot, "index", 0) if len(devices) == 1 else 0)
+        with self.lock:
+            if key not in self.procs:
+                self.procs[key] = self._start(*key)
+            proc, answers = self.procs[key]
+        log = self.log(*key)
+        offset = log.stat().st_size if log.exists() else 0
+        with self.lock:
+            self.busy[key] = (job.record, time.monotonic())
+        line, stalled = "", False
+        limit = NCU_STALL_S if job.kind == "counters" else TAKE_STALL_S
         try:
             proc.stdin.write(json.dumps({"records": list(job.records)}) + "\n")
             proc.stdin.flush()
-            ready, _, _ = select.select([answers], [], [], TAKE_TIMEOUT_S)
-            line = answers.readline() if ready else ""
+            last, size = time.monotonic(), offset
+            while True:
+                ready, _, _ = select.select([answers], [], [], 1.0)
+                offset = self._relay(key, log, offset)
+                if ready:
+                    line = answers.readline()
+                    break
+                now, grown = time.monotonic(), log.stat().st_size if log.exists() else 0
+                if grown != size:
+                    last, size = now, grown
+                elif now - last > limit:
+                    stalled = True
+                    break
         except OSError:
-            line, ready = "", True
+            line = ""
+        finally:
+            with self.lock:
+                self.busy.pop(key, None)
         if not line:  # the worker died (out of memory, a crash in a kernel) or hung: the next job gets a fresh one
             with self.lock:
-                self.procs.pop(devices, None)
-            proc.kill()
-            what = "stopped" if ready else f"gave no answer in {TAKE_TIMEOUT_S:.0f} s and was stopped"
-            return f"failed: the worker on GPU {','.join(devices)} {what} (see {self.log(devices)})"
+                self.procs.pop(key, None)
+            if stalled:
+                stop_tree(proc.pid)
+                self._relay(key, log, offset)
+                self.tell(f"stopped {job.record}: worker {self.name(key)} (pid {proc.pid}) made no progress for "
+                          f"{limit:.0f} s; its stack is in {log} (its repeats': {self.log_dir}/attnprof-repeat-*); "
+                          f"the existing record is kept")
+            else:
+                proc.kill()
+            proc.wait()
+            answers.close()
+            what = f"made no progress for {limit:.0f} s and was stopped" if stalled else "stopped"
+            return f"failed: the worker {self.name(key)} (pid {proc.pid}) {what} (see {log})"
         if len(devices) > 1:  # a whole-machine process ends with its job, freeing the GPUs
             self.close(devices)
         return json.loads(line)["outcome"]
 
     def close(self, only=None):
         with self.lock:
-            chosen = [d for d in self.procs if only is None or d == only]
-            procs = [self.procs.pop(d) for d in chosen]
+            chosen = [k for k in self.procs if only is None or k[0] == only]
+            procs = [self.procs.pop(k) for k in chosen]
+        if only is None:
+            self.done.set()
         for proc, answers in procs:
             try:
                 proc.stdin.close()
@@ -342,23 +493,39 @@ def regenerate(wanted: list[str], out_dir=None, machine: Machine | None = None, 
     if not jobs:
         done.left = {r: why for r in wanted if (why := records.status(r, out_dir))}
         return done
-    say(f"retaking {len(jobs)} record(s) on {len(machine.gpus)} GPU(s) ({', '.join(machine.gpus)})")
+    per_device = 1 if take is not None else WORKERS_PER_GPU
+    say(f"retaking {len(jobs)} record(s) on {len(machine.gpus)} GPU(s) ({', '.join(machine.gpus)})"
+        + (f", {per_device} workers each, one measuring at a time" if per_device > 1 else ""))
     workers = None
+    start = time.monotonic()
     if take is None:
         log_dir = Path(tempfile.mkdtemp(prefix="attnprof-regenerate-"))
+        say(f"the workers' logs: {log_dir}")
         workers = Workers(out_dir, log_dir)
+        workers.say = say
         take = workers.take
-        if any(job.gpus == 1 for job in jobs):  # one per GPU, started now: a record's seconds are its own
+        if any(job.gpus == 1 for job in jobs):  # started now: they import PyTorch while the first record is taken
             for device in machine.gpus:
                 workers.start((device,))
-    from .measure.sweep import Progress  # a progress bar needs torch's side: this machine has a GPU
-    progress = Progress(len(jobs), stream)
-    start = time.monotonic()
+        count = {"done": 0}
+
+        def progress(label):  # one line per record, as it ends, with the seconds since the start
+            count["done"] += 1
+            say(f"[{time.monotonic() - start:5.0f} s] {count['done']}/{len(jobs)} {label}")
+    else:
+        from .measure.sweep import Progress  # a progress bar needs torch's side: this machine has a GPU
+        progress = Progress(len(jobs), stream)
+    stopped = _stop_on_term()
     try:
-        done.results = run_jobs(jobs, machine.gpus, take, progress)
+        done.results = run_jobs(jobs, machine.gpus, take, progress, per_device)
+    except BaseException:  # stopped from outside (SIGTERM, Ctrl-C): no worker outlives the regeneration
+        for proc, _ in list(getattr(workers, "procs", {}).values()):
+            stop_tree(proc.pid)
+        raise
     finally:
         if workers:
             workers.close()
+        _stop_on_term(stopped)
     done.wall_s = time.monotonic() - start
     done.left = {r: why for r in wanted if (why := records.status(r, out_dir))}
     if workers and any(not r.outcome.startswith(("retaken", "unavailable")) for r in done.results):
@@ -366,6 +533,30 @@ def regenerate(wanted: list[str], out_dir=None, machine: Machine | None = None, 
     elif workers:
         shutil.rmtree(workers.log_dir, ignore_errors=True)
     return done
+
+
+def _stop_on_term(previous=None):
+    """SIGTERM (a `timeout` around the call) ends the regeneration as Ctrl-C would, so its workers are
+    stopped; given what it returned, puts the previous handler back. Only the main thread can set it."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous[0])
+        return None
+
+    def end(signum, frame):
+        raise KeyboardInterrupt("SIGTERM")
+    return (signal.signal(signal.SIGTERM, end),)
+
+
+def summary(done: Regeneration, machine: Machine, total_s: float) -> str:
+    """The regeneration in one line: what was taken, how it ended, and the seconds it took in all."""
+    outcomes = [r.outcome for r in done.results]
+    hung = sum("made no progress" in o for o in outcomes)
+    ok = sum(o.startswith(("retaken", "unavailable", "kept")) for o in outcomes)
+    return (f"regenerate: {len(outcomes)} record(s) taken on {len(machine.gpus)} GPU(s): {ok} retaken or kept, "
+            f"{len(outcomes) - ok - hung} failed, {hung} stopped for making no progress; {len(done.left)} still not "
+            f"usable; {done.wall_s:.0f} s taking them, {total_s:.0f} s in all")
 
 
 def plan_text(jobs: list[Job], devices) -> str:

@@ -367,3 +367,91 @@ def test_the_neighbour_check_takes_each_record_alone_then_beside_a_busy_gpu(tmp_
     lines = neighbour.verdicts(result)
     assert any(l.startswith("flash event_median_us:") and "within the spread" in l for l in lines)
     assert any(l.startswith("flash forward_device_us:") and "OUTSIDE the spread" in l for l in lines)
+
+
+# ---- several workers per GPU, and one that hangs ---------------------------------------------------
+
+FAKE_WORKER = '''
+import faulthandler, json, os, signal, subprocess, sys, time
+faulthandler.register(signal.SIGUSR1, all_threads=True)
+
+
+def hang_here(out_dir):
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # a repeat, say
+    with open(os.path.join(out_dir, "child.pid"), "w") as f:
+        f.write(str(child.pid))
+    while True:
+        time.sleep(1)
+
+
+out_dir, fd = sys.argv[1:3]
+answers = os.fdopen(int(fd), "w")
+for line in sys.stdin:
+    record = json.loads(line)["records"][0]
+    print(f"-- {record}: started", flush=True)
+    if record == "flash":
+        hang_here(out_dir)
+    time.sleep(0.2)
+    print(f"-- {record}: retaken, 0 s", flush=True)
+    answers.write(json.dumps({"records": [record], "outcome": "retaken"}) + "\\n")
+    answers.flush()
+'''
+
+
+def test_a_worker_that_makes_no_progress_is_stopped_with_its_stack_and_the_others_go_on(tmp_path, monkeypatch):
+    (tmp_path / "probes").mkdir()
+    (tmp_path / "probes" / "__init__.py").write_text("")
+    (tmp_path / "probes" / "fakeworker.py").write_text(FAKE_WORKER)
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    monkeypatch.setattr(regenerate.Workers, "module", "probes.fakeworker")
+    monkeypatch.setattr(regenerate, "TAKE_STALL_S", 3.0)
+    monkeypatch.setattr(regenerate, "STOP_GRACE_S", 1.0)
+    monkeypatch.setattr(regenerate, "WORKERS_PER_GPU", 2)
+    monkeypatch.setattr(regenerate.tempfile, "tempdir", str(tmp_path))  # the logs it keeps, and the GPU's lock
+    out = tmp_path / "captures"
+    out.mkdir()
+    (out / "flash.json").write_text('{"kept": true}')  # the existing capture of the one that hangs
+    machine = regenerate.Machine(gpus=("0",), ncu=None)
+    wanted = ["naive", "flash", "math", "run-gqa", "run-e2e"]
+    said = []
+    done = regenerate.regenerate(wanted, out, machine, say=said.append)
+    outcomes = {r.record: r.outcome for r in done.results}
+    assert set(outcomes) == set(wanted)
+    assert all(outcomes[r] == "retaken" for r in wanted if r != "flash")  # the regeneration went on
+    assert outcomes["flash"].startswith("failed: the worker gpu0-w0 (pid ") and "made no progress for 3 s" in outcomes["flash"]
+    (line,) = [l for l in said if " stopped flash: " in l]
+    pid = int(line.split("(pid ")[1].split(")")[0])
+    log = line.split("its stack is in ")[1].split(" (its repeats'")[0]
+    assert line.split("] ", 1)[1].startswith(f"stopped flash: worker gpu0-w0 (pid {pid}) made no progress for 3 s; "
+                                             f"its stack is in {log}")
+    stack = open(log).read()
+    assert "most recent call first" in stack and "hang_here" in stack  # SIGUSR1 first: faulthandler wrote it
+    child = int((out / "child.pid").read_text())
+    try:  # its process tree was stopped too (gone, or a zombie no one has reaped yet)
+        assert open(f"/proc/{child}/stat").read().split(")")[1].split()[0] in "ZX"
+    except FileNotFoundError:
+        pass
+    assert (out / "flash.json").read_text() == '{"kept": true}'  # nothing lost
+    assert any(l.endswith("gpu0-w1 run-gqa: started") for l in said)  # relayed, with the seconds since the start
+    stage_workers = {l.split("] ")[1].split()[0] for l in said if l.endswith((" naive: started", " math: started"))}
+    assert stage_workers == {"gpu0-w0"}  # the stage records on the GPU's first worker only
+    summary = regenerate.summary(done, machine, 12.4)
+    assert summary.startswith("regenerate: 5 record(s) taken on 1 GPU(s): 4 retaken or kept, 0 failed, 1 stopped "
+                              "for making no progress;") and summary.endswith("12 s in all")
+
+
+def test_the_stage_records_go_to_each_gpus_first_worker_before_anything_else():
+    jobs = [regenerate.Job(r, records.kind_of(r).name, 1, 1.0) for r in ["naive", "flash", "run-sweep", "run-gqa",
+                                                                         "math", "flash-bwd"]]
+    jobs.sort(key=lambda j: j.kind != "stage")
+    seen, lock = [], threading.Lock()
+
+    def take(job, devices):
+        with lock:
+            seen.append((job.record, devices, regenerate.slot.index))
+        time.sleep(0.05)
+        return "retaken"
+    regenerate.run_jobs(jobs, ("0", "1"), take, per_device=3)
+    assert sorted(r for r, _, _ in seen) == sorted(j.record for j in jobs)
+    assert all(index == 0 for record, _, index in seen if records.kind_of(record).name == "stage")
+    assert any(index > 0 for _, _, index in seen)

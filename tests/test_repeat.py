@@ -1,6 +1,8 @@
 """Independent repeats run in processes of their own (attnprof/measure/repeat.py)."""
 import os
 
+import pytest
+
 from attnprof.measure import repeat
 
 PROBE = '''
@@ -69,3 +71,134 @@ def test_a_generator_prepares_before_it_is_ready_and_a_plain_function_is_called_
     assert said == ["prepared", "ready", "measured"]
     said.clear()
     assert repeat.measured(plain, ready=lambda: said.append("ready")) == 7 and said == ["ready", "measured"]
+
+
+# ---- one measurement at a time on a GPU, and a repeat that hangs -----------------------------------
+
+LOCKED = '''
+import sys, time
+from attnprof.measure import gpulock
+
+out, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    with gpulock.measuring(f"probe {i}"):
+        start = time.time()
+        time.sleep(0.05)
+        with open(out, "a") as f:
+            f.write(f"{start} {time.time()}\\n")
+    time.sleep(0.01)
+'''
+
+HANGS = '''
+import time
+
+def hangs_measuring():
+    yield
+    print("measuring", flush=True)
+    while True:
+        time.sleep(1)  # no output, no end
+
+def hangs_preparing():
+    while True:
+        time.sleep(1)
+    yield
+'''
+
+
+def _gpu(monkeypatch, tmp_path):
+    """A fake GPU of its own for this test: its lock file lies under tmp_path."""
+    monkeypatch.setenv("ATTNPROF_GPU_ID", f"test-{os.getpid()}-{tmp_path.name}")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+
+def test_two_processes_never_measure_at_once(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+    _gpu(monkeypatch, tmp_path)
+    (tmp_path / "locked.py").write_text(LOCKED)
+    outs = [tmp_path / f"{i}.txt" for i in range(3)]
+    procs = [subprocess.Popen([sys.executable, str(tmp_path / "locked.py"), str(out), "8"]) for out in outs]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    spans = sorted(tuple(map(float, line.split())) for out in outs for line in out.read_text().splitlines())
+    assert len(spans) == 24
+    for (a_start, a_end), (b_start, b_end) in zip(spans, spans[1:]):
+        assert a_end <= b_start, f"two measured at once: {a_start}-{a_end} and {b_start}-{b_end}"
+    from attnprof.measure import gpulock
+    assert gpulock.path().parent == tmp_path and gpulock.path().exists()
+
+
+def test_a_child_measures_under_its_parents_hold_and_released_lets_another_in(tmp_path, monkeypatch):
+    """A process started while its parent holds the GPU (Nsight Compute's child, steady's repeats) does not
+    wait for it; `released` lets another process measure, then takes the GPU back."""
+    import subprocess
+    import sys
+    import time
+    from attnprof.measure import gpulock
+    _gpu(monkeypatch, tmp_path)
+    (tmp_path / "locked.py").write_text(LOCKED)
+    with gpulock.measuring("parent"):
+        assert os.environ[gpulock.HELD_ENV] == str(os.getpid())
+        child = subprocess.run([sys.executable, str(tmp_path / "locked.py"), str(tmp_path / "child.txt"), "1"],
+                               timeout=60)
+        assert child.returncode == 0 and (tmp_path / "child.txt").exists()
+        other = subprocess.Popen([sys.executable, str(tmp_path / "locked.py"), str(tmp_path / "other.txt"), "1"],
+                                 env={k: v for k, v in os.environ.items() if k != gpulock.HELD_ENV})
+        time.sleep(1.5)
+        assert not (tmp_path / "other.txt").exists()  # it waits while this process holds the GPU
+        with gpulock.released():
+            assert other.wait(timeout=60) == 0 and (tmp_path / "other.txt").exists()
+        assert "parent" in gpulock.holder()  # held again
+    assert gpulock.HELD_ENV not in os.environ
+
+
+def _probe(tmp_path, monkeypatch, source):
+    (tmp_path / "probes").mkdir(exist_ok=True)
+    (tmp_path / "probes" / "__init__.py").write_text("")
+    (tmp_path / "probes" / "hang.py").write_text(source)
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+
+
+@pytest.mark.parametrize("function, when", [("hangs_measuring", "measuring"), ("hangs_preparing", "preparing")])
+def test_a_repeat_that_makes_no_progress_is_stopped_with_its_stack_in_its_log(function, when, tmp_path, monkeypatch,
+                                                                               capsys):
+    _gpu(monkeypatch, tmp_path)
+    _probe(tmp_path, monkeypatch, HANGS)
+    monkeypatch.setattr(repeat, "STALL_S", 3.0)
+    monkeypatch.setattr(repeat, "STOP_GRACE_S", 1.0)
+    monkeypatch.setenv(repeat.LOG_DIR_ENV, str(tmp_path))
+    with repeat.Started(f"probes.hang.{function}", 1, first=1, what="run-probe") as started:
+        pid = started.processes[0][0].pid
+        (result,) = started.results()
+    assert started.stopped == ["run-probe repeat 1"] and started.identities == [None]
+    assert f"made no progress {when} for 3 s and was stopped" in result["error"]
+    (line,) = [l for l in capsys.readouterr().out.splitlines() if l.startswith("-- stopped ")]
+    log = started.folder / "0.log"
+    assert line == f"-- stopped run-probe repeat 1 (pid {pid}): made no progress {when} for 3 s; its stack is in {log}"
+    stack = log.read_text()  # kept, with the stack faulthandler wrote on SIGUSR1
+    assert "most recent call first" in stack and f'hang.py", line' in stack and function in stack
+
+
+def test_the_sweep_lets_the_gpu_go_only_while_a_compiled_or_loaded_path_prepares(tmp_path, monkeypatch):
+    """A compile or a kernel's loading overlaps other processes' measuring; the memory-hungry paths (their
+    OOM points) prepare holding the GPU, and every path is timed holding it."""
+    pytest.importorskip("torch")
+    from attnprof.measure import gpulock, sweep
+    from attnprof.model.stages import STAGES
+    _gpu(monkeypatch, tmp_path)
+    seen = []
+
+    def held():
+        return gpulock._held["file"] is not None
+    monkeypatch.setattr(sweep, "prepared", lambda path, shape: (seen.append((path, "prepared", held())), ({"path": path}, None))[1])
+    monkeypatch.setattr(sweep, "timed", lambda row, forward: seen.append((row["path"], "timed", held())) or row)
+    monkeypatch.setattr(sweep, "Progress", lambda total: (lambda label: None))
+    with gpulock.measuring("run-sweep"):
+        rows = sweep.sweep(seq_lens=(512, 1024), head_dims=(64,))
+        assert held()
+    assert len(rows) == 2 * len(sweep.select(sweep=True)) and len(seen) == 2 * len(rows)
+    for path, step, was_held in seen:
+        loaded = STAGES[path].fresh_compile or STAGES[path].provider != "PyTorch"
+        assert was_held == (step == "timed" or not loaded), (path, step)
+    assert {p for p, step, h in seen if not h} >= {"flex", "fa4"} and ("math", "prepared", True) in seen

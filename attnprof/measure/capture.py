@@ -3,6 +3,7 @@
 The one capture path: the environment stamp, the measured tail of a forward (`measure_forward`, which a
 reader's capture reuses), the keep-the-good-capture rule and the loop over stages here are what forward,
 backward (backward.py) and readers' (own.py) captures share; the profiled loop is profiling.py.
+A capture measures holding its GPU alone (measure/gpulock.py: other processes may prepare meanwhile).
 Per record this writes two files into the captures folder, as a pair (both or neither, each through a
 temp file + rename): `<record>.json` (summary) and `<record>.trace.json.gz` (the Chrome trace). A stage
 that cannot run here keeps its existing capture (it is recorded as unavailable, with the reason, only
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from . import bench, dispatch, timing
+from . import bench, dispatch, gpulock, timing
 from ..analysis import trace
 from ..analysis.stats import event_stats
 from ..model import names, store
@@ -78,7 +79,9 @@ def capture_stage(name, shape, dtype_name, out_dir, record_unavailable=False) ->
     if stage.snippet == "sdpa":  # what the dispatcher picks when free, and why others would not run
         summary["sdpa_choice"] = dispatch.sdpa_choice(q, k, v)
         summary["eligibility"] = dispatch.eligibility(q, k, v)
-    with stage.context(), torch.no_grad():
+    # from the first call (its compile is timed) to the last sample, this GPU alone (gpulock); the inputs,
+    # the kernel's loading and writing the trace are no measurement
+    with gpulock.measuring(summary["record"]), stage.context(), torch.no_grad():
         def first_call():  # a backend that cannot run these inputs raises here, after saying why
             try:
                 start = time.perf_counter()

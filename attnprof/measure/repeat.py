@@ -6,28 +6,43 @@ runs `attnprof.measure.MODULE.FUNCTION(*ARGS)` and writes its result, as JSON, t
 starts one such process per repeat, all at once: each imports what it needs and starts CUDA, and where
 FUNCTION is a generator, runs it to its first `yield` (the preparation: inputs, loading, compiling).
 Then each says it is ready and waits; only when every one is ready do they measure, one after the other,
-so no process measures while another one starts or compiles. What the measuring code prints goes to
-this process's output (a regeneration's log). A repeat measures the kernels, not their compilation: the
+so no process measures while another one starts or compiles. Each measures holding its GPU alone
+(measure/gpulock.py): other processes on the machine (other records' workers) may prepare meanwhile, and
+measure only in turn. What the measuring code prints goes to this process's output (a regeneration's log).
+A process that makes no progress (prints nothing, its log does not grow) for STALL_S seconds is stopped:
+first SIGUSR1, on which faulthandler writes every thread's stack into its log, then SIGKILL, and one line
+names it and its log (kept). A repeat measures the kernels, not their compilation: the
 repeats share this process's compile caches (Inductor's and Triton's folders, as the environment names
 them) and FlashAttention-4's on-disk cache of compiled kernels.
 """
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import importlib
 import inspect
 import json
 import os
 import select
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from . import gpulock
 from ..model import store
 from ..text import first_line
 
-TIMEOUT_S = 600  # one repeat that takes longer to get ready, or to measure, has hung
+# a repeat that prints nothing and whose log does not grow for this long, preparing or measuring, has hung
+# (the slowest legitimate silence seen: a cold FlexAttention compile of the sweep's points, ~30 s; a wait
+# for the GPU says so every gpulock.WAIT_SAY_S); a regeneration's take waits longer (regenerate.TAKE_STALL_S)
+STALL_S = 150.0
+STOP_GRACE_S = 3.0  # between SIGUSR1 (the stack into the log) and SIGKILL
+SAY_EVERY_S = 30.0  # a line while waiting on the repeats, so the log is never silent for long
+LOG_DIR_ENV = "ATTNPROF_LOG_DIR"  # where the repeats' logs go under `regenerate` (kept when one hung)
 READY = "attnprof-repeat: ready"
 STARTED = time.time()  # when this process started: with its pid, which process a repeat was
 
@@ -84,18 +99,43 @@ def measured(function, *args, ready=lambda: None):
     raise RuntimeError(f"{function.__name__} yields more than once: its one `yield` ends its preparation")
 
 
-def watched(function, *args, ready=lambda: None, order: int = 0) -> tuple:
+def watched(function, *args, ready=lambda: None, order: int = 0, what: str = "", alone: bool = True) -> tuple:
     """function(*args), measured as `measured` measures it, and this process's identity beside its result:
     its pid and start, its place in the order the processes measured in, when it measured, and the
-    GPU's state as it began and as it ended (gpu_state)."""
+    GPU's state as it began and as it ended (gpu_state). It measures holding the GPU alone (gpulock),
+    unless `alone` is False (a run whose numbers no neighbour moves, or whose own processes take the GPU)."""
     began = {}
+    what = what or getattr(function, "__name__", "a measurement")
+    with contextlib.ExitStack() as hold:
+        def go():
+            ready()
+            if alone:
+                hold.enter_context(gpulock.measuring(what))
+            began.update(at=time.time(), gpu=gpu_state())
+        value = measured(function, *args, ready=go)
+        ended = time.time(), gpu_state()
+    return value, {"pid": os.getpid(), "started": STARTED, "order": order, "measured": [began["at"], ended[0]],
+                   "gpu": [began["gpu"], ended[1]]}
 
-    def go():
-        ready()
-        began.update(at=time.time(), gpu=gpu_state())
-    value = measured(function, *args, ready=go)
-    return value, {"pid": os.getpid(), "started": STARTED, "order": order, "measured": [began["at"], time.time()],
-                   "gpu": [began["gpu"], gpu_state()]}
+
+def stop(pid: int, why: str, log, what: str) -> str:
+    """Stop a process that made no progress: SIGUSR1 first (faulthandler writes every thread's stack into
+    its log), then SIGKILL; say so in one line naming it and its log. Returns why, in a few words."""
+    try:
+        os.kill(pid, signal.SIGUSR1)
+        time.sleep(STOP_GRACE_S)
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    print(f"-- stopped {what} (pid {pid}): {why}; its stack is in {log}", flush=True)
+    return f"{why} and was stopped (its stack: {log})"
+
+
+def _size(path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return -1
 
 
 class Started:
@@ -103,39 +143,85 @@ class Started:
     `ready()` waits until each is ready to measure, `results()` lets them measure one at a time (a
     context manager: a process still running at its end is stopped). `first` is the place in the measuring
     order of the first of them (1 where this process measures first); `identities` holds, after
-    `results()`, each one's identity (`watched`), None for one that failed."""
+    `results()`, each one's identity (`watched`), None for one that failed. `what` names them in the log
+    (the run's record). `stopped` lists those stopped for making no progress (their logs are kept)."""
 
-    def __init__(self, function: str, times: int, *args: str, first: int = 0):
-        self.folder = tempfile.TemporaryDirectory(prefix="attnprof-repeat-")
+    def __init__(self, function: str, times: int, *args: str, first: int = 0, what: str = ""):
+        self.folder = Path(tempfile.mkdtemp(prefix="attnprof-repeat-", dir=os.environ.get(LOG_DIR_ENV) or None))
         self.processes, self.why, self.first, self.identities = [], {}, first, []
+        self.what, self.stopped = what or function, []
         for i in range(times):
-            out, log = (Path(self.folder.name) / f"{i}.{ext}" for ext in ("json", "log"))
+            out, log = (self.folder / f"{i}.{ext}" for ext in ("json", "log"))
             with log.open("w") as err:
                 self.processes.append((subprocess.Popen(
                     [sys.executable, "-m", __name__, function, str(out), *args], env=env(),
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err), out, log))
+        self.begun = time.monotonic()
+
+    def name(self, i: int) -> str:
+        return f"{self.what} repeat {self.first + i}"
 
     def ready(self):
-        """Wait until every process is ready to measure (or will never be)."""
-        deadline = time.monotonic() + TIMEOUT_S
-        for i, (process, _, _) in enumerate(self.processes):
-            if i not in self.why:
-                self.why[i] = self._ready(process, deadline)
+        """Wait until every process is ready to measure (or will never be), all at once: a process that
+        prints nothing and whose log does not grow for STALL_S seconds is stopped."""
+        said = {i: b"" for i in range(len(self.processes)) if i not in self.why}
+        last = {i: (time.monotonic(), _size(self.processes[i][2])) for i in said}
+        told = time.monotonic()
+        while said:
+            streams = {self.processes[i][0].stdout.fileno(): i for i in said}
+            for fd in select.select(list(streams), [], [], 1.0)[0]:
+                i = streams[fd]
+                more = os.read(fd, 65536)  # unbuffered: waiting for more never misses a line already read
+                last[i] = (time.monotonic(), last[i][1])
+                if not more:  # it ended before measuring: its log says why
+                    print(said.pop(i).decode(errors="replace"), end="", flush=True)
+                    self.why[i] = "" if self.processes[i][0].wait() else None
+                    continue
+                said[i] += more
+                if said[i].endswith(READY.encode() + b"\n"):  # printed while preparing, then ready
+                    print(said.pop(i).decode(errors="replace").removesuffix(READY + "\n"), end="", flush=True)
+                    print(f"-- {self.name(i)}: ready in {time.monotonic() - self.begun:.0f} s", flush=True)
+                    self.why[i] = None
+            now = time.monotonic()
+            for i in list(said):
+                process, _, log = self.processes[i]
+                size = _size(log)
+                if size != last[i][1]:
+                    last[i] = (now, size)
+                elif now - last[i][0] > STALL_S:
+                    said.pop(i)
+                    self.why[i] = stop(process.pid, f"made no progress preparing for {STALL_S:.0f} s", log,
+                                       self.name(i))
+                    self.stopped.append(self.name(i))
+            if said and now - told >= SAY_EVERY_S:
+                told = now
+                print(f"-- {self.what}: waiting {now - self.begun:.0f} s for "
+                      f"{', '.join(self.name(i) for i in said)} to be ready", flush=True)
 
-    @staticmethod
-    def _ready(process, deadline) -> str | None:
-        """None once `process` says it is ready; else why it never will be (it ended, or hung). Read
-        unbuffered, so that waiting for more output never misses a line already read."""
-        said = b""
-        while not said.endswith(READY.encode() + b"\n"):
-            if not select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
-                return f"was not ready to measure within {TIMEOUT_S} s and was stopped"
-            more = os.read(process.stdout.fileno(), 65536)
-            if not more:
-                print(said.decode(errors="replace"), end="", flush=True)
-                return "" if process.wait() else None  # it ended before measuring: its log says why
-            said += more
-        print(said.decode(errors="replace").removesuffix(READY + "\n"), end="", flush=True)  # printed while preparing
+    def _measure(self, i: int) -> str | None:
+        """Let process i measure and wait for it to end; why it failed to, where it was stopped."""
+        process, _, log = self.processes[i]
+        try:
+            process.stdin.write(f"{self.first + i}\n".encode())  # go, and its place in the order
+            process.stdin.close()
+        except BrokenPipeError:  # it ended meanwhile: its log says why
+            pass
+        start = told = last = time.monotonic()
+        size = _size(log)
+        while process.poll() is None:
+            time.sleep(0.2)
+            now = time.monotonic()
+            if _size(log) != size:
+                size, last = _size(log), now
+            elif now - last > STALL_S:
+                self.stopped.append(self.name(i))
+                why = stop(process.pid, f"made no progress measuring for {STALL_S:.0f} s", log, self.name(i))
+                process.wait()
+                return why
+            if now - told >= SAY_EVERY_S:
+                told = now
+                print(f"-- {self.name(i)}: measuring, {now - start:.0f} s", flush=True)
+        print(f"-- {self.name(i)}: measured, {time.monotonic() - start:.0f} s", flush=True)
         return None
 
     def results(self) -> list[dict]:
@@ -145,16 +231,10 @@ class Started:
         for i, (process, out, log) in enumerate(self.processes):
             why = self.why[i]
             if why is None and process.poll() is None:
-                process.stdin.write(f"{self.first + i}\n".encode())  # go, and its place in the order
-                process.stdin.close()
-                try:
-                    process.wait(timeout=TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    why = f"gave no result in {TIMEOUT_S} s and was stopped"
-            lines = log.read_text().strip().splitlines()
-            if lines:
-                print("\n".join(lines), file=sys.stderr, flush=True)
+                why = self._measure(i)
+            lines = log.read_text(errors="replace").strip().splitlines()
+            if lines:  # its log, after the fact: its "-- " lines were news when it wrote them, not now
+                print("\n".join(("   " + l[3:]) if l.startswith("-- ") else l for l in lines), file=sys.stderr, flush=True)
             if not why:
                 why = first_line(lines[-1]) if lines else f"exit status {process.returncode}"
             made = json.loads(out.read_text()) if out.exists() else {"result": {"error": why[:300]}, "process": None}
@@ -170,7 +250,8 @@ class Started:
             if process.poll() is None:
                 process.kill()
                 process.wait()
-        self.folder.cleanup()
+        if not self.stopped:  # a stopped one's log keeps its stack
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def in_processes(function: str, times: int, *args: str) -> list[dict]:
@@ -180,6 +261,8 @@ def in_processes(function: str, times: int, *args: str) -> list[dict]:
 
 
 def main(function: str, out: str, *args: str):
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)  # a hang's stack, into its log
+    gpulock.pin(gpulock.PREPARE_CPUS_ENV)
     module, attribute = function.rsplit(".", 1)  # MODULE under attnprof/measure/, or a module's full name
     measure = getattr(importlib.import_module(module if "." in module else f"{__package__}.{module}"), attribute)
     if "torch" in sys.modules and sys.modules["torch"].cuda.is_available():
@@ -191,7 +274,7 @@ def main(function: str, out: str, *args: str):
         print(READY, flush=True)
         os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
         order.append(int(sys.stdin.readline()))
-    result, process = watched(measure, *args, ready=ready)
+    result, process = watched(measure, *args, ready=ready, what=f"{function} repeat")
     store.write_json(Path(out).parent, Path(out).stem, {"result": result, "process": process | {"order": order[0]}})
 
 

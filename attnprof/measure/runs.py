@@ -2,7 +2,8 @@
 one stamped JSON record in the captures folder: `python -m attnprof sweep [--only NAME,...]`. A run whose
 numbers a page compares is taken several times (model/names.py's RUN_CODE says how many): first here,
 then each further repeat in a fresh process (measure/repeat.py), kept beside the first as `repeats`. A
-run's function may be a generator: its `yield` marks the end of its preparation (measure/repeat.py)."""
+run's function may be a generator: its `yield` marks the end of its preparation (measure/repeat.py).
+Each process measures holding the GPU alone (measure/gpulock.py), but for the runs in NOT_ALONE."""
 from __future__ import annotations
 
 import importlib
@@ -18,6 +19,15 @@ from ..analysis import derived
 from ..model import names, store
 from ..analysis import records
 from ..text import first_line
+
+# runs whose first process measures without holding the GPU alone, and why that is safe
+NOT_ALONE = {
+    # errors against float64, which no neighbour moves; and its GPU work, 72 forwards and references at
+    # 2x4x256x64 and 1x8x1024x128, is milliseconds among ~50 s of loading and compiling, as a preparation is
+    "verify": "its numbers are errors against float64, which no neighbour moves",
+    "steady": "its function only starts its own processes, and each of those holds the GPU as it measures",
+}
+
 
 def function(name: str):
     """The function that makes run `name` (model/names.py's RUN_CODE says which)."""
@@ -49,11 +59,16 @@ def run(chosen, out_dir=store.CAPTURES) -> dict[str, str]:
             raise ValueError(f"unknown run {name!r}: choose from {', '.join(names.RUNS)}")
     for name in chosen:
         print(f"== {name}", flush=True)
+        print(f"-- run-{name}: started", flush=True)
         start = time.perf_counter()
         # the further repeats' processes start while this one prepares, and wait while it measures
-        with repeat.Started(names.RUN_CODE[name].function, names.RUN_CODE[name].repeats - 1, first=1) as others:
+        with repeat.Started(names.RUN_CODE[name].function, names.RUN_CODE[name].repeats - 1, first=1,
+                            what=f"run-{name}") as others:
             try:
-                result, first = repeat.watched(function(name), ready=others.ready)
+                result, first = repeat.watched(function(name), ready=others.ready, what=f"run-{name}",
+                                               alone=name not in NOT_ALONE)
+                print(f"-- run-{name} repeat 0: measured, {first['measured'][1] - first['measured'][0]:.0f} s",
+                      flush=True)
             except Exception as e:
                 traceback.print_exc()
                 status[name] = f"{type(e).__name__}: {first_line(e)}"
@@ -61,6 +76,10 @@ def run(chosen, out_dir=store.CAPTURES) -> dict[str, str]:
                 continue
             torch.cuda.empty_cache()  # the repeats' processes share the GPU with this one
             more = others.results()
+        if others.stopped:  # a repeat that hung: the record as it was stays, whole
+            status[name] = f"{', '.join(others.stopped)} made no progress and was stopped; the old record is kept"
+            print(f"-- run-{name}: {status[name]}", flush=True)
+            continue
         record = {"record": f"run-{name}", "run": name, "key": records.RUN.key(f"run-{name}"),
                   "code": records.RUN.code(f"run-{name}"), "settings": records.RUN.settings(f"run-{name}"),
                   "wall_s": time.perf_counter() - start, **environment(), "host_cpu": host_cpu(),
@@ -72,4 +91,5 @@ def run(chosen, out_dir=store.CAPTURES) -> dict[str, str]:
         store.write_json(out_dir, f"run-{name}", record)
         status[name] = "ok"
         print(f"   {name}: {record['wall_s']:.0f} s", flush=True)
+        print(f"-- run-{name}: written, {record['wall_s']:.0f} s", flush=True)
     return status

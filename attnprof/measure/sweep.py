@@ -6,6 +6,7 @@ stamp. An out-of-memory point is recorded as OOM; a path that cannot load is rec
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 import sys
 
@@ -188,6 +189,17 @@ def point(path: str, shape, dtype=torch.bfloat16, layout="BHSD", calls=5) -> dic
 
 
 def sweep(paths=None, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, heads=HEADS) -> list[dict]:
+    """Every path at every shape, one point at a time: prepared, then timed. A point's preparation is
+    part of the measured run (an out-of-memory point is a result, and depends on what else holds GPU
+    memory), but where a path's preparation is a compile or a kernel's loading (its stage compiles per shape
+    or comes from a provider: FlexAttention, SageAttention, FlashAttention-4, ~40 s of a cold process's
+    ~80), it runs with the GPU let go (gpulock.released): another process may measure meanwhile. Those
+    paths' preparation runs one fused forward at each point (milliseconds of GPU work, at most ~0.4 GB), which
+    another measurement's medians absorb; the memory-hungry paths (naive, in-place, math: up to 69 GB, and
+    the OOM points) prepare and time holding the GPU. Their verdicts have a wide margin besides: in-place
+    at S=32768 fits with ~70 GB to spare and math there needs more than the whole GPU, while what other
+    processes hold between their turns (contexts, a few GB of inputs) is far less."""
+    from .gpulock import released
     paths = paths or select(sweep=True)
     shapes = [(max(1, tokens // s), heads, s, d) for d in head_dims for s in seq_lens]
     progress = Progress(len(shapes) * len(paths))
@@ -195,7 +207,15 @@ def sweep(paths=None, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, hea
     for shape in shapes:
         for path in paths:
             progress(f"{path} S={shape[2]} D={shape[3]}")
-            rows.append(point(path, shape))
+            stage = STAGES[path]
+            with released() if stage.fresh_compile or stage.provider != "PyTorch" else contextlib.nullcontext():
+                row, forward = prepared(path, shape)
+            try:
+                rows.append(timed(row, forward))
+            finally:
+                forward = None
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
     return rows
 
 

@@ -8,21 +8,34 @@ taken together) and answers each with one JSON line on file descriptor FD ({"rec
 stdout and stderr (the regeneration's log). The outcome is "retaken", "unavailable here: why" (a record
 of why it cannot run, written with the current key), "kept the old record: why" or "failed: why".
 Each kind's `Take.retake` in analysis/records.py names its function here.
+
+Several workers share a GPU under `regenerate`; each measures holding the GPU alone (measure/gpulock.py):
+a run in each of its processes' measuring parts (measure/repeat.py), a stage's capture from its first call
+(timed, compile included) to its last sample (measure/capture.py), every other take whole (Nsight Compute
+locks the GPU's clocks while it profiles, so a counters take holds the GPU throughout). A line starting "-- " says each
+take's start and end (the regeneration relays them); on SIGUSR1 faulthandler writes every thread's stack
+into this worker's log (a regeneration's watchdog sends it before stopping a worker that hung).
 """
 from __future__ import annotations
 
+import faulthandler
 import gc
 import json
 import os
+import signal
 import sys
+import time
 
-import torch
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # first, so a hang while importing torch shows too
+
+import torch  # noqa: E402
 
 from ..model import names, own
 from ..analysis import records
 from ..model.procedure import DEFAULT_DTYPE
 from ..model.stages import DEFAULT_SHAPE, ROOT
 from ..text import first_line
+from . import gpulock
 
 
 def outcome(result: dict) -> str:
@@ -84,8 +97,14 @@ def take(record_names: list[str], out_dir) -> str:
     # what an earlier record compiled stays with the function's code (torch.compile marks sizes it saw
     # change as dynamic, and the next compile of that code is a dynamic one): each record starts afresh
     torch._dynamo.reset()
+    what = record_names[0] if len(record_names) == 1 else f"{len(record_names)} {kind.name} records"
     try:
-        return globals()[kind.take.retake](record_names if kind.take.together else record_names[0], out_dir)
+        retake = globals()[kind.take.retake]
+        if kind.name in ("run", "stage"):  # each of a run's processes, and a capture, hold the GPU as they measure
+            return retake(record_names[0], out_dir)
+        # Nsight Compute times nothing on the CPU: its child may use every core
+        with gpulock.measuring(what, cpu_timed=kind.name != "counters"):
+            return retake(record_names if kind.take.together else record_names[0], out_dir)
     except Exception as e:  # one record that breaks is its outcome; the worker goes on with the next
         return f"failed: {type(e).__name__}: {first_line(e)}"[:400]
     finally:
@@ -96,10 +115,16 @@ def take(record_names: list[str], out_dir) -> str:
 
 def main(out_dir: str, fd: str):
     answers = os.fdopen(int(fd), "w")
+    gpulock.pin(gpulock.PREPARE_CPUS_ENV)
     for line in sys.stdin:
         record_names = json.loads(line)["records"]
-        print(f"== {', '.join(record_names)}", flush=True)
-        answers.write(json.dumps({"records": record_names, "outcome": take(record_names, out_dir)}) + "\n")
+        what = ", ".join(record_names)
+        print(f"== {what}", flush=True)
+        print(f"-- {what}: started", flush=True)
+        start = time.monotonic()
+        result = take(record_names, out_dir)
+        print(f"-- {what}: {result.split(':')[0]}, {time.monotonic() - start:.0f} s", flush=True)
+        answers.write(json.dumps({"records": record_names, "outcome": result}) + "\n")
         answers.flush()
 
 

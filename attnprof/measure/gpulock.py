@@ -1,0 +1,161 @@
+"""One measurement at a time on a GPU, machine-wide: `with measuring("run-timing"):` around every section
+whose numbers the GPU's being alone decides (a run's measuring part, measure/repeat.py `watched`; a
+capture, a counters take, measure/worker.py).
+
+The lock is an flock on a file under tempfile.gettempdir() named by the GPU's PCI bus id, so every process
+on the machine that measures on that GPU (the workers of `regenerate`, a run's repeats, a `capture` by
+hand) takes turns, and a process that dies lets go of it with its file descriptors. What overlaps a
+measurement is other processes' preparation only: importing, loading kernels, compiling.
+
+- Re-entrant within a process; a process started while its parent holds the lock (an Nsight Compute child,
+  steady's own repeats started inside its measured call) measures under its parent's hold (HELD_ENV).
+- CPU-timed numbers (the CPU side of a profile, a stream's enqueue times, a first call's compile) would be
+  moved by another process compiling on every core. Under `regenerate` (MEASURE_CPUS_ENV and
+  PREPARE_CPUS_ENV set) a process measures on cores of its own and prepares on the others, so a
+  neighbour's compile never runs on the measuring cores (they still share the caches and the memory bus).
+- A process waiting for the lock says so every WAIT_SAY_S seconds, naming the holder: a wait is progress,
+  not a hang (the regeneration's watchdog reads these lines).
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HELD_ENV = "ATTNPROF_GPU_LOCK_HELD"  # set while held: a process started then measures under this hold
+ID_ENV = "ATTNPROF_GPU_ID"  # the GPU's id, where the caller knows it better (tests: a fake GPU)
+MEASURE_CPUS_ENV, PREPARE_CPUS_ENV = "ATTNPROF_MEASURE_CPUS", "ATTNPROF_PREPARE_CPUS"  # "0,1,2,3"
+WAIT_SAY_S = 30.0
+POLL_S = 0.05
+
+_held = {"depth": 0, "file": None, "what": ""}
+
+
+def gpu_id() -> str:
+    """The PCI bus id of this process's GPU (unique on the machine, whatever CUDA_VISIBLE_DEVICES says),
+    "none" without one; torch is asked only if this process has imported it."""
+    if os.environ.get(ID_ENV):
+        return os.environ[ID_ENV]
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_available():
+            p = torch.cuda.get_device_properties(torch.cuda.current_device())
+            return f"{p.pci_domain_id:08x}-{p.pci_bus_id:02x}-{p.pci_device_id:02x}"
+    except Exception:
+        pass
+    return "none"
+
+
+def path() -> Path:
+    return Path(tempfile.gettempdir()) / f"attnprof-gpu-{gpu_id()}.lock"
+
+
+def _cpus(env: str) -> set[int] | None:
+    text = os.environ.get(env, "")
+    return {int(c) for c in text.split(",") if c.strip()} or None
+
+
+def pin(env: str, also: str | None = None):
+    """Every thread of this process onto the cores `env` (and `also`) names (nothing when it names none)."""
+    cpus = (_cpus(env) or set()) | ((_cpus(also) or set()) if also else set())
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        return
+    try:
+        threads = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        threads = [0]
+    for tid in threads:
+        try:
+            os.sched_setaffinity(tid, cpus)
+        except OSError:  # a thread that ended meanwhile
+            pass
+
+
+def holder() -> str:
+    try:
+        return path().read_text().strip() or "another process"
+    except OSError:
+        return "another process"
+
+
+def _acquire(what: str):
+    file = open(path(), "a+")
+    start = said = time.monotonic()
+    while True:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            time.sleep(POLL_S)
+            if time.monotonic() - said >= WAIT_SAY_S:
+                said = time.monotonic()
+                print(f"-- {what}: waiting {said - start:.0f} s for GPU {gpu_id()}, measuring: {holder()}", flush=True)
+    file.seek(0)
+    file.truncate()
+    file.write(f"{what} (pid {os.getpid()})\n")
+    file.flush()
+    return file
+
+
+@contextlib.contextmanager
+def measuring(what: str, cpu_timed: bool = True):
+    """Hold this GPU alone for a measurement (see the module's docstring); on the measuring cores where it
+    times anything on the CPU, on every core where it does not (Nsight Compute's child)."""
+    if _held["depth"]:
+        _held["depth"] += 1
+        try:
+            yield
+        finally:
+            _held["depth"] -= 1
+        return
+    inherited = bool(os.environ.get(HELD_ENV))
+    file = None if inherited else _acquire(what)
+    _held.update(depth=1, file=file, what=what)
+    os.environ[HELD_ENV] = os.environ.get(HELD_ENV) or str(os.getpid())
+    pin(MEASURE_CPUS_ENV, also=None if cpu_timed else PREPARE_CPUS_ENV)
+    try:
+        yield
+    finally:
+        pin(PREPARE_CPUS_ENV)
+        file = _held["file"]  # `released` may have taken the GPU again through another file
+        _held.update(depth=0, file=None, what="")
+        if not inherited:
+            os.environ.pop(HELD_ENV, None)
+            fcntl.flock(file, fcntl.LOCK_UN)
+            file.close()
+
+
+@contextlib.contextmanager
+def released():
+    """Inside `measuring`: let go of the GPU for a stretch that measures nothing (a compile, a kernel's
+    loading), then take it again. Nothing where this process holds it under its parent's hold."""
+    file, what = _held["file"], _held["what"]
+    if file is None:
+        yield
+        return
+    depth = _held["depth"]
+    pin(PREPARE_CPUS_ENV)
+    os.environ.pop(HELD_ENV, None)
+    fcntl.flock(file, fcntl.LOCK_UN)
+    file.close()
+    _held.update(depth=0, file=None)
+    try:
+        yield
+    finally:
+        _held.update(depth=depth, file=_acquire(what), what=what)
+        os.environ[HELD_ENV] = str(os.getpid())
+        pin(MEASURE_CPUS_ENV)
+
+
+def split_cpus(cpus) -> tuple[list[int], list[int]]:
+    """This machine's cores, split: a quarter (at least 2) to measure on, the rest to prepare on; all of
+    them to both where there are fewer than 8."""
+    cpus = sorted(cpus)
+    if len(cpus) < 8:
+        return cpus, cpus
+    n = max(2, len(cpus) // 4)
+    return cpus[-n:], cpus[:-n]
