@@ -181,8 +181,10 @@ STAGES = {
               timing=("post",)),
         Stage("inplace_compiled", "In-place masking, torch.compile", "inplace", setup=_mask, wrap="compile",
               group="launch", timing=("post",)),
+        # not in the timing run: its forward replays torch.compile's own CUDA graphs, which the timing run's
+        # graph of 20 forwards cannot hold (replaying that recording failed with an unspecified launch failure)
         Stage("naive_reduce", "Naive attention, torch.compile reduce-overhead", "naive", setup=_mask,
-              wrap="reduce-overhead", group="launch", timing=("post",)),
+              wrap="reduce-overhead", group="launch"),
         Stage("flash_graph", "SDPA flash, replayed as a CUDA graph", "sdpa", "flash", wrap="graph", group="launch",
               shapes=("post", "short")),
         Stage("cudnn_graph", "SDPA cuDNN, replayed as a CUDA graph", "sdpa", "cudnn", wrap="graph", group="launch",
