@@ -186,8 +186,9 @@ def three_times(build: Build, record):
     device time (its op list's) and the capture's one call, each the figure its own piece states."""
     s, (_, f) = build.shown(record), build.forwards(record)
     return (f"One forward has three times on this page: {us(plots.drawn_span(f))} in the trace, "
-            f"{build.number(record, DEVICE, DRAWN, us(f.device_us))} of device time and "
-            f"{build.number(record, ONE_CALL, CAPTURE_RUN, us(s['event_median_us']))} for one call. The trace spans "
+            f"{build.number(record, DEVICE, DRAWN, us(f.device_us))} of device time ({DRAWN}) and "
+            f"{build.number(record, ONE_CALL, CAPTURE_RUN, us(s['event_median_us']))} for one call ({CAPTURE_RUN}). "
+            f"The trace spans "
             f"the annotated forward under the profiler, device time adds up its GPU ops alone, and one call is timed "
             f"by CUDA events without the profiler ([Methods](methods.md#one-forward-every-clock)).")
 
