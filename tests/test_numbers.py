@@ -53,12 +53,13 @@ def test_a_ladder_intro_names_the_method_of_each_number():
     assert f"{device} of device time ({DRAWN})" in text and f"{one} for one call ({CAPTURE_RUN})" in text
 
 
-def test_run_tables_name_their_run_in_the_header():
-    """The graphs and fallback tables: each one-call column names its run (the header a card repeats on a phone)."""
+def test_run_tables_name_their_run():
+    """The graphs and fallback tables name their run: the fallback table in its one-call column's header, the
+    graphs table (whose cards on a phone repeat each header) in the line under it."""
     from attnprof.site.pieces.runs import fallback, graphs
     build = Build(store.CAPTURES, problems={})
     header = lambda table: table.split("\n", 1)[0].replace("\u2011", "-")  # tables keep a hyphenated word whole
-    assert GRAPHS_RUN in header(graphs(build)) and FALLBACK_RUN in header(fallback(build))
+    assert GRAPHS_RUN in graphs(build).replace("\u2011", "-") and FALLBACK_RUN in header(fallback(build))
 
 
 def test_two_numbers_for_one_quantity_are_caught():

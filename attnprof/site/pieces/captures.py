@@ -190,7 +190,7 @@ def three_times(build: Build, record):
             f"{build.number(record, ONE_CALL, CAPTURE_RUN, us(s['event_median_us']))} for one call ({CAPTURE_RUN}). "
             f"The trace spans "
             f"the annotated forward under the profiler, device time adds up its GPU ops alone, and one call is timed "
-            f"by CUDA events without the profiler ([Methods](methods.md#one-forward-every-clock)).")
+            f"without the profiler ([Methods](methods.md#one-forward-every-clock)).")
 
 
 def per_forward(build: Build, s: dict, quantity: str) -> str:

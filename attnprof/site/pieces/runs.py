@@ -454,11 +454,11 @@ def graphs(build: Build):
         one_call = build.number(graphs_record(r), ONE_CALL, GRAPHS_RUN, us(e["median_us"]))
         rows.append((f"{escape(r['where'])} (q {shape(r['shape'])})", escape(r["path"]), one_call, us(g["median_us"]),
                      graph_gain(build, i), us(e["back_to_back_us"]), us(g["back_to_back_us"])))
-    return tables.table(["shape", "path", f"one call, launched op by op (median, {GRAPHS_RUN})",
-                         f"one call, graph replay (median, {GRAPHS_RUN})", "speedup",
+    return tables.table(["shape", "path", "one call, launched op by op (CUDA-event median)",
+                         "one call, graph replay (CUDA-event median)", "speedup",
                          "back to back per call, op by op (CUDA events)", "back to back per call, graph (CUDA events)"],
                         rows, "llrrrrr") + (
-        f"\n\nA speedup is *not told apart* where the two one-call ranges ({_basis(build, 'graphs')}) overlap or "
+        f"\n\nA speedup is *not told apart* where the two one-call ranges ({GRAPHS_RUN}; {_basis(build, 'graphs')}) overlap or "
         f"their medians lie within {100 * decide.MARGIN:.0f} % of each other.")
 
 
