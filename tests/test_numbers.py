@@ -5,7 +5,7 @@ record, quantity and method (words.DEVICE ... words.MEDIAN ...); two different f
 from attnprof.model import store
 from attnprof.site import registry
 from attnprof.site.build import Build
-from attnprof.site.words import CAPTURE_RUN, DEVICE, DRAWN, MEDIAN, ONE_CALL
+from attnprof.site.words import CAPTURE_RUN, DEVICE, DRAWN, FALLBACK_RUN, GRAPHS_RUN, MEDIAN, ONE_CALL, TIMING_RUN
 
 DOCS = store.ROOT / "docs"
 
@@ -34,6 +34,32 @@ def test_every_page_gives_one_number_per_quantity_and_method():
     for key in (("flash", DEVICE, MEDIAN), ("flash", DEVICE, DRAWN), ("flash", ONE_CALL, CAPTURE_RUN),
                 ("cudnn", DEVICE, MEDIAN)):
         assert key in build.numbers, key
+    # cuDNN's one call at the post's shape is stated from four runs, each under its own method (the capture's own,
+    # the timing run, the CUDA-graph run, the fallback run), one number each
+    for method in (CAPTURE_RUN, TIMING_RUN, GRAPHS_RUN, FALLBACK_RUN):
+        assert len(build.numbers.get(("cudnn", ONE_CALL, method), ())) == 1, method
+    assert ("flash", ONE_CALL, GRAPHS_RUN) in build.numbers and ("naive_compiled", ONE_CALL, GRAPHS_RUN) in build.numbers
+
+
+def test_a_ladder_intro_names_the_method_of_each_number():
+    """The three times near a ladder chapter's top: the device time is the forward drawn's and the one call the
+    capture's own run, each said with its method's words, so that the at-a-glance median beside it reads as another."""
+    from attnprof.site.pieces.captures import three_times
+    registry.load()
+    build = Build(store.CAPTURES, problems={})
+    text = three_times(build, "flash")
+    device, = build.numbers[("flash", DEVICE, DRAWN)]
+    one, = build.numbers[("flash", ONE_CALL, CAPTURE_RUN)]
+    assert f"{device} of device time ({DRAWN})" in text and f"{one} for one call ({CAPTURE_RUN})" in text
+
+
+def test_run_tables_name_their_run():
+    """The graphs and fallback tables name their run: the fallback table in its one-call column's header, the
+    graphs table (whose cards on a phone repeat each header) in the line under it."""
+    from attnprof.site.pieces.runs import fallback, graphs
+    build = Build(store.CAPTURES, problems={})
+    header = lambda table: table.split("\n", 1)[0].replace("\u2011", "-")  # tables keep a hyphenated word whole
+    assert GRAPHS_RUN in graphs(build).replace("\u2011", "-") and FALLBACK_RUN in header(fallback(build))
 
 
 def test_two_numbers_for_one_quantity_are_caught():

@@ -340,7 +340,7 @@ def test_every_page_these_checks_name_is_a_page_of_the_site():
     """The checks here run inside the test of each page they name: a page renamed or gone would leave its
     checks unmade rather than failing."""
     from test_browser import PAGES
-    named = {*WIDE_PAGES, *TARGET_PAGES, *ladder(), "verification", "claims", "naive"}
+    named = {*WIDE_PAGES, *TARGET_PAGES, *ladder(), *chapters(), "verification", "claims", "naive"}
     assert named <= set(PAGES), f"pages named in test_phone.py that the site does not have: {sorted(named - set(PAGES))}"
 
 
@@ -389,9 +389,78 @@ def chapter_shape(browser) -> list[str]:
     return problems
 
 
+# Every chapter's lesson: one short sentence in a box of its own (`!!! lesson`), starting within the first two
+# phone screens (LESSON_PX from the page's top at 390 px, nothing opened), of at most LESSON_WORDS words and
+# LESSON_NUMBERS numbers (its evidence marker not counted). Content tabs and code inside the screen's width.
+SCREEN_PX, LESSON_WORDS, LESSON_NUMBERS = 844, 30, 2
+LESSON_PX = 2 * SCREEN_PX
+
+
+def chapters() -> list[str]:
+    """The chapters: the top-level pages of mkdocs.yml's nav (docs/*.md), the changelog left out."""
+    import yaml
+    from attnprof.model import store
+    config = yaml.load((store.ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)
+    def paths(entries):
+        for entry in entries:
+            for target in ([entry] if isinstance(entry, str) else entry.values()):
+                yield from ([target] if isinstance(target, str) else paths(target))
+    return ["" if p == "index.md" else p.removesuffix(".md") for p in paths(config["nav"])
+            if "/" not in p and p != "changelog.md"]
+
+
+LESSON = """
+const boxes = [...document.querySelectorAll('article .admonition.lesson')];
+return boxes.map(box => {
+  const body = box.cloneNode(true);
+  body.querySelectorAll('.admonition-title, sup, .footnote-ref').forEach(e => e.remove());
+  const r = box.getBoundingClientRect();
+  return {top: r.top + window.scrollY, shown: box.offsetParent !== null && r.height > 0,
+          folded: !!box.closest('details:not([open])'), text: body.textContent.replace(/\\s+/g, ' ').trim()};
+});
+"""
+NUMBER = re.compile(r"(?<![\w.\-])\d[\d,]*(?:\.\d+)?")
+
+
+def lesson_problems(found: list[dict]) -> list[str]:
+    """The lesson boxes found on a chapter, as LESSON returns them: exactly one, shown unopened, starting within
+    LESSON_PX of the page's top, one sentence of at most LESSON_WORDS words and LESSON_NUMBERS numbers."""
+    if len(found) != 1:
+        return [f"{len(found)} lesson boxes (one, `!!! lesson`, near the top)"]
+    box, problems = found[0], []
+    if not box["shown"] or box["folded"]:
+        problems.append(f"the lesson is not shown unopened: “{box['text'][:60]}”")
+    if box["top"] > LESSON_PX:
+        problems.append(f"the lesson starts {box['top']:,.0f} px down the page, below the first two screens ({LESSON_PX:,} px)")
+    words, numbers = box["text"].split(), NUMBER.findall(box["text"])
+    if len(words) > LESSON_WORDS:
+        problems.append(f"the lesson has {len(words)} words (at most {LESSON_WORDS}): “{box['text']}”")
+    if len(numbers) > LESSON_NUMBERS:
+        problems.append(f"the lesson states {len(numbers)} numbers {numbers} (at most {LESSON_NUMBERS}): “{box['text']}”")
+    if len(re.findall(r"[.!?](?:\s|$)", box["text"])) != 1:
+        problems.append(f"the lesson is not one sentence: “{box['text']}”")
+    return problems
+
+
+OVERFLOW = """
+const vw = document.documentElement.clientWidth, out = [];
+document.querySelectorAll('article .tabbed-labels > label').forEach(l => {
+  const r = l.getBoundingClientRect();
+  if (r.width > 0 && (r.right > vw + 0.5 || r.left < -0.5)) out.push(`tab “${l.textContent.trim()}” at x ${Math.round(r.left)}..${Math.round(r.right)} of ${vw} px`);
+});
+document.querySelectorAll('article .highlight pre, article .highlight-ipynb pre').forEach(pre => {
+  if (pre.offsetParent && pre.scrollWidth > pre.clientWidth + 1) out.push(`code block “${pre.textContent.trim().slice(0, 40)}” scrolls sideways`);
+});
+return out;
+"""
+
+
 def at_phone_unopened(browser, page) -> list[str]:
     """`page` loaded at 390 px, in the light scheme, no details block opened and no tab clicked."""
     problems = lesson_first(browser) if page in ladder() else []
+    if page in chapters():
+        problems += [f"lesson: {p}" for p in lesson_problems(browser.execute_script(LESSON))]
+    problems += browser.execute_script(OVERFLOW)
     return problems + ([] if page.startswith("notebooks") else chapter_shape(browser))
 
 
@@ -460,3 +529,17 @@ def test_a_lessons_number_opens_its_evidence_under_it_and_closes_it(site, server
     assert browser.execute_script(closed) == 1 and "#fn:" not in browser.current_url  # no jump to the box
     link.click()
     assert browser.execute_script("return document.querySelectorAll('.attnprof-evidence').length") == 0
+
+
+def test_a_lesson_out_of_place_too_long_or_missing_is_caught():
+    """lesson_problems on boxes as LESSON reports them: a good one passes; one below two screens, one of 31
+    words, one with three numbers, two sentences, none at all, each fails."""
+    good = {"top": 900.0, "shown": True, "folded": False, "text": "The math backend launches 20 device ops against 7."}
+    assert lesson_problems([good]) == []
+    assert "below the first two screens" in lesson_problems([{**good, "top": LESSON_PX + 1}])[0]
+    assert "31 words" in lesson_problems([{**good, "text": " ".join(["word"] * 30) + " end."}])[0]
+    assert "3 numbers" in lesson_problems([{**good, "text": "It takes 1.5 µs, 2 µs and 3,000 µs."}])[0]
+    assert "not one sentence" in lesson_problems([{**good, "text": "One. Two."}])[0]
+    assert "not shown unopened" in lesson_problems([{**good, "folded": True}])[0]
+    assert lesson_problems([]) and lesson_problems([good, good])
+    assert {"", "naive", "math", "model-attention", "launch-bound"} <= set(chapters()) and "changelog" not in chapters()

@@ -47,3 +47,5 @@ MEDIAN = "median of the capture's profiled forwards"  # the summary's figure: ta
 DRAWN = "the forward drawn"  # the trace figure's and the op list's forward (Build.shown)
 CAPTURE_RUN = "CUDA events, the capture's own run"
 TIMING_RUN = "the timing run"
+GRAPHS_RUN = "CUDA events, the CUDA-graph run"  # the graphs piece: each path launched op by op and replayed
+FALLBACK_RUN = "CUDA events, the fallback run"  # the fallback piece: each case, the fast path first

@@ -175,7 +175,7 @@ def launch(build: Build, *records):
                      us(median_latency(g)), us(s["cpu_forward_us"]), us(s["event_median_us"])))
     return (tables.table(["stage", "shape B×H×S×D", "GPU busy (profiled)", "span (profiled)",
                           "GPU idle (of the profiled span)", "median launch latency (profiled)",
-                          "CPU time / forward (profiled)", "one call (CUDA-event median, capture)"], rows, "llrrrrrr")
+                          "CPU time / forward (profiled)", f"one call ({CAPTURE_RUN})"], rows, "llrrrrrr")
             + f"\n\nbf16, causal; profiled columns from each stage's capture ({count(SCHEDULE['active'])} profiled "
               f"forwards, the one with the median device time), the last from the capture's {EVENT_REPS} unprofiled calls.")
 
@@ -186,10 +186,11 @@ def three_times(build: Build, record):
     device time (its op list's) and the capture's one call, each the figure its own piece states."""
     s, (_, f) = build.shown(record), build.forwards(record)
     return (f"One forward has three times on this page: {us(plots.drawn_span(f))} in the trace, "
-            f"{build.number(record, DEVICE, DRAWN, us(f.device_us))} of device time and "
-            f"{build.number(record, ONE_CALL, CAPTURE_RUN, us(s['event_median_us']))} for one call. The trace spans "
+            f"{build.number(record, DEVICE, DRAWN, us(f.device_us))} of device time ({DRAWN}) and "
+            f"{build.number(record, ONE_CALL, CAPTURE_RUN, us(s['event_median_us']))} for one call ({CAPTURE_RUN}). "
+            f"The trace spans "
             f"the annotated forward under the profiler, device time adds up its GPU ops alone, and one call is timed "
-            f"by CUDA events without the profiler ([Methods](methods.md#one-forward-every-clock)).")
+            f"without the profiler ([Methods](methods.md#one-forward-every-clock)).")
 
 
 def per_forward(build: Build, s: dict, quantity: str) -> str:
@@ -321,7 +322,7 @@ def compare(build: Build, *records):
     b, h, n, d = build.summary(records[0])["shape"]
     reps = next((build.summary(r)["settings"]["event_reps"] for r in records if not build.is_unavailable(r)), 50)
     return (tables.table(["stage", "longest kernel", "ops / forward", "device time / forward (profiler)",
-                          "one call: CUDA-event median", "TFLOP/s (causal, one-call median)", "rel. error vs fp64",
+                          f"one call ({CAPTURE_RUN})", "TFLOP/s (causal, one-call median)", "rel. error vs fp64",
                           "notes"], rows, "llrrrrr")
             + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal. *Device time*: the sum of one profiled "
               f"forward's device op durations; *one call*: CUDA events around one synchronised call, median of "
@@ -426,7 +427,7 @@ def glance(build: Build):
                      per_forward(build, s, CPU), f"{100 * oplist.gaps(s).idle_share:.0f} %", f"{causal_tflops(s):.0f}",
                      f"{s['rel_err']:.1e}", LESSONS[name]))
     return tables.table(
-        ["stage", "ops / forward", "device time / forward (profiler)", "one call: CUDA-event median",
+        ["stage", "ops / forward", "device time / forward (profiler)", f"one call ({CAPTURE_RUN})",
          "CPU time / forward (profiler)", "GPU idle (of span, profiler)", "TFLOP/s (causal, one-call median)",
          "rel. error vs fp64", "lesson"], rows, "lrrrrrrr") + (
         f"\n\nShape {dims(DEFAULT_SHAPE)} (the post's), bf16, causal; each stage's capture, its own run.")

@@ -15,7 +15,7 @@ from .. import notebooks
 from ..render import tables
 from ..build import Build, RecordUnusable
 from ..registry import piece
-from ..words import CAPTURE_RUN, DRAWN, MEDIAN, TIMING_RUN, count
+from ..words import CAPTURE_RUN, DRAWN, FALLBACK_RUN, GRAPHS_RUN, MEDIAN, TIMING_RUN, count
 
 
 @piece("occupancy-guide", captures=1)
@@ -112,7 +112,9 @@ def method_labels(build: Build):
     where = {MEDIAN: "the tables of several stages, the figures inside sentences and the comparisons",
              DRAWN: "the trace figure, the op list, the CPU side and the gaps of a chapter",
              CAPTURE_RUN: "one call of a chapter's capture, timed without the profiler",
-             TIMING_RUN: "the rankings of SDPA's backends and the launch-bound verdicts, over separate processes"}
+             TIMING_RUN: "the rankings of SDPA's backends and the launch-bound verdicts, over separate processes",
+             GRAPHS_RUN: "one call launched op by op beside its CUDA-graph replay (What CUDA graphs and compile change)",
+             FALLBACK_RUN: "one call of each case of the silent fallback, the post's inputs first"}
     return "\n".join(f"- **{label[0].upper()}{label[1:]}**: {what}." for label, what in where.items())
 
 

@@ -9,12 +9,12 @@ from math import prod
 from ...analysis import decide, hardware, reasons, summary, timing
 from ...analysis.counters import verdict as counter_verdict
 from ...analysis.flops import causal_flops, min_bytes, naive_bytes, tflops
-from ...model.names import counted_at
+from ...model.names import counted_at, record_name
 from ...model.stages import LONG_SHAPE, select
 from ...text import escape, dims, shape, size, us
 from ..render import plots, tables
 from ..build import Build, across, row
-from ..words import listed, plain_title, short, title
+from ..words import FALLBACK_RUN, GRAPHS_RUN, ONE_CALL, listed, plain_title, short, title
 from ..registry import piece
 
 LAYOUT_TITLES = {"BHSD": "[B, H, S, D]", "BSHD": "[B, S, H, D]"}  # how q, k, v sat in memory
@@ -429,6 +429,17 @@ def graph_gain(build: Build, i: int) -> str:
     return ratio if decide.told_apart(eager, graph) else f"{ratio}, not told apart"
 
 
+GRAPH_PATHS = {"SDPA flash": "flash", "SDPA cuDNN": "cudnn", "naive, torch.compile": "naive_compiled"}
+
+
+def graphs_record(r: dict) -> str:
+    """The record a row of the graphs run times, by stage and shape (a decode step's cache length added), under
+    which its one call is noted (Build.number)."""
+    stage = GRAPH_PATHS.get(r["path"], r["path"])
+    name = record_name(stage, tuple(r["shape"])) if stage in GRAPH_PATHS.values() else f"{stage} {shape(r['shape'])}"
+    return f"{name}, KV {r['kv_len']}" if r.get("kv_len") else name
+
+
 @piece("graphs")
 def graphs(build: Build):
     """Each forward launched op by op and replayed as one CUDA graph: single-call and back-to-back medians."""
@@ -438,13 +449,14 @@ def graphs(build: Build):
             rows.append((f"{escape(r['where'])} (q {shape(r['shape'])})", escape(r["path"]), "—", "—", "—", "—", escape(r["error"])))
             continue
         e, g = r["eager"], r["graph"]
-        rows.append((f"{escape(r['where'])} (q {shape(r['shape'])})", escape(r["path"]), us(e["median_us"]), us(g["median_us"]),
+        one_call = build.number(graphs_record(r), ONE_CALL, GRAPHS_RUN, us(e["median_us"]))
+        rows.append((f"{escape(r['where'])} (q {shape(r['shape'])})", escape(r["path"]), one_call, us(g["median_us"]),
                      graph_gain(build, i), us(e["back_to_back_us"]), us(g["back_to_back_us"])))
     return tables.table(["shape", "path", "one call, launched op by op (CUDA-event median)",
                          "one call, graph replay (CUDA-event median)", "speedup",
                          "back to back per call, op by op (CUDA events)", "back to back per call, graph (CUDA events)"],
                         rows, "llrrrrr") + (
-        f"\n\nA speedup is *not told apart* where the two one-call ranges ({_basis(build, 'graphs')}) overlap or "
+        f"\n\nA speedup is *not told apart* where the two one-call ranges ({GRAPHS_RUN}; {_basis(build, 'graphs')}) overlap or "
         f"their medians lie within {100 * decide.MARGIN:.0f} % of each other.")
 
 
@@ -571,10 +583,14 @@ def fallback(build: Build):
         if "error" in r:
             out.append((escape(r["case"]), "error", "—", "—", "—", escape(r["error"])))
             continue
+        one_call = us(r.get("median_us"))
+        if r.get("median_us") is not None:  # noted under the stage and shape it ran, the case named unless the fast path
+            name = record_name(r["ran"], tuple(r["shape"]))
+            one_call = build.number(name if r is fast else f"{name}, {r['case']}", ONE_CALL, FALLBACK_RUN, one_call)
         out.append((escape(r["case"]), f"**{escape(r['ran'])}**", r["device_ops"], us(r["device_us"]),
-                    us(r.get("median_us")), against_fast_path(build, r)))
+                    one_call, against_fast_path(build, r)))
     return tables.table(["inputs", "backend that ran (kernels)", "device ops / forward",
-                         "device time / forward (profiler)", "one call: CUDA-event median",
+                         "device time / forward (profiler)", f"one call (median, {FALLBACK_RUN})",
                          "vs the fast path (one call)"], out, "llrrrr") + (
         f"\n\nShape {'×'.join(map(str, fast['shape']))} unless the case changes it; bf16 unless it says otherwise. "
         f"A case is *not told apart* from the fast path where their one-call ranges ({_basis(build, 'fallback')}) "
