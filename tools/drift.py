@@ -5,10 +5,12 @@ figures analysis/decide.py's MARGINS rest on.
 
 For every commit that changed the record (each one a regeneration on an H200), and every timing method:
   paired  how far the ratio of two stages at one shape, measured in the same processes, moved between
-          regenerations (|log| of its change from the median regeneration): the paired rule's margin
+          two regenerations (|log| of its change, every two regenerations): the paired rule's margin
   apart   how far one stage's median moved between two processes of one regeneration: the margin two
           single-process figures must clear
-Each is printed as the 95th percentile (and the largest) of the moves, as a fraction.
+Each is printed as the 95th percentile (and the largest) of the moves, as a fraction: over every
+regeneration, then over those measured in rounds (the stages of a shape interleaved in each process), whose
+paired moves are the paired margins.
 """
 from __future__ import annotations
 
@@ -46,11 +48,15 @@ def p95(xs):
     return xs[min(len(xs) - 1, math.ceil(0.95 * len(xs)) - 1)] if xs else float("nan")
 
 
-def main(path="docs/captures/run-timing.json"):
+def interleaved(processes) -> bool:
+    return all("rounds" in row for p in processes for row in p["rows"] if "error" not in row)
+
+
+def report(path, regenerations):
     ratios = defaultdict(list)  # (method, shape, a, b) -> one median log-ratio per regeneration
     apart = defaultdict(list)  # method -> |log| between two processes of one regeneration
     used = []
-    for commit, processes in regenerations(path):
+    for commit, processes in regenerations:
         used.append(f"{commit} ({len(processes)})")
         for method, field in METHODS.items():
             per = defaultdict(dict)  # (shape) -> stage -> [median per process]
@@ -69,10 +75,16 @@ def main(path="docs/captures/run-timing.json"):
     print(f"{path}: regenerations (processes) {', '.join(used)}")
     print(f"{'method':<16} {'paired p95':>10} {'max':>7} {'apart p95':>10} {'max':>7}")
     for method in METHODS:
-        moves = [abs(x - statistics.median(xs)) for (m, *_), xs in ratios.items() if m == method and len(xs) > 1
-                 for x in xs]
+        moves = [abs(x - y) for (m, *_), xs in ratios.items() if m == method for x, y in itertools.combinations(xs, 2)]
         print(f"{method:<16} {math.expm1(p95(moves)):>10.3f} {math.expm1(max(moves, default=0)):>7.3f} "
               f"{math.expm1(p95(apart[method])):>10.3f} {math.expm1(max(apart[method], default=0)):>7.3f}")
+
+
+def main(path="docs/captures/run-timing.json"):
+    every = list(regenerations(path))
+    report(path, every)
+    print()
+    report(path, [(c, p) for c, p in every if interleaved(p)])
 
 
 if __name__ == "__main__":

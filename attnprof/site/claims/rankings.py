@@ -11,25 +11,35 @@ from ..words import DEVICE, MEDIAN, listed, short
 from .core import ADAPTS, Flip, Statement, claim
 from .edits import each, events, in_run, scale, scaled_row, setting, widened
 from .wording import apart, front, pct, times
+from ..pieces.timing import timed_range
 
 
-@claim("cpu-saving", reads=lambda stage, against: [stage, against],
-       flip=lambda stage, against: [Flip(f"{against}.json", each("cpu_forward_us", 10.0), ADAPTS, "below"),  # a saving
-                                    Flip(f"{against}.json", widened("cpu_forward_us"), ADAPTS, "not told apart from"),
-                                    Flip(f"{stage}.json", each("cpu_forward_us", 10.0))])  # dearer without the copy
+def _same_enqueue(stage: str, against: str):
+    """The timing run with `stage`'s CPU enqueue samples made `against`'s, in every process: nothing to tell apart."""
+    def edit(result):
+        a, b = (row(result["rows"], stage=s, shape=list(DEFAULT_SHAPE)) for s in (stage, against))
+        a["enqueue_us"] = list(b["enqueue_us"])
+    return in_run("timing", edit)
+
+
+@claim("cpu-saving", reads=["run-timing"],
+       flip=lambda stage, against: [
+           Flip("run-timing.json", scaled_row("timing", "enqueue_us", 10.0, stage=against, shape=list(DEFAULT_SHAPE)),
+                ADAPTS, "below"),  # a saving
+           Flip("run-timing.json", _same_enqueue(stage, against), ADAPTS, "not told apart from"),
+           Flip("run-timing.json", scaled_row("timing", "enqueue_us", 10.0, stage=stage, shape=list(DEFAULT_SHAPE)))])
 def cpu_saving(build: Build, stage, against) -> Statement:
-    """Whether a stage's forward takes less CPU time than another's, by the profiled forwards' spread. It
+    """Whether a stage's forward takes less of the CPU's time to enqueue than another's: the timing run's CPU
+    enqueue (unprofiled), the two measured in turns in each process and compared process by process. It
     may be less or not told apart; decidedly more contradicts the page (dropping a copy adds no CPU work)."""
-    a, b = build.summary(stage), build.summary(against)
-    ra, rb = decide.samples(a["cpu_forward_us_each"], decide.CPU), decide.samples(b["cpu_forward_us_each"], decide.CPU)
+    ra, rb = (timed_range(build, s, DEFAULT_SHAPE, "enqueue_us") for s in (stage, against))
     place = decide.order(ra, rb)
-    text = (f"The annotated forward takes {ra.text(us)} of CPU time here against {rb.text(us)} for {short(against)} "
-            f"(median and p10–p90 of {len(a['cpu_forward_us_each'])} profiled forwards, profiler on)")
-    text += {-1: ": less, told apart from the forward-to-forward spread",
-             0: ": not told apart, so this profile cannot say whether writing the mask in place saves CPU time; "
-                "the forward-to-forward spread is larger than any difference",
+    text = (f"Unprofiled, the forward takes {ra.text(us)} of CPU time to enqueue here against {rb.text(us)} for "
+            f"{short(against)} (CPU enqueue per forward, {ra.how}, the two measured in turns)")
+    text += {-1: ": less in every process",
+             0: ": not told apart, so the timing run cannot say whether writing the mask in place saves CPU time",
              1: ": more"}[place]
-    lesson = (f"Its CPU time per forward, {us(ra.median)} against {us(rb.median)} for {short(against)}, is "
+    lesson = (f"Its CPU time to enqueue a forward, {us(ra.median)} against {us(rb.median)} for {short(against)}, is "
               + {-1: "less", 0: "not told apart, so no CPU saving shows", 1: "more"}[place])
     return Statement(text, place <= 0, f"{ra} against {rb}", apart(ra, rb), lesson)
 
@@ -70,13 +80,14 @@ def cudnn_fastest(build: Build) -> Statement:
                      rests_on=f"first by device {first[0]}, by one call {first[1]}")
 
 
-@claim("between", reads=lambda stage, slower, faster: [stage, slower, faster],
-       flip=lambda stage: Flip(f"{stage}.json", events(10.0)))
+@claim("between", reads=["run-timing"],
+       flip=lambda stage: Flip("run-timing.json", scaled_row("timing", "one_call_us", 10.0, stage=stage,
+                                                             shape=list(DEFAULT_SHAPE))))
 def between(build: Build, stage, slower, faster) -> Statement:
-    """A stage's one-call time between two others' (CUDA-event samples of the captures), told apart from
-    both by the one rule."""
-    a, b, c = (decide.samples(build.summary(r)["event_times_us"], decide.ONE_CALL) for r in (stage, slower, faster))
-    text = (f"{a.text(us)} per forward (CUDA-event median and p10–p90 of one call, {shape_text(DEFAULT_SHAPE)}) "
+    """A stage's one-call time between two others' (the timing run's CUDA-event samples, the three measured in
+    turns in each process), told apart from both by the one rule."""
+    a, b, c = (timed_range(build, s, DEFAULT_SHAPE, "one_call_us") for s in (stage, slower, faster))
+    text = (f"{a.text(us)} per forward (CUDA events, one call, {a.how}, {shape_text(DEFAULT_SHAPE)}) "
             f"against {b.text(us)} for {short(slower)} and {c.text(us)} for {short(faster)}: "
             f"{times(b.median / a.median)} faster than the first, {times(a.median / c.median)} slower than the second")
     lesson = (f"{times(b.median / a.median)} faster than {short(slower)} and {times(a.median / c.median)} slower than "
