@@ -202,3 +202,19 @@ def test_the_sweep_lets_the_gpu_go_only_while_a_compiled_or_loaded_path_prepares
         loaded = STAGES[path].fresh_compile or STAGES[path].provider != "PyTorch"
         assert was_held == (step == "timed" or not loaded), (path, step)
     assert {p for p, step, h in seen if not h} >= {"flex", "fa4"} and ("math", "prepared", True) in seen
+
+
+def test_measuring_cores_are_whole_cores_whose_other_threads_no_compile_shares(tmp_path):
+    """16 hardware threads on 8 cores, Linux's usual numbering (thread i and i+8 share a core): the measuring
+    threads' siblings are left idle, so a neighbour's compile never shares a core with a CPU-timed
+    measurement; without a topology every thread is a core of its own."""
+    from attnprof.measure import gpulock
+    for cpu in range(16):
+        (tmp_path / f"cpu{cpu}" / "topology").mkdir(parents=True)
+        (tmp_path / f"cpu{cpu}" / "topology" / "thread_siblings_list").write_text(f"{cpu % 8},{cpu % 8 + 8}\n")
+    measure, prepare = gpulock.split_cpus(range(16), tmp_path)
+    assert measure == [6, 7] and prepare == [0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13]
+    assert not {s for c in measure for s in gpulock.siblings(c, tmp_path)} & set(prepare)
+    measure, prepare = gpulock.split_cpus(range(16), tmp_path / "none")
+    assert measure == [12, 13, 14, 15] and prepare == list(range(12))
+    assert gpulock.split_cpus(range(4), tmp_path) == (list(range(4)), list(range(4)))

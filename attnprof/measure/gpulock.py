@@ -151,11 +151,40 @@ def released():
         pin(MEASURE_CPUS_ENV)
 
 
-def split_cpus(cpus) -> tuple[list[int], list[int]]:
-    """This machine's cores, split: a quarter (at least 2) to measure on, the rest to prepare on; all of
-    them to both where there are fewer than 8."""
+TOPOLOGY = Path("/sys/devices/system/cpu")  # cpuN/topology/thread_siblings_list: the threads of one core
+
+
+def siblings(cpu: int, topology: Path | None = None) -> set[int]:
+    """The hardware threads that share `cpu`'s core (itself included), as Linux lists them; itself alone
+    where it cannot say."""
+    try:
+        text = ((topology or TOPOLOGY) / f"cpu{cpu}" / "topology" / "thread_siblings_list").read_text().strip()
+    except OSError:
+        return {cpu}
+    out = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out |= set(range(int(lo), int(hi or lo) + 1))
+    return out | {cpu}
+
+
+def split_cpus(cpus, topology: Path | None = None) -> tuple[list[int], list[int]]:
+    """This machine's cores, split: whole cores, a quarter of them (at least 2), to measure on, and the
+    other cores to prepare on; a measuring core's other hardware threads are left idle, so no compile
+    shares a core with a CPU-timed measurement. All of them to both where there are fewer than 8."""
     cpus = sorted(cpus)
     if len(cpus) < 8:
         return cpus, cpus
+    cores = []  # each core's threads among `cpus`, in the order of their first thread
+    for cpu in cpus:
+        if not any(cpu in core for core in cores):
+            cores.append(sorted(siblings(cpu, topology) & set(cpus)))
     n = max(2, len(cpus) // 4)
-    return cpus[-n:], cpus[:-n]
+    measure, taken = [], 0
+    for core in reversed(cores):  # the last cores, as many threads' worth as a quarter of them
+        if taken >= n:
+            break
+        measure.append(core[0])
+        taken += len(core)
+    idle = {c for core in cores if core[0] in measure for c in core}
+    return sorted(measure), [c for c in cpus if c not in idle]

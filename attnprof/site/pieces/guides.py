@@ -15,7 +15,7 @@ from .. import notebooks
 from ..render import tables
 from ..build import Build, RecordUnusable
 from ..registry import piece
-from ..words import CAPTURE_RUN, DRAWN, FALLBACK_RUN, GRAPHS_RUN, MEDIAN, TIMING_RUN, count
+from ..words import CAPTURE_RUN, DRAWN, FALLBACK_RUN, GRAPHS_RUN, MEDIAN, TIMING_RUN, count, listed
 
 
 @piece("occupancy-guide", captures=1)
@@ -66,14 +66,17 @@ def decision_guide(build: Build):
     false-decision rate measured on the records (decide.aa)."""
     from ...analysis import timing
     from ...model.procedure import RUN_REPEATS
+    from ...model import names
     paired, apart = aa_counts(build)
+    rounds = [f"`run-{r}`" for r in names.RUNS if names.RUN_CODE[r].repeats > 1 and "clock" in names.RUN_CODE[r].code]
     margins = tables.table(["method", "same processes", "different processes"], [
         (method, f"{100 * m.paired:.0f} %", f"{100 * m.apart:.0f} %") for method, m in decide.MARGINS.items()])
     return (
         f"Two times are told apart only when they differ by more than that kind of time moves on its own.\n\n"
         f"A run whose numbers a page compares is taken {count(RUN_REPEATS)} times, each in a separate process with its "
-        f"own CUDA context, and the paths it compares are measured in turns inside each process, so that a slow "
-        f"moment of the host or the GPU falls on all of them. A time is given as its median with a range in "
+        f"own CUDA context. The runs {listed(rounds)} measure the paths they compare in turns inside each process, "
+        f"so that a slow moment of the host or the GPU falls on all of them; the others measure one path after "
+        f"another. A time is given as its median with a range in "
         f"brackets: for a run, the median over every process's calls and the span of the processes' medians; "
         f"for a capture, the median and p10–p90 of its calls.\n\n"
         f"Two paths of one run are compared process by process: they are *told apart* when one is ahead of the "

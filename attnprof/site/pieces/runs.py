@@ -145,12 +145,22 @@ def stamp_run(build: Build, record):
     return tables.environment(r, "Measured", f"run `{name}`: {took}")
 
 
+def clock_said(clocks: dict | None) -> str:
+    """The SM clock a run's samples were taken at (its rounds' NVML readings), for the words beside a rate."""
+    lo, hi = (clocks or {}).get("sm_mhz_min"), (clocks or {}).get("sm_mhz_max")
+    if lo is None or hi is None:
+        return "the SM clock unrecorded"
+    return f"SM clock {lo:,} MHz" if lo == hi else f"SM clock {lo:,}–{hi:,} MHz"
+
+
 @piece("ceilings")
 def ceilings(build: Build):
     c = build.run("ceilings")
+    at = clock_said(c.get("clocks"))
     return tables.table(["ceiling", "measured", "how"], [
-        ("bf16 matmul", f"**{c['matmul_tflops']:.0f} TFLOP/s**", f"{shape(c['matmul_shape'])} on random data, back-to-back median"),
-        ("device copy", f"**{c['copy_gbs']:.0f} GB/s**", f"{size(c['copy_bytes'])} copied, bytes read + written"),
+        ("bf16 matmul", f"**{c['matmul_tflops']:.0f} TFLOP/s**",
+         f"{shape(c['matmul_shape'])} on random data, back-to-back median, {at}"),
+        ("device copy", f"**{c['copy_gbs']:.0f} GB/s**", f"{size(c['copy_bytes'])} copied, bytes read + written, {at}"),
     ])
 
 
