@@ -183,20 +183,20 @@ def _with_repeats(record, rows_of, change):
 
 
 def test_a_run_claim_decides_across_repeats_where_there_are_some(clean):
-    """cpu-rank: cuDNN's enqueue decidedly above flash's in one process; with two more repeats in which
+    """cpu-rank: cuDNN's enqueue decidedly above flash's in one process (three times it); with two more repeats in which
     cuDNN's is the same as flash's, the medians across the three repeats overlap, and the words say so."""
     from attnprof.site.claims.core import Flip
 
     def enqueue(result, stage):
         return next(r for r in result["rows"] if r["stage"] == stage and r["shape"] == [8, 16, 1024, 64])
 
-    def once(record):  # one process, in which cuDNN enqueues at twice flash's pace
-        record.pop("repeats", None)
-        enqueue(record["result"], "cudnn")["enqueue_us"] = [2 * x for x in enqueue(record["result"], "flash")["enqueue_us"]]
+    def once(record):  # one process, in which cuDNN takes three times flash's time to enqueue: beyond the
+        record.pop("repeats", None)  # CPU enqueue's margin between processes
+        enqueue(record["result"], "cudnn")["enqueue_us"] = [3 * x for x in enqueue(record["result"], "flash")["enqueue_us"]]
 
     def same_as_flash(row, _):
         if row["stage"] == "cudnn" and row["shape"] == [8, 16, 1024, 64]:
-            row["enqueue_us"] = [0.5 * x for x in row["enqueue_us"]]  # flash's own in these repeats
+            row["enqueue_us"] = [x / 3 for x in row["enqueue_us"]]  # flash's own in these repeats
 
     build, restore = flipped(clean, Flip("run-timing.json", once))
     try:
@@ -377,7 +377,8 @@ def test_a_condition_holds_and_reads_what_it_declares(committed, words):
 
 @pytest.mark.parametrize("words, index", list(condition_cases()))
 def test_a_flip_turns_its_condition(committed, clean, words, index):
-    """FALSE: `check` then names the conclusion; ADAPTS: the piece states another outcome, and still holds."""
+    """FALSE: `check` then names the conclusion; ADAPTS: the piece states another outcome (or the one the flip
+    names), and still holds."""
     name, args, keywords = split(words)
     flip = CONDITIONS[name].flips(*args, **keywords)[index]
     before = hold(committed, name, *args, **keywords)
@@ -388,7 +389,10 @@ def test_a_flip_turns_its_condition(committed, clean, words, index):
                 hold(build, name, *args, **keywords)
         else:
             after = hold(build, name, *args, **keywords)
-            assert after.outcome != before.outcome and after.text != before.text
+            if flip.to is None:
+                assert after.outcome != before.outcome and after.text != before.text
+            else:  # it leads to its outcome, from either
+                assert after.outcome == flip.to and (before.outcome == flip.to or after.text != before.text)
     finally:
         restore()
 

@@ -30,8 +30,10 @@ SETTINGS = {"settings", "sm_count", "capability", "cudnn", "query", "wall_s", "s
             "shape", "local_shape", "positions", "world_size", "bwd_flop_factor", "shape_q", "shape_kv", "lengths",
             "rank", "device", "tolerance", "dropout", "recompile_limit", "calls", "one_call_reps", "batch", "kv_len",
             "heads", "head_dim", "seq", "d_model", "copy_bytes", "cache_bytes", "warmup_s",
-            "processes"}  # the environment stamp (each repeat's process too: its pid, start, when it measured, the
-# GPU's clocks then), and echoes of what the key covers (shapes, sizes and settings the run's code chose)
+            "processes", "clocks", "settle_s", "settled"}  # the environment stamp (each repeat's process too: its pid,
+# start, when it measured, the GPU's clocks then; a measurement's NVML readings over its rounds, whose SM clock
+# check bounds by the GPU's maximum), and echoes of what the key covers (shapes, sizes and settings the run's
+# code chose)
 
 
 def held(path, name="") -> bool:
@@ -141,10 +143,10 @@ def test_every_kind_of_record_is_mutated():
     kinds = {records.kind_of(record).name for record, _, _ in CASES}
     assert kinds == {k.name for k in records.KINDS}
     assert {records.kind_of(r).name for r, _, _ in CASES if r.startswith("run-")} == {"run"}
-    # every run file but two: the timing run stores only raw samples (its pages compute from them as they
-    # render) and verification only errors measured once; each of the others holds derived numbers
+    # every run file but one: verification holds only errors measured once; each of the others holds derived
+    # numbers, or counts (the timing run's rounds kept and dropped) that check holds to its samples
     unheld = {f"run-{n}" for n in names.RUNS} - {r for r, _, _ in CASES}
-    assert unheld == {"run-timing", "run-verify"}
+    assert unheld == {"run-verify"}
 
 
 @pytest.mark.site

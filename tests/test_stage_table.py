@@ -37,7 +37,8 @@ def test_a_new_stage_is_one_snippet_and_one_table_entry(tmp_path, monkeypatch, c
     # the sweep's path list is the table's
     from attnprof.measure import sweep
     measured = []
-    monkeypatch.setattr(sweep, "point", lambda path, shape, **kw: measured.append(path) or {"path": path})
+    monkeypatch.setattr(sweep, "prepared", lambda path, shape, **kw: (measured.append(path) or {"path": path}, None))
+    monkeypatch.setattr(sweep, "timed", lambda row, forward: row)
     sweep.sweep(seq_lens=(128,), head_dims=(32,), tokens=128, heads=2)
     assert "mine" in measured and measured == stages.select(sweep=True)
 

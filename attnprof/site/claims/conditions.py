@@ -141,8 +141,9 @@ def _profiler_dearer(row):
 def _verdict_flips(stage, shape, kind="stream"):
     edits = {"stream": (_launch_bound, _gpu_bound), "call": (_no_overhead, _mostly_launch),
              "profiler": (_profiler_free, _profiler_dearer)}[kind]
+    to = {"stream": "GPU-bound, settled"}.get(kind)  # where the records may already give it
     return [Flip("run-timing.json", _rows(stage, shape, edits[0])),
-            Flip("run-timing.json", _rows(stage, shape, edits[1]), ADAPTS)]
+            Flip("run-timing.json", _rows(stage, shape, edits[1]), ADAPTS, to)]
 
 
 POST_SHAPE = "x".join(map(str, DEFAULT_SHAPE))

@@ -123,7 +123,7 @@ def kernel_ahead(build: Build, a, b) -> Statement:
 @claim("cpu-rank", reads=["run-timing"],
        flip=lambda stage: Flip("run-timing.json", in_run("timing", lambda r: [
            x.update(enqueue_us=scale(x["enqueue_us"], 10.0)) for x in r["rows"]
-           if x["stage"] == stage and tuple(x["shape"]) == DEFAULT_SHAPE]), ADAPTS))
+           if x["stage"] == stage and tuple(x["shape"]) == DEFAULT_SHAPE]), ADAPTS, "the most expensive of these here"))
 def cpu_rank(build: Build, stage, *others) -> Statement:
     """Where a stage's CPU cost per forward ranks among others at the post's shape, by the timing run's
     unprofiled CPU enqueue: above or below each, or not told apart from it (the one rule)."""
@@ -135,7 +135,10 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
     words = {"above": [], "below": [], "not told apart from": []}
     tied = [short(o) for o in others if apart(mine, enqueue[o]) == "not told apart from"]
     for other in others:
-        words[apart(mine, enqueue[other])].append(f"{short(other)}'s {enqueue[other].text(us)}")
+        ratio, side = decide.quotient(mine, enqueue[other]), apart(mine, enqueue[other])
+        by = (f" ({pct(abs(ratio.lo - 1))} to {pct(abs(ratio.hi - 1))} {'more' if side == 'above' else 'less'} in "
+              f"each process)" if ratio.per and side != "not told apart from" else "")
+        words[side].append(f"{short(other)}'s {enqueue[other].text(us)}{by}")
     said = "; ".join(f"{w} {' and '.join(v)}" for w, v in words.items() if v)
     n = len(others)
     rank = ("the most expensive of these here" if len(words["above"]) == n
@@ -149,7 +152,7 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
     groups = decide.ranking(enqueue)
     holds = {"the most expensive of these here": groups[-1] == [stage],
              "the cheapest of these here": groups[0] == [stage]}.get(rank, True)
-    lesson = f"without the profiler, {short(stage)}'s CPU enqueue takes {us(mine.median)} per forward, so {rank}"
+    lesson = f"without the profiler, {short(stage)}'s CPU enqueue of {us(mine.median)} per forward is {rank}"
     return Statement(text, holds, f"{ {k: round(v.median, 1) for k, v in enqueue.items()} }, groups {groups}", rank,
                      lesson)
 
