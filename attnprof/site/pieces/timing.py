@@ -60,10 +60,10 @@ def where(s) -> str:
 
 
 def spread(x: timing.Stats) -> str:
-    """A median with its p10–p90 range, for a table cell."""
+    """A median with its p10–p90 range under it, for a table cell (a wide table stays within the column)."""
     if x.median >= 1000:  # the range in the median's unit
-        return f"{us(x.median)} ({x.p10 / 1000:.3f}–{x.p90 / 1000:.3f})"
-    return f"{us(x.median)} ({x.p10:.1f}–{x.p90:.1f})"
+        return f"{us(x.median)}<br>({x.p10 / 1000:.3f}–{x.p90 / 1000:.3f})"
+    return f"{us(x.median)}<br>({x.p10:.1f}–{x.p90:.1f})"
 
 
 def _signed(x: float) -> str:
