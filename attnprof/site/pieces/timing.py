@@ -81,7 +81,7 @@ def _rounds_note(results: list[dict]) -> str:
     dropped = sum(r["throttled"] for r in shapes.values())  # one count a shape and process: every stage shares it
     sm = [x for r in measured for x in (r["clocks"]["sm_mhz_min"], r["clocks"]["sm_mhz_max"]) if x is not None]
     clock = f"; the SM clock over the rounds kept: {min(sm):,.0f}–{max(sm):,.0f} MHz" if sm else ""
-    return (f"The stages of each shape were measured together, each once a round in a shuffled order; a round "
+    return (f"The stages of each shape were measured together, each once a round in a shuffled order. A round "
             f"whose SM clock was below {100 * THROTTLE:.0f} % of the GPU's maximum was dropped for all "
             f"({dropped} dropped{clock}). ")
 

@@ -81,7 +81,7 @@ def saved(build: Build, *records):
         "\n\nOne row per tensor autograd saved, as `torch.autograd.graph.saved_tensors_hooks` saw it; a tensor saved "
         "under two shapes (a view for the batched matmul) is listed twice but occupies memory once, which the "
         "measured columns show. *Held from forward to backward*: memory allocated by the forward and still live when "
-        "it returns (the output and what autograd saved); *peak during backward*: the most allocated during "
+        "it returns (the output and what autograd saved). *Peak during backward*: the most allocated during "
         "`backward()` beyond what was live before the forward, the three gradients included.")
 
 
