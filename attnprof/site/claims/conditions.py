@@ -1,5 +1,5 @@
 """Truth conditions of the conclusion pieces whose words follow the records (`decode-error`, `steady`,
-`least-device-time`, and `verdict` where a page gives no `expect=`): what the page around each relies on,
+`least-device-time`, and `verdict` and `verdicts` where a page gives no `expect=`): what the page around each relies on,
 which `check` holds (core.hold), and a flip of a copy of a record that changes what the piece states."""
 from __future__ import annotations
 
@@ -172,3 +172,43 @@ def verdict(build: Build, stage, shape, kind="stream") -> Statement:
     inflation = v.profiler_inflation
     return Statement(said, decide.against(inflation, decide.PARITY, B) == "above",
                      f"profiled CPU over unprofiled enqueue {inflation:.2f}×", f"{inflation:.0f}x")
+
+
+# ---- verdicts (every stage of the timing run at one shape), where the page expects none -----------------
+
+SHORT_SHAPE = "1x16x256x64"  # the chapter's short shape: "the kernels are short", the CPU close to setting the pace
+PREMISE = {POST_SHAPE: "launch-bound", SHORT_SHAPE: "GPU-bound"}  # the verdict the page around rules out there
+
+
+def _every_row(shape: str, edit):
+    """The timing run with `edit(row)` on every row at `shape` that has GPU-only samples, in every process."""
+    def change(record):
+        for result in [record["result"], *record.get("repeats", [])]:
+            for row in result["rows"]:
+                if "x".join(map(str, row["shape"])) == shape and row.get("graph_us"):
+                    edit(row)
+    return change
+
+
+def _verdicts_flips(shape):
+    against = PREMISE.get(shape)
+    make = {"launch-bound": _launch_bound, "GPU-bound": _gpu_bound}
+    other = _gpu_bound if against == "launch-bound" else _launch_bound
+    after = "all GPU-bound, settled" if other is _gpu_bound else "all launch-bound, settled"
+    return ([Flip("run-timing.json", _every_row(shape, make[against]))] if against else []) + [
+        Flip("run-timing.json", _every_row(shape, other), ADAPTS, after)]
+
+
+@condition("verdicts", reads=["run-timing"], flip=_verdicts_flips)
+def verdicts(build: Build, shape) -> Statement:
+    """What the page around the verdicts of every stage at one shape relies on: at the post's shape none is
+    launch-bound (there the GPU sets the pace); at the short shape none is GPU-bound (its kernels are short, the
+    CPU sets the pace or comes close); elsewhere the sentence is what the processes gave, whichever."""
+    rows = [r for r in build.run("timing")["rows"]
+            if "x".join(map(str, r["shape"])) == shape and "error" not in r and r.get("graph_us")]
+    streams = {r["stage"]: timing.verdict(r).stream for r in rows}
+    settled = all(timing.settled(repeated(build, s, shape)) for s in streams)
+    kinds = set(streams.values())
+    outcome = f"all {kinds.pop()}{', settled' if settled else ''}" if len(kinds) == 1 else "mixed"
+    return Statement(_said(build, "verdicts", shape), PREMISE.get(shape) not in streams.values(),
+                     f"streams {streams}", outcome)
