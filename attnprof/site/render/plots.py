@@ -178,7 +178,7 @@ def _timeline(summary, trace: dict, width: int, variant: str, cpu_depth: int = C
         y = y_cpu + op.depth * row_h
         w = max(op.duration_us * scale, 1)
         parts.append(el("rect", hover(f"{op.name} {us(op.duration_us)}"), x=f"{x(op.start_us):.1f}", y=y,
-                        width=f"{w:.1f}", height=row_h - 2, fill=ROLE["cpu"], fill_opacity=f"{1 - 0.15 * op.depth:.2f}"))
+                        width=f"{w:.1f}", height=row_h - 2, fill=ROLE["cpu"]))  # opaque: its white label keeps its contrast
         text = _fit(op.name.removeprefix("aten::"), w - 6)
         if text:
             parts.append(el("text", escape(text), x=f"{x(op.start_us) + 3:.1f}", y=f"{y + mid:.0f}", fill="white"))
