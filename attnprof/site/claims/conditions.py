@@ -7,7 +7,7 @@ import statistics
 from collections import Counter
 
 from ...analysis import decide, timing
-from ...model.stages import DEFAULT_SHAPE
+from ...model.stages import DEFAULT_SHAPE, SHAPES
 from ...text import us
 from ..build import Build
 from ..pieces.compared import device_time
@@ -176,7 +176,7 @@ def verdict(build: Build, stage, shape, kind="stream") -> Statement:
 
 # ---- verdicts (every stage of the timing run at one shape), where the page expects none -----------------
 
-SHORT_SHAPE = "1x16x256x64"  # the chapter's short shape: "the kernels are short", the CPU close to setting the pace
+SHORT_SHAPE = "x".join(map(str, SHAPES["short"]))  # the chapter's short shape: its kernels short, the CPU near the pace
 PREMISE = {POST_SHAPE: "launch-bound", SHORT_SHAPE: "GPU-bound"}  # the verdict the page around rules out there
 
 
