@@ -146,13 +146,14 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
             else "not the most expensive of these here" if words["below"]
             else "this run cannot rank it among them" if len(words["not told apart from"]) == n
             else f"tied with {' and '.join(tied)} as the most expensive of these here")
+    shown = rank.replace("of these here", f"of {listed([short(s) for s in (stage, *others)])}")
     text = (f"by unprofiled CPU enqueue (host clock, back-to-back calls, per forward, {mine.how}, "
-            f"{shape_text(DEFAULT_SHAPE)}), {short(stage)} takes {mine.text(us)}: {said}, so {rank}")
+            f"{shape_text(DEFAULT_SHAPE)}), {short(stage)} takes {mine.text(us)}: {said}, so {shown}")
     # the ranking's own groups bear out an outright first or last place
     groups = decide.ranking(enqueue)
     holds = {"the most expensive of these here": groups[-1] == [stage],
              "the cheapest of these here": groups[0] == [stage]}.get(rank, True)
-    lesson = f"without the profiler, {short(stage)}'s CPU enqueue of {us(mine.median)} per forward is {rank}"
+    lesson = f"without the profiler, {short(stage)}'s CPU enqueue of {us(mine.median)} per forward is {shown}"
     return Statement(text, holds, f"{ {k: round(v.median, 1) for k, v in enqueue.items()} }, groups {groups}", rank,
                      lesson)
 
