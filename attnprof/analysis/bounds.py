@@ -19,6 +19,7 @@ from math import prod
 from .counters import _number
 from .flops import causal_flops, tflops
 from .hardware import QUERY_NAMES, SPECS, TABLE, Spec
+from .walk import dicts
 from ..model.procedure import BWD_FLOP_FACTOR, RAW_SAMPLES
 from ..model.stages import STAGES
 
@@ -188,31 +189,19 @@ def cp_lines(summary: dict) -> list[str]:
 
 def clock_lines(node, path: str, spec: Spec) -> list[str]:
     """Every `clocks` a run keeps (measure/bench.py: the SM clock over the rounds kept): its SM clocks positive
-    and at most the GPU's maximum SM clock, in order (min, median, max); its temperature and power numbers."""
+    and at most the GPU's maximum SM clock, in order (min, median, max)."""
     found = []
-
-    def walk(node, where):
-        if isinstance(node, list):
-            for i, item in enumerate(node):
-                walk(item, f"{where}[{i}]")
-        elif isinstance(node, dict):
-            for k, v in node.items():
-                if k == "clocks" and isinstance(v, dict):
-                    found.extend(_clocks(v, f"{where}.{k}"))
-                elif isinstance(v, (dict, list)):
-                    walk(v, f"{where}.{k}")
-
-    def _clocks(c, where):
-        out = []
+    for where, obj in dicts(node, path):
+        c, where = obj.get("clocks"), f"{where}.clocks"
+        if not isinstance(c, dict):
+            continue
+        out = [f"{where}.{k} {c[k]!r} MHz is not within the GPU's maximum SM clock ({spec.max_sm_mhz} MHz)"
+               for k in ("sm_mhz_min", "sm_mhz_median", "sm_mhz_max", "sm_mhz_limit")
+               if c.get(k) is not None and not (_numbers([c[k]]) and 0 < c[k] <= (spec.max_sm_mhz or math.inf))]
         sm = [c.get(k) for k in ("sm_mhz_min", "sm_mhz_median", "sm_mhz_max")]
-        for k in ("sm_mhz_min", "sm_mhz_median", "sm_mhz_max", "sm_mhz_limit"):
-            v = c.get(k)
-            if v is not None and not (_numbers([v]) and 0 < v <= (spec.max_sm_mhz or math.inf)):
-                out.append(f"{where}.{k} {v!r} MHz is not within the GPU's maximum SM clock ({spec.max_sm_mhz} MHz)")
         if not out and all(x is not None for x in sm) and not sm[0] <= sm[1] <= sm[2]:
             out.append(f"{where}.sm_mhz_min, _median and _max {sm!r} are not in order")
-        return out
-    walk(node, path)
+        found += out
     return found[:3]
 
 

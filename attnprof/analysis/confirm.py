@@ -16,6 +16,7 @@ from math import prod
 
 from . import kernel_names, trace
 from .flops import causal_flops, tflops
+from .walk import dicts
 from ..model.procedure import BWD_FLOP_FACTOR
 from ..model.stages import ITEMSIZE, STAGES
 
@@ -196,22 +197,15 @@ def run_lines(name: str, result, memory: int | None) -> list[str]:
     what the verification, fallback and varlen runs decide themselves."""
     found = []
 
-    def walk(node, path):
-        if isinstance(node, list):
-            for i, item in enumerate(node):
-                walk(item, f"{path}[{i}]")
-        elif isinstance(node, dict):
-            timed = [k for k in TIMED if k in node]
-            for flag in ("oom", "unavailable"):
-                if node.get(flag) and timed:
-                    found.append(f"{path}.{flag} {node[flag]!r}, yet it has timings ({timed[0]})")
-            if "peak_extra_bytes" in node:
-                shape = node.get("shape") if len(node.get("shape") or ()) == 4 else None
-                least = output_bytes(shape, node.get("dtype")) if shape else 0
-                found.extend(peak_lines(f"{path}.peak_extra_bytes", node["peak_extra_bytes"], least, memory))
-            for k, v in node.items():
-                walk(v, f"{path}.{k}")
-    walk(result, "result")
+    for path, node in dicts(result, "result"):
+        timed = [k for k in TIMED if k in node]
+        for flag in ("oom", "unavailable"):
+            if node.get(flag) and timed:
+                found.append(f"{path}.{flag} {node[flag]!r}, yet it has timings ({timed[0]})")
+        if "peak_extra_bytes" in node:
+            shape = node.get("shape") if len(node.get("shape") or ()) == 4 else None
+            least = output_bytes(shape, node.get("dtype")) if shape else 0
+            found.extend(peak_lines(f"{path}.peak_extra_bytes", node["peak_extra_bytes"], least, memory))
     found += {"verify": verify_lines, "fallback": fallback_lines, "varlen": varlen_lines}.get(name, lambda r: [])(result)
     return found
 

@@ -9,6 +9,7 @@ returns lines `FIELD ...: what is wrong`; records.py puts the file and the fix a
 from __future__ import annotations
 
 from ..model.procedure import EVENT_REPS, SCHEDULE
+from .walk import dicts
 
 PROFILED = SCHEDULE["active"] * SCHEDULE["repeat"]  # forwards (or backwards) one profile keeps
 STREAM = {"calls": 20, "reps": 30, "one_call_reps": 50}  # measure/timing.py: CALLS, REPS, ONE_CALL_REPS (a capture's)
@@ -87,13 +88,7 @@ def run_lines(name: str, run: dict) -> list[str]:
     `calls`, `one_call_reps`) and those the measuring code takes."""
     found = []
 
-    def walk(node, where):
-        if isinstance(node, list):
-            for i, item in enumerate(node):
-                walk(item, f"{where}[{i}]")
-            return
-        if not isinstance(node, dict):
-            return
+    def check(node, where):
         found.extend(_rounds(name, node, where))
         if "reps" in node and "times_us" in node:  # bench.measure: adaptive one-call samples, 3 back-to-back runs
             lo, hi = ADAPTIVE_REPS  # (in rounds: one back-to-back run and an equal share of the one-call samples a round)
@@ -104,12 +99,10 @@ def run_lines(name: str, run: dict) -> list[str]:
                                      "its reps and rounds say"))
             found.extend(_length(f"{where}.back_to_back_us_each", node.get("back_to_back_us_each"),
                                  node["rounds"] if "rounds" in node else BACK_TO_BACK_RUNS, "measure/bench.py takes"))
-        for k, v in node.items():
-            if isinstance(v, (dict, list)):
-                walk(v, f"{where}.{k}")
     results = [("result", run.get("result"))] + [(f"repeats[{i}]", r) for i, r in enumerate(run.get("repeats", []))]
     for where, result in results:
-        walk(result, where)
+        for at, node in dicts(result, where):
+            check(node, at)
         found += _run_specific(name, result, where)
     return found
 

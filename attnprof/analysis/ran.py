@@ -20,6 +20,7 @@ from math import ceil
 from . import kernel_names
 from .kernel_names import FAMILY, FUSED_SDPA
 from .reasons import clean
+from .walk import dicts
 from ..model.own import OWN_RECORDS
 from ..model.stages import STAGES, Stage
 
@@ -285,20 +286,9 @@ def cp_layout_lines(summary: dict, settings: dict) -> list[str]:
 def measured_lines(result, stages: list[str]) -> list[str]:
     """A run that lists the stages it measures (its settings, which its key holds) has rows for those alone:
     every row's `path` or `stage` is one of them."""
-    found = []
-
-    def walk(node, where):
-        if isinstance(node, list):
-            for i, item in enumerate(node):
-                walk(item, f"{where}[{i}]")
-        elif isinstance(node, dict):
-            found.extend(f"{where}.{k} {node[k]!r} is not a stage the run measured (its settings: {', '.join(stages)})"
-                         for k in ("path", "stage") if isinstance(node.get(k), str) and node[k] not in stages)
-            for k, v in node.items():
-                walk(v, f"{where}.{k}")
-    if stages:
-        walk(result, "result")
-    return found
+    return [f"{where}.{k} {node[k]!r} is not a stage the run measured (its settings: {', '.join(stages)})"
+            for where, node in dicts(result, "result")
+            for k in ("path", "stage") if stages and isinstance(node.get(k), str) and node[k] not in stages]
 
 
 def verify_rows_lines(rows: list[dict], paths: list[str]) -> list[str]:
