@@ -89,26 +89,13 @@ def test_figures_from_different_processes_must_clear_the_methods_margin_between_
     assert decide.margin(a, decide.of([[1.0]], decide.ENQUEUE)) == decide.MARGINS[decide.ENQUEUE].apart  # the wider
 
 
-def _committed_runs():
-    import json
-    from attnprof.model import names, store
-    for run in names.RUNS:
-        if names.RUN_CODE[run].repeats > 1:
-            record = json.loads(store.summary_path(store.CAPTURES, f"run-{run}").read_text())
-            yield f"run-{run}", [record["result"], *record.get("repeats", [])]
-
-
 def test_where_nothing_differs_the_rule_says_not_told_apart_in_at_least_95_percent_of_the_committed_cases(monkeypatch):
     """A/A on the committed runs: each measurement's even and odd calls, compared process by process, and
     each measurement against itself in another process. Under one 3 % margin for every method the second
     decides on noise (the same row told apart from itself between processes), so this test can fail."""
-    def rates():
-        paired, apart = [], []
-        for run, processes in _committed_runs():
-            p, a = decide.aa(run, processes)
-            paired += p
-            apart += a
-        return paired, apart
+    from attnprof.site.build import Build
+    from attnprof.site.pieces.guides import aa_counts
+    rates = lambda: aa_counts(Build(problems={}))  # the committed runs taken in several processes, as Methods counts
     paired_orders, apart_orders = rates()
     assert len(paired_orders) > 100 and len(apart_orders) > 300
     assert paired_orders.count(0) >= decide.AA_AT_LEAST * len(paired_orders)
