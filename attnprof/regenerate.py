@@ -250,28 +250,10 @@ def run_jobs(jobs: list[Job], devices, take: Callable[[Job, tuple[str, ...]], st
     return sorted(results, key=lambda r: order[r.record])
 
 
-def _descendants(pid: int) -> list[int]:
-    """Every process under `pid` (its repeats, an Nsight Compute child, compile workers), from /proc."""
-    parents = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-                parents.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(entry.name))
-            except (OSError, ValueError, IndexError):
-                pass
-    found, todo = [], [pid]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 def stop_tree(pid: int):
     """SIGUSR1 to a process and everything under it (faulthandler writes each one's stack into its log),
     then SIGKILL to all of them."""
-    tree = [pid] + _descendants(pid)
+    tree = [pid] + gpulock.descendants(pid)
     for sig in (signal.SIGUSR1, signal.SIGKILL):
         for p in tree:
             try:
@@ -318,19 +300,35 @@ class Workers:
         self.said = time.monotonic()
         self.say(f"[{self.said - self.began:5.0f} s] {line}")
 
+    def pids(self, devices) -> Path:
+        """The file naming these GPUs' workers, one pid a line (gpulock.QUIET_ENV: whom a quiet measurement
+        on them pauses)."""
+        return self.log_dir / f"{self.name((devices, 0)).removesuffix('-w0')}.pids"
+
+    def resume(self, devices):
+        """Let every process under these GPUs' workers go on (SIGCONT): a measurement that paused them and
+        ended without letting them go (it was killed) leaves none paused for good."""
+        with self.lock:
+            roots = [proc.pid for (d, _), (proc, _) in self.procs.items() if d == devices]
+        of = gpulock.parents()
+        gpulock._signal([p for r in roots for p in [r, *gpulock.descendants(r, of)]], signal.SIGCONT)
+
     def _start(self, devices, index: int = 0):
         read_fd, write_fd = os.pipe()
         path = [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
         cache = self.log_dir / f"{self.name((devices, index))}-caches"  # empty compile caches: a first call compiles
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(devices), PYTHONUNBUFFERED="1",
                    PYTHONPATH=os.pathsep.join(path), TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"),
-                   TRITON_CACHE_DIR=str(cache / "triton"), ATTNPROF_LOG_DIR=str(self.log_dir), **self.cpus)
+                   TRITON_CACHE_DIR=str(cache / "triton"), ATTNPROF_LOG_DIR=str(self.log_dir), **self.cpus,
+                   **{gpulock.QUIET_ENV: str(self.pids(devices))})
         env.pop(gpulock.HELD_ENV, None)
         with open(self.log(devices, index), "ab") as log:
             proc = subprocess.Popen([sys.executable, "-m", self.module, str(self.out_dir), str(write_fd)],
                                     stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
                                     pass_fds=(write_fd,), text=True)
         os.close(write_fd)
+        with self.pids(devices).open("a") as f:
+            f.write(f"{proc.pid}\n")
         return proc, os.fdopen(read_fd, "r")
 
     def start(self, devices: tuple[str, ...]):
@@ -384,7 +382,7 @@ class Workers:
         try:
             proc.stdin.write(json.dumps({"records": list(job.records)}) + "\n")
             proc.stdin.flush()
-            last, size = time.monotonic(), offset
+            last, size, quiet = time.monotonic(), offset, gpulock.quieted(self.pids(devices))
             while True:
                 ready, _, _ = select.select([answers], [], [], 1.0)
                 offset = self._relay(key, log, offset)
@@ -392,9 +390,12 @@ class Workers:
                     line = answers.readline()
                     break
                 now, grown = time.monotonic(), log.stat().st_size if log.exists() else 0
-                if grown != size:
-                    last, size = now, grown
-                elif now - last > limit:
+                marked = gpulock.quieted(self.pids(devices))
+                if grown != size or marked != quiet:  # a quiet measurement's pause is a wait, not a hang
+                    last, size, quiet = now, grown, marked
+                elif now - last > gpulock.QUIET_MAX_S + 5 and time.time() - marked > gpulock.QUIET_MAX_S + 5:
+                    self.resume(devices)  # no quiet stretch can still hold: none stays paused
+                if now - last > limit:
                     stalled = True
                     break
         except OSError:
@@ -545,6 +546,7 @@ def _stop_on_term(previous=None):
         return None
 
     def end(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: a second one would break the stopping
         raise KeyboardInterrupt("SIGTERM")
     return (signal.signal(signal.SIGTERM, end),)
 

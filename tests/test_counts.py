@@ -30,9 +30,9 @@ def test_the_adaptive_and_literal_counts_are_the_measuring_codes():
 def test_the_rounds_are_the_measuring_codes():
     """Each run measured in rounds (measure/bench.py interleaved) takes as many as counts.ROUNDS says, and
     every round an equal share of its samples."""
-    from attnprof.measure import backward, graphs, sweep, timing
+    from attnprof.measure import backward, bench, graphs, sweep, timing
     from attnprof.model.procedure import EVENT_REPS
-    assert counts.ROUNDS == {"timing": timing.ROUNDS, "backward": backward.ROUNDS, "fastest": sweep.FASTEST_ROUNDS,
+    assert counts.ROUNDS == {"timing": timing.ROUNDS, "backward": backward.ROUNDS, "fastest": sweep.FASTEST_ROUNDS, "sweep": bench.TOGETHER_ROUNDS, "e2e": bench.TOGETHER_ROUNDS, "decode_step": bench.TOGETHER_ROUNDS,
                              "graphs": graphs.ROUNDS, "ceilings": sweep.CEILING_ROUNDS, "hardware": sweep.CEILING_ROUNDS}
     assert EVENT_REPS % backward.ROUNDS == 0 and graphs.TIMES % graphs.ROUNDS == graphs.RUNS % graphs.ROUNDS == 0
     assert counts.kept({"rounds": 23, "throttled": 2}, 50) == 46 and counts.kept({}, 50) == 50

@@ -237,19 +237,26 @@ def test_stage_records_come_first_in_the_tables_order_so_their_first_call_compil
     assert all(j.kind != "stage" for j in jobs[3:])
 
 
-def test_a_worker_starts_with_empty_compile_caches_of_its_own(tmp_path, monkeypatch):
+def test_a_worker_starts_with_empty_compile_caches_of_its_own_and_is_named_to_its_gpus_quiet(tmp_path, monkeypatch):
+    """Each worker compiles into caches of its own, and its pid joins its GPU's file of the processes a quiet
+    measurement on that GPU pauses (measure/gpulock.py), which every worker on that GPU is told."""
+    from attnprof.measure import gpulock
     started = {}
 
     class Popen:
         def __init__(self, cmd, env, **kw):
-            started[env["CUDA_VISIBLE_DEVICES"]] = env
+            self.pid = 1000 + len(started)
+            started[env["CUDA_VISIBLE_DEVICES"], self.pid] = env
     monkeypatch.setattr(regenerate.subprocess, "Popen", Popen)
     workers = regenerate.Workers(tmp_path / "out", tmp_path / "logs")
     (tmp_path / "logs").mkdir()
-    for device in ("0", "1"):
+    for device in ("0", "1", "0"):
         workers._start((device,))
-    caches = {started[d][v] for d in ("0", "1") for v in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
+    caches = {env[v] for env in started.values() for v in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
     assert len(caches) == 4 and all(c.startswith(str(tmp_path / "logs")) for c in caches)
+    files = {d: env[gpulock.QUIET_ENV] for (d, _), env in started.items()}
+    assert files == {"0": str(tmp_path / "logs" / "gpu0.pids"), "1": str(tmp_path / "logs" / "gpu1.pids")}
+    assert open(files["0"]).read().split() == ["1000", "1002"] and open(files["1"]).read().split() == ["1001"]
 
 
 def _run_cli(*args):

@@ -180,28 +180,31 @@ def test_a_repeat_that_makes_no_progress_is_stopped_with_its_stack_in_its_log(fu
     assert "most recent call first" in stack and f'hang.py", line' in stack and function in stack
 
 
-def test_the_sweep_lets_the_gpu_go_only_while_a_compiled_or_loaded_path_prepares(tmp_path, monkeypatch):
-    """A compile or a kernel's loading overlaps other processes' measuring; the memory-hungry paths (their
-    OOM points) prepare holding the GPU, and every path is timed holding it."""
+def test_the_sweep_lets_the_gpu_go_only_while_compiled_or_loaded_paths_prepare(tmp_path, monkeypatch):
+    """A compile or a kernel's loading overlaps other processes' measuring, once a shape; the memory-hungry
+    paths (their OOM points) prepare holding the GPU, and every path of a shape is timed together, holding it."""
     pytest.importorskip("torch")
     from attnprof.measure import gpulock, sweep
     from attnprof.model.stages import STAGES
     _gpu(monkeypatch, tmp_path)
-    seen = []
+    seen, timed = [], []
 
     def held():
         return gpulock._held["file"] is not None
-    monkeypatch.setattr(sweep, "prepared", lambda path, shape: (seen.append((path, "prepared", held())), ({"path": path}, None))[1])
-    monkeypatch.setattr(sweep, "timed", lambda row, forward: seen.append((row["path"], "timed", held())) or row)
+    monkeypatch.setattr(sweep, "prepared", lambda path, shape: (seen.append((path, shape, held())), ({"path": path}, None))[1])
+    monkeypatch.setattr(sweep, "timed_together", lambda ready, calls, seed=None: timed.append(([r["path"] for r, _ in ready], held())) or [r for r, _ in ready])
     monkeypatch.setattr(sweep, "Progress", lambda total: (lambda label: None))
     with gpulock.measuring("run-sweep"):
         rows = sweep.sweep(seq_lens=(512, 1024), head_dims=(64,))
         assert held()
-    assert len(rows) == 2 * len(sweep.select(sweep=True)) and len(seen) == 2 * len(rows)
-    for path, step, was_held in seen:
+    paths = sweep.select(sweep=True)
+    assert len(rows) == 2 * len(paths) and len(seen) == len(rows)
+    assert timed == [(paths, True), (paths, True)]  # a shape's paths together, in the table's order
+    for path, shape, was_held in seen:
         loaded = STAGES[path].fresh_compile or STAGES[path].provider != "PyTorch"
-        assert was_held == (step == "timed" or not loaded), (path, step)
-    assert {p for p, step, h in seen if not h} >= {"flex", "fa4"} and ("math", "prepared", True) in seen
+        assert was_held == (not loaded), path
+    assert {p for p, _, h in seen if not h} >= {"flex", "fa4"} and ("math", (32, 16, 512, 64), True) in seen
+    assert [s for _, s, _ in seen] == [(32, 16, 512, 64)] * len(paths) + [(16, 16, 1024, 64)] * len(paths)
 
 
 def test_measuring_cores_are_whole_cores_whose_other_threads_no_compile_shares(tmp_path):
@@ -218,3 +221,72 @@ def test_measuring_cores_are_whole_cores_whose_other_threads_no_compile_shares(t
     measure, prepare = gpulock.split_cpus(range(16), tmp_path / "none")
     assert measure == [12, 13, 14, 15] and prepare == list(range(12))
     assert gpulock.split_cpus(range(4), tmp_path) == (list(range(4)), list(range(4)))
+
+
+def _state(pid: int) -> str:
+    """A process's state letter from /proc: "T" while stopped."""
+    stat = open(f"/proc/{pid}/stat").read()
+    return stat[stat.rindex(")") + 2]
+
+
+def _settle(pid: int, want: str, within: float = 5.0) -> str:
+    import time
+    end = time.monotonic() + within
+    while _state(pid) != want and time.monotonic() < end:
+        time.sleep(0.02)
+    return _state(pid)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from Linux's /proc")
+def test_a_cpu_timed_measurement_pauses_the_gpus_other_processes_and_lets_them_go(tmp_path, monkeypatch):
+    """Under a regeneration (QUIET_ENV names its workers), a CPU-timed measurement stops every other
+    worker and what runs under it, but none of its own line, while it holds the GPU; `released` and its end
+    let them go on, and so does QUIET_MAX_S; Nsight Compute's kind (not CPU-timed) pauses no one."""
+    import subprocess
+    import sys
+    import time
+    from attnprof.measure import gpulock
+    _gpu(monkeypatch, tmp_path)
+    sleeper = (f"{sys.executable} -c \"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+               f"'import time; time.sleep(60)']); time.sleep(60)\" >/dev/null 2>&1 & echo $!")
+    # the other workers: not this process's children (a regeneration's workers are siblings)
+    others = [int(subprocess.run(["sh", "-c", sleeper], capture_output=True, text=True).stdout) for _ in range(2)]
+    own = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # this process's child
+    pids = tmp_path / "gpu0.pids"
+    pids.write_text("".join(f"{p}\n" for p in others) + f"{os.getpid()}\n")
+    monkeypatch.setenv(gpulock.QUIET_ENV, str(pids))
+    try:
+        time.sleep(1.0)  # the sleepers' own children have started
+        grandchildren = [p for o in others for p in gpulock.descendants(o)]
+        assert len(grandchildren) == 2 and sorted(gpulock.neighbours()) == sorted(others + grandchildren)
+        assert gpulock.quieted() == 0.0
+        with gpulock.measuring("run-timing"):
+            assert all(_settle(p, "T") == "T" for p in others + grandchildren)
+            assert _state(own.pid) != "T" and _state(os.getpid()) != "T"
+            assert gpulock.quieted() > 0
+            with gpulock.released():  # a compile: the others prepare meanwhile
+                assert all(_settle(o, "S") != "T" for o in others)
+            assert all(_settle(o, "T") == "T" for o in others)
+        assert all(_settle(p, "S") != "T" for p in others + grandchildren)
+        with gpulock.measuring("16 counters records", cpu_timed=False):
+            time.sleep(0.3)
+            assert all(_state(o) != "T" for o in others)
+        monkeypatch.setattr(gpulock, "QUIET_MAX_S", 0.5)
+        with gpulock.measuring("a long one"):
+            assert _settle(others[0], "T") == "T"
+            assert _settle(others[0], "S", within=5.0) != "T"  # let go at QUIET_MAX_S, still measuring
+    finally:
+        for q in [p for o in others for p in gpulock.descendants(o)] + others + [own.pid]:
+            try:
+                os.kill(q, 9)
+            except ProcessLookupError:
+                pass
+        own.wait()
+    monkeypatch.delenv(gpulock.QUIET_ENV)
+    assert gpulock.neighbours() == [] and gpulock.quieted() == 0.0  # outside a regeneration: no one to pause
+
+
+def test_the_sweep_is_not_quiet_and_a_run_says_so_through_its_function():
+    pytest.importorskip("torch")
+    from attnprof.measure import sweep, timing
+    assert sweep.sweep.quiet is False and getattr(timing.timing, "quiet", None) is None

@@ -202,3 +202,32 @@ def test_a_run_in_rounds_passes_check_and_a_clock_beyond_the_gpus_is_named(tmp_p
     (tmp_path / "ceilings").mkdir()
     why = _rekeyed(tmp_path / "ceilings", "ceilings", hot)
     assert "run-ceilings.json" in why and "result.clocks.sm_mhz_max 2500 MHz is not within the GPU's maximum SM clock" in why
+
+
+def test_together_measures_named_forwards_in_rounds_as_measure_measures_one():
+    """bench.together: every forward once a round in a shuffled order, as many one-call samples as fit its
+    budget split over the rounds, one back-to-back run a round, under its own context; out of memory a result."""
+    calls, entered = [], []
+
+    class Context:
+        def __init__(self, name):
+            self.name = name
+
+        def __enter__(self):
+            entered.append(self.name)
+
+        def __exit__(self, *exc):
+            return False
+
+    def oom():
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64 GiB")
+    forwards = {"a": lambda: calls.append("a"), "b": lambda: calls.append("b"), "big": oom}
+    out = bench.together(forwards, calls=3, rounds=4, seed=7, contexts={"b": lambda: Context("b")}, budget_us=1.0)
+    assert list(out) == ["a", "b", "big"] and out["big"] == {"oom": True}
+    for name in ("a", "b"):
+        m = out[name]
+        assert m["reps"] == 4 * max(1, 5 // 4) and len(m["times_us"]) == m["reps"]  # adaptive_reps' floor of 5
+        assert len(m["back_to_back_us_each"]) == 4 == m["rounds"] and m["back_to_back_calls"] == 3
+        assert m["seed"] == 7 and m["throttled"] == 0 and m["median_us"] > 0
+    assert entered.count("b") >= 4 + 1  # its budget, each round, and its peak memory under its context
+    assert calls.count("a") == calls.count("b")

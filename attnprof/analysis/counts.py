@@ -17,7 +17,7 @@ STREAM = {"calls": 20, "reps": 30, "one_call_reps": 50}  # measure/timing.py: CA
 TIMING = {"calls": 20, "reps": 25, "one_call_reps": 50}
 # the rounds a run's arms are measured in (measure/bench.py interleaved): a row keeps the samples of the rounds it
 # kept (`rounds`) and counts those dropped at a throttled clock (`throttled`); together, these
-ROUNDS = {"timing": TIMING["reps"], "backward": 10, "fastest": 5, "graphs": 5, "ceilings": 5, "hardware": 5}
+ROUNDS = {"timing": TIMING["reps"], "backward": 10, "fastest": 5, "sweep": 5, "e2e": 5, "decode_step": 5, "graphs": 5, "ceilings": 5, "hardware": 5}
 ADAPTIVE_REPS = (5, 50)  # measure/bench.py adaptive_reps(lo, hi): one-call samples of a row that states `reps`
 BACK_TO_BACK_RUNS = 3  # measure/bench.py measure(): back_to_back_each(..., reps=3)
 STEADY = {"repeats": 5, "calls": 200, "runs": 5}  # measure/steady.py: REPEATS, CALLS, RUNS

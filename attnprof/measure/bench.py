@@ -6,6 +6,7 @@ throughput a stream of forwards gets. An out-of-memory forward is reported, neve
 """
 from __future__ import annotations
 
+import contextlib
 import random
 import statistics
 import time
@@ -195,3 +196,51 @@ def settle(run, reader=None, max_s: float = 3.0, step_s: float = 0.1) -> dict:
         last = sm
         if steady >= 2 or spent >= max_s:
             return {"settle_s": spent, "settled": steady >= 2}
+
+
+TOGETHER_ROUNDS = 5  # bench.together's rounds: one back-to-back run and a fifth of the one-call samples each
+
+
+def _arm(forward, context, chunk: int, calls: int):
+    """One round's samples of one prepared forward, under `context`: `chunk` one-call times and one
+    back-to-back run of `calls` forwards (as `measure` takes them, a round at a time)."""
+    def once() -> dict:
+        with context(), torch.no_grad():
+            return {"times_us": time_forward(forward, reps=chunk, warmup=1),
+                    "back_to_back_us_each": back_to_back_each(forward, calls=calls, reps=1)}
+    return once
+
+
+def together(forwards: dict, calls: int = 5, rounds: int = TOGETHER_ROUNDS, seed: int | None = None,
+             contexts: dict | None = None, budget_us: float = 300_000.0) -> dict:
+    """Named prepared forwards, each measured as `measure` measures one, but interleaved (`interleaved`), so
+    the paths a page compares are measured in pairs: as many one-call samples as fit the time budget
+    (adaptive_reps, rounded down to a whole number a round), one back-to-back run of `calls` a round, and
+    the peak memory of one forward after. `contexts` maps a name to a context manager's factory its calls
+    run under (a stage's backend pin). Returns {name: measure's fields and interleaved's rounds, throttled,
+    clocks and seed}; a forward out of memory is {"oom": True}, one that fails otherwise {"error": why}."""
+    context = lambda name: (contexts or {}).get(name) or contextlib.nullcontext
+    out, arms, reps = {}, {}, {}
+    for name, forward in forwards.items():
+        try:
+            with context(name)(), torch.no_grad():
+                chunk = max(1, adaptive_reps(forward, budget_us) // rounds)
+        except RuntimeError as e:  # torch.OutOfMemoryError included
+            out[name] = {"error": f"{type(e).__name__}: {first_line(e)}"[:300]}
+            continue
+        reps[name], arms[name] = chunk * rounds, _arm(forward, context(name), chunk, calls)
+    # no warm round: every forward ran just now (adaptive_reps), so the first round's clock follows work
+    out |= interleaved(arms, rounds, seed=seed, warm=False) if arms else {}
+    for name in arms:
+        m = out[name]
+        if "error" in m:
+            continue
+        with context(name)(), torch.no_grad():
+            peak = peak_extra_bytes(forwards[name])
+        out[name] = {"median_us": statistics.median(m["times_us"]), **m,
+                     "back_to_back_us": statistics.median(m["back_to_back_us_each"]), "back_to_back_calls": calls,
+                     "reps": reps[name], "peak_extra_bytes": peak}
+    for name, m in out.items():
+        if m.get("error", "").startswith("OutOfMemoryError"):
+            out[name] = {"oom": True}
+    return {name: out[name] for name in forwards}

@@ -1,9 +1,10 @@
-"""The GPU's state as NVML reports it, read between measurements: its SM clock, the SM clock's maximum, its
-temperature, power and the reasons its clocks are held down (NVML's bitmask).
+"""The GPU's state as NVML reports it, read between measurements (each round of bench.interleaved) and as a
+repeat's process begins and ends measuring (measure/repeat.py): its SM and memory clocks, the SM clock's
+maximum, its temperature, power and the reasons its clocks are held down (NVML's bitmask).
 
-`read()` opens NVML and the device's handle once (the device torch uses, found by its PCI bus id, as
-measure/repeat.py's gpu_state finds it) and returns None wherever NVML cannot say: no CUDA GPU, no
-nvidia-ml-py (`pynvml`), a driver that refuses. A query the driver refuses alone is None in the result.
+`read()` opens NVML and the device's handle once (the device torch uses, found by its PCI bus id) and
+returns None wherever NVML cannot say: no CUDA GPU, no nvidia-ml-py (`pynvml`), a driver that refuses. A
+query the driver refuses alone is None in the result.
 """
 from __future__ import annotations
 
@@ -32,13 +33,15 @@ def _reasons(pynvml, gpu):
 
 
 def read() -> dict | None:
-    """{"sm_mhz", "max_sm_mhz", "temperature_c", "power_w", "throttle_reasons"} now; None without NVML."""
+    """{"sm_mhz", "max_sm_mhz", "memory_mhz", "temperature_c", "power_w", "throttle_reasons"} now; None
+    without NVML."""
     opened = _handle()
     if opened is None:
         return None
     pynvml, gpu = opened
     reads = {"sm_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(gpu, pynvml.NVML_CLOCK_SM),
              "max_sm_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(gpu, pynvml.NVML_CLOCK_SM),
+             "memory_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(gpu, pynvml.NVML_CLOCK_MEM),
              "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(gpu, pynvml.NVML_TEMPERATURE_GPU),
              "power_w": lambda: pynvml.nvmlDeviceGetPowerUsage(gpu) / 1000,
              "throttle_reasons": lambda: _reasons(pynvml, gpu)}

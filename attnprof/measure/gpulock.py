@@ -13,6 +13,13 @@ measurement is other processes' preparation only: importing, loading kernels, co
   moved by another process compiling on every core. Under `regenerate` (MEASURE_CPUS_ENV and
   PREPARE_CPUS_ENV set) a process measures on cores of its own and prepares on the others, so a
   neighbour's compile never runs on the measuring cores (they still share the caches and the memory bus).
+- Separate cores still share the host's caches, memory bus and clock boost (and in a virtual machine, cores
+  the guest cannot see), so under `regenerate` (QUIET_ENV set) a CPU-timed measurement is also quiet: every
+  other process sharing its GPU (that GPU's workers and everything under them, its own ancestors and
+  descendants aside) is paused (SIGSTOP) while it measures and let go on (SIGCONT) when it ends or lets go
+  of the GPU, and at the latest after QUIET_MAX_S (a stretch that long measures more than the CPU, and a
+  paused process may hold a lock the measurement waits for). A paused process prints nothing: the
+  watchdogs read `quieted()` as progress.
 - A process waiting for the lock says so every WAIT_SAY_S seconds, naming the holder: a wait is progress,
   not a hang (the regeneration's watchdog reads these lines).
 """
@@ -21,18 +28,22 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 HELD_ENV = "ATTNPROF_GPU_LOCK_HELD"  # set while held: a process started then measures under this hold
 ID_ENV = "ATTNPROF_GPU_ID"  # the GPU's id, where the caller knows it better (tests: a fake GPU)
 MEASURE_CPUS_ENV, PREPARE_CPUS_ENV = "ATTNPROF_MEASURE_CPUS", "ATTNPROF_PREPARE_CPUS"  # "0,1,2,3"
+QUIET_ENV = "ATTNPROF_QUIET_PIDS"  # a file of the pids of the processes sharing this GPU (its workers), one a line
+QUIET_MAX_S = 40.0
 WAIT_SAY_S = 30.0
 POLL_S = 0.05
 
-_held = {"depth": 0, "file": None, "what": ""}
+_held = {"depth": 0, "file": None, "what": "", "quiet": False, "paused": None}
 
 
 def gpu_id() -> str:
@@ -101,10 +112,103 @@ def _acquire(what: str):
     return file
 
 
+def parents() -> dict[int, int]:
+    """Every process on the machine and its parent, from /proc (empty where there is none)."""
+    out = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in entries:
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    stat = f.read()
+                out[int(name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+def descendants(pid: int, of: dict[int, int] | None = None) -> list[int]:
+    """Every process under `pid` (its repeats, an Nsight Compute child, compile workers)."""
+    children = {}
+    for child, parent in (parents() if of is None else of).items():
+        children.setdefault(parent, []).append(child)
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def neighbours() -> list[int]:
+    """The processes a quiet measurement pauses: the pids QUIET_ENV's file names and everything under them,
+    but this process, its ancestors and its descendants; none where QUIET_ENV is not set."""
+    try:
+        roots = [int(p) for p in Path(os.environ[QUIET_ENV]).read_text().split()]
+    except (KeyError, OSError, ValueError):
+        return []
+    of, me = parents(), os.getpid()
+    mine, up = {me, *descendants(me, of)}, of.get(me)
+    while up:
+        mine.add(up)
+        up = of.get(up)
+    return [p for root in roots for p in [root, *descendants(root, of)] if p not in mine]
+
+
+def quieted(pids_file: str | None = None) -> float:
+    """When (time.time()) a quiet measurement on this GPU last began or ended; 0 where none has. A watchdog
+    reads a process paused meanwhile as waiting, not hung."""
+    try:
+        return os.stat(f"{pids_file or os.environ[QUIET_ENV]}.quiet").st_mtime
+    except (KeyError, OSError):
+        return 0.0
+
+
+def _mark():
+    try:
+        Path(f"{os.environ[QUIET_ENV]}.quiet").touch()
+    except (KeyError, OSError):
+        pass
+
+
+def _signal(pids, sig) -> list[int]:
+    sent = []
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+            sent.append(pid)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return sent
+
+
+def _pause():
+    """Pause the neighbours for one quiet stretch (at most QUIET_MAX_S); nothing where there are none."""
+    paused = _signal(neighbours(), signal.SIGSTOP)
+    if not paused:
+        return None
+    _mark()
+    timer = threading.Timer(QUIET_MAX_S, _signal, (paused, signal.SIGCONT))
+    timer.daemon = True
+    timer.start()
+    return paused, timer
+
+
+def _resume(paused):
+    if paused:
+        paused[1].cancel()
+        _signal(paused[0], signal.SIGCONT)
+        _mark()
+
+
 @contextlib.contextmanager
-def measuring(what: str, cpu_timed: bool = True):
+def measuring(what: str, cpu_timed: bool = True, quiet: bool | None = None):
     """Hold this GPU alone for a measurement (see the module's docstring); on the measuring cores where it
-    times anything on the CPU, on every core where it does not (Nsight Compute's child)."""
+    times anything on the CPU, on every core where it does not (Nsight Compute's child). Quiet (the other
+    processes sharing the GPU paused) where it times anything on the CPU, unless `quiet` says otherwise."""
     if _held["depth"]:
         _held["depth"] += 1
         try:
@@ -114,15 +218,18 @@ def measuring(what: str, cpu_timed: bool = True):
         return
     inherited = bool(os.environ.get(HELD_ENV))
     file = None if inherited else _acquire(what)
-    _held.update(depth=1, file=file, what=what)
+    quiet = cpu_timed if quiet is None else quiet
+    _held.update(depth=1, file=file, what=what, quiet=quiet and not inherited,
+                 paused=_pause() if quiet and not inherited else None)
     os.environ[HELD_ENV] = os.environ.get(HELD_ENV) or str(os.getpid())
     pin(MEASURE_CPUS_ENV, also=None if cpu_timed else PREPARE_CPUS_ENV)
     try:
         yield
     finally:
+        _resume(_held["paused"])
         pin(PREPARE_CPUS_ENV)
         file = _held["file"]  # `released` may have taken the GPU again through another file
-        _held.update(depth=0, file=None, what="")
+        _held.update(depth=0, file=None, what="", paused=None)
         if not inherited:
             os.environ.pop(HELD_ENV, None)
             fcntl.flock(file, fcntl.LOCK_UN)
@@ -138,15 +245,17 @@ def released():
         yield
         return
     depth = _held["depth"]
+    _resume(_held["paused"])
     pin(PREPARE_CPUS_ENV)
     os.environ.pop(HELD_ENV, None)
     fcntl.flock(file, fcntl.LOCK_UN)
     file.close()
-    _held.update(depth=0, file=None)
+    _held.update(depth=0, file=None, paused=None)
     try:
         yield
     finally:
         _held.update(depth=depth, file=_acquire(what), what=what)
+        _held["paused"] = _pause() if _held.get("quiet") else None
         os.environ[HELD_ENV] = str(os.getpid())
         pin(MEASURE_CPUS_ENV)
 

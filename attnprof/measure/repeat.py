@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import gpulock
+from . import clock, gpulock
 from ..model import store
 from ..text import first_line
 
@@ -45,35 +45,6 @@ SAY_EVERY_S = 30.0  # a line while waiting on the repeats, so the log is never s
 LOG_DIR_ENV = "ATTNPROF_LOG_DIR"  # where the repeats' logs go under `regenerate` (kept when one hung)
 READY = "attnprof-repeat: ready"
 STARTED = time.time()  # when this process started: with its pid, which process a repeat was
-
-
-def gpu_state() -> dict | None:
-    """The GPU's SM and memory clocks (MHz), the SM clock's maximum, its temperature (°C), power (W) and
-    the reasons its clocks are held down (NVML's bitmask) now; None where NVML cannot say (no GPU, no
-    nvidia-ml-py). Read just before and just after a process measures, so a record shows the clock its
-    samples were taken at."""
-    try:
-        import pynvml
-        import torch
-        pynvml.nvmlInit()
-        p = torch.cuda.get_device_properties(torch.cuda.current_device())
-        gpu = pynvml.nvmlDeviceGetHandleByPciBusId(f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0")
-    except Exception:
-        return None
-    reads = {"sm_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(gpu, pynvml.NVML_CLOCK_SM),
-             "max_sm_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(gpu, pynvml.NVML_CLOCK_SM),
-             "memory_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(gpu, pynvml.NVML_CLOCK_MEM),
-             "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(gpu, pynvml.NVML_TEMPERATURE_GPU),
-             "power_w": lambda: pynvml.nvmlDeviceGetPowerUsage(gpu) / 1000,
-             "throttle_reasons": lambda: (getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
-                                          or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons)(gpu)}
-    state = {}
-    for name, read in reads.items():
-        try:
-            state[name] = read()
-        except Exception:  # a query this GPU or its driver refuses
-            state[name] = None
-    return state
 
 
 def env() -> dict:
@@ -102,18 +73,19 @@ def measured(function, *args, ready=lambda: None):
 def watched(function, *args, ready=lambda: None, order: int = 0, what: str = "", alone: bool = True) -> tuple:
     """function(*args), measured as `measured` measures it, and this process's identity beside its result:
     its pid and start, its place in the order the processes measured in, when it measured, and the
-    GPU's state as it began and as it ended (gpu_state). It measures holding the GPU alone (gpulock),
-    unless `alone` is False (a run whose numbers no neighbour moves, or whose own processes take the GPU)."""
+    GPU's state as it began and as it ended (clock.read). It measures holding the GPU alone (gpulock),
+    unless `alone` is False (a run whose numbers no neighbour moves, or whose own processes take the GPU),
+    and quiet unless the function says `quiet = False` (gpulock.measuring)."""
     began = {}
     what = what or getattr(function, "__name__", "a measurement")
     with contextlib.ExitStack() as hold:
         def go():
             ready()
             if alone:
-                hold.enter_context(gpulock.measuring(what))
-            began.update(at=time.time(), gpu=gpu_state())
+                hold.enter_context(gpulock.measuring(what, quiet=getattr(function, "quiet", None)))
+            began.update(at=time.time(), gpu=clock.read())
         value = measured(function, *args, ready=go)
-        ended = time.time(), gpu_state()
+        ended = time.time(), clock.read()
     return value, {"pid": os.getpid(), "started": STARTED, "order": order, "measured": [began["at"], ended[0]],
                    "gpu": [began["gpu"], ended[1]]}
 
@@ -166,7 +138,7 @@ class Started:
         prints nothing and whose log does not grow for STALL_S seconds is stopped."""
         said = {i: b"" for i in range(len(self.processes)) if i not in self.why}
         last = {i: (time.monotonic(), _size(self.processes[i][2])) for i in said}
-        told = time.monotonic()
+        told, quiet = time.monotonic(), gpulock.quieted()
         while said:
             streams = {self.processes[i][0].stdout.fileno(): i for i in said}
             for fd in select.select(list(streams), [], [], 1.0)[0]:
@@ -182,17 +154,18 @@ class Started:
                     print(said.pop(i).decode(errors="replace").removesuffix(READY + "\n"), end="", flush=True)
                     print(f"-- {self.name(i)}: ready in {time.monotonic() - self.begun:.0f} s", flush=True)
                     self.why[i] = None
-            now = time.monotonic()
+            now, marked = time.monotonic(), gpulock.quieted()
             for i in list(said):
                 process, _, log = self.processes[i]
                 size = _size(log)
-                if size != last[i][1]:
+                if size != last[i][1] or marked != quiet:  # paused by a quiet measurement: waiting, not hung
                     last[i] = (now, size)
                 elif now - last[i][0] > STALL_S:
                     said.pop(i)
                     self.why[i] = stop(process.pid, f"made no progress preparing for {STALL_S:.0f} s", log,
                                        self.name(i))
                     self.stopped.append(self.name(i))
+            quiet = marked
             if said and now - told >= SAY_EVERY_S:
                 told = now
                 print(f"-- {self.what}: waiting {now - self.begun:.0f} s for "
@@ -207,12 +180,12 @@ class Started:
         except BrokenPipeError:  # it ended meanwhile: its log says why
             pass
         start = told = last = time.monotonic()
-        size = _size(log)
+        size, quiet = _size(log), gpulock.quieted()
         while process.poll() is None:
             time.sleep(0.2)
-            now = time.monotonic()
-            if _size(log) != size:
-                size, last = _size(log), now
+            now, marked = time.monotonic(), gpulock.quieted()
+            if _size(log) != size or marked != quiet:  # paused by a quiet measurement: waiting, not hung
+                size, last, quiet = _size(log), now, marked
             elif now - last > STALL_S:
                 self.stopped.append(self.name(i))
                 why = stop(process.pid, f"made no progress measuring for {STALL_S:.0f} s", log, self.name(i))

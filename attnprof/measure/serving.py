@@ -1,9 +1,13 @@
 """Serving shapes and the whole layer, on a GPU: GQA, decode with a KV cache, variable-length
 batches, and a small random-weight decoder layer with naive vs SDPA attention.
 
-Each function returns rows for one JSON record; every time is a median after warm-up (bench).
+Each function returns rows for one JSON record; every time is a median after warm-up (bench). What a page
+compares (the layer with naive against SDPA attention, a decode step against its variants) is timed in
+turns in the same process (bench.together).
 """
 from __future__ import annotations
+
+import contextlib
 
 import torch
 import torch.nn.functional as F
@@ -136,6 +140,16 @@ class DecoderLayer(nn.Module):
         return x + self.mlp(self.norm2(x))
 
 
+@contextlib.contextmanager
+def attending(layer, kind: str):
+    """The layer with its attention computed as `kind` ("naive" or "sdpa") for a while."""
+    before, layer.attention = layer.attention, kind
+    try:
+        yield
+    finally:
+        layer.attention = before
+
+
 def end_to_end(shapes=((8, 1024), (2, 4096), (1, 8192)), d_model=2048, heads=16) -> list[dict]:
     """Layer time with naive vs SDPA attention, and attention's share of each layer."""
     rows = []
@@ -146,11 +160,12 @@ def end_to_end(shapes=((8, 1024), (2, 4096), (1, 8192)), d_model=2048, heads=16)
         q, k, v = layer.split(x)
         q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
         row = {"batch": b, "seq": s, "d_model": d_model, "heads": heads}
+        # the four timed in turns (bench.together), each under its own choice of attention
+        forwards, contexts = {}, {}
         for kind in ("naive", "sdpa"):
-            layer.attention = kind
-            with torch.no_grad():
-                row[f"{kind}_layer"] = bench.measure(lambda: layer(x))
-                row[f"{kind}_attention"] = bench.measure(lambda: layer.attend(q, k, v))
+            forwards[f"{kind}_layer"], forwards[f"{kind}_attention"] = (lambda: layer(x)), (lambda: layer.attend(q, k, v))
+            contexts[f"{kind}_layer"] = contexts[f"{kind}_attention"] = lambda kind=kind: attending(layer, kind)
+        row.update(bench.together(forwards, contexts=contexts))
         ok = all("median_us" in row[key] for key in ("naive_layer", "sdpa_layer", "naive_attention", "sdpa_attention"))
         if ok:
             for kind in ("naive", "sdpa"):
@@ -209,15 +224,19 @@ def decode_step(batches=(1, 16, 64), kv_len=4096, d_model=2048, heads=16) -> lis
             row["backend"] = dispatch.sdpa_choice(q, k_cache[:, :, :kv_len + 1], v_cache[:, :, :kv_len + 1],
                                                   None, 0.0, False)
             row["cache_bytes"] = 2 * k_cache.numel() * k_cache.element_size()
-            m = bench.measure(lambda: step(decode_attend))
-            row["concat"] = bench.measure(lambda: step(concat_attend))
-            # what a stream of eager steps waits for (analysis/timing.py), and the same step replayed from a
-            # CUDA graph, as serving engines replay small-batch decode steps
+            # what a stream of eager steps waits for (analysis/timing.py); then the step, the same step with
+            # the cache concatenated, and the step replayed from a CUDA graph (as serving engines replay
+            # small-batch decode steps), timed in turns (bench.together)
             row["stream"] = timing.stream(lambda: step(decode_attend))
+            forwards = {"step": lambda: step(decode_attend), "concat": lambda: step(concat_attend)}
             try:
-                row["graph"] = bench.measure(load_snippet("graphed").graphed(lambda: step(decode_attend)))
+                forwards["graph"] = load_snippet("graphed").graphed(lambda: step(decode_attend))
             except RuntimeError as e:
                 row["graph"] = {"error": f"{type(e).__name__}: {first_line(e)}"[:300]}
+            timed = bench.together(forwards)
+            m, row["concat"] = timed["step"], timed["concat"]
+            if "graph" in timed:
+                row["graph"] = timed["graph"]
         row.update(m)
         if "back_to_back_us" in m:
             row["decode_tokens_per_s_per_layer"] = b / (m["back_to_back_us"] * 1e-6)

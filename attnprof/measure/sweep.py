@@ -6,8 +6,6 @@ stamp. An out-of-memory point is recorded as OOM; a path that cannot load is rec
 """
 from __future__ import annotations
 
-import contextlib
-import statistics
 import sys
 
 import torch
@@ -165,109 +163,80 @@ def prepared(path: str, shape, dtype=torch.bfloat16, layout="BHSD"):
     return row, None
 
 
-def timed(row: dict, forward, calls=5) -> dict:
-    """A prepared path timed (bench.measure) under its stage's context, with its TFLOP/s."""
-    if forward is None:
-        return row
-    try:
-        with STAGES[row["path"]].context():
-            result = bench.measure(forward, calls=calls)
-    except RuntimeError as e:
-        return {**row, "unavailable": first_line(e)[:300]}
-    return derived.DERIVE["sweep"]([{**row, **result}])[0]
-
-
-def point(path: str, shape, dtype=torch.bfloat16, layout="BHSD", calls=5) -> dict:
-    """One path at one shape: time, TFLOP/s, peak memory; OOM or unavailability as results."""
-    row, forward = prepared(path, shape, dtype, layout)
-    try:
-        return timed(row, forward, calls)
-    finally:
-        forward = None
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-
-
-def sweep(paths=None, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, heads=HEADS) -> list[dict]:
-    """Every path at every shape, one point at a time: prepared, then timed. A point's preparation is
-    part of the measured run (an out-of-memory point is a result, and depends on what else holds GPU
-    memory), but where a path's preparation is a compile or a kernel's loading (its stage compiles per shape
-    or comes from a provider: FlexAttention, SageAttention, FlashAttention-4, ~40 s of a cold process's
-    ~80), it runs with the GPU let go (gpulock.released): another process may measure meanwhile. Those
-    paths' preparation runs one fused forward at each point (milliseconds of GPU work, at most ~0.4 GB), which
-    another measurement's medians absorb; the memory-hungry paths (naive, in-place, math: up to 69 GB, and
-    the OOM points) prepare and time holding the GPU. Their verdicts have a wide margin besides: in-place
-    at S=32768 fits with ~70 GB to spare and math there needs more than the whole GPU, while what other
-    processes hold between their turns (contexts, a few GB of inputs) is far less."""
-    from .gpulock import released
-    paths = paths or select(sweep=True)
-    shapes = [(max(1, tokens // s), heads, s, d) for d in head_dims for s in seq_lens]
-    progress = Progress(len(shapes) * len(paths))
-    rows = []
-    for shape in shapes:
-        for path in paths:
-            progress(f"{path} S={shape[2]} D={shape[3]}")
-            stage = STAGES[path]
-            with released() if stage.fresh_compile or stage.provider != "PyTorch" else contextlib.nullcontext():
-                row, forward = prepared(path, shape)
-            try:
-                rows.append(timed(row, forward))
-            finally:
-                forward = None
-                if torch.cuda.is_available():
-                    torch.cuda.empty_cache()
-    return rows
-
-
-FASTEST_ROUNDS = 5  # the fastest run's rounds: one back-to-back run and a fifth of its one-call samples each
-
-
 def _failed(row: dict, why: str) -> dict:
     """A path that failed while being timed: out of memory, or unavailable with the reason."""
     return {**row, "oom": True} if why.startswith("OutOfMemoryError") else {**row, "unavailable": why[:300]}
 
 
-def _arm(stage, forward, chunk: int, calls: int):
-    """One round's samples of one prepared path, under its stage's context: `chunk` one-call times and one
-    back-to-back run of `calls` forwards (as bench.measure takes them, a round at a time)."""
-    def measure() -> dict:
-        with stage.context(), torch.no_grad():
-            return {"times_us": bench.time_forward(forward, reps=chunk, warmup=1),
-                    "back_to_back_us_each": bench.back_to_back_each(forward, calls=calls, reps=1)}
-    return measure
-
-
-def timed_together(ready: list, calls: int, rounds: int = FASTEST_ROUNDS, seed=None) -> list[dict]:
-    """Prepared paths ((row, forward) pairs, `prepared`'s) timed interleaved (bench.interleaved), each as
-    bench.measure times one alone: as many one-call samples as fit its time budget (bench.adaptive_reps,
-    rounded down to a whole number a round), one back-to-back run of `calls` a round, its peak memory once
-    after; with the rounds kept and dropped, the clocks and the seed, and its TFLOP/s."""
-    arms, reps, rows = {}, {}, [row for row, _ in ready]
-    for i, (row, forward) in enumerate(ready):
-        if forward is None:
-            continue
-        stage = STAGES[row["path"]]
-        try:
-            with stage.context(), torch.no_grad():
-                chunk = max(1, bench.adaptive_reps(forward) // rounds)
-        except RuntimeError as e:
-            rows[i] = _failed(row, f"{type(e).__name__}: {first_line(e)}")
-            continue
-        reps[i], arms[i] = chunk * rounds, _arm(stage, forward, chunk, calls)
-    # no warm round: every path ran just now (adaptive_reps), so the first round's clock follows work
-    measured = bench.interleaved(arms, rounds, seed=seed, warm=False)
+def timed_together(ready: list, calls: int, rounds: int = bench.TOGETHER_ROUNDS, seed=None) -> list[dict]:
+    """Prepared paths ((row, forward) pairs, `prepared`'s) timed interleaved, each under its stage's context
+    (bench.together), with its TFLOP/s; a path that could not be prepared keeps its row."""
+    forwards = {i: forward for i, (_, forward) in enumerate(ready) if forward is not None}
+    contexts = {i: STAGES[ready[i][0]["path"]].context for i in forwards}
+    measured = bench.together(forwards, calls, rounds, seed, contexts)
+    rows = [row for row, _ in ready]
     for i, m in measured.items():
-        row, forward = ready[i]
-        if "error" in m:
-            rows[i] = _failed(row, m["error"])
-            continue
-        with STAGES[row["path"]].context(), torch.no_grad():
-            peak = bench.peak_extra_bytes(forward)
-        rows[i] = derived.DERIVE["sweep"]([{
-            **row, "median_us": statistics.median(m["times_us"]), **m,
-            "back_to_back_us": statistics.median(m["back_to_back_us_each"]), "back_to_back_calls": calls,
-            "reps": reps[i], "peak_extra_bytes": peak}])[0]
+        if "oom" in m or "error" in m:
+            rows[i] = _failed(rows[i], m.get("error", "OutOfMemoryError"))
+        else:
+            rows[i] = derived.DERIVE["sweep"]([{**rows[i], **m}])[0]
     return rows
+
+
+def point(path: str, shape, dtype=torch.bfloat16, layout="BHSD", calls=5) -> dict:
+    """One path at one shape: time, TFLOP/s, peak memory; OOM or unavailability as results."""
+    ready = [prepared(path, shape, dtype, layout)]
+    try:
+        return timed_together(ready, calls)[0]
+    finally:
+        ready = None
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+def loads(path: str) -> bool:
+    """Whether a path's preparation is a compile or a kernel's loading (its stage compiles per shape or comes
+    from a provider), which the sweep runs with the GPU let go."""
+    return STAGES[path].fresh_compile or STAGES[path].provider != "PyTorch"
+
+
+def sweep(paths=None, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, heads=HEADS, seed=None) -> list[dict]:
+    """Every path at every shape, a shape at a time: every path prepared, then all of them timed interleaved
+    (timed_together), so the paths a point compares are measured in pairs. A point's preparation is part of
+    the measured run (an out-of-memory point is a result, and depends on what else holds GPU memory), but
+    where a path's preparation is a compile or a kernel's loading (`loads`: FlexAttention, SageAttention,
+    FlashAttention-4, ~40 s of a cold process's ~80), it runs with the GPU let go (gpulock.released),
+    once a shape: another process may measure meanwhile. Those paths' preparation runs one fused forward
+    at each point (milliseconds of GPU work, at most ~0.4 GB), which another measurement's medians absorb;
+    the memory-hungry paths (naive, in-place, math: up to 69 GB, and the OOM points) prepare and time
+    holding the GPU. Their verdicts have a wide margin besides: in-place at S=32768 fits with ~70 GB to
+    spare and math there needs more than the whole GPU, while what other processes hold between their
+    turns (contexts, a few GB of inputs) is far less."""
+    from .gpulock import released
+    paths = paths or select(sweep=True)
+    shapes = [(max(1, tokens // s), heads, s, d) for d in head_dims for s in seq_lens]
+    progress = Progress(len(shapes))
+    rows = []
+    for i, shape in enumerate(shapes):
+        progress(f"S={shape[2]} D={shape[3]}")
+        with released():
+            ready = {path: prepared(path, shape) for path in paths if loads(path)}
+        ready |= {path: prepared(path, shape) for path in paths if not loads(path)}
+        try:
+            rows += timed_together([ready[path] for path in paths], calls=5,
+                                   seed=None if seed is None else seed + i)
+        finally:
+            ready = None
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+    return rows
+
+
+# not quiet (measure/gpulock.py): the sweep's comparisons are back-to-back device time at sizes where the GPU,
+# not the CPU, sets the pace, and a quiet sweep would pause every other process's preparation for minutes
+sweep.quiet = False
+
+FASTEST_ROUNDS = bench.TOGETHER_ROUNDS  # the fastest run's rounds (bench.together's)
 
 
 def fastest(shape=LONG_SHAPE, paths=None, bshd_paths=None, calls=50, rounds=FASTEST_ROUNDS, seed=None):

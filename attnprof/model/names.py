@@ -64,10 +64,12 @@ def make_key(source_hash: str, record_settings: dict) -> str:
 CODE_ROOT = ROOT
 MEASURE = "attnprof/measure"
 SHOWN_CODE = ("attnprof/analysis/flops.py",)  # what turns a record's times into the rates its pages show
+# how a take shares its GPU with the other takes of a regeneration: turns, cores and quiet (every record taken here)
+SHARING_CODE = tuple(f"{MEASURE}/{m}.py" for m in ("gpulock", "worker"))
 FORWARD_CODE = tuple(f"{MEASURE}/{m}.py" for m in ("capture", "profiling", "bench", "numerics", "dispatch", "timing")
-                     ) + SHOWN_CODE  # the capture path
+                     ) + SHOWN_CODE + SHARING_CODE  # the capture path
 BACKWARD_CODE = FORWARD_CODE + (f"{MEASURE}/backward.py",)
-COUNTERS_CODE = tuple(f"{MEASURE}/{m}.py" for m in ("counters", "numerics", "capture", "profiling"))
+COUNTERS_CODE = tuple(f"{MEASURE}/{m}.py" for m in ("counters", "numerics", "capture", "profiling")) + SHARING_CODE
 OWN_CODE = (f"{MEASURE}/own.py",) + FORWARD_CODE  # a reader's capture: its own checks, then the capture path
 CP_CODE = (f"{MEASURE}/context_parallel.py",)  # as the committed two-GPU records were keyed: kept as it is
 
@@ -93,7 +95,7 @@ class Run:
 RUN_CODE = {
     "ceilings": Run("sweep.ceilings", ("bench", "clock")),
     "hardware": Run("sweep.hardware", ("bench", "clock")),
-    "sweep": Run("sweep.sweep", ("bench", "numerics"), dict(sweep=True), repeats=RUN_REPEATS),
+    "sweep": Run("sweep.sweep", ("bench", "clock", "numerics"), dict(sweep=True), repeats=RUN_REPEATS),
     "fastest": Run("sweep.fastest", ("bench", "clock", "numerics"), dict(fused=True, sweep=True), repeats=RUN_REPEATS),
     "recompile": Run("sweep.recompile_limit", ("bench", "numerics"), dict(fresh_compile=True)),
     "fallback": Run("verify.fallbacks", ("dispatch", "bench", "numerics"), snippets=("sdpa",), repeats=RUN_REPEATS),
@@ -101,8 +103,8 @@ RUN_CODE = {
     "gqa": Run("serving.gqa", ("bench", "dispatch", "numerics")),
     "decode": Run("serving.decode", ("bench", "dispatch", "numerics"), repeats=RUN_REPEATS),
     "varlen": Run("serving.varlen", ("bench", "dispatch", "numerics")),
-    "e2e": Run("serving.end_to_end", ("bench", "numerics"), snippets=("inplace",), repeats=RUN_REPEATS),
-    "decode_step": Run("serving.decode_step", ("bench", "numerics", "timing", "profiling"), snippets=("graphed",), repeats=RUN_REPEATS),
+    "e2e": Run("serving.end_to_end", ("bench", "clock", "numerics"), snippets=("inplace",), repeats=RUN_REPEATS),
+    "decode_step": Run("serving.decode_step", ("bench", "clock", "numerics", "timing", "profiling"), snippets=("graphed",), repeats=RUN_REPEATS),
     "graphs": Run("graphs.graphs", ("bench", "clock", "numerics"), snippets=("naive", "compiled", "graphed", "sdpa"), repeats=RUN_REPEATS),
     "steady": Run("steady.steady", ("sweep", "bench", "numerics", "repeat"), dict(steady=True)),
     "backward": Run("backward.ranking", ("capture", "profiling", "bench", "clock", "numerics"), dict(backward=True),
@@ -124,7 +126,9 @@ def run_stages(name: str) -> list[str]:
 def run_sources(name: str) -> tuple[str, ...]:
     run = RUN_CODE[name]
     stage_snippets = [n for s in run_stages(name) for n in STAGES[s].snippets]
-    return (tuple(f"{MEASURE}/{m}.py" for m in run.code) + ("attnprof/analysis/derived.py",) + SHOWN_CODE
+    measuring = run.code + (("clock",) if run.repeats > 1 else ())  # a repeat's process reads the clock it measured at
+    return (tuple(dict.fromkeys(f"{MEASURE}/{m}.py" for m in measuring)) + SHARING_CODE
+            + ("attnprof/analysis/derived.py",) + SHOWN_CODE
             + snippet_paths(stage_snippets + list(run.snippets)) + repo_paths(run_stages(name)))
 
 
