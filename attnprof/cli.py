@@ -213,9 +213,11 @@ def cmd_conclusions(args) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(found, indent=1, ensure_ascii=False) + "\n")
     if args.against:
-        changed = conclusions.difference(conclusions.load(args.against), found)
+        before = conclusions.load(args.against)
+        changed, beyond = conclusions.difference(before, found), conclusions.beyond_numbers(before, found)
         print("\n".join(changed) if changed else "no conclusion changed")
-        print(f"{len(changed)} of {len(found)} conclusions differ from {args.against}")
+        print(f"{len(changed)} of {len(found)} conclusions differ from {args.against}; {len(beyond)} beyond their "
+              f"numbers{': ' if beyond else ''}{', '.join(beyond)}")
     elif not args.json:
         print("\n".join(f"{key}\n    {text}" for key, text in found.items()))
     return 0

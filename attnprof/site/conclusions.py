@@ -54,6 +54,21 @@ def difference(before: dict[str, str], after: dict[str, str]) -> list[str]:
     return out
 
 
+NUMBER = re.compile(r"[−-]?\d[\d,]*(?:\.\d+)?(?:\s?(?:ns|µs|ms|s)\b)?")  # a time with its unit: text.us picks one
+
+
+def words(text: str) -> str:
+    """A conclusion with every number masked ("#"), a time with its unit: what it says beyond its figures."""
+    return NUMBER.sub("#", text)
+
+
+def beyond_numbers(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """The conclusions (keys) whose words differ with their numbers masked: gone, new, or saying something
+    else (a ranking, a verdict, "not told apart"), not only other figures."""
+    return sorted(k for k in set(before) | set(after)
+                  if k not in before or k not in after or words(before[k]) != words(after[k]))
+
+
 def load(path: Path) -> dict[str, str]:
     try:
         data = json.loads(Path(path).read_text())
