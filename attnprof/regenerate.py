@@ -305,13 +305,27 @@ class Workers:
         on them pauses)."""
         return self.log_dir / f"{self.name((devices, 0)).removesuffix('-w0')}.pids"
 
-    def resume(self, devices):
+    def resume(self, devices, unless_marked_since: float | None = None):
         """Let every process under these GPUs' workers go on (SIGCONT): a measurement that paused them and
-        ended without letting them go (it was killed) leaves none paused for good."""
+        ended without letting them go (it was killed) leaves none paused for good. Given the quiet mark it
+        read, it signals no one where a new quiet stretch has marked since (it began while this looked)."""
         with self.lock:
             roots = [proc.pid for (d, _), (proc, _) in self.procs.items() if d == devices]
         of = gpulock.parents()
-        gpulock._signal([p for r in roots for p in [r, *gpulock.descendants(r, of)]], signal.SIGCONT)
+        tree = [p for r in roots for p in [r, *gpulock.descendants(r, of)]]
+        if unless_marked_since is None or gpulock.quieted(str(self.pids(devices))) == unless_marked_since:
+            gpulock._signal(tree, signal.SIGCONT)
+
+    def _unpause(self, resumed: dict):
+        """A quiet stretch lasts at most gpulock.QUIET_MAX_S: once its mark is older than that, whatever it
+        paused is let go (once a mark), whether or not any take's log grew meanwhile."""
+        with self.lock:
+            devices = {d for d, _ in self.procs}
+        for d in devices:
+            marked = gpulock.quieted(str(self.pids(d)))
+            if marked and marked != resumed.get(d) and time.time() - marked > gpulock.QUIET_MAX_S + 5:
+                resumed[d] = marked
+                self.resume(d, unless_marked_since=marked)
 
     def _start(self, devices, index: int = 0):
         read_fd, write_fd = os.pipe()
@@ -327,8 +341,8 @@ class Workers:
                                     stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
                                     pass_fds=(write_fd,), text=True)
         os.close(write_fd)
-        with self.pids(devices).open("a") as f:
-            f.write(f"{proc.pid}\n")
+        live = [p.pid for (d, i), (p, _) in self.procs.items() if d == devices and i != index]  # a replaced one: gone
+        self.pids(devices).write_text("".join(f"{pid}\n" for pid in live + [proc.pid]))
         return proc, os.fdopen(read_fd, "r")
 
     def start(self, devices: tuple[str, ...]):
@@ -344,8 +358,11 @@ class Workers:
             return self.procs[(devices, 0)]
 
     def _heartbeat(self):
-        """A line of what is running whenever nothing has been said for SAY_EVERY_S seconds."""
+        """A line of what is running whenever nothing has been said for SAY_EVERY_S seconds; no process left
+        paused by a quiet stretch that ended without letting it go (`_unpause`)."""
+        resumed = {}
         while not self.done.wait(5.0):
+            self._unpause(resumed)
             if time.monotonic() - self.said >= SAY_EVERY_S:
                 now = time.monotonic()
                 with self.lock:
@@ -393,9 +410,7 @@ class Workers:
                 marked = gpulock.quieted(self.pids(devices))
                 if grown != size or marked != quiet:  # a quiet measurement's pause is a wait, not a hang
                     last, size, quiet = now, grown, marked
-                elif now - last > gpulock.QUIET_MAX_S + 5 and time.time() - marked > gpulock.QUIET_MAX_S + 5:
-                    self.resume(devices)  # no quiet stretch can still hold: none stays paused
-                if now - last > limit:
+                elif now - last > limit:
                     stalled = True
                     break
         except OSError:
@@ -428,6 +443,8 @@ class Workers:
             procs = [self.procs.pop(k) for k in chosen]
         if only is None:
             self.done.set()
+        for proc, _ in procs:  # none of them, nor what runs under them, left paused while they end
+            gpulock._signal([proc.pid, *gpulock.descendants(proc.pid)], signal.SIGCONT)
         for proc, answers in procs:
             try:
                 proc.stdin.close()

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -238,8 +239,9 @@ def test_stage_records_come_first_in_the_tables_order_so_their_first_call_compil
 
 
 def test_a_worker_starts_with_empty_compile_caches_of_its_own_and_is_named_to_its_gpus_quiet(tmp_path, monkeypatch):
-    """Each worker compiles into caches of its own, and its pid joins its GPU's file of the processes a quiet
-    measurement on that GPU pauses (measure/gpulock.py), which every worker on that GPU is told."""
+    """Each worker compiles into caches of its own, and the live workers of a GPU are named in its file of
+    the processes a quiet measurement on that GPU pauses (measure/gpulock.py), which each of them is told;
+    a worker replaced (it died or hung) leaves that file."""
     from attnprof.measure import gpulock
     started = {}
 
@@ -250,13 +252,60 @@ def test_a_worker_starts_with_empty_compile_caches_of_its_own_and_is_named_to_it
     monkeypatch.setattr(regenerate.subprocess, "Popen", Popen)
     workers = regenerate.Workers(tmp_path / "out", tmp_path / "logs")
     (tmp_path / "logs").mkdir()
-    for device in ("0", "1", "0"):
-        workers._start((device,))
+    monkeypatch.setattr(workers, "_heartbeat", lambda: None)
+    for device in ("0", "1"):
+        workers.start((device,))
     caches = {env[v] for env in started.values() for v in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
-    assert len(caches) == 4 and all(c.startswith(str(tmp_path / "logs")) for c in caches)
+    assert len(caches) == 2 * 2 * regenerate.WORKERS_PER_GPU and all(c.startswith(str(tmp_path / "logs")) for c in caches)
     files = {d: env[gpulock.QUIET_ENV] for (d, _), env in started.items()}
     assert files == {"0": str(tmp_path / "logs" / "gpu0.pids"), "1": str(tmp_path / "logs" / "gpu1.pids")}
-    assert open(files["0"]).read().split() == ["1000", "1002"] and open(files["1"]).read().split() == ["1001"]
+    first = [str(p.pid) for (d, _), (p, _) in workers.procs.items() if d == ("0",)]
+    assert open(files["0"]).read().split() == first and len(first) == regenerate.WORKERS_PER_GPU
+    with workers.lock:  # worker 1 of GPU 0 replaced, as `take` replaces one that died
+        workers.procs.pop((("0",), 1))
+        workers.procs[(("0",), 1)] = workers._start(("0",), 1)
+    now = open(files["0"]).read().split()
+    assert first[1] not in now and sorted(now) == sorted([first[0], first[2], str(workers.procs[(("0",), 1)][0].pid)])
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from Linux's /proc")
+def test_a_process_left_paused_by_a_quiet_stretch_is_let_go_once_its_mark_is_old(tmp_path):
+    """A measurer killed mid-stretch cannot let its neighbours go; the regeneration does, once the stretch's
+    mark is older than gpulock.QUIET_MAX_S (no stretch lasts longer), and not while a stretch may hold."""
+    import signal
+    import time
+    from attnprof.measure import gpulock
+    workers = regenerate.Workers(tmp_path / "out", tmp_path / "logs")
+    (tmp_path / "logs").mkdir()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        workers.procs[(("0",), 0)] = (sleeper, None)
+        mark = Path(f"{workers.pids(('0',))}.quiet")
+        os.kill(sleeper.pid, signal.SIGSTOP)
+        mark.touch()  # a stretch that began just now: it may still hold
+        resumed = {}
+        workers._unpause(resumed)
+        time.sleep(0.3)
+        assert _state(sleeper.pid) == "T" and resumed == {}
+        old = time.time() - gpulock.QUIET_MAX_S - 10
+        os.utime(mark, (old, old))  # the same stretch, past the longest a stretch may last
+        workers._unpause(resumed)
+        end = time.monotonic() + 5
+        while _state(sleeper.pid) == "T" and time.monotonic() < end:
+            time.sleep(0.02)
+        assert _state(sleeper.pid) != "T" and resumed == {("0",): old}
+        os.kill(sleeper.pid, signal.SIGSTOP)  # once a mark: a pause after it is that mark's no longer
+        workers._unpause(resumed)
+        time.sleep(0.3)
+        assert _state(sleeper.pid) == "T"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def _state(pid: int) -> str:
+    stat = open(f"/proc/{pid}/stat").read()
+    return stat[stat.rindex(")") + 2]
 
 
 def _run_cli(*args):
