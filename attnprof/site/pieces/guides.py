@@ -75,7 +75,7 @@ def decision_guide(build: Build):
         f"Two times are told apart only when they differ by more than that kind of time moves on its own.\n\n"
         f"A run whose numbers a page compares is taken {count(RUN_REPEATS)} times, each in a separate process with its "
         f"own CUDA context. The runs {listed(rounds)} measure the paths they compare in turns inside each process, "
-        f"so that a slow moment of the host or the GPU falls on all of them; the others measure one path after "
+        f"so that a slow moment of the host or the GPU falls on all of them. The other runs measure one path after "
         f"another. Each process measures holding the GPU alone, and while it times anything on the CPU, the "
         f"regeneration's other processes on that GPU pause. A time is given as its median with a range in "
         f"brackets: for a run, the median over every process's calls and the span of the processes' medians; "
