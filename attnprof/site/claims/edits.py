@@ -58,6 +58,15 @@ def in_run(run: str, edit: Callable):
     return change
 
 
+def in_first_process(run: str, edit: Callable):
+    """`edit(result)` on a run's first process alone (a change one process measured and the others did not),
+    its medians and rates then derived again from the samples."""
+    def change(record):
+        edit(record["result"])
+        record["result"] = derived.derive(run, record["result"])
+    return change
+
+
 def scaled_row(run: str, field: str, factor: float, **match):
     """A run whose rows have a `rows` list, with `field` of the row matching `match` scaled by `factor`, in every
     process."""
