@@ -250,12 +250,17 @@ def run_jobs(jobs: list[Job], devices, take: Callable[[Job, tuple[str, ...]], st
     return sorted(results, key=lambda r: order[r.record])
 
 
+def tree(pid: int, of: dict[int, int] | None = None) -> list[int]:
+    """A process and every process under it."""
+    return [pid, *gpulock.descendants(pid, of)]
+
+
 def stop_tree(pid: int):
     """SIGUSR1 to a process and everything under it (faulthandler writes each one's stack into its log),
     then SIGKILL to all of them."""
-    tree = [pid] + gpulock.descendants(pid)
+    everyone = tree(pid)
     for sig in (signal.SIGUSR1, signal.SIGKILL):
-        for p in tree:
+        for p in everyone:
             try:
                 os.kill(p, sig)
             except ProcessLookupError:
@@ -312,9 +317,9 @@ class Workers:
         with self.lock:
             roots = [proc.pid for (d, _), (proc, _) in self.procs.items() if d == devices]
         of = gpulock.parents()
-        tree = [p for r in roots for p in [r, *gpulock.descendants(r, of)]]
-        if unless_marked_since is None or gpulock.quieted(str(self.pids(devices))) == unless_marked_since:
-            gpulock._signal(tree, signal.SIGCONT)
+        everyone = [p for r in roots for p in tree(r, of)]
+        if unless_marked_since is None or gpulock.quieted(self.pids(devices)) == unless_marked_since:
+            gpulock._signal(everyone, signal.SIGCONT)
 
     def _unpause(self, resumed: dict):
         """A quiet stretch lasts at most gpulock.QUIET_MAX_S: once its mark is older than that, whatever it
@@ -322,7 +327,7 @@ class Workers:
         with self.lock:
             devices = {d for d, _ in self.procs}
         for d in devices:
-            marked = gpulock.quieted(str(self.pids(d)))
+            marked = gpulock.quieted(self.pids(d))
             if marked and marked != resumed.get(d) and time.time() - marked > gpulock.QUIET_MAX_S + 5:
                 resumed[d] = marked
                 self.resume(d, unless_marked_since=marked)
@@ -444,7 +449,7 @@ class Workers:
         if only is None:
             self.done.set()
         for proc, _ in procs:  # none of them, nor what runs under them, left paused while they end
-            gpulock._signal([proc.pid, *gpulock.descendants(proc.pid)], signal.SIGCONT)
+            gpulock._signal(tree(proc.pid), signal.SIGCONT)
         for proc, answers in procs:
             try:
                 proc.stdin.close()

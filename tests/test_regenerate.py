@@ -275,6 +275,7 @@ def test_a_process_left_paused_by_a_quiet_stretch_is_let_go_once_its_mark_is_old
     import signal
     import time
     from attnprof.measure import gpulock
+    from test_repeat import _state
     workers = regenerate.Workers(tmp_path / "out", tmp_path / "logs")
     (tmp_path / "logs").mkdir()
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -301,11 +302,6 @@ def test_a_process_left_paused_by_a_quiet_stretch_is_let_go_once_its_mark_is_old
     finally:
         sleeper.kill()
         sleeper.wait()
-
-
-def _state(pid: int) -> str:
-    stat = open(f"/proc/{pid}/stat").read()
-    return stat[stat.rindex(")") + 2]
 
 
 def _run_cli(*args):

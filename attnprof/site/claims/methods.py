@@ -3,6 +3,7 @@ what one call adds, where the CPU time goes."""
 from __future__ import annotations
 
 import math
+import statistics
 
 from ...analysis import decide, summary
 from ...model import names
@@ -66,7 +67,6 @@ def _one_call_times(stage: str, factor: float):
 
 def _one_call_at_queued(stage: str):
     """The fastest run's rows of `stage` with each one-call sample at the row's median queued time."""
-    import statistics
     return lambda rows: [r.update(times_us=[statistics.median(r["back_to_back_us_each"])] * len(r["times_us"]))
                          for r in rows if r["path"] == stage]
 
@@ -95,19 +95,19 @@ def queued_vs_one_call(build: Build, stage) -> Statement:
                      for l, (q, one) in pairs.items())
     top, low = (math.ceil(100 * (max(r.hi for r in ratios.values()) - 1)),
                 math.floor(100 * (min(r.lo for r in ratios.values()) - 1)))
-    how, near = next(iter(pairs.values()))[0].how, pct(decide.QUEUED_NEAR)
+    how, threshold = next(iter(pairs.values()))[0].how, pct(decide.QUEUED_NEAR)
     if outcome == "small":
         text = (f"{short(stage)}'s one call takes at most {top} % longer than a forward queued back to back in every "
                 f"process ({said}; {how}): beside a forward this long, the launch that one call adds is small")
         lesson = f"{short(stage)}'s one call is within {top} % of its queued time: beside a kernel this long, the launch is small"
     elif outcome == "apart":
         text = (f"{short(stage)}'s one call takes up to {top} % longer than a forward queued back to back, more than "
-                f"{near} in every process of a layout ({said}; {how}): even beside a forward this long, what the "
+                f"{threshold} in every process of a layout ({said}; {how}): even beside a forward this long, what the "
                 f"host does around one call shows")
         lesson = f"{short(stage)}'s one call takes up to {top} % longer than its queued time: even here the host around a call shows"
     else:
         text = (f"{short(stage)}'s one call takes {low} % to {top} % longer than a forward queued back to back: more "
-                f"than {near} in some process, less in another ({said}; {how}), so this run cannot say whether the "
+                f"than {threshold} in some process, less in another ({said}; {how}), so this run cannot say whether the "
                 f"launch is small beside a forward this long")
         lesson = (f"{short(stage)}'s one call takes up to {top} % longer than its queued time: whether its launch is "
                   f"small here, this run cannot tell")
