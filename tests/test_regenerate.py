@@ -507,3 +507,29 @@ def test_the_stage_records_go_to_each_gpus_first_worker_before_anything_else():
     assert sorted(r for r, _, _ in seen) == sorted(j.record for j in jobs)
     assert all(index == 0 for record, _, index in seen if records.kind_of(record).name == "stage")
     assert any(index > 0 for _, _, index in seen)
+
+
+def test_a_compared_run_is_measured_in_fresh_processes_only(tmp_path, monkeypatch):
+    """Each of a repeated run's processes is started for it (none is the regeneration's worker, which has
+    profiled and compiled other records before): its result and repeats come from RUN_CODE's repeats of
+    fresh processes, in the order they measured, and the record names them."""
+    pytest.importorskip("torch")
+    from attnprof.measure import capture, runs
+    (tmp_path / "probes").mkdir()
+    (tmp_path / "probes" / "__init__.py").write_text("")
+    (tmp_path / "probes" / "fake.py").write_text("import os\n\ndef measure():\n    return [{'pid': os.getpid()}]\n")
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    monkeypatch.setenv("ATTNPROF_GPU_ID", f"test-{os.getpid()}")
+    monkeypatch.setitem(names.RUN_CODE, "decode", names.Run("probes.fake.measure", repeats=3))
+    monkeypatch.setattr(capture, "require_cuda", lambda *a: None)
+    monkeypatch.setattr(capture, "environment", lambda *a: {"device": "NVIDIA H200"})
+    monkeypatch.setattr(runs, "function", lambda name: pytest.fail("a repeated run measured in this process"))
+    monkeypatch.setattr(runs.records, "RUN", type("Kind", (), {"key": staticmethod(lambda r: "k"),
+                                                              "code": staticmethod(lambda r: {}),
+                                                              "settings": staticmethod(lambda r: {})}))
+    assert runs.run(["decode"], tmp_path) == {"decode": "ok"}
+    record = json.loads((tmp_path / "run-decode.json").read_text())
+    pids = [record["result"][0]["pid"]] + [r[0]["pid"] for r in record["repeats"]]
+    assert len(set(pids)) == 3 and os.getpid() not in pids
+    assert [p["pid"] for p in record["processes"]] == pids and [p["order"] for p in record["processes"]] == [0, 1, 2]
+    assert record["repeat_errors"] == []

@@ -231,3 +231,17 @@ def test_together_measures_named_forwards_in_rounds_as_measure_measures_one():
         assert m["seed"] == 7 and m["throttled"] == 0 and m["median_us"] > 0
     assert entered.count("b") >= 4 + 1  # its budget, each round, and its peak memory under its context
     assert calls.count("a") == calls.count("b")
+
+
+def test_a_forward_out_of_memory_when_its_peak_is_taken_is_its_own_result(monkeypatch):
+    """The peak memory, taken after the rounds, fails for one forward alone: the others keep their samples."""
+    def late():
+        return None
+
+    def peak(forward):
+        if forward is late:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64 GiB")
+        return 0
+    monkeypatch.setattr(bench, "peak_extra_bytes", peak)
+    out = bench.together({"fine": lambda: None, "late": late}, calls=1, rounds=2, seed=1, budget_us=1.0)
+    assert out["late"] == {"oom": True} and out["fine"]["rounds"] == 2 and out["fine"]["peak_extra_bytes"] == 0

@@ -235,8 +235,12 @@ def together(forwards: dict, calls: int = 5, rounds: int = TOGETHER_ROUNDS, seed
         m = out[name]
         if "error" in m:
             continue
-        with context(name)(), torch.no_grad():
-            peak = peak_extra_bytes(forwards[name])
+        try:
+            with context(name)(), torch.no_grad():
+                peak = peak_extra_bytes(forwards[name])
+        except RuntimeError as e:  # torch.OutOfMemoryError included: this path's result, not the others'
+            out[name] = {"error": f"{type(e).__name__}: {first_line(e)}"[:300]}
+            continue
         out[name] = {"median_us": statistics.median(m["times_us"]), **m,
                      "back_to_back_us": statistics.median(m["back_to_back_us_each"]), "back_to_back_calls": calls,
                      "reps": reps[name], "peak_extra_bytes": peak}

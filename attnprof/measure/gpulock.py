@@ -187,10 +187,10 @@ def _signal(pids, sig) -> list[int]:
 
 def _pause():
     """Pause the neighbours for one quiet stretch (at most QUIET_MAX_S); nothing where there are none."""
+    _mark()  # first: a regeneration that is letting paused processes go sees a stretch begin (regenerate.resume)
     paused = _signal(neighbours(), signal.SIGSTOP)
     if not paused:
         return None
-    _mark()
     timer = threading.Timer(QUIET_MAX_S, _signal, (paused, signal.SIGCONT))
     timer.daemon = True
     timer.start()
