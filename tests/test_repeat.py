@@ -1,4 +1,5 @@
 """Independent repeats run in processes of their own (attnprof/measure/repeat.py)."""
+import contextlib
 import os
 
 import pytest
@@ -180,31 +181,47 @@ def test_a_repeat_that_makes_no_progress_is_stopped_with_its_stack_in_its_log(fu
     assert "most recent call first" in stack and f'hang.py", line' in stack and function in stack
 
 
-def test_the_sweep_lets_the_gpu_go_only_while_compiled_or_loaded_paths_prepare(tmp_path, monkeypatch):
-    """A compile or a kernel's loading overlaps other processes' measuring, once a shape; the memory-hungry
-    paths (their OOM points) prepare holding the GPU, and every path of a shape is timed together, holding it."""
+def test_the_sweep_prepares_compiled_and_loaded_paths_before_it_measures(tmp_path, monkeypatch):
+    """A compile or a kernel's loading, at every shape, comes before the sweep's `yield` (other processes
+    measure meanwhile); the memory-hungry paths (their OOM points) prepare at their shape, holding the GPU,
+    and every path of a shape is timed together, holding it."""
     pytest.importorskip("torch")
-    from attnprof.measure import gpulock, sweep
+    from attnprof.measure import gpulock, repeat, sweep
     from attnprof.model.stages import STAGES
     _gpu(monkeypatch, tmp_path)
     seen, timed = [], []
 
     def held():
         return gpulock._held["file"] is not None
-    monkeypatch.setattr(sweep, "prepared", lambda path, shape: (seen.append((path, shape, held())), ({"path": path}, None))[1])
+    monkeypatch.setattr(sweep, "prepared", lambda path, shape, fresh=True: (seen.append((path, shape, held())), ({"path": path}, None))[1])
     monkeypatch.setattr(sweep, "timed_together", lambda ready, calls, seed=None: timed.append(([r["path"] for r, _ in ready], held())) or [r for r, _ in ready])
     monkeypatch.setattr(sweep, "Progress", lambda total: (lambda label: None))
-    with gpulock.measuring("run-sweep"):
-        rows = sweep.sweep(seq_lens=(512, 1024), head_dims=(64,))
-        assert held()
+    with contextlib.ExitStack() as hold:  # as repeat.watched holds the GPU: from `ready` on
+        rows = repeat.measured(sweep.sweep, None, (512, 1024), (64,),
+                               ready=lambda: hold.enter_context(gpulock.measuring("run-sweep")))
     paths = sweep.select(sweep=True)
+    loaded = [p for p in paths if STAGES[p].fresh_compile or STAGES[p].provider != "PyTorch"]
     assert len(rows) == 2 * len(paths) and len(seen) == len(rows)
     assert timed == [(paths, True), (paths, True)]  # a shape's paths together, in the table's order
-    for path, shape, was_held in seen:
-        loaded = STAGES[path].fresh_compile or STAGES[path].provider != "PyTorch"
-        assert was_held == (not loaded), path
-    assert {p for p, _, h in seen if not h} >= {"flex", "fa4"} and ("math", (32, 16, 512, 64), True) in seen
-    assert [s for _, s, _ in seen] == [(32, 16, 512, 64)] * len(paths) + [(16, 16, 1024, 64)] * len(paths)
+    assert seen[:2 * len(loaded)] == [(p, s, False) for s in ((32, 16, 512, 64), (16, 16, 1024, 64)) for p in loaded]
+    assert all(held for _, _, held in seen[2 * len(loaded):]) and {"flex", "fa4"} <= set(loaded)
+    assert ("math", (32, 16, 512, 64), True) in seen
+
+
+def test_a_compile_while_the_sweep_times_fails_its_point_instead_of_being_timed():
+    """Under the sweep's static compiles each shape's compile is kept, so timing one compiles nothing; a
+    shape not prepared before would compile while timed, and is refused (torch.compiler's fail_on_recompile)."""
+    torch = pytest.importorskip("torch")
+    from attnprof.measure import sweep
+    a, b = (2, 2, 64, 32), (1, 2, 128, 32)
+    with sweep.static_compiles(2):
+        torch._dynamo.reset()
+        row_a, forward_a = sweep.prepared("flex", a, torch.float32, fresh=False)
+        with torch.compiler.set_stance("fail_on_recompile"), torch.no_grad():
+            forward_a()  # its own compile, kept (timed, as prepared, without autograd)
+            row_b, forward_b = sweep.prepared("flex", b, torch.float32, fresh=False)
+    assert forward_a is not None and "unavailable" not in row_a
+    assert forward_b is None and "recompil" in row_b["unavailable"].lower(), row_b
 
 
 def test_measuring_cores_are_whole_cores_whose_other_threads_no_compile_shares(tmp_path):

@@ -37,9 +37,10 @@ def test_a_new_stage_is_one_snippet_and_one_table_entry(tmp_path, monkeypatch, c
     # the sweep's path list is the table's
     from attnprof.measure import sweep
     measured = []
+    from attnprof.measure import repeat
     monkeypatch.setattr(sweep, "prepared", lambda path, shape, **kw: (measured.append(path) or {"path": path}, None))
     monkeypatch.setattr(sweep, "timed_together", lambda ready, calls, seed=None: [row for row, _ in ready])
-    sweep.sweep(seq_lens=(128,), head_dims=(32,), tokens=128, heads=2)
+    repeat.measured(sweep.sweep, None, (128,), (32,), 128, 2)
     assert "mine" in measured and sorted(measured) == sorted(stages.select(sweep=True))
 
     # a capture of it (flash's files under its name, keyed for it): check asks only for the runs that now

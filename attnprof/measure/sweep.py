@@ -6,6 +6,7 @@ stamp. An out-of-memory point is recorded as OOM; a path that cannot load is rec
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import torch
@@ -137,12 +138,14 @@ def inputs(shape, dtype, layout="BHSD"):
     return [t.transpose(1, 2) for t in make_inputs((b, s, h, d), dtype, device)]
 
 
-def prepared(path: str, shape, dtype=torch.bfloat16, layout="BHSD"):
+def prepared(path: str, shape, dtype=torch.bfloat16, layout="BHSD", fresh: bool = True):
     """One path at one shape, made ready to time (inputs drawn, kernel loaded, compiled, called once): its row
-    and its forward, or its row alone where it cannot run (OOM or unavailability as results)."""
+    and its forward, or its row alone where it cannot run (OOM or unavailability as results). A stage that
+    compiles per shape starts from nothing compiled, unless `fresh` is False (the sweep, under
+    `static_compiles`, keeps every shape's compile)."""
     stage = STAGES[path]
     row = {"path": path, "shape": list(shape), "layout": layout}
-    if stage.fresh_compile:  # a fresh compile per shape: past torch.compile's recompile limit it would run eagerly
+    if stage.fresh_compile and fresh:  # past torch.compile's recompile limit it would run eagerly
         torch._dynamo.reset()
     try:
         q, k, v = inputs(shape, dtype, layout)
@@ -200,35 +203,45 @@ def loads(path: str) -> bool:
     return STAGES[path].fresh_compile or STAGES[path].provider != "PyTorch"
 
 
-def sweep(paths=None, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, heads=HEADS, seed=None) -> list[dict]:
+@contextlib.contextmanager
+def static_compiles(shapes: int):
+    """torch.compile specialising on each shape and keeping every one: no shape made dynamic after it
+    changed, and room for several compiles a shape under the recompile limit (past it, dynamo would run
+    the function eagerly)."""
+    config = torch._dynamo.config
+    limit = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
+    with config.patch({"automatic_dynamic_shapes": False, limit: max(getattr(config, limit), 2 * shapes + 8)}):
+        yield
+
+
+def sweep(paths=None, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, heads=HEADS, seed=None):
     """Every path at every shape, a shape at a time: every path prepared, then all of them timed interleaved
-    (timed_together), so the paths a point compares are measured in pairs. A point's preparation is part of
-    the measured run (an out-of-memory point is a result, and depends on what else holds GPU memory), but
-    where a path's preparation is a compile or a kernel's loading (`loads`: FlexAttention, SageAttention,
-    FlashAttention-4, ~40 s of a cold process's ~80), it runs with the GPU let go (gpulock.released),
-    once a shape: another process may measure meanwhile. Those paths' preparation runs one fused forward
-    at each point (milliseconds of GPU work, at most ~0.4 GB), which another measurement's medians absorb;
-    the memory-hungry paths (naive, in-place, math: up to 69 GB, and the OOM points) prepare and time
-    holding the GPU. Their verdicts have a wide margin besides: in-place at S=32768 fits with ~70 GB to
-    spare and math there needs more than the whole GPU, while what other processes hold between their
-    turns (contexts, a few GB of inputs) is far less."""
-    from .gpulock import released
+    (timed_together), so the paths a point compares are measured in pairs. A generator (measure/repeat.py):
+    the paths whose preparation is a compile or a kernel's loading (`loads`: FlexAttention, SageAttention,
+    FlashAttention-4) are prepared at every shape before its `yield`, while other processes measure; each
+    shape's compile is kept (static_compiles), and a compile while timing fails the point rather than being
+    timed. The memory-hungry paths (naive, in-place, math: up to 69 GB, and the OOM points) prepare at
+    their shape, holding the GPU, since an out-of-memory point is a result and depends on what else holds
+    memory. Their verdicts have a wide margin: in-place at S=32768 fits with ~70 GB to spare and math there
+    needs more than the whole GPU, while what the prepared paths and other processes hold (contexts, a few
+    GB of inputs) is far less."""
     paths = paths or select(sweep=True)
     shapes = [(max(1, tokens // s), heads, s, d) for d in head_dims for s in seq_lens]
-    progress = Progress(len(shapes))
-    rows = []
-    for i, shape in enumerate(shapes):
-        progress(f"S={shape[2]} D={shape[3]}")
-        with released():
-            ready = {path: prepared(path, shape) for path in paths if loads(path)}
-        ready |= {path: prepared(path, shape) for path in paths if not loads(path)}
-        try:
-            rows += timed_together([ready[path] for path in paths], calls=5,
-                                   seed=None if seed is None else seed + i)
-        finally:
-            ready = None
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
+    with static_compiles(len(shapes)):
+        torch._dynamo.reset()
+        loaded = {(path, shape): prepared(path, shape, fresh=False) for shape in shapes for path in paths if loads(path)}
+        yield  # every compiled and loaded path ready
+        progress, rows = Progress(len(shapes)), []
+        with torch.compiler.set_stance("fail_on_recompile"):
+            for i, shape in enumerate(shapes):
+                progress(f"S={shape[2]} D={shape[3]}")
+                ready = [loaded.pop((path, shape)) if loads(path) else prepared(path, shape) for path in paths]
+                try:
+                    rows += timed_together(ready, calls=5, seed=None if seed is None else seed + i)
+                finally:
+                    ready = None
+                    if torch.cuda.is_available():
+                        torch.cuda.empty_cache()
     return rows
 
 
