@@ -310,6 +310,17 @@ class Workers:
         on them pauses)."""
         return self.log_dir / f"{self.name((devices, 0)).removesuffix('-w0')}.pids"
 
+    def holds(self, devices) -> Path:
+        """The file each stretch these GPUs were held for measuring is written to (gpulock.HOLDS_ENV)."""
+        return self.pids(devices).with_suffix(".holds")
+
+    def busy_text(self, devices, wall_s: float) -> str:
+        """How much of the regeneration's time these GPUs spent measuring, and on what most."""
+        total, by = gpulock.holds(self.holds(devices))
+        top = sorted(by.items(), key=lambda kv: -kv[1])[:3]
+        return (f"GPU {','.join(devices)}: held for measuring {total:.0f} s of {wall_s:.0f} s "
+                f"({100 * total / max(wall_s, 1e-9):.0f} %); most by " + ", ".join(f"{w} {s:.0f} s" for w, s in top))
+
     def resume(self, devices, unless_marked_since: float | None = None):
         """Let every process under these GPUs' workers go on (SIGCONT): a measurement that paused them and
         ended without letting them go (it was killed) leaves none paused for good. Given the quiet mark it
@@ -339,7 +350,7 @@ class Workers:
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(devices), PYTHONUNBUFFERED="1",
                    PYTHONPATH=os.pathsep.join(path), TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"),
                    TRITON_CACHE_DIR=str(cache / "triton"), ATTNPROF_LOG_DIR=str(self.log_dir), **self.cpus,
-                   **{gpulock.QUIET_ENV: str(self.pids(devices))})
+                   **{gpulock.QUIET_ENV: str(self.pids(devices)), gpulock.HOLDS_ENV: str(self.holds(devices))})
         env.pop(gpulock.HELD_ENV, None)
         with open(self.log(devices, index), "ab") as log:
             proc = subprocess.Popen([sys.executable, "-m", self.module, str(self.out_dir), str(write_fd)],
@@ -550,6 +561,8 @@ def regenerate(wanted: list[str], out_dir=None, machine: Machine | None = None, 
             workers.close()
         _stop_on_term(stopped)
     done.wall_s = time.monotonic() - start
+    for device in machine.gpus if workers else ():
+        say(workers.busy_text((device,), done.wall_s))
     done.left = {r: why for r in wanted if (why := records.status(r, out_dir))}
     if workers and any(not r.outcome.startswith(("retaken", "unavailable")) for r in done.results):
         say(f"what the measuring code printed: {workers.log_dir}")

@@ -374,6 +374,9 @@ def test_the_build_retakes_what_the_machine_can_through_regenerate(mode, tmp_pat
             taken.append(job.record)
             return "retaken"
 
+        def busy_text(self, devices, wall_s):
+            return f"GPU {devices[0]}: held for measuring 0 s of {wall_s:.0f} s"
+
         def close(self):
             pass
     monkeypatch.setattr(regenerate, "Workers", Workers)

@@ -154,6 +154,31 @@ def test_a_child_measures_under_its_parents_hold_and_released_lets_another_in(tm
     assert gpulock.HELD_ENV not in os.environ
 
 
+def test_each_hold_of_the_gpu_is_written_down_and_summed(tmp_path, monkeypatch):
+    """Under a regeneration (HOLDS_ENV), each stretch the GPU was held is written as it ends, a `released`
+    stretch left out; `holds` sums them by what held it, and the regeneration's line says the share."""
+    import time
+    from attnprof import regenerate
+    from attnprof.measure import gpulock
+    _gpu(monkeypatch, tmp_path)
+    monkeypatch.setenv(gpulock.HOLDS_ENV, str(tmp_path / "gpu0.holds"))
+    with gpulock.measuring("run-a repeat 0"):
+        time.sleep(0.2)
+        with gpulock.released():
+            time.sleep(0.5)  # not held
+        time.sleep(0.2)
+    with gpulock.measuring("run-b"):
+        time.sleep(0.1)
+    (tmp_path / "gpu0.holds").open("a").write("a torn line\n")
+    total, by = gpulock.holds(tmp_path / "gpu0.holds")
+    assert set(by) == {"run-a repeat 0", "run-b"}
+    assert 0.39 <= by["run-a repeat 0"] < 0.65 and 0.09 <= by["run-b"] < 0.3 and total == pytest.approx(sum(by.values()))
+    workers = regenerate.Workers(tmp_path / "out", tmp_path)
+    assert workers.holds(("0",)) == tmp_path / "gpu0.holds"
+    line = workers.busy_text(("0",), 10.0)
+    assert line.startswith(f"GPU 0: held for measuring {total:.0f} s of 10 s") and "most by run-a repeat 0" in line
+
+
 def _probe(tmp_path, monkeypatch, source):
     (tmp_path / "probes").mkdir(exist_ok=True)
     (tmp_path / "probes" / "__init__.py").write_text("")

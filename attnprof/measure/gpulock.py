@@ -20,6 +20,8 @@ measurement is other processes' preparation only: importing, loading kernels, co
   of the GPU, and at the latest after QUIET_MAX_S (a stretch that long measures more than the CPU, and a
   paused process may hold a lock the measurement waits for). A paused process prints nothing: the
   watchdogs read `quieted()` as progress.
+- Under `regenerate` (HOLDS_ENV set) each stretch the GPU was held is written down as it ends, so the
+  regeneration can say how much of its time the GPU spent measuring (`holds`).
 - A process waiting for the lock says so every WAIT_SAY_S seconds, naming the holder: a wait is progress,
   not a hang (the regeneration's watchdog reads these lines).
 """
@@ -39,11 +41,12 @@ HELD_ENV = "ATTNPROF_GPU_LOCK_HELD"  # set while held: a process started then me
 ID_ENV = "ATTNPROF_GPU_ID"  # the GPU's id, where the caller knows it better (tests: a fake GPU)
 MEASURE_CPUS_ENV, PREPARE_CPUS_ENV = "ATTNPROF_MEASURE_CPUS", "ATTNPROF_PREPARE_CPUS"  # "0,1,2,3"
 QUIET_ENV = "ATTNPROF_QUIET_PIDS"  # a file of the pids of the processes sharing this GPU (its workers), one a line
+HOLDS_ENV = "ATTNPROF_GPU_HOLDS"  # a file each hold is written to as it ends: "what<TAB>start<TAB>end" (time.time())
 QUIET_MAX_S = 40.0
 WAIT_SAY_S = 30.0
 POLL_S = 0.05
 
-_held = {"depth": 0, "file": None, "what": "", "quiet": False, "paused": None}
+_held = {"depth": 0, "file": None, "what": "", "quiet": False, "paused": None, "since": 0.0}
 
 
 def gpu_id() -> str:
@@ -109,7 +112,36 @@ def _acquire(what: str):
     file.truncate()
     file.write(f"{what} (pid {os.getpid()})\n")
     file.flush()
+    _held["since"] = time.time()
     return file
+
+
+def _let_go(file, what: str):
+    """Unlock the GPU, writing down the stretch it was held (HOLDS_ENV)."""
+    fcntl.flock(file, fcntl.LOCK_UN)
+    file.close()
+    if os.environ.get(HOLDS_ENV):
+        try:
+            with open(os.environ[HOLDS_ENV], "a") as f:  # one short line, appended at once
+                f.write(f"{what.replace(chr(9), ' ')}\t{_held['since']:.3f}\t{time.time():.3f}\n")
+        except OSError:
+            pass
+
+
+def holds(path_: str | os.PathLike) -> tuple[float, dict[str, float]]:
+    """From a HOLDS_ENV file: the seconds the GPU was held in all, and by what was held."""
+    by: dict[str, float] = {}
+    try:
+        lines = Path(path_).read_text().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        try:
+            what, start, end = line.rsplit("\t", 2)
+            by[what] = by.get(what, 0.0) + float(end) - float(start)
+        except ValueError:
+            continue
+    return sum(by.values()), by
 
 
 def parents() -> dict[int, int]:
@@ -232,8 +264,7 @@ def measuring(what: str, cpu_timed: bool = True, quiet: bool | None = None):
         _held.update(depth=0, file=None, what="", paused=None)
         if not inherited:
             os.environ.pop(HELD_ENV, None)
-            fcntl.flock(file, fcntl.LOCK_UN)
-            file.close()
+            _let_go(file, what)
 
 
 @contextlib.contextmanager
@@ -248,8 +279,7 @@ def released():
     _resume(_held["paused"])
     pin(PREPARE_CPUS_ENV)
     os.environ.pop(HELD_ENV, None)
-    fcntl.flock(file, fcntl.LOCK_UN)
-    file.close()
+    _let_go(file, what)
     _held.update(depth=0, file=None, paused=None)
     try:
         yield
