@@ -61,6 +61,16 @@ def test_the_rule_has_four_outcomes():
     assert timing.stream_verdict(S(200, 199, 201, 30), gpu, cpu) == "neither"
 
 
+def test_a_stream_near_the_cpus_pace_is_launch_bound_within_the_enqueues_paired_margin():
+    """One process of a real timing run (flash at 1×16×256×64): back to back 7 % above its CPU enqueue and
+    5× its GPU work. The host's pace moves that much within a process (decide.py's paired margin for the
+    enqueue), so the stream runs at the CPU's pace; beyond that margin it is neither."""
+    gpu = S(10.6, 10.5, 10.7, 30)
+    assert timing.stream_verdict(S(52.0, 51.5, 52.5, 30), gpu, S(48.7, 48.4, 49.0, 30)) == "launch-bound"
+    assert timing.stream_verdict(S(60.0, 59.5, 60.5, 30), gpu, S(48.7, 48.4, 49.0, 30)) == "neither"
+    assert timing.stream_verdict(S(106.0, 105.5, 106.5, 30), S(100, 99.5, 100.5, 30), S(20, 19.9, 20.1, 30)) == "neither"
+
+
 def test_tolerance_is_the_larger_of_the_floor_and_the_spreads():
     a, b = S(100, 99, 101, 30), S(104, 103, 105, 30)
     assert timing.tolerance(a, b) == pytest.approx(5.2)  # 5 % of 104 beats the spreads' 2

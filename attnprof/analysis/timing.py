@@ -15,9 +15,12 @@ A stream of calls is launch-bound when its back-to-back time per call runs at th
 rather than at the GPU-only pace; GPU-bound in the opposite case; on the boundary when the two paces
 agree, so either can set it. A verdict is decided when the side that sets the pace is slower than the
 other by HOST_MARGIN, in every independent repeat of the run (`settled`); closer than that, or where the
-repeats disagree, it is this host's verdict, and another CPU may give another. Two times agree when their medians differ by no more than the larger of
-REL_TOLERANCE of the larger median and half the sum of their p10–p90 spreads. One call's latency is a
-separate question: it is the GPU-only time plus the launch overhead that no stream hides.
+repeats disagree, it is this host's verdict, and another CPU may give another. Two times agree when their
+medians differ by no more than the larger of a floor share of the larger median and half the sum of their
+p10–p90 spreads. The floor is REL_TOLERANCE against the GPU-only time; against the CPU enqueue it is
+decide.py's paired margin for the enqueue, since the host's pace moves that much between rounds of one
+process. One call's latency is a separate question: it is the GPU-only time plus the launch overhead that
+no stream hides.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ import statistics
 from dataclasses import dataclass
 
 from ..text import us
+from . import decide
 from .stats import quantile
 
 REL_TOLERANCE = 0.05  # the floor of the tolerance: 5 % of the larger median
@@ -87,13 +91,16 @@ def stats(samples) -> Stats:
     return Stats(statistics.median(xs), quantile(xs, 0.1), quantile(xs, 0.9), len(xs))
 
 
-def tolerance(a: Stats, b: Stats) -> float:
-    return max(REL_TOLERANCE * max(a.median, b.median), (a.spread + b.spread) / 2)
+def tolerance(a: Stats, b: Stats, floor: float = REL_TOLERANCE) -> float:
+    return max(floor * max(a.median, b.median), (a.spread + b.spread) / 2)
 
 
-def agree(a: Stats, b: Stats) -> bool:
-    """Whether two times are the same within the tolerance their spreads (and the 5 % floor) give."""
-    return abs(a.median - b.median) <= tolerance(a, b)
+def agree(a: Stats, b: Stats, floor: float = REL_TOLERANCE) -> bool:
+    """Whether two times are the same within the tolerance their spreads (and the floor, 5 % unless given) give."""
+    return abs(a.median - b.median) <= tolerance(a, b, floor)
+
+
+CPU_FLOOR = max(REL_TOLERANCE, decide.MARGINS[decide.ENQUEUE].paired)  # how far a stream may run from the CPU's pace
 
 
 @dataclass(frozen=True)
@@ -144,7 +151,7 @@ def settled(verdicts: list[Verdict]) -> bool:
 def stream_verdict(back_to_back: Stats, gpu_only: Stats, enqueue: Stats) -> str:
     """Which pace a stream of calls runs at: the CPU's (launch-bound), the GPU's (GPU-bound), both
     (on the boundary), or neither (something else sets it, e.g. a synchronize inside the call)."""
-    at_gpu, at_cpu = agree(back_to_back, gpu_only), agree(back_to_back, enqueue)
+    at_gpu, at_cpu = agree(back_to_back, gpu_only), agree(back_to_back, enqueue, CPU_FLOOR)
     if at_gpu and at_cpu:
         return "on the boundary"
     if at_cpu:

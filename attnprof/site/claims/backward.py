@@ -134,12 +134,12 @@ def bwd_host(build: Build, stage) -> Statement:
             f"{us(s['backward_device_us'])} of kernels but spends {us(s['cpu_backward_us'])} on the CPU per backward "
             f"under the profiler (median of {len(s['ops_per_backward_each'])}; the profiler's own bookkeeping "
             f"inflates that CPU time, so read it as an upper bound), more than its kernels take, so its one-call "
-            f"time there ({us(s['event_p10_us'])} to {us(s['event_p90_us'])}, p10 to p90) follows the CPU, not the "
-            f"GPU.")
+            f"time there ({us(s['event_median_us'])}, p10 to p90 {us(s['event_p10_us'])} to {us(s['event_p90_us'])}) "
+            f"follows the CPU, not the GPU.")
     lesson = (f"{short(stage)}'s backward spends {us(s['cpu_backward_us'])} on the CPU for {us(s['backward_device_us'])} "
               f"of kernels, so its one-call time follows the CPU")
     host = decide.against(s["cpu_backward_us"] / s["backward_device_us"], decide.PARITY, decide.POINT_BAND) == "above"
-    paced = decide.against(s["event_p10_us"] / s["backward_device_us"], decide.HOST_BOUND_CALL, decide.POINT_BAND) == "above"
+    paced = decide.against(s["event_median_us"] / s["backward_device_us"], decide.HOST_BOUND_CALL, decide.POINT_BAND) == "above"
     return Statement(text, host and paced, lesson=lesson,
                      rests_on=f"CPU {s['cpu_backward_us']:.1f} µs, device {s['backward_device_us']:.1f} µs, "
-                     f"event p10 {s['event_p10_us']:.1f} µs")
+                     f"one call's median {s['event_median_us']:.1f} µs")
