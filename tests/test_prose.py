@@ -93,8 +93,10 @@ def test_fa4_beats_cudnn_as_the_roofline_chapter_says():  # roofline.md, fused.m
 def test_math_gap_is_smaller_here_than_on_the_a100_and_math_leans_on_fp32_matmuls():  # math.md, at-a-glance.md
     from attnprof.site.pieces.captures import gemm_us
     assert check("math-gap")  # the gap smaller here than on the A100
+    # "only ... in its bf16 matmuls": more of the math forward is matmul, in time and in share
+    assert gemm_us(summary("math")) > gemm_us(summary("inplace"))
     assert gemm_us(summary("math")) / summary("math")["forward_device_us"] > \
-        2 * gemm_us(summary("inplace")) / summary("inplace")["forward_device_us"]
+        gemm_us(summary("inplace")) / summary("inplace")["forward_device_us"]
     assert gemm_us(summary("math")) < summary("math")["forward_device_us"] - gemm_us(summary("math"))  # "more still"
     gemms = [op for op in summary("math")["ops"] if kernel_names.explain(op["name"])["library"].startswith("cuBLAS")]
     assert len(gemms) == 2 and all(kernel_names.explain(op["name"])["math_unit"] == "cuda cores" for op in gemms)
