@@ -13,9 +13,10 @@ can derive it again:
 
 A stream of calls is launch-bound when its back-to-back time per call runs at the CPU's enqueue pace
 rather than at the GPU-only pace; GPU-bound in the opposite case; on the boundary when the two paces
-agree, so either can set it. A verdict is decided when the side that sets the pace is slower than the
-other by HOST_MARGIN, in every independent repeat of the run (`settled`); closer than that, or where the
-repeats disagree, it is this host's verdict, and another CPU may give another. Two times agree when their
+agree, so either can set it. A verdict is the run's where every independent repeat gives it; how far it
+reaches beyond this host is its `room`, how many times slower (or faster) another CPU could enqueue and
+give the same verdict, a number the pages state rather than a threshold they cross. A sentence that
+asserts a verdict needs it `settled`: room of HOST_MARGIN or more in every repeat. Two times agree when their
 medians differ by no more than the larger of a floor share of the larger median and half the sum of their
 p10–p90 spreads. The floor is REL_TOLERANCE against the GPU-only time; against the CPU enqueue it is
 decide.py's paired margin for the enqueue, since the host's pace moves that much between rounds of one
@@ -143,9 +144,21 @@ def consensus(verdicts: list[Verdict]) -> str | None:
     return kinds.pop() if len(kinds) == 1 else None
 
 
+def room(verdicts: list[Verdict]) -> float | None:
+    """How many times slower (GPU-bound) or faster (launch-bound) a CPU could enqueue and leave the verdict
+    every repeat gives as it is: the pace-setting side's time over the other's, in the repeat where the two
+    came closest. None where the repeats disagree, or where no one side sets the pace."""
+    kind = consensus(verdicts) if verdicts else None
+    if kind == "GPU-bound":
+        return min(v.gpu_only.median / v.enqueue.median for v in verdicts)
+    if kind == "launch-bound":
+        return min(v.enqueue.median / v.gpu_only.median for v in verdicts)
+    return None
+
+
 def settled(verdicts: list[Verdict]) -> bool:
-    """A stream verdict decided across repeats: every repeat gives it, each by HOST_MARGIN."""
-    return bool(verdicts) and consensus(verdicts) is not None and all(v.decided for v in verdicts)
+    """A stream verdict decided across repeats: every repeat gives it, each by HOST_MARGIN (Verdict.decided)."""
+    return (room(verdicts) or 0) >= HOST_MARGIN
 
 
 def stream_verdict(back_to_back: Stats, gpu_only: Stats, enqueue: Stats) -> str:

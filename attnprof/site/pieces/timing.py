@@ -41,6 +41,13 @@ def repeated(build: Build, stage, shape) -> list[timing.Verdict]:
     return [timing.verdict(r) for r in found if "error" not in r and judged(r)]
 
 
+def stream_said(build: Build, stage, shape) -> str:
+    """A stream's verdict as the pages state it: the one every process of the timing run gives; where they
+    disagree, the one of their samples pooled (said with the processes' own)."""
+    return timing.consensus(repeated(build, stage, shape)) or timing.verdict(
+        timing.find(build.run("timing")["rows"], stage, shape)).stream
+
+
 def timed_range(build: Build, stage, shape, field="enqueue_us") -> decide.Range:
     """A row's samples (the CPU enqueue per call, unless `field` says otherwise) across the run's repeats (or
     p10–p90 of its one process)."""
@@ -206,17 +213,18 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
     directive = f"verdict {stage} {shape} {kind}"
     if kind == "stream":
         every, enqueue = repeated(build, stage, shape), timed_range(build, stage, shape)
-        if expect == v.stream and not timing.settled(every):
+        said = stream_said(build, stage, shape)
+        if expect == said and not timing.settled(every):
             raise FalseStatement(f"the sentence `{directive}` expects {expect!r}, and the timing run says so, but not "
                                  f"in every repeat by the {timing.HOST_MARGIN:g}× margin that decides it "
                                  f"({', '.join(x.stream for x in every)}; GPU only {us(v.gpu_only.median)}, CPU enqueue "
                                  f"{us(v.enqueue.median)}): drop expect= and let the sentence say it is this host's verdict")
-        return _claim(directive, expect, v.stream, build.fold(
-            f"**{v.stream}** in a stream{' on this host' if _margin(build, every) else ''}: back to back "
+        return _claim(directive, expect, said, build.fold(
+            f"**{said}** in a stream{'' if timing.consensus(every) else ', not in every process'}: back to back "
             f"{us(v.back_to_back.median)} per call, against {us(v.gpu_only.median)} of GPU work",
-            f"{v.stream} in a stream{_margin(build, every)}: back to back it takes "
+            f"{said} in a stream{_margin(build, every)}: back to back it takes "
             f"{us(v.back_to_back.median)} per call, against {us(v.gpu_only.median)} of GPU work (CUDA-graph "
-            f"replay) and {enqueue.text(us)} of CPU enqueue ({enqueue.how})"))
+            f"replay) and {enqueue.text(us)} of CPU enqueue ({enqueue.how}){_room([every])}"))
     if kind == "call":  # launch overhead against GPU work, by the one rule: one call against twice the GPU work
         one, gpu = timed_range(build, stage, shape, "one_call_us"), timed_range(build, stage, shape, "graph_us")
         side = decide.order(one, gpu.scaled(lambda x: 2 * x))
@@ -274,22 +282,26 @@ def _names(items) -> str:
 
 
 def _margin(build: Build, every: list[timing.Verdict]) -> str:
-    """Nothing for a verdict settled across the run's repeats; otherwise that it is this host's: the
-    repeats disagree, or some are closer than the margin that decides it (counted, the closest given)."""
-    if timing.settled(every) or (timing.consensus(every) or "") not in ("GPU-bound", "launch-bound", ""):
-        return ""  # settled, or the same undecided verdict ("on the boundary", "neither") in every process
+    """Nothing where every process gives the verdict; where they disagree, that it is this run's, not decided."""
+    if timing.consensus(every) is not None:
+        return ""
     host = re.sub(r"\s+", " ", re.sub(r"\((R|TM)\)", "", build.run_record("timing").get("host_cpu") or "")).strip()
-    here = f" in this run{f' (host CPU: {escape(host)})' if host else ''}"
-    if timing.consensus(every) is None:
-        return (f"{here}, not decided: its {len(every)} separate processes said {_names(v.stream for v in every)}, "
-                f"so another run or host may give another verdict")
-    if len(every) == 1:
-        return f"{here}, by less than the {timing.HOST_MARGIN:g}× margin that would decide it for any host"
-    ratio = lambda v: max(v.gpu_only.median, v.enqueue.median) / min(v.gpu_only.median, v.enqueue.median)
-    short_of = [v for v in every if not v.decided]
-    close = min(short_of, key=ratio)
-    return (f"{here}, in every one of its {len(every)} processes, but in {count(len(short_of))} of them by less than "
-            f"the {timing.HOST_MARGIN:g}× margin that would decide it for any host (the closest: "
+    return (f" in this run{f' (host CPU: {escape(host)})' if host else ''}, not decided: its {len(every)} separate "
+            f"processes said {_names(v.stream for v in every)}, so another run or host may give another verdict")
+
+
+def _room(groups: list[list[timing.Verdict]]) -> str:
+    """How far the verdict all these stages share (each a list of its processes' verdicts) reaches beyond this
+    host: a CPU how many times slower (GPU-bound) or faster (launch-bound) would give the same, in the process
+    and stage where the two sides came closest. Nothing where no one side sets the pace in every process."""
+    rooms = [(timing.room(every), every) for every in groups]
+    if not rooms or any(n is None for n, _ in rooms):
+        return ""
+    n, every = min(rooms, key=lambda x: x[0])
+    close = min(every, key=lambda v: abs(math.log(v.gpu_only.median / v.enqueue.median)))
+    gpu = timing.consensus(every) == "GPU-bound"
+    return (f"; a CPU that enqueues up to {n:.1f}× {'slower' if gpu else 'faster'} would give the same verdict"
+            f"{'' if len(groups) == 1 else ' for every one of them'} (where the two came closest: "
             f"{us(close.gpu_only.median)} GPU only against {us(close.enqueue.median)} of CPU enqueue)")
 
 
@@ -304,24 +316,25 @@ def verdicts(build: Build, shape, expect=None):
     if not every:
         raise ValueError(f"the timing run has no row at {shape}")
     found = {short(r["stage"]): timing.verdict(r) for r in _at(build, shape)}  # over every process, as `verdict` says it
-    decided = {k: v.stream for k, v in found.items() if timing.settled(every[k])}
-    close = {k: v for k, v in found.items() if k not in decided}
-    kinds = sorted(set(decided.values()))
+    agreed = {k: timing.consensus(e) for k, e in every.items() if timing.consensus(e)}  # every process says it
+    close = {k: v for k, v in found.items() if k not in agreed}
+    kinds = sorted(set(agreed.values()))
+    group = lambda kind: [t for t, v in agreed.items() if v == kind]
     if len(kinds) == 1:
-        sentence = f"{_names(decided)} {'is' if len(decided) == 1 else 'are all'} **{kinds[0]}** in a stream"
+        lesson = f"{_names(agreed)} {'is' if len(agreed) == 1 else 'are all'} **{kinds[0]}** in a stream"
     else:
-        sentence = "; ".join(f"{_names(t for t, v in decided.items() if v == k)}: **{k}**" for k in kinds)
-    lesson = sentence
+        lesson = "; ".join(f"{_names(group(k))}: **{k}**" for k in kinds)
+    sentence = "; ".join(f"{_names(group(k))}: {k}" + _room([every[t] for t in group(k)]) for k in kinds)
     if close:
-        lesson += ("; " if sentence else "") + "; ".join(f"{k}: **{v.stream}** on this host" for k, v in close.items())
-        sentence += ("; " if sentence else "") + "; ".join(
-            f"{k}: {v.stream}{_margin(build, every[k])}" + (
-                "" if timing.consensus(every[k]) and len(every[k]) > 1 else  # the margin's words give the numbers
-                f" ({us(v.gpu_only.median)} GPU only against {us(v.enqueue.median)} of CPU enqueue per call)")
-            for k, v in close.items())
+        lesson += ("; " if lesson else "") + "; ".join(f"{k}: **{v.stream}**, not in every process" for k, v in close.items())
+        sentence += ("; " if sentence else "") + "; ".join(f"{k}: {v.stream}{_margin(build, every[k])}"
+                                                           for k, v in close.items())
+    settled = all(timing.settled(e) for e in every.values())
     found_kind = kinds[0] if len(kinds) == 1 and not close else "mixed"
-    return _claim(f"verdicts {shape}", expect, found_kind,
-                  build.fold(lesson, sentence.replace("**", "")) if close else sentence)
+    if expect is not None and expect == found_kind and not settled:
+        raise FalseStatement(f"the sentence `verdicts {shape}` expects {expect!r}, and every process says so, but not "
+                             f"every stage by the {timing.HOST_MARGIN:g}× margin that decides it: drop expect=")
+    return _claim(f"verdicts {shape}", expect, found_kind, build.fold(lesson, sentence))
 
 
 @piece("lone-call", inline=True)
