@@ -17,7 +17,7 @@ from .wording import front, pct, times
            if r.get("path") == "SDPA flash" and r.get("shape") == list(DEFAULT_SHAPE) and "graph" in r])))
 def graph_gains(build: Build) -> Statement:
     """What a CUDA graph replay saves one call (CUDA-event samples of the graphs run), at the post's shape
-    and at the decode steps, and which path gains most where; each comparison by the one rule."""
+    and at the decode steps, and which path saves the most time per call where; each comparison by the one rule."""
     rows = [r for r in build.run("graphs") if "error" not in r]
     pick = lambda r, side: across(build, "graphs", lambda res: row(res, where=r["where"], path=r["path"])[side]["times_us"], decide.ONE_CALL)
     eager, graph = ({(r["where"], r["path"]): pick(r, side) for r in rows} for side in ("eager", "graph"))
@@ -29,25 +29,32 @@ def graph_gains(build: Build) -> Statement:
     at = lambda w: [v.median for (w2, _), v in speedup.items() if w2 == w]
     replayed = lambda w: min((v for (w2, _), v in graph.items() if w2 == w), key=lambda v: v.median)
     first, last = places[1], places[-1]
-    most = {}  # the path that gains most, with those not told apart from it -> where
+    saved = {k: decide.difference(eager[k], graph[k]) for k in eager}  # time per call, process by process
+    most = {}  # the path that saves the most time per call, with those not told apart from it -> where
     for w in places:
-        top = front({p: v for (w2, p), v in speedup.items() if w2 == w}, largest=True)
+        top = front({p: v for (w2, p), v in saved.items() if w2 == w}, largest=True)
         most.setdefault(tuple(top), []).append(w)
-    where = lambda ws: ("every decode step" if ws == places[1:] else listed(
-        ["the post's shape"] * (places[0] in ws) + [f"KV {kv[w]:,}" for w in ws if w != places[0]]))
-    gains = lambda top: (f"the most is gained by {escape(top[0])}" if len(top) == 1 else
-                         f"{escape(top[0])} gains most, not told apart from " + listed([escape(p) for p in top[1:]]))
+    where = lambda ws: ("the post's shape and every decode step" if ws == places else
+                        "every decode step" if ws == places[1:] else
+                        listed(["the post's shape"] * (places[0] in ws) + [f"KV {kv[w]:,}" for w in ws if w != places[0]]))
+    gains = lambda top: (f"{escape(top[0])} saves the most time per call"
+                         + (f", not told apart from {listed([escape(p) for p in top[1:]])}" if len(top) > 1 else ""))
     text = (f"At {escape(places[0])} a replay saves {saves}, one call each (CUDA events: {next(iter(eager.values())).how}). "
             f"At a decode step "
             f"with a KV cache of {kv[first]:,} the replay is {times(min(at(first)))}–{times(max(at(first)))} faster per "
             f"call; at {kv[last]:,}, {times(min(at(last)))}–{times(max(at(last)))}: the fastest replayed call grows "
             f"from {replayed(first).text(us)} to {replayed(last).text(us)} as the kernel reads more K and V. "
-            + "; ".join(f"{'at' if i else 'At'} {where(ws)}, {gains(top)}" for i, (top, ws) in enumerate(most.items())))
+            + "; ".join(f"{'at' if i else 'At'} {where(ws)}, {gains(top)}" for i, (top, ws) in enumerate(most.items()))
+            + " (the launches it no longer makes)")
     faster = all(decide.order(graph[k], eager[k]) == -1 for k in eager)
     grows = decide.order(replayed(first), replayed(last)) == -1
-    saved = [1 - graph[k].median / eager[k].median for k in eager if k[0] == places[0]]
-    lesson = (f"A replay saves {pct(min(saved))} to {pct(max(saved))} of one call at the post's shape, and gains most "
+    share = [1 - graph[k].median / eager[k].median for k in eager if k[0] == places[0]]
+    # the lesson's contrast: the least a replay gains at the shortest decode step beats the most at the post's shape
+    least_short = min((v for (w, _), v in speedup.items() if w == first), key=lambda v: v.median)
+    most_post = max((v for (w, _), v in speedup.items() if w == places[0]), key=lambda v: v.median)
+    short_most = decide.order(least_short, most_post) == 1
+    lesson = (f"A replay saves {pct(min(share))} to {pct(max(share))} of one call at the post's shape, and gains most "
               f"at short decode steps, where the launch is most of the call")
-    return Statement(text, len(places) > 2 and faster and grows, lesson=lesson,
-                     rests_on=f"replay faster everywhere: {faster}, grows: {grows}; "
+    return Statement(text, len(places) > 2 and faster and grows and short_most, lesson=lesson,
+                     rests_on=f"replay faster everywhere: {faster}, grows: {grows}, short decode gains most: {short_most}; "
                      f"{ {k: round(v.median, 2) for k, v in speedup.items()} }", outcome=str(most))
