@@ -213,22 +213,27 @@ def test_a_run_claim_decides_across_repeats_where_there_are_some(clean):
         restore()
 
 
-def test_the_points_table_shows_the_ties_the_leads_sentence_names(committed):
-    """leads-long names the points where FlashAttention-4 is not told apart from the fastest other path; its
-    table of points (one per swept length and head dim) marks the same points, and no others."""
+def test_the_leads_sentence_bounds_each_head_dim_as_its_table_of_points_does(committed):
+    """leads-long says, at each head dim, up to which length cuDNN leads, from which FlashAttention-4 does,
+    and how many lengths between are not told apart; its table of points (one per swept length and head dim)
+    bears out each: cuDNN in front alone up to the first, FlashAttention-4 alone from the second, the two
+    not told apart at every length between."""
     import re
     text = check(committed, "leads-long", "fa4").text
-    named = {(int(d), int(n.replace(",", ""))) for d, ns in re.findall(r"head dim (\d+), ((?:S=[\d,]+(?:, | and )?)+)", text)
-             for n in re.findall(r"S=(\d{1,3}(?:,\d{3})*)", ns)}
-    assert named, text  # the committed sweep has such points
-    marked = set()
-    for d in (64, 128):
-        rows = [line.split("|") for line in registry.expand(committed, "leads-long-points", ["fa4", str(d)]).splitlines()[2:]
-                if line.startswith("|")]
-        assert len(rows) == len({r["shape"][2] for r in committed.run("sweep")}), d
-        marked |= {(d, int(r[1].strip().replace(",", ""))) for r in rows
-                   if "not told apart" in r[4] and "FlashAttention-4" in r[4]}
-    assert named == marked
+    said = re.findall(r"at head dim (\d+), cuDNN leads up to S=([\d,]+) and FlashAttention-4 from S=([\d,]+) up "
+                      r"\((\d+) of the (\d+) lengths lie between, where the two are not told apart\)", text, re.I)
+    assert sorted(int(d) for d, *_ in said) == [64, 128], text
+    for d, upto, since, tied, of in said:
+        upto, since = int(upto.replace(",", "")), int(since.replace(",", ""))
+        rows = [[c.strip() for c in line.split("|")[1:-1]]
+                for line in registry.expand(committed, "leads-long-points", ["fa4", d]).splitlines()[2:] if line.startswith("|")]
+        assert len(rows) == int(of) == len({r["shape"][2] for r in committed.run("sweep")}), d
+        for s, _, _, in_front in rows:
+            n = int(s.replace(",", ""))
+            assert in_front == ("cuDNN" if n <= upto else "FlashAttention-4" if n >= since else
+                                "FlashAttention-4 and cuDNN (not told apart)" if in_front.startswith("Flash") else
+                                "cuDNN and FlashAttention-4 (not told apart)"), (d, n, in_front)
+        assert sum(upto < int(r[0].replace(",", "")) < since for r in rows) == int(tied), d
     with pytest.raises(ValueError, match="no point at head dim 96"):
         registry.expand(committed, "leads-long-points", ["fa4", "96"])
 

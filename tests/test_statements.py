@@ -117,7 +117,8 @@ def test_a_flipped_number_fails_the_strict_build_naming_its_sentence(tmp_path, b
     r = build_site(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)}, root=tree)
     assert r.returncode != 0
     [line] = [line for line in r.stderr.splitlines() if "'leads-long'" in line]
-    assert "is false for the committed records" in line and "It leads from S=" in line
+    assert "is false for the committed records" in line and "FlashAttention-4 from a longer one up to the longest" in line
+    assert "the paths at the front: {(64, 512): ['cudnn']" in line and "(64, 32768): ['fa4']" not in line
 
 
 def test_the_cpu_ranking_follows_the_unprofiled_enqueue_samples(copy):

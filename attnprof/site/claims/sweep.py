@@ -31,54 +31,43 @@ def _how(ranges: dict) -> str:
     return next(iter(next(iter(ranges.values())).values())).how
 
 
-def _at(points) -> str:
-    """(head dim, S) points in words: "head dim 64, S=4,096, and at head dim 128, S=2,048 and S=4,096"."""
-    by_dim = {}
-    for d, n in sorted(points):
-        by_dim.setdefault(d, []).append(f"S={n:,}")
-    return ", and at ".join(f"head dim {d}, {listed(ns)}" for d, ns in by_dim.items())
+def _shape(lead: dict, stage: str):
+    """One head dim's lengths by who leads there (`lead`: S -> the paths at the front, by the one rule): those
+    where `stage` is not at the front, those where it is not told apart from another, those where it leads
+    alone; None unless they come in that order from the shortest length, the first and the last not empty."""
+    ns = sorted(lead)
+    behind = [n for n in ns if stage not in lead[n]]
+    alone = [n for n in ns if lead[n] == [stage]]
+    tied = [n for n in ns if n not in behind + alone]
+    return (behind, tied, alone) if behind and alone and ns == behind + tied + alone else None
 
 
 @claim("leads-long", reads=["run-sweep"],
        flip=lambda stage: Flip("run-sweep.json", _longest_slower(stage, 10.0)))  # it no longer leads there
 def leads_long(build: Build, stage) -> Statement:
-    """Where a stage leads the sweep (time per forward back to back, the one rule): from some length up,
-    at every head dim; the points where it is not told apart from the fastest other are named, their
-    ranges in the table of points (`leads-long-points`)."""
+    """Where a stage leads the sweep (time per forward back to back, the one rule), at every head dim: the
+    others up to some length, the stage alone from some length up to the longest, and how many lengths
+    between are not told apart; the same words wherever those lengths fall, their ranges in the table of
+    points (`leads-long-points`)."""
     ranges = _sweep_ranges(build)
     lead = {k: front(v) for k, v in ranges.items()}
     dims = sorted({d for d, _ in lead})
-    starts, ties, below, holds = {}, {}, set(), True
-    for d in dims:
-        ns = sorted(n for dd, n in lead if dd == d)
-        alone = [n for n in ns if lead[d, n] == [stage]]
-        if not alone:
-            holds = False
-            continue
-        start = alone[0]
-        holds &= all(stage in lead[d, n] for n in ns if n >= start) and ns[-1] in alone
-        below |= {p for n in ns if n < start and stage not in lead[d, n] for p in lead[d, n]}
-        for n in ns:
-            if stage in lead[d, n] and n not in alone:
-                ties.setdefault(tuple(sorted(p for p in lead[d, n] if p != stage)), []).append((d, n))
-        starts.setdefault(start, []).append(d)
-    holds &= bool(below)
-    parts = [f"from S={n:,} at head dim{'s' if len(ds) > 1 else ''} {listed([str(d) for d in ds])}"
-             for n, ds in starts.items()]
-    how = _how(ranges)
-    text = (f"It leads {' and '.join(parts)}, at every longer sequence"
-            + "".join(f"; it is not told apart from {listed([short(p) for p in others])} at {_at(points)}"
-                      for others, points in ties.items())
-            + f"; at the other, shorter lengths {listed([short(p) for p in sorted(below)]) or 'no one'} "
-            f"lead{'s' if len(below) == 1 else ''} (time per forward back to back, {how}: every point in the "
-            "table below)") if parts else "It leads nowhere in this sweep"
-    lesson = (f"{short(stage)} leads nowhere in this sweep" if not parts else
-              f"{short(stage)} is the fastest from S={next(iter(starts)):,} up, at every head dim" if len(starts) == 1
-              else f"{short(stage)} is the fastest at the longest sequences, at every head dim")
-    if parts:
-        lesson += f"; at shorter ones, {listed([short(p) for p in sorted(below)]) or 'no one'} lead{'s' if len(below) == 1 else ''}"
-    return Statement(text, holds, f"the paths at the front: { {k: v for k, v in sorted(lead.items())} }",
-                     str(sorted(lead.items())), lesson)
+    shapes = {d: _shape({n: ps for (dd, n), ps in lead.items() if dd == d}, stage) for d in dims}
+    rival = " or ".join(sorted({short(p) for ps in lead.values() if ps != [stage] for p in ps if p != stage}))
+    name, rests_on = short(stage), f"the paths at the front: { {k: v for k, v in sorted(lead.items())} }"
+    if not all(shapes.values()):  # at a head dim it never leads alone, is never behind, or trails above where it leads
+        return Statement(f"At every head dim, another path leads up to some length and {name} from a longer one up "
+                         "to the longest, the two not told apart at the lengths between", False, rests_on,
+                         str(sorted(lead.items())), f"{name} is the fastest from some length up, at every head dim")
+    text = "; ".join(f"at head dim {d}, {rival} leads up to S={behind[-1]:,} and {name} from S={alone[0]:,} up "
+                     f"({len(tied)} of the {len(behind + tied + alone)} lengths lie between, where the two are not "
+                     f"told apart)"
+                     for d, (behind, tied, alone) in shapes.items())
+    start = max(alone[0] for _, _, alone in shapes.values())  # from here up it leads alone at every head dim
+    return Statement(f"{text[0].upper()}{text[1:]} (time per forward back to back, {_how(ranges)}: every point in "
+                     "the tables below)", True, rests_on, str(sorted(lead.items())),
+                     f"{name} is the fastest from S={start:,} up at every head dim; below that, {rival} leads or the two "
+                     f"are not told apart")
 
 
 @piece("leads-long-points")
