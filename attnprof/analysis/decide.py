@@ -248,23 +248,23 @@ def point(x: float, method: str | None = None) -> Range:
 
 
 def quotient(a: Range, b: Range) -> Range:
-    """a ÷ b (a speedup, a share): the quotient of the medians. Two ranges of one run's processes give each
-    process's own quotient (`per`), their span its range; otherwise the widest the quotient can be, from
-    the ends of the two ranges. A ratio of two times has no time method of its own."""
+    """a ÷ b (a speedup, a share). Two ranges of one run's processes give each process's own quotient (`per`):
+    their median and span, so the median lies within its range; otherwise the quotient of the medians and the
+    widest it can be, from the ends of the two ranges. A ratio of two times has no time method of its own."""
     if paired(a, b):
         per = tuple(x / y for x, y in zip(a.per, b.per))
-        return Range(a.median / b.median, min(per), max(per), len(per), REPEATS, None, per, a.run)
+        return Range(statistics.median(per), min(per), max(per), len(per), REPEATS, None, per, a.run)
     return Range(a.median / b.median, a.lo / b.hi, a.hi / b.lo, min(a.n, b.n), a.basis)
 
 
 def difference(a: Range, b: Range) -> Range:
-    """a − b: the difference of the medians. Two ranges of one run's processes give each process's own
-    difference (`per`), their span its range; otherwise the widest the difference can be, from the ends
-    of the two ranges. The method is theirs where they share one."""
+    """a − b. Two ranges of one run's processes give each process's own difference (`per`): their median and
+    span, so the median lies within its range; otherwise the difference of the medians and the widest it can
+    be, from the ends of the two ranges. The method is theirs where they share one."""
     method = a.method if a.method == b.method else None
     if paired(a, b):
         per = tuple(x - y for x, y in zip(a.per, b.per))
-        return Range(a.median - b.median, min(per), max(per), len(per), REPEATS, method, per, a.run)
+        return Range(statistics.median(per), min(per), max(per), len(per), REPEATS, method, per, a.run)
     return Range(a.median - b.median, a.lo - b.hi, a.hi - b.lo, min(a.n, b.n), a.basis, method)
 
 
@@ -274,7 +274,9 @@ def difference(a: Range, b: Range) -> Range:
 POINT_BAND = 0.0  # a figure with no spread recorded crosses its threshold or does not: no band to be near in
 PARITY = 1.0  # a ratio of two times at parity: below it the first is faster, above it slower
 MOST = 0.5  # "most of": more than half
-QUEUED_NEAR = 0.10  # a long forward's time queued and its one call lie this close: the launch is small beside it
+QUEUED_NEAR = 0.25  # a long forward's one call within a quarter of its time queued: the launch is small beside it
+#                     (what one call adds over a queued forward moves with the host's CPU, by up to ~19 % of a
+#                     490 µs forward between processes; "small" means under a quarter of the forward)
 LINEAR_WITHIN = 0.05  # a speedup within 5 % of the GPU count is "about linear" when no spread is recorded
 ROTATIONS_AGREE_WITHIN = 0.03  # two rotations' medians "agree" this close: MARGIN, what a host or a day moves a time
 UNION_WITHIN_CALL = 0.05  # the kernels' busy time lies "within" one call up to this much over the call's median (another call)

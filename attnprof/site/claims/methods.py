@@ -10,11 +10,11 @@ from ...model import names
 from ...model.stages import DEFAULT_SHAPE, LONG_SHAPE
 from ...text import us
 from ..build import Build, RecordUnusable, across, row
-from ..words import count, listed, short
+from ..words import listed, short
 from ..pieces.runs import measured
 from .core import ADAPTS, Flip, Statement, claim
 from .edits import _shrink_cpu_op, each, events, in_first_process, in_run, scale
-from .wording import front, pct
+from .wording import pct
 
 
 # ---- one quantity, several methods ---------------------------------------------------------------
@@ -118,7 +118,8 @@ def queued_vs_one_call(build: Build, stage) -> Statement:
     how, threshold = next(iter(pairs.values()))[0].how, pct(decide.QUEUED_NEAR)
     if outcome == "small":
         text = (f"{short(stage)}'s one call takes at most {top} % longer than a forward queued back to back in every "
-                f"process ({said}; {how}): beside a forward this long, the launch that one call adds is small")
+                f"process, under {threshold} ({said}; {how}): beside a forward this long, the launch that one call adds "
+                f"is small")
         lesson = f"{short(stage)}'s one call is within {top} % of its queued time: beside a kernel this long, the launch is small"
     elif outcome == "apart":
         text = (f"{short(stage)}'s one call takes up to {top} % longer than a forward queued back to back, more than "
@@ -191,34 +192,63 @@ def one_call_runs(build: Build) -> Statement:
     return Statement(text, holds, "; ".join(parts), lesson=lesson)
 
 
-@claim("pays-most", reads=["run-fastest"],
-       flip=Flip("run-fastest.json", in_run("fastest", lambda rows: [
-           r.update(times_us=scale(r["times_us"], 2.0)) for r in rows if r["path"] == "flash"
-           and r["layout"] == "BSHD"]), ADAPTS))
-def pays_most(build: Build) -> Statement:
-    """Which path of the fastest-forward run adds most to one call over its back-to-back time; paths whose
-    extra time cannot be told apart (the one rule) share the first place."""
+def _extra_near(path: str, against: str, layout: str, factor: float):
+    """The fastest run's rows with `against`'s one call in `layout` adding `factor` times what `path`'s adds over
+    back to back in the same layout, in each process (its samples shifted, their spread kept)."""
+    def edit(rows):
+        a, b = row(rows, path=path, layout=layout), row(rows, path=against, layout=layout)
+        extra = factor * (statistics.median(a["times_us"]) - statistics.median(a["back_to_back_us_each"]))
+        shift = statistics.median(b["back_to_back_us_each"]) + extra - statistics.median(b["times_us"])
+        b["times_us"] = [t + shift for t in b["times_us"]]
+    return edit
+
+
+@claim("one-call-extra", reads=["run-fastest"],
+       flip=lambda path, against: [
+           Flip("run-fastest.json", in_run("fastest", _extra_near(path, against, "BSHD", 0.98)), ADAPTS,
+                to=f"{path}: BHSD more, BSHD not told apart"),
+           Flip("run-fastest.json", in_run("fastest", _extra_near(path, against, "BSHD", 2.0)), ADAPTS,
+                to=f"{path}: BHSD more, BSHD less"),
+           Flip("run-fastest.json", in_run("fastest", lambda rows: [  # its one call adds nothing: false
+               r.update(times_us=[statistics.median(r["back_to_back_us_each"])] * len(r["times_us"]))
+               for r in rows if r["path"] == path and r.get("back_to_back_us_each")]))])
+def one_call_extra(build: Build, path, against) -> Statement:
+    """What one call adds over a forward's back-to-back time in the fastest-forward run: `path`'s, in each of its
+    layouts, against `against`'s in the same layout by the one rule (process by process); the other paths' extras
+    given as numbers, in the run's order. One call's extra moves with the host's CPU from process to process, so
+    no ranking of the paths by it is said."""
     keys = [(r["path"], r["layout"]) for r in build.run("fastest") if r.get("back_to_back_us_each") and r.get("times_us")]
     pick = lambda k, f: across(build, "fastest", lambda res: row(res, path=k[0], layout=k[1])[f], decide.METHOD_OF[f])
     one = {k: pick(k, "times_us") for k in keys}
     queued = {k: pick(k, "back_to_back_us_each") for k in keys}
     extra = {k: decide.difference(one[k], queued[k]) for k in keys}
-    top = front(extra, largest=True)
-    label = lambda k: f"{short(k[0])} stored {k[1]}"
-    if len(top) == 1:
-        k = top[0]
-        rest = max((x for x in keys if x != k), key=lambda x: extra[x].median)
-        text = (f"{label(k)} pays most there, {extra[k].text(us)} per call ({one[k].text(us)} one call against "
-                f"{queued[k].text(us)} back to back), then {label(rest)}, {extra[rest].text(us)}")
+    own = [k for k in keys if k[0] == path]
+    if not own:
+        raise KeyError(f"the fastest-forward run has no row of {path!r}")
+    versus = {k[1]: decide.order(extra[k], extra[(against, k[1])]) for k in own if (against, k[1]) in extra}
+    word, said = {1: "more than", 0: "not told apart from", -1: "less than"}, {1: "more", 0: "not told apart", -1: "less"}
+    if len(set(versus.values())) == 1:
+        than = (f"{word[next(iter(versus.values()))]} {short(against)}'s"
+                + (" in both layouts" if len(versus) > 1 else f" stored {next(iter(versus))}"))
     else:
-        k = top[0]
-        text = (f"{label(k)} pays most there, {extra[k].text(us)} per call over back to back, though not told apart "
-                f"from these: " + "; ".join(f"{label(x)}, {extra[x].text(us)}" for x in top[1:]))
-    text += f" ({one[top[0]].how})"
-    lesson = (f"{label(top[0])} pays most, {us(extra[top[0]].median)} per call over back to back"
-              + (f", not told apart from {count(len(top) - 1)} other{'s' if len(top) > 2 else ''}" if len(top) > 1 else ""))
-    holds = len(top) < len(keys) and decide.order(one[top[0]], queued[top[0]]) == 1  # the leader's extra is real
-    return Statement(text, holds, ", ".join(f"{label(k)} {extra[k].median:.1f}" for k in keys), str(top), lesson)
+        than = listed([f"{word[o]} {short(against)}'s stored {l}" for l, o in versus.items()])
+    rival = " and ".join(f"{extra[(against, l)].text(us)} stored {l}" for l in versus)
+    others = [k for k in keys if k[0] not in (path, against)]  # in the run's order, a fixed one
+    lesson = (f"{short(path)}'s one call adds {listed([f'{us(extra[k].median)} stored {k[1]}' for k in own])} over "
+              f"back to back, {than}")
+    text = (f"{short(path)}'s one call adds "
+            + "; ".join(f"{extra[k].text(us)} stored {k[1]} ({one[k].text(us)} one call against {queued[k].text(us)} "
+                        f"back to back)" for k in own)
+            + f"; {short(against)}'s adds {rival} in the same processes, so {short(path)}'s is {than}, by each "
+              f"process's own difference"
+            + (". The other paths' extras, in the run's order: " if others else "")
+            + "; ".join(f"{short(k[0])} stored {k[1]}, {extra[k].text(us)}" for k in others)
+            + f" ({one[own[0]].how}): one call's extra moves with the host's CPU from process to process, so the "
+              f"paths are not ranked by it")
+    holds = bool(versus) and all(decide.order(one[k], queued[k]) == 1 for k in own)  # what it adds is told from nothing
+    outcome = f"{path}: " + ", ".join(f"{l} {said[o]}" for l, o in versus.items())
+    return Statement(text, holds, ", ".join(f"{short(k[0])} stored {k[1]} {extra[k].median:.1f}" for k in keys), outcome,
+                     lesson)
 
 
 @claim("cudnn-cpu-inside", reads=["cudnn"], flip=Flip("cudnn.trace.json.gz", _shrink_cpu_op("aten::_cudnn_attention_forward")))
