@@ -531,6 +531,28 @@ def test_a_lessons_number_opens_its_evidence_under_it_and_closes_it(site, server
     assert browser.execute_script("return document.querySelectorAll('.attnprof-evidence').length") == 0
 
 
+def test_two_notes_of_one_paragraph_open_in_their_numbers_order(site, server, browser):
+    """Two lessons' numbers in one paragraph, the later tapped first: their evidence opens under the paragraph
+    in the numbers' order, each labelled with its number."""
+    metrics(browser, PHONE)
+    browser.get(f"{server}/backward/")
+    refs = browser.execute_script("""
+        const p = [...document.querySelectorAll('article p')].find(
+            p => p.querySelectorAll('a.footnote-ref[href^="#fn:evidence-"]').length >= 2);
+        return p ? [...p.querySelectorAll('a.footnote-ref[href^="#fn:evidence-"]')].slice(0, 2) : null;""")
+    assert refs, "no paragraph on the backward page holds two lessons' numbers"
+    for link in reversed(refs):
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].click()", link)
+    order = browser.execute_script("""
+        const p = arguments[0].closest('p'), out = [];
+        for (let el = p.nextElementSibling; el && el.classList.contains('attnprof-evidence'); el = el.nextElementSibling)
+            out.push([el.dataset.for, el.getAttribute('aria-label')]);
+        return out;""", refs[0])
+    numbers = [int(r.text) for r in refs]
+    assert [f for f, _ in order] == [r.get_attribute("href").split("#")[1] for r in refs], order
+    assert [label for _, label in order] == [f"Evidence {n}" for n in numbers], order
+
+
 def test_a_lesson_out_of_place_too_long_or_missing_is_caught():
     """lesson_problems on boxes as LESSON reports them: a good one passes; one below two screens, one of 31
     words, one with three numbers, two sentences, none at all, each fails."""

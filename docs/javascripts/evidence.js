@@ -25,7 +25,20 @@
     box.setAttribute("role", "note");
     Array.prototype.forEach.call(source.childNodes, function (child) { box.appendChild(child.cloneNode(true)); });
     Array.prototype.forEach.call(box.querySelectorAll(".footnote-backref"), function (a) { a.remove(); });
-    if (block.tagName === "P") block.after(box); else block.appendChild(box);
+    // notes open in their numbers' order, whichever is tapped first
+    var n = parseInt(link.textContent, 10) || 0, at = block;
+    box.dataset.n = n;
+    box.setAttribute("aria-label", "Evidence " + n);
+    if (block.tagName === "P") {
+      while (at.nextElementSibling && at.nextElementSibling.classList.contains("attnprof-evidence") &&
+             +at.nextElementSibling.dataset.n < n) at = at.nextElementSibling;
+      at.after(box);
+    } else {
+      var later = Array.prototype.find.call(block.children, function (b) {
+        return b.classList.contains("attnprof-evidence") && +b.dataset.n > n;
+      });
+      block.insertBefore(box, later || null);
+    }
     link.setAttribute("aria-expanded", "true");
   });
   function reveal() {  // a link to a note inside the closed box: open the box
