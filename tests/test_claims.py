@@ -220,8 +220,8 @@ def test_the_leads_sentence_bounds_each_head_dim_as_its_table_of_points_does(com
     not told apart at every length between."""
     import re
     text = check(committed, "leads-long", "fa4").text
-    said = re.findall(r"at head dim (\d+), cuDNN leads up to S=([\d,]+) and FlashAttention-4 from S=([\d,]+) up "
-                      r"\((\d+) of the (\d+) lengths lie between, where the two are not told apart\)", text, re.I)
+    said = re.findall(r"at head dim (\d+), cuDNN leads up to S=([\d,]+) and FlashAttention-4 from S=([\d,]+) up, "
+                      r"with (\d+) of the (\d+) lengths between them, not told apart", text, re.I)
     assert sorted(int(d) for d, *_ in said) == [64, 128], text
     for d, upto, since, tied, of in said:
         upto, since = int(upto.replace(",", "")), int(since.replace(",", ""))

@@ -59,14 +59,13 @@ def leads_long(build: Build, stage) -> Statement:
         return Statement(f"At every head dim, another path leads up to some length and {name} from a longer one up "
                          "to the longest, the two not told apart at the lengths between", False, rests_on,
                          str(sorted(lead.items())), f"{name} is the fastest from some length up, at every head dim")
-    text = "; ".join(f"at head dim {d}, {rival} leads up to S={behind[-1]:,} and {name} from S={alone[0]:,} up "
-                     f"({len(tied)} of the {len(behind + tied + alone)} lengths lie between, where the two are not "
-                     f"told apart)"
+    text = ". ".join(f"At head dim {d}, {rival} leads up to S={behind[-1]:,} and {name} from S={alone[0]:,} up, "
+                     f"with {len(tied)} of the {len(behind + tied + alone)} lengths between them, not told apart"
                      for d, (behind, tied, alone) in shapes.items())
     start = max(alone[0] for _, _, alone in shapes.values())  # from here up it leads alone at every head dim
-    return Statement(f"{text[0].upper()}{text[1:]} (time per forward back to back, {_how(ranges)}: every point in "
+    return Statement(f"{text} (time per forward back to back, {_how(ranges)}: every point in "
                      "the tables below)", True, rests_on, str(sorted(lead.items())),
-                     f"{name} is the fastest from S={start:,} up at every head dim; below that, {rival} leads or the two "
+                     f"{name} is the fastest from S={start:,} up at every head dim swept; below, {rival} leads or the two "
                      f"are not told apart")
 
 
