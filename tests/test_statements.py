@@ -78,6 +78,12 @@ def test_relation_and_scaling_words():
     assert two_gpus.scaling_words(1.6, 2, None) == "sublinear"
 
 
+def test_a_list_whose_items_hold_commas_is_parted_by_semicolons():
+    from attnprof.site.words import listed
+    assert [listed(x) for x in (["a"], ["a", "b"], ["a", "b", "c"])] == ["a", "a and b", "a, b and c"]
+    assert listed(["naive", "flash", "Naive attention, torch.compile"]) == "naive; flash; and Naive attention, torch.compile"
+
+
 def test_busy_time_is_the_union_of_overlapping_ops():
     ops = [{"start_us": 0.0, "duration_us": 10.0}, {"start_us": 5.0, "duration_us": 10.0},
            {"start_us": 20.0, "duration_us": 1.0}]

@@ -36,7 +36,10 @@ def count(n: int) -> str:
 
 
 def listed(items: list[str]) -> str:
-    """"a", "a and b", "a, b and c": items as a sentence lists them."""
+    """"a", "a and b", "a, b and c": items as a sentence lists them; "a; b, c; and d" where an item holds a
+    comma of its own ("naive, torch.compile"), so that the list still reads as its items."""
+    if len(items) > 2 and any("," in x for x in items):
+        return f"{'; '.join(items[:-1])}; and {items[-1]}"
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 

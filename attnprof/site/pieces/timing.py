@@ -17,7 +17,7 @@ from ...model.stages import DEFAULT_SHAPE, STAGES
 from ...text import escape, shape as shape_text, us
 from ..render import tables
 from ..build import Build, FalseStatement, RecordUnusable
-from ..words import ONE_CALL, TIMING_RUN, count, short, title
+from ..words import ONE_CALL, TIMING_RUN, count, listed, short, title
 from ..registry import piece
 
 
@@ -277,8 +277,7 @@ def _at(build: Build, shape: str) -> list[dict]:
 
 
 def _names(items) -> str:
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+    return listed(list(items))
 
 
 def _margin(build: Build, every: list[timing.Verdict]) -> str:
