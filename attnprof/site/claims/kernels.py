@@ -7,7 +7,7 @@ from ...analysis import decide, kernel_names, summary
 from ...model import names
 from ...model.stages import LONG_SHAPE, select
 from ..build import Build, RecordUnusable
-from ..words import count, short
+from ..words import count, listed, short
 from ..registry import piece
 from ..pieces.runs import measured
 from .core import ADAPTS, FALSE, Flip, Statement, claim
@@ -160,16 +160,13 @@ def hopper_compute_bound(build: Build) -> Statement:
                                                                           "memory throughput")) for s, k in kernels.items()}
     hopper = hopper_kernels(build)
     others = {v for s, v in verdicts.items() if s not in reach}
-    said = {v: [f"{short(s)}'s" + (f" ({busier[s][1]} {busier[s][0]:.1f} % of peak, Nsight Compute)" if v == counters.NEAR else "")
-                for s, w in reach.items() if w == v] for v in dict.fromkeys(reach.values())}
-    where = {"compute-bound": "{} into compute-bound", counters.NEAR: "{} near the threshold, within "
-             f"{counters.BAND:g} points of {counters.BOUND_AT:g} %", counters.BOTH: "{} into both compute- and memory-bound"}
-    parts = [where[v].format(("cross" if len(ks) > 1 else "crosses") if v != counters.NEAR else
-                             ("lie" if len(ks) > 1 else "lies")) for v, ks in said.items()]
+    # each kernel's busier unit as a number, not a verdict: one a few tenths from the band's edge is said the same
     text = (f"Only the {len(hopper)} kernels written for Hopper, {' and '.join(short(s) + chr(39) + 's' for s in hopper)}, "
-            f"come to the compute-bound threshold: "
-            + "; ".join(f"{' and '.join(said[v])} {p}" for v, p in zip(said, parts))
-            + f"; the others are {', '.join(sorted(others))}")
+            f"come to the compute-bound threshold: their busier unit runs at "
+            + listed([f"{busier[s][0]:.1f} % ({short(s)}'s {busier[s][1]})" for s in reach])
+            + f" of peak (Nsight Compute), at or within {counters.BAND:g} points of the {counters.BOUND_AT:g} % threshold; "
+            f"the others are {', '.join(sorted(others))}, their busier unit at most "
+            f"{max((busier[s][0] for s in kernels if s not in reach), default=0):.1f} %")
     lesson = (f"Only the {count(len(hopper))} kernels written for Hopper, "
               f"{' and '.join(short(s) + chr(39) + 's' for s in hopper)}, come to the compute-bound threshold")
     return Statement(text, sorted(reach) == sorted(hopper) and "compute-bound" in reach.values(), lesson=lesson,
