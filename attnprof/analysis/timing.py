@@ -144,6 +144,12 @@ def consensus(verdicts: list[Verdict]) -> str | None:
     return kinds.pop() if len(kinds) == 1 else None
 
 
+def run_verdict(verdicts: list[Verdict], pooled: Verdict) -> str:
+    """A stream's verdict as the pages state it: the one every repeat gives; where they disagree, that of
+    their samples pooled (`pooled`, said beside the repeats' own)."""
+    return consensus(verdicts) or pooled.stream
+
+
 def room(verdicts: list[Verdict]) -> float | None:
     """How many times slower (GPU-bound) or faster (launch-bound) a CPU could enqueue and leave the verdict
     every repeat gives as it is: the pace-setting side's time over the other's, in the repeat where the two

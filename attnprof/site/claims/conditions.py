@@ -12,7 +12,7 @@ from ...text import us
 from ..build import Build
 from ..pieces.compared import device_time
 from ..pieces.runs import concat_against_in_place, decode_steps, steady_rates
-from ..pieces.timing import UNDECIDED_CALL, repeated, stream_said, timed_range
+from ..pieces.timing import UNDECIDED_CALL, repeated, timed_range
 from ..registry import expand
 from .core import ADAPTS, Flip, Statement, condition
 from .edits import each, in_run, setting
@@ -161,7 +161,7 @@ def verdict(build: Build, stage, shape, kind="stream") -> Statement:
     if kind == "stream":
         every = repeated(build, stage, shape)
         settled = timing.settled(every)
-        stream = stream_said(build, stage, shape)
+        stream = timing.run_verdict(every, v)
         holds = shape != POST_SHAPE or stream != "launch-bound"
         return Statement(said, holds, f"{stream}; processes {dict(Counter(x.stream for x in every))}",
                          f"{stream}{', settled' if settled else ''}")
@@ -207,8 +207,9 @@ def verdicts(build: Build, shape) -> Statement:
     CPU sets the pace or comes close); elsewhere the sentence is what the processes gave, whichever."""
     rows = [r for r in build.run("timing")["rows"]
             if "x".join(map(str, r["shape"])) == shape and "error" not in r and r.get("graph_us")]
-    streams = {r["stage"]: stream_said(build, r["stage"], shape) for r in rows}
-    settled = all(timing.settled(repeated(build, s, shape)) for s in streams)
+    every = {r["stage"]: repeated(build, r["stage"], shape) for r in rows}
+    streams = {r["stage"]: timing.run_verdict(every[r["stage"]], timing.verdict(r)) for r in rows}
+    settled = all(timing.settled(e) for e in every.values())
     kinds = set(streams.values())
     outcome = f"all {kinds.pop()}{', settled' if settled else ''}" if len(kinds) == 1 else "mixed"
     return Statement(_said(build, "verdicts", shape), PREMISE.get(shape) not in streams.values(),

@@ -41,13 +41,6 @@ def repeated(build: Build, stage, shape) -> list[timing.Verdict]:
     return [timing.verdict(r) for r in found if "error" not in r and judged(r)]
 
 
-def stream_said(build: Build, stage, shape) -> str:
-    """A stream's verdict as the pages state it: the one every process of the timing run gives; where they
-    disagree, the one of their samples pooled (said with the processes' own)."""
-    return timing.consensus(repeated(build, stage, shape)) or timing.verdict(
-        timing.find(build.run("timing")["rows"], stage, shape)).stream
-
-
 def timed_range(build: Build, stage, shape, field="enqueue_us") -> decide.Range:
     """A row's samples (the CPU enqueue per call, unless `field` says otherwise) across the run's repeats (or
     p10–p90 of its one process)."""
@@ -213,12 +206,12 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
     directive = f"verdict {stage} {shape} {kind}"
     if kind == "stream":
         every, enqueue = repeated(build, stage, shape), timed_range(build, stage, shape)
-        said = stream_said(build, stage, shape)
+        said = timing.run_verdict(every, v)
         if expect == said and not timing.settled(every):
             raise FalseStatement(f"the sentence `{directive}` expects {expect!r}, and the timing run says so, but not "
                                  f"in every repeat by the {timing.HOST_MARGIN:g}× margin that decides it "
                                  f"({', '.join(x.stream for x in every)}; GPU only {us(v.gpu_only.median)}, CPU enqueue "
-                                 f"{us(v.enqueue.median)}): drop expect= and let the sentence say it is this host's verdict")
+                                 f"{us(v.enqueue.median)}): drop expect= and let the sentence give its room")
         return _claim(directive, expect, said, build.fold(
             f"**{said}** in a stream{'' if timing.consensus(every) else ', not in every process'}: back to back "
             f"{us(v.back_to_back.median)} per call, against {us(v.gpu_only.median)} of GPU work",
@@ -276,17 +269,13 @@ def _at(build: Build, shape: str) -> list[dict]:
     return [r for r in verdict_rows(build) if "x".join(map(str, r["shape"])) == shape]
 
 
-def _names(items) -> str:
-    return listed(list(items))
-
-
 def _margin(build: Build, every: list[timing.Verdict]) -> str:
     """Nothing where every process gives the verdict; where they disagree, that it is this run's, not decided."""
     if timing.consensus(every) is not None:
         return ""
     host = re.sub(r"\s+", " ", re.sub(r"\((R|TM)\)", "", build.run_record("timing").get("host_cpu") or "")).strip()
     return (f" in this run{f' (host CPU: {escape(host)})' if host else ''}, not decided: its {len(every)} separate "
-            f"processes said {_names(v.stream for v in every)}, so another run or host may give another verdict")
+            f"processes said {listed([v.stream for v in every])}, so another run or host may give another verdict")
 
 
 def _room(groups: list[list[timing.Verdict]]) -> str:
@@ -320,10 +309,10 @@ def verdicts(build: Build, shape, expect=None):
     kinds = sorted(set(agreed.values()))
     group = lambda kind: [t for t, v in agreed.items() if v == kind]
     if len(kinds) == 1:
-        lesson = f"{_names(agreed)} {'is' if len(agreed) == 1 else 'are all'} **{kinds[0]}** in a stream"
+        lesson = f"{listed(list(agreed))} {'is' if len(agreed) == 1 else 'are all'} **{kinds[0]}** in a stream"
     else:
-        lesson = "; ".join(f"{_names(group(k))}: **{k}**" for k in kinds)
-    sentence = "; ".join(f"{_names(group(k))}: {k}" + _room([every[t] for t in group(k)]) for k in kinds)
+        lesson = "; ".join(f"{listed(group(k))}: **{k}**" for k in kinds)
+    sentence = "; ".join(f"{listed(group(k))}: {k}" + _room([every[t] for t in group(k)]) for k in kinds)
     if close:
         lesson += ("; " if lesson else "") + "; ".join(f"{k}: **{v.stream}**, not in every process" for k, v in close.items())
         sentence += ("; " if sentence else "") + "; ".join(f"{k}: {v.stream}{_margin(build, every[k])}"
