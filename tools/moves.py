@@ -1,22 +1,30 @@
 """Which conclusions say something else from one regeneration to another, under this tree's code: the
 measure of whether the site's words survive re-measurement.
 
-    python tools/moves.py [COMMIT ...]    (default: the last three commits that changed run-timing.json)
+    python tools/moves.py [--build] [COMMIT ...]    (default: the last three commits that changed run-timing.json)
 
 Each COMMIT holds a whole regeneration of docs/captures. For each, a copy of this working tree gets that
 commit's records, and its measuring code and snippets (so that the records are fresh under their keys);
 the pages, the claims and the analysis stay this tree's. `python -m attnprof conclusions` runs in each copy,
 and a conclusion moves when its words with every number masked (site/conclusions.words) differ between two
 regenerations: a verdict, a ranking or "not told apart" that changed, not a figure.
+
+With --build, each copy is also built by both engines, strict (`mkdocs build --strict`, `zensical build
+--clean --strict`), on its own records; a build shows those records when its pages hold the lessons (the
+words before "evidence", numbers and all) that `conclusions` computed from them, so each line counts them.
 """
 from __future__ import annotations
 
+import html
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from io import BytesIO
 from pathlib import Path
 
@@ -31,8 +39,8 @@ def git(*args: str) -> bytes:
     return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, check=True).stdout
 
 
-def conclusions(commit: str, scratch: Path) -> dict[str, str]:
-    """The conclusions of this tree's code over `commit`'s records."""
+def overlay(commit: str, scratch: Path) -> Path:
+    """A copy of this working tree with `commit`'s records and the code they are keyed by."""
     tree = scratch / commit
     for name in git("ls-files", "-z").decode().split("\0"):
         if name and (ROOT / name).is_file():
@@ -41,17 +49,66 @@ def conclusions(commit: str, scratch: Path) -> dict[str, str]:
     for part in FROM_COMMIT:
         shutil.rmtree(tree / part, ignore_errors=True)
         tarfile.open(fileobj=BytesIO(git("archive", commit, part))).extractall(tree, filter="data")
+    return tree
+
+
+def conclusions(tree: Path) -> dict[str, str]:
+    """The conclusions of this tree's code over the records in `tree`."""
     out = tree / "conclusions.json"
     subprocess.run([sys.executable, "-m", "attnprof", "conclusions", "--json", str(out)], cwd=tree, check=True,
                    capture_output=True, env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
     return json.loads(out.read_text())
 
 
-def main(commits: list[str]) -> int:
+ENGINES = {"mkdocs": (["mkdocs", "build", "--strict", "-d", "site"], "site"),
+           "zensical": (["zensical", "build", "--clean", "--strict"], "site")}
+
+
+def page_text(site: Path, doc: str) -> str:
+    """The text of the built page of docs/`doc`, tags dropped, whitespace folded."""
+    name = doc.removeprefix("docs/").removesuffix(".md")
+    name = "" if name == "index" else name.removesuffix("/index")
+    page = site / name / "index.html"
+    raw = page.read_text(encoding="utf-8") if page.is_file() else ""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", raw)).split())
+
+
+def lesson(conclusion: str) -> str:
+    """A conclusion's words before its evidence, whitespace folded: what its page states first."""
+    return " ".join(conclusion.split(" (evidence:")[0].split())
+
+
+def build(tree: Path, found: dict[str, str]) -> str:
+    """Each engine's strict build of `tree`, in a few words each: how it ended, its seconds, and how many of
+    `found`'s lessons its pages hold word for word."""
+    env = dict(os.environ, PYTHONPATH=str(tree), ATTNPROF_RECAPTURE="never")
+    said = []
+    for engine, (args, out) in ENGINES.items():
+        shutil.rmtree(tree / out, ignore_errors=True)
+        start = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", *args], cwd=tree, env=env, capture_output=True, text=True)
+        took = time.perf_counter() - start
+        failed = r.returncode != 0 or (engine == "zensical" and "No issues found" not in r.stdout + r.stderr)
+        if failed:
+            said.append(f"{engine} FAILED ({r.returncode}): {(r.stdout + r.stderr).strip().splitlines()[-1:]}")
+            continue
+        held = sum(lesson(text) in page_text(tree / out, key.split(":")[0]) for key, text in found.items())
+        said.append(f"{engine} strict ok in {took:.0f} s, {held} of {len(found)} lessons on their pages")
+    return "; ".join(said)
+
+
+def main(args: list[str]) -> int:
+    built = "--build" in args
+    commits = [a for a in args if a != "--build"]
     if not commits:
         commits = git("log", "-3", "--format=%h", "--", "docs/captures/run-timing.json").decode().split()[::-1]
+    found = {}
     with tempfile.TemporaryDirectory() as scratch:
-        found = {c: conclusions(c, Path(scratch)) for c in commits}
+        for c in commits:
+            tree = overlay(c, Path(scratch))
+            found[c] = conclusions(tree)
+            if built:
+                print(f"{c}: {build(tree, found[c])}", flush=True)
     keys = sorted(set().union(*found.values()))
     moving = [k for k in keys if len({words(found[c].get(k, "(none)")) for c in commits}) > 1]
     for k in moving:
