@@ -26,3 +26,19 @@ def test_each_engine_builds_the_copy_and_its_pages_hold_the_copys_lessons(tmp_pa
     altered = {k: v.replace("7", "6", 1) if k == key else v for k, v in found.items()}
     again = moves.build(tree, altered).split("; ")
     assert all(f"{n - 1} of" in s for s, n in zip(again, [int(s.split(", ")[1].split()[0]) for s in said])), again
+
+
+def test_fewer_reads_a_run_cut_to_two_of_its_processes_as_taken_so(tmp_path):
+    """tools/fewer.py: the copy's sweep keeps two of its three processes, its records pass `check` under
+    the setting of two, and the sweep's conclusions are computed from those two."""
+    from tools import fewer
+    tree = moves.overlay("HEAD", tmp_path)
+    full = moves.conclusions(tree)
+    got = fewer.what_if(tree, {"sweep": [0, 2]}, 2)
+    assert got["problems"] == {}
+    assert set(got["conclusions"]) == set(full)
+    scaling = [v for k, v in got["conclusions"].items() if k.startswith("docs/scaling.md: say leads-long")]
+    assert scaling and all("median over 2 separate processes" in v for v in scaling), scaling
+    assert all("median over 3 separate processes" in v for k, v in full.items() if k.startswith("docs/scaling.md: say leads-long"))
+    paired_ok, paired, apart_ok, apart = got["aa"]
+    assert 0 < paired_ok <= paired and 0 < apart_ok <= apart
