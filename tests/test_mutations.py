@@ -963,3 +963,24 @@ def test_a_record_that_cannot_be_read_is_one_line(clean, tmp_path, case, name, r
     assert why is not None, f"{case}: not caught ({found})"
     assert "\n" not in why and name.split(".trace")[0] in why and says in why and "python -m attnprof" in why, why
     assert false_statements(Build(folder, found, strict=True), DOCS) == []  # what check lists is left to its line
+
+
+def test_the_prose_counts_and_clocks_of_a_run_are_its_records(clean, tmp_path):
+    """How a run measured, said in the prose (value run-NAME FIELD), is read from its record: the counts of
+    processes, runs and calls, and the SM clock NVML read; an edited reading moves the words with it."""
+    from attnprof.site.words import count
+    fastest = json.loads((clean / "run-fastest.json").read_text())
+    results = [fastest["result"], *fastest["repeats"]]
+    said = lambda record, field, folder=clean: re.sub(r"<[^>]+>", "", render(folder, f"<!-- attnprof: value {record} {field} -->"))
+    assert said("run-fastest", "processes") == count(len(results)) == count(len(fastest["processes"]))
+    assert said("run-fastest", "runs") == count(len(results[0][0]["back_to_back_us_each"]))
+    assert said("run-fastest", "calls") == count(results[0][0]["back_to_back_calls"])
+    clocks = [r["clocks"][k] for res in results for r in res for k in ("sm_mhz_min", "sm_mhz_max")]
+    assert said("run-fastest", "sm_clock") == f"{min(clocks):,}–{max(clocks):,} MHz"
+
+    def slower_end(data):
+        data["result"]["processes"][0]["gpu"][-1]["sm_mhz"] = 1200
+    folder = edited(clean, tmp_path, "run-steady.json", slower_end)
+    assert said("run-steady", "sm_clock_at_end", folder).startswith("1,200–")
+    with pytest.raises(Exception, match="unknown value run-fastest speed"):
+        render(clean, "<!-- attnprof: value run-fastest speed -->")

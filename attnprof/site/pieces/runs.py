@@ -14,7 +14,7 @@ from ...model.stages import LONG_SHAPE, select
 from ...text import escape, dims, shape, size, us
 from ..render import plots, tables
 from ..build import Build, across, row
-from ..words import FALLBACK_RUN, GRAPHS_RUN, ONE_CALL, listed, plain_title, short, title
+from ..words import FALLBACK_RUN, GRAPHS_RUN, ONE_CALL, count, listed, plain_title, short, title
 from ..registry import piece
 
 LAYOUT_TITLES = {"BHSD": "[B, H, S, D]", "BSHD": "[B, S, H, D]"}  # how q, k, v sat in memory
@@ -656,7 +656,7 @@ HARDWARE = {  # what the H200 is and does, from the device query and measurement
     "l2": lambda r: f"{r['query']['L2_cache_size'] / 2**20:.0f} MiB",
     "l2_mb": lambda r: f"{r['query']['L2_cache_size'] / 1e6:.1f} MB",
     "sms": lambda r: str(r["query"]["multi_processor_count"]),
-    "clock": lambda r: f"{r['query']['smi_clocks_max_sm_mhz']} MHz",
+    "clock": lambda r: f"{r['query']['smi_clocks_max_sm_mhz']:,} MHz",
     "fp32": lambda r: f"{r['fp32_matmul_tflops']:.0f} TFLOP/s",
     "fp32_bmm": lambda r: f"{r['fp32_bmm_tflops']:.0f} TFLOP/s",
     "bf16_bmm": lambda r: f"{r['bf16_bmm_tflops']:.0f} TFLOP/s",
@@ -678,12 +678,47 @@ HARDWARE = {  # what the H200 is and does, from the device query and measurement
 }
 
 
+def _rows(build: Build, name: str) -> list[dict]:
+    """Every row of every process of a run (a run whose process gives one dict: that dict)."""
+    return [r for result in build.repeats(name) for r in (result if isinstance(result, list) else [result])]
+
+
+def _span(values, fmt=str) -> str:
+    """One value, or the lowest to the highest of several, each through `fmt`."""
+    lo, hi = min(values), max(values)
+    return fmt(lo) if lo == hi else f"{fmt(lo)} to {fmt(hi)}"
+
+
+def _mhz(values) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:,} MHz" if lo == hi else f"{lo:,}–{hi:,} MHz"
+
+
+RUN_FACTS = {  # how a run measured, from its record, for the prose that describes its method
+    "processes": lambda b, n: count(len(b.repeats(n))),  # its separate processes (steady's are in its own result)
+    "runs": lambda b, n: _span({len(r["back_to_back_us_each"]) for r in _rows(b, n) if "back_to_back_us_each" in r},
+                               count),  # back-to-back runs kept per row and process
+    "calls": lambda b, n: _span({r["back_to_back_calls"] for r in _rows(b, n) if "back_to_back_calls" in r}, count),
+    # the SM clock (NVML) over the rounds kept, in every process
+    "sm_clock": lambda b, n: _mhz([x for r in _rows(b, n) if r.get("clocks")
+                                   for x in (r["clocks"]["sm_mhz_min"], r["clocks"]["sm_mhz_max"]) if x is not None]),
+    # the SM clock as each process ended measuring (its last NVML reading)
+    "sm_clock_at_end": lambda b, n: _mhz([p["gpu"][-1]["sm_mhz"] for p in (b.run_record(n).get("processes")
+                                                                          or b.run(n).get("processes") or [])
+                                          if p and p.get("gpu") and p["gpu"][-1].get("sm_mhz") is not None]),
+}
+
+
 @piece("value", captures=1, inline=True, kind="run")
 def value_run(build: Build, record, field):
-    """One hardware figure of this H200 inline in prose, from the device query or a measurement."""
-    if record != "run-hardware" or field not in HARDWARE:
-        raise KeyError(f"unknown value {record} {field} (known: run-hardware {{{', '.join(HARDWARE)}}})")
-    return HARDWARE[field](build.run("hardware"))
+    """One figure of a run inline in prose: of this H200 (run-hardware: the device query or a measurement),
+    or of how a run measured (RUN_FACTS), so that no count or clock in the text is typed by hand."""
+    if record == "run-hardware" and field in HARDWARE:
+        return HARDWARE[field](build.run("hardware"))
+    if field not in RUN_FACTS:
+        raise KeyError(f"unknown value {record} {field} (known: run-hardware {{{', '.join(HARDWARE)}}}; any run "
+                       f"{{{', '.join(RUN_FACTS)}}})")
+    return RUN_FACTS[field](build, record.removeprefix("run-"))
 
 
 @piece("hardware")
