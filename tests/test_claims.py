@@ -252,17 +252,17 @@ def test_a_measurement_missing_from_one_process_makes_the_run_unusable(clean):
 
     build, restore = flipped(clean, Flip("run-fastest.json", out_of_memory_in_the_last))
     try:
-        first = build.run("fastest")[0]
+        first, processes = build.run("fastest")[0], len(build.repeats("fastest"))
         pick = lambda result: row(result, path=first["path"], shape=first["shape"], layout=first["layout"])["back_to_back_us_each"]
-        with pytest.raises(RecordUnusable, match=r"run-fastest\.json: a measurement is missing from 1 of its 3 processes"
-                                                 r".*sweep --only fastest"):
+        with pytest.raises(RecordUnusable, match=rf"run-fastest\.json: a measurement is missing from 1 of its {processes} "
+                                                 r"processes.*sweep --only fastest"):
             across(build, "fastest", pick)
         with pytest.raises(KeyError):  # a field no process has is the code's mistake, not the run's
             across(build, "fastest", lambda result: row(result, path=first["path"], shape=first["shape"],
                                                         layout=first["layout"])["back_to_back_ms_each"])
         second = build.run("fastest")[1]  # a row every process measured still has its range
         assert across(build, "fastest", lambda result: row(result, path=second["path"], shape=second["shape"],
-                                                           layout=second["layout"])["back_to_back_us_each"]).n == 3
+                                                           layout=second["layout"])["back_to_back_us_each"]).n == processes
     finally:
         restore()
 

@@ -28,17 +28,20 @@ def test_each_engine_builds_the_copy_and_its_pages_hold_the_copys_lessons(tmp_pa
     assert all(f"{n - 1} of" in s for s, n in zip(again, [int(s.split(", ")[1].split()[0]) for s in said])), again
 
 
-def test_fewer_reads_a_run_cut_to_two_of_its_processes_as_taken_so(tmp_path):
-    """tools/fewer.py: the copy's sweep keeps two of its three processes, its records pass `check` under
-    the setting of two, and the sweep's conclusions are computed from those two."""
+def test_fewer_reads_a_run_cut_to_fewer_of_its_processes_as_taken_so(tmp_path):
+    """tools/fewer.py: the copy's timing run keeps all but one of its processes, its records pass `check`
+    under that setting, and the conclusions drawn from it are computed from those processes."""
+    import json
     from tools import fewer
     tree = moves.overlay("HEAD", tmp_path)
     full = moves.conclusions(tree)
-    got = fewer.what_if(tree, {"sweep": [0, 2]}, 2)
+    processes = len(json.loads((tree / "docs/captures/run-timing.json").read_text())["processes"])
+    assert processes >= 3  # fewer than it has, and still a repeated run
+    got = fewer.what_if(tree, {"timing": list(range(1, processes))}, processes - 1)
     assert got["problems"] == {}
     assert set(got["conclusions"]) == set(full)
-    scaling = [v for k, v in got["conclusions"].items() if k.startswith("docs/scaling.md: say leads-long")]
-    assert scaling and all("median over 2 separate processes" in v for v in scaling), scaling
-    assert all("median over 3 separate processes" in v for k, v in full.items() if k.startswith("docs/scaling.md: say leads-long"))
+    said = lambda n: f"median over {n} separate processes"
+    drawn = [k for k, v in full.items() if "cpu-saving" in k and said(processes) in v]
+    assert drawn and all(said(processes - 1) in got["conclusions"][k] for k in drawn), drawn
     paired_ok, paired, apart_ok, apart = got["aa"]
     assert 0 < paired_ok <= paired and 0 < apart_ok <= apart

@@ -196,9 +196,10 @@ CASES = [
     # 0. repeats: each names its process, as many as the settings ask for, each once, in the order they measured
     ("a further process dropped", "run-timing.json", "run-timing", dropped_process, "repeats[0] hold the results of 2"),
     ("the first process counted twice", "run-backward.json", "run-backward", first_process_twice, "processes[1]"),
-    ("a process's results duplicated", "run-fastest.json", "run-fastest",
+    # (the two below need a run of three processes or more: decode_step's)
+    ("a process's results duplicated", "run-decode_step.json", "run-decode_step",
      lambda r: r["repeats"].__setitem__(1, r["repeats"][0]), "repeats[1] is identical to repeats[0]"),
-    ("processes reordered", "run-decode.json", "run-decode", processes_reordered, "processes are not in the order"),
+    ("processes reordered", "run-decode_step.json", "run-decode_step", processes_reordered, "processes are not in the order"),
     ("a steady process dropped", "run-steady.json", "run-steady", steady_process_dropped, "result.repeats[0]"),
     # 1. key_averages, every column
     ("self CUDA time of a CPU op", "naive.json", "naive",
