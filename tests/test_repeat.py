@@ -219,7 +219,7 @@ def test_the_sweep_prepares_compiled_and_loaded_paths_before_it_measures(tmp_pat
     def held():
         return gpulock._held["file"] is not None
     monkeypatch.setattr(sweep, "prepared", lambda path, shape, fresh=True: (seen.append((path, shape, held())), ({"path": path}, None))[1])
-    monkeypatch.setattr(sweep, "timed_together", lambda ready, calls, seed=None: timed.append(([r["path"] for r, _ in ready], held())) or [r for r, _ in ready])
+    monkeypatch.setattr(sweep, "timed_together", lambda ready, calls, seed=None, **kw: timed.append(([r["path"] for r, _ in ready], held())) or [r for r, _ in ready])
     monkeypatch.setattr(sweep, "Progress", lambda total: (lambda label: None))
     with contextlib.ExitStack() as hold:  # as repeat.watched holds the GPU: from `ready` on
         rows = repeat.measured(sweep.sweep, None, (512, 1024), (64,),

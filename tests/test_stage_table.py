@@ -39,7 +39,7 @@ def test_a_new_stage_is_one_snippet_and_one_table_entry(tmp_path, monkeypatch, c
     measured = []
     from attnprof.measure import repeat
     monkeypatch.setattr(sweep, "prepared", lambda path, shape, **kw: (measured.append(path) or {"path": path}, None))
-    monkeypatch.setattr(sweep, "timed_together", lambda ready, calls, seed=None: [row for row, _ in ready])
+    monkeypatch.setattr(sweep, "timed_together", lambda ready, calls, seed=None, **kw: [row for row, _ in ready])
     repeat.measured(sweep.sweep, None, (128,), (32,), 128, 2)
     assert "mine" in measured and sorted(measured) == sorted(stages.select(sweep=True))
 
