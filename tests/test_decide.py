@@ -1,4 +1,6 @@
 """The one decision rule (analysis/decide.py): ranges across repeats, told apart or not, near a threshold."""
+import re
+
 import pytest
 
 from attnprof.analysis import decide
@@ -138,6 +140,20 @@ def test_a_quotient_of_one_runs_ranges_is_each_processs_own():
     assert (q.median, q.lo, q.hi, q.per, q.run, q.basis) == (2.0, 2.0, 2.0, (2.0, 2.0, 2.0), "graphs", decide.REPEATS)
     apart = decide.quotient(a, decide.of([[5.0, 5.0], [10.0, 10.0], [15.0, 15.0]], decide.ONE_CALL, "fastest"))
     assert (apart.lo, apart.hi, apart.per) == (10.0 / 15.0, 30.0 / 5.0, ())
+
+
+def test_a_paired_difference_or_quotient_never_shows_its_median_outside_its_brackets():
+    """The pooled medians' difference (what a reader subtracts from two tables) can fall outside the span of
+    the processes' own differences: the range then reaches to it, and each process's own value is kept."""
+    R = decide.Range
+    a = R(506.7, 500.0, 512.0, 3, decide.REPEATS, decide.ONE_CALL, (500.0, 506.0, 512.0), "fastest")
+    b = R(402.6, 402.7, 414.1, 3, decide.REPEATS, decide.BACK_TO_BACK, (402.7, 408.0, 414.1), "fastest")
+    for combined, per in ((decide.difference(a, b), (97.3, 98.0, 97.9)), (decide.quotient(a, b), (500 / 402.7, 506 / 408, 512 / 414.1))):
+        assert combined.per == pytest.approx(per) and combined.lo <= combined.median <= combined.hi
+        assert combined.lo == pytest.approx(min(per)) and combined.hi == pytest.approx(combined.median)  # it reaches to it
+        text = combined.text(lambda x: f"{x:.1f}")
+        median, lo, hi = (float(x) for x in re.findall(r"[\d.]+", text))
+        assert lo <= median <= hi, text
 
 
 def test_a_difference_of_one_runs_ranges_is_each_processs_own():

@@ -249,24 +249,26 @@ def point(x: float, method: str | None = None) -> Range:
 
 def quotient(a: Range, b: Range) -> Range:
     """a ÷ b (a speedup, a share): the quotient of the medians, as a reader divides the two a table shows. Two
-    ranges of one run's processes give each process's own quotient (`per`), their span its range (which the
-    quotient of the pooled medians may fall just outside); otherwise the widest the quotient can be, from the
-    ends of the two ranges. A ratio of two times has no time method of its own."""
+    ranges of one run's processes give each process's own quotient (`per`), their span its range, reaching
+    to the quotient of the pooled medians where that falls just outside (a median is never shown outside its
+    brackets); otherwise the widest the quotient can be, from the ends of the two ranges. A ratio of two
+    times has no time method of its own."""
     if paired(a, b):
-        per = tuple(x / y for x, y in zip(a.per, b.per))
-        return Range(a.median / b.median, min(per), max(per), len(per), REPEATS, None, per, a.run)
+        per, q = tuple(x / y for x, y in zip(a.per, b.per)), a.median / b.median
+        return Range(q, min(*per, q), max(*per, q), len(per), REPEATS, None, per, a.run)
     return Range(a.median / b.median, a.lo / b.hi, a.hi / b.lo, min(a.n, b.n), a.basis)
 
 
 def difference(a: Range, b: Range) -> Range:
     """a − b: the difference of the medians, as a reader subtracts the two a table shows. Two ranges of one
-    run's processes give each process's own difference (`per`), their span its range (which the difference of
-    the pooled medians may fall outside); otherwise the widest the difference can be, from the ends of the two
-    ranges. The method is theirs where they share one."""
+    run's processes give each process's own difference (`per`), their span its range, reaching to the
+    difference of the pooled medians where that falls outside (a median is never shown outside its
+    brackets); otherwise the widest the difference can be, from the ends of the two ranges. The method is
+    theirs where they share one."""
     method = a.method if a.method == b.method else None
     if paired(a, b):
-        per = tuple(x - y for x, y in zip(a.per, b.per))
-        return Range(a.median - b.median, min(per), max(per), len(per), REPEATS, method, per, a.run)
+        per, d = tuple(x - y for x, y in zip(a.per, b.per)), a.median - b.median
+        return Range(d, min(*per, d), max(*per, d), len(per), REPEATS, method, per, a.run)
     return Range(a.median - b.median, a.lo - b.hi, a.hi - b.lo, min(a.n, b.n), a.basis, method)
 
 

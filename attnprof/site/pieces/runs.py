@@ -306,7 +306,14 @@ def fastest_words(build: Build, rows: list[dict], peak: float) -> str:
     rate = lambda key: times[key].scaled(lambda t: tflops(flops, t))
     fig = lambda key: rate(key).text(lambda x: f"{x:.0f}")
     top = decide.ranking(times)[0]
-    share = f"{100 * rate(top[0]).median / peak:.0f} % of the {peak:.0f} TFLOP/s bf16 matmul peak measured in the same run"
+    share = (f"{100 * rate(top[0]).median / peak:.0f} % of the {peak:.0f} TFLOP/s bf16 matmul rate the ceilings run "
+             f"measured at {clock_said(build.run('ceilings').get('clocks'))}, while these forwards' rounds ran at "
+             f"{RUN_FACTS['sm_clock'](build, 'fastest')}")
+    a, b = list(times.values())[:2]
+    rule = (f"two forwards are told apart when one is ahead of the other by {100 * decide.margin(a, b):.0f} % or more "
+            f"in every process" if decide.paired(a, b) else
+            f"two forwards are told apart when these ranges do not overlap and their medians differ by "
+            f"{100 * decide.margin(a, b):.0f} % or more")
     if len(top) == 1:
         said = f"The fastest forward we ran at this shape is {name(top[0])}, {fig(top[0])} TFLOP/s, {share}"
         lesson = (f"The fastest forward we ran at this shape is **{name(top[0])}**, "
@@ -322,9 +329,7 @@ def fastest_words(build: Build, rows: list[dict], peak: float) -> str:
         first = decide.ranking({k: t for k, t in times.items() if k[1] == where})[0]
         within.append(f"on {LAYOUT_TITLES[where]} inputs, {' and '.join(short(k[0]) for k in first)}"
                       + (", not told apart" if len(first) > 1 else ""))
-    return (build.fold(lesson, f"{said} (TFLOP/s: {rate(top[0]).how} of its back-to-back runs; two forwards are told "
-                               f"apart when these ranges do not overlap and their medians differ by "
-                               f"{100 * decide.MARGIN:.0f} % or more)")
+    return (build.fold(lesson, f"{said} (TFLOP/s: {rate(top[0]).how} of its back-to-back runs; {rule})")
             + f". Fastest within each layout: {'; '.join(within)}.")
 
 
