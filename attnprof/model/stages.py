@@ -53,7 +53,8 @@ class Stage:
     causal_corner: str = "top-left"  # where its causal mask is aligned when queries outnumber keys
     tolerance: str | None = None  # "int8" for a quantized kernel; None: the dtype's tolerance
     bshd_too: bool = False  # the fastest-forward run also feeds it inputs stored [B, S, H, D]
-    fresh_compile: bool = False  # compiled per shape: the sweep resets torch.compile before each point
+    fresh_compile: bool = False  # compiled per shape: measure/sweep.py `prepared` resets torch.compile first
+    #                              (the sweep instead keeps every shape's compile, under a raised recompile limit)
     steady: bool = False  # the fastest forward: timed at steady state in separate processes (the steady run)
     color: str | None = None  # its colour in every chart
     short: str = ""  # its name inside a sentence ("cuDNN", "FlashAttention-4"); the title when empty

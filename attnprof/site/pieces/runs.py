@@ -553,7 +553,7 @@ def cost(build: Build, layers="32"):
     body = "".join(_cost_row(*row, layers) for row in rows)
     note = ("" if not slower else
             "\n\n" + build.fold("A stream of layers ran slower per layer than one layer at a time", "; ".join(slower)) +
-            ". The run did not read the GPU's clocks, so it cannot say why; the table uses the stream's time.")
+            ". Why, the run cannot say; the table uses the stream's time.")
     return (f'<div class="attnprof-price"><label>$ per GPU-hour: <input type="number" id="attnprof-price" '
             f'value="{DEFAULT_PRICE:.2f}" step="0.10" min="0"></label></div>\n\n'
             f'<table><thead><tr><th>phase</th><th>batch</th><th>one layer, back to back (CUDA events, per call)</th>'

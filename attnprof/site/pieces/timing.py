@@ -357,8 +357,8 @@ def lone_call(build: Build):
 
 @piece("timing-value", inline=True)
 def timing_value(build: Build, what, stage=None, shape=None):
-    """A figure of the timing run inline: inflation (the range over every row), tolerance (the rule's
-    floor), overheads SHAPE (the range of one call's launch overhead at a shape), or one median of a row."""
+    """A figure of the timing run inline: inflation (the range over every row), tolerance and cpu_tolerance
+    (the rule's floor against the GPU-only time and against the CPU enqueue), overheads SHAPE (the range of one call's launch overhead at a shape), or one median of a row."""
     if what == "inflation":  # the sentences around it say the profiler adds CPU time: hold them to it
         lo, hi = inflation_range(build)
         if lo <= 1:
@@ -368,8 +368,10 @@ def timing_value(build: Build, what, stage=None, shape=None):
     if what == "overheads":
         x = [timing.verdict(r).launch_overhead_us for r in _at(build, stage)]
         return f"{us(min(x))} to {us(max(x))}"
-    if what == "tolerance":
+    if what == "tolerance":  # the floor against the GPU-only time
         return f"{100 * timing.REL_TOLERANCE:.0f} %"
+    if what == "cpu_tolerance":  # ... and against the CPU enqueue, which moves more between rounds
+        return f"{100 * timing.CPU_FLOOR:.0f} %"
     if what == "margin":
         return f"{timing.HOST_MARGIN:g}×"
     if what in ("one_call", "back_to_back", "gpu_only", "enqueue", "overhead", "idle"):
