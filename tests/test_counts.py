@@ -49,3 +49,34 @@ def test_a_row_in_rounds_is_counted_by_the_rounds_it_kept():
         "result.rows[0].graph_us keeps 25 samples, but measure/timing.py's rounds (and those it kept) give 24"]
     row["graph_us"], row["throttled"] = [1.0] * 24, 0  # a dropped round not counted
     assert "make 24 rounds, but the run takes 25" in counts.run_lines("timing", {"result": result})[0]
+
+
+def test_the_prose_counts_of_the_capture_procedure_are_its_constants():
+    """Counts the chapters type by hand about how a capture is taken (profiled forwards, warm-up calls,
+    CUDA-event samples, the backward's FLOP factor) are the constants the capture code uses: a change of
+    one fails here, naming the page, rather than leaving the prose wrong."""
+    import re
+    from attnprof.model.procedure import BWD_FLOP_FACTOR, EVENT_REPS, SCHEDULE, WARMUP_CALLS
+    from attnprof.model.snippets import ROOT
+    words = {w: i for i, w in enumerate(("zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
+                                         "nine", "ten"))}
+    number = lambda text: words[text.lower()] if text.lower() in words else float(text)
+    profiled = SCHEDULE["active"] * SCHEDULE.get("repeat", 1)
+    rules = [  # (what the prose says, the constant it must equal)
+        (r"\b(\w+) profiled forwards", profiled), (r"profiles (\w+) forwards", profiled),
+        (r"\b(\w+) forwards vary", profiled), (r"appeared in the (\w+) forwards", profiled),
+        (r"\b(\w+) calls before profiling", WARMUP_CALLS), (r"times (\d+) forwards with CUDA events", EVENT_REPS),
+        (r"the median of (\d+) forwards, each timed alone", EVENT_REPS), (r"as ([\d.]+) forwards rather", BWD_FLOP_FACTOR),
+    ]
+    seen, wrong = 0, []
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        if page.name == "changelog.md":
+            continue
+        text = " ".join(page.read_text().split())
+        for pattern, constant in rules:
+            for m in re.finditer(pattern, text, flags=re.I):
+                if m.group(1).lower() in words or re.fullmatch(r"[\d.]+", m.group(1)):
+                    seen += 1
+                    if number(m.group(1)) != constant:
+                        wrong.append(f"{page.name}: '{m.group(0)}', but the code uses {constant}")
+    assert seen >= 9 and not wrong, (seen, wrong)
