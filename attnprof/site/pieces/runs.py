@@ -145,12 +145,16 @@ def stamp_run(build: Build, record):
     return tables.environment(r, "Measured", f"run `{name}`: {took}")
 
 
+def _mhz(values) -> str:
+    """SM clock readings as one figure or the lowest to the highest: "1,515–1,650 MHz"."""
+    lo, hi = min(values), max(values)
+    return f"{lo:,} MHz" if lo == hi else f"{lo:,}–{hi:,} MHz"
+
+
 def clock_said(clocks: dict | None) -> str:
     """The SM clock a run's samples were taken at (its rounds' NVML readings), for the words beside a rate."""
     lo, hi = (clocks or {}).get("sm_mhz_min"), (clocks or {}).get("sm_mhz_max")
-    if lo is None or hi is None:
-        return "the SM clock unrecorded"
-    return f"SM clock {lo:,} MHz" if lo == hi else f"SM clock {lo:,}–{hi:,} MHz"
+    return "the SM clock unrecorded" if lo is None or hi is None else f"SM clock {_mhz([lo, hi])}"
 
 
 @piece("ceilings")
@@ -692,11 +696,6 @@ def _span(values, fmt=str) -> str:
     """One value, or the lowest to the highest of several, each through `fmt`."""
     lo, hi = min(values), max(values)
     return fmt(lo) if lo == hi else f"{fmt(lo)} to {fmt(hi)}"
-
-
-def _mhz(values) -> str:
-    lo, hi = min(values), max(values)
-    return f"{lo:,} MHz" if lo == hi else f"{lo:,}–{hi:,} MHz"
 
 
 RUN_FACTS = {  # how a run measured, from its record, for the prose that describes its method
