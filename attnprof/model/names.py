@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .. import text
 from . import snippets
-from .procedure import BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, FORMAT, METRICS, RUN_REPEATS, SCHEDULE, THROTTLE, WARMUP_CALLS
+from .procedure import BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, FEW_REPEATS, FORMAT, METRICS, RUN_REPEATS, SCHEDULE, THROTTLE, WARMUP_CALLS
 from .stages import DEFAULT_SHAPE, LONG_SHAPE, STAGES, Stage, counter_records, get_stage, select, timing_stages
 from .snippets import ROOT, code_hash
 
@@ -95,20 +95,20 @@ class Run:
 RUN_CODE = {
     "ceilings": Run("sweep.ceilings", ("bench", "clock")),
     "hardware": Run("sweep.hardware", ("bench", "clock")),
-    "sweep": Run("sweep.sweep", ("bench", "clock", "numerics"), dict(sweep=True), repeats=RUN_REPEATS),
-    "fastest": Run("sweep.fastest", ("bench", "clock", "numerics"), dict(fused=True, sweep=True), repeats=RUN_REPEATS),
+    "sweep": Run("sweep.sweep", ("bench", "clock", "numerics"), dict(sweep=True), repeats=FEW_REPEATS),
+    "fastest": Run("sweep.fastest", ("bench", "clock", "numerics"), dict(fused=True, sweep=True), repeats=FEW_REPEATS),
     "recompile": Run("sweep.recompile_limit", ("bench", "numerics"), dict(fresh_compile=True)),
-    "fallback": Run("verify.fallbacks", ("dispatch", "bench", "numerics"), snippets=("sdpa",), repeats=RUN_REPEATS),
+    "fallback": Run("verify.fallbacks", ("dispatch", "bench", "numerics"), snippets=("sdpa",), repeats=FEW_REPEATS),
     "verify": Run("verify.verify", ("numerics",), dict(verify=True), ("sdpa",)),
     "gqa": Run("serving.gqa", ("bench", "dispatch", "numerics")),
-    "decode": Run("serving.decode", ("bench", "dispatch", "numerics"), repeats=RUN_REPEATS),
+    "decode": Run("serving.decode", ("bench", "dispatch", "numerics"), repeats=FEW_REPEATS),
     "varlen": Run("serving.varlen", ("bench", "dispatch", "numerics")),
-    "e2e": Run("serving.end_to_end", ("bench", "clock", "numerics"), snippets=("inplace",), repeats=RUN_REPEATS),
+    "e2e": Run("serving.end_to_end", ("bench", "clock", "numerics"), snippets=("inplace",), repeats=FEW_REPEATS),
     "decode_step": Run("serving.decode_step", ("bench", "clock", "numerics", "timing", "profiling"), snippets=("graphed",), repeats=RUN_REPEATS),
-    "graphs": Run("graphs.graphs", ("bench", "clock", "numerics"), snippets=("naive", "compiled", "graphed", "sdpa"), repeats=RUN_REPEATS),
+    "graphs": Run("graphs.graphs", ("bench", "clock", "numerics"), snippets=("naive", "compiled", "graphed", "sdpa"), repeats=FEW_REPEATS),
     "steady": Run("steady.steady", ("sweep", "bench", "numerics", "repeat"), dict(steady=True)),
     "backward": Run("backward.ranking", ("capture", "profiling", "bench", "clock", "numerics"), dict(backward=True),
-                    repeats=RUN_REPEATS),
+                    repeats=FEW_REPEATS),
     "timing": Run("timing.timing", ("bench", "clock", "numerics", "capture", "profiling"), timing_stages(), ("graphed",), repeats=RUN_REPEATS),
 }
 

@@ -62,19 +62,28 @@ def counters_guide(build: Build):
 @piece("decision-guide")
 def decision_guide(build: Build):
     """When the pages call two measurements told apart, said once, its numbers read from the rule's code
-    (analysis/decide.py, counters.BAND, timing.HOST_MARGIN, model/procedure.RUN_REPEATS) and its
+    (analysis/decide.py, counters.BAND, timing.HOST_MARGIN, each run's repeats in model/names.RUN_CODE) and its
     false-decision rate measured on the records (decide.aa)."""
     from ...analysis import timing
-    from ...model.procedure import RUN_REPEATS
     from ...model import names
     paired, apart = aa_counts(build)
     rounds = [f"`run-{r}`" for r in names.RUNS if names.RUN_CODE[r].repeats > 1 and "clock" in names.RUN_CODE[r].code]
+    by_repeats = {}
+    for r in names.RUNS:
+        if names.RUN_CODE[r].repeats > 1:
+            by_repeats.setdefault(names.RUN_CODE[r].repeats, []).append(f"`run-{r}`")
+    most = max(by_repeats, key=lambda n: len(by_repeats[n]))
+    times = lambda n: {2: "twice"}.get(n, f"{count(n)} times")
+    taken = (f"A run whose numbers a page compares is taken {times(most)}, each time in a separate process with its "
+             f"own CUDA context." + "".join(f" {listed(runs)} {'is' if len(runs) == 1 else 'are'} taken {times(n)}, "
+                                            f"because {count(most)} of {'its' if len(runs) == 1 else 'their'} processes do not "
+                                            f"always give the conclusions {count(n)} give."
+                                            for n, runs in sorted(by_repeats.items()) if n != most))
     margins = tables.table(["method", "same processes", "different processes"], [
         (method, f"{100 * m.paired:.0f} %", f"{100 * m.apart:.0f} %") for method, m in decide.MARGINS.items()])
     return (
         f"Two times are told apart only when they differ by more than that kind of time moves on its own.\n\n"
-        f"A run whose numbers a page compares is taken {count(RUN_REPEATS)} times, each in a separate process with its "
-        f"own CUDA context. The runs {listed(rounds)} measure the paths they compare in turns inside each process, "
+        f"{taken} The runs {listed(rounds)} measure the paths they compare in turns inside each process, "
         f"so that a slow moment of the host or the GPU falls on all of them. The other runs measure one path after "
         f"another. Each process measures holding the GPU alone, and while it times anything on the CPU, the "
         f"regeneration's other processes on that GPU pause. A time is given as its median with a range in "
