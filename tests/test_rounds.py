@@ -244,3 +244,22 @@ def test_a_forward_out_of_memory_when_its_peak_is_taken_is_its_own_result(monkey
     monkeypatch.setattr(bench, "peak_extra_bytes", peak)
     out = bench.together({"fine": lambda: None, "late": late}, calls=1, rounds=2, seed=1, budget_us=1.0)
     assert out["late"] == {"oom": True} and out["fine"]["rounds"] == 2 and out["fine"]["peak_extra_bytes"] == 0
+
+
+def test_without_one_call_together_times_back_to_back_only():
+    """The sweep's way (one_call=False): each round one back-to-back run, no one-call samples and no budget
+    spent on them; every arm still measured in each round, a forward that runs out of memory still OOM."""
+    calls = []
+
+    def oom():
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64 GiB")
+    forwards = {"a": lambda: calls.append("a"), "b": lambda: calls.append("b"), "big": oom}
+    out = bench.together(forwards, calls=3, rounds=4, seed=7, one_call=False)
+    assert out["big"] == {"oom": True}
+    for name in ("a", "b"):
+        m = out[name]
+        assert not {"times_us", "median_us", "reps"} & set(m), m
+        assert len(m["back_to_back_us_each"]) == 4 == m["rounds"] and m["back_to_back_calls"] == 3
+        assert m["back_to_back_us"] > 0 and m["peak_extra_bytes"] is None  # no GPU here: no peak memory
+    # per round one untimed call and the 3 timed ones (without a GPU no peak memory is taken): none timed alone
+    assert calls.count("a") == calls.count("b") == 4 * (1 + 3)

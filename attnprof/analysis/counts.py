@@ -99,6 +99,9 @@ def run_lines(name: str, run: dict) -> list[str]:
                                      "its reps and rounds say"))
             found.extend(_length(f"{where}.back_to_back_us_each", node.get("back_to_back_us_each"),
                                  node["rounds"] if "rounds" in node else BACK_TO_BACK_RUNS, "measure/bench.py takes"))
+        elif "back_to_back_calls" in node and "rounds" in node:  # bench.together without one-call samples (the sweep)
+            found.extend(_length(f"{where}.back_to_back_us_each", node.get("back_to_back_us_each"), node["rounds"],
+                                 "measure/bench.py takes"))
     results = [("result", run.get("result"))] + [(f"repeats[{i}]", r) for i, r in enumerate(run.get("repeats", []))]
     for where, result in results:
         for at, node in dicts(result, where):

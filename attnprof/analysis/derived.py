@@ -108,7 +108,7 @@ def _decode_step(row):
 
 
 def _rates_where_timed(row):
-    return _rates(row) if "median_us" in row else row
+    return _rates(row) if "median_us" in row or "back_to_back_us" in row else row
 
 
 def _same(result):

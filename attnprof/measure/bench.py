@@ -202,34 +202,36 @@ TOGETHER_ROUNDS = 5  # bench.together's rounds: one back-to-back run and a fifth
 
 
 def _arm(forward, context, chunk: int, calls: int):
-    """One round's samples of one prepared forward, under `context`: `chunk` one-call times and one
-    back-to-back run of `calls` forwards (as `measure` takes them, a round at a time)."""
+    """One round's samples of one prepared forward, under `context`: `chunk` one-call times (none for 0) and
+    one back-to-back run of `calls` forwards (as `measure` takes them, a round at a time)."""
     def once() -> dict:
         with context(), torch.no_grad():
-            return {"times_us": time_forward(forward, reps=chunk, warmup=1),
-                    "back_to_back_us_each": back_to_back_each(forward, calls=calls, reps=1)}
+            return ({"times_us": time_forward(forward, reps=chunk, warmup=1)} if chunk else {}) | {
+                "back_to_back_us_each": back_to_back_each(forward, calls=calls, reps=1)}
     return once
 
 
 def together(forwards: dict, calls: int = 5, rounds: int = TOGETHER_ROUNDS, seed: int | None = None,
-             contexts: dict | None = None, budget_us: float = 300_000.0) -> dict:
+             contexts: dict | None = None, budget_us: float = 300_000.0, one_call: bool = True) -> dict:
     """Named prepared forwards, each measured as `measure` measures one, but interleaved (`interleaved`), so
     the paths a page compares are measured in pairs: as many one-call samples as fit the time budget
-    (adaptive_reps, rounded down to a whole number a round), one back-to-back run of `calls` a round, and
-    the peak memory of one forward after. `contexts` maps a name to a context manager's factory its calls
-    run under (a stage's backend pin). Returns {name: measure's fields and interleaved's rounds, throttled,
-    clocks and seed}; a forward out of memory is {"oom": True}, one that fails otherwise {"error": why}."""
+    (adaptive_reps, rounded down to a whole number a round; none without `one_call`), one back-to-back run
+    of `calls` a round, and the peak memory of one forward after. `contexts` maps a name to a context
+    manager's factory its calls run under (a stage's backend pin). Returns {name: measure's fields (no
+    median_us, times_us or reps without `one_call`) and interleaved's rounds, throttled, clocks and seed}; a
+    forward out of memory is {"oom": True}, one that fails otherwise {"error": why}."""
     context = lambda name: (contexts or {}).get(name) or contextlib.nullcontext
     out, arms, reps = {}, {}, {}
     for name, forward in forwards.items():
         try:
             with context(name)(), torch.no_grad():
-                chunk = max(1, adaptive_reps(forward, budget_us) // rounds)
+                chunk = max(1, adaptive_reps(forward, budget_us) // rounds) if one_call else 0
         except RuntimeError as e:  # torch.OutOfMemoryError included
             out[name] = {"error": f"{type(e).__name__}: {first_line(e)}"[:300]}
             continue
         reps[name], arms[name] = chunk * rounds, _arm(forward, context(name), chunk, calls)
-    # no warm round: every forward ran just now (adaptive_reps), so the first round's clock follows work
+    # no warm round: every forward ran just now (adaptive_reps, or its preparation, which the caller has just
+    # done), so the first round's clock follows work
     out |= interleaved(arms, rounds, seed=seed, warm=False) if arms else {}
     for name in arms:
         m = out[name]
@@ -241,9 +243,9 @@ def together(forwards: dict, calls: int = 5, rounds: int = TOGETHER_ROUNDS, seed
         except RuntimeError as e:  # torch.OutOfMemoryError included: this path's result, not the others'
             out[name] = {"error": f"{type(e).__name__}: {first_line(e)}"[:300]}
             continue
-        out[name] = {"median_us": statistics.median(m["times_us"]), **m,
-                     "back_to_back_us": statistics.median(m["back_to_back_us_each"]), "back_to_back_calls": calls,
-                     "reps": reps[name], "peak_extra_bytes": peak}
+        one = {"median_us": statistics.median(m["times_us"])} if one_call else {}
+        out[name] = {**one, **m, "back_to_back_us": statistics.median(m["back_to_back_us_each"]),
+                     "back_to_back_calls": calls, **({"reps": reps[name]} if one_call else {}), "peak_extra_bytes": peak}
     for name, m in out.items():
         if m.get("error", "").startswith("OutOfMemoryError"):
             out[name] = {"oom": True}

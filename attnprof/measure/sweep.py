@@ -171,12 +171,14 @@ def _failed(row: dict, why: str) -> dict:
     return {**row, "oom": True} if why.startswith("OutOfMemoryError") else {**row, "unavailable": why[:300]}
 
 
-def timed_together(ready: list, calls: int, rounds: int = bench.TOGETHER_ROUNDS, seed=None) -> list[dict]:
+def timed_together(ready: list, calls: int, rounds: int = bench.TOGETHER_ROUNDS, seed=None,
+                   one_call: bool = True) -> list[dict]:
     """Prepared paths ((row, forward) pairs, `prepared`'s) timed interleaved, each under its stage's context
-    (bench.together), with its TFLOP/s; a path that could not be prepared keeps its row."""
+    (bench.together; back to back only without `one_call`), with its TFLOP/s; a path that could not be
+    prepared keeps its row."""
     forwards = {i: forward for i, (_, forward) in enumerate(ready) if forward is not None}
     contexts = {i: STAGES[ready[i][0]["path"]].context for i in forwards}
-    measured = bench.together(forwards, calls, rounds, seed, contexts)
+    measured = bench.together(forwards, calls, rounds, seed, contexts, one_call=one_call)
     rows = [row for row, _ in ready]
     for i, m in measured.items():
         if "oom" in m or "error" in m:
@@ -215,8 +217,8 @@ def static_compiles(shapes: int):
 
 
 def sweep(paths=None, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, heads=HEADS, seed=None):
-    """Every path at every shape, a shape at a time: every path prepared, then all of them timed interleaved
-    (timed_together), so the paths a point compares are measured in pairs. A generator (measure/repeat.py):
+    """Every path at every shape, a shape at a time: every path prepared, then all of them timed back to back,
+    interleaved (timed_together), so the paths a point compares are measured in pairs. A generator (measure/repeat.py):
     the paths whose preparation is a compile or a kernel's loading (`loads`: FlexAttention, SageAttention,
     FlashAttention-4) are prepared at every shape before its `yield`, while other processes measure; each
     shape's compile is kept (static_compiles), and a compile while timing fails the point rather than being
@@ -237,7 +239,8 @@ def sweep(paths=None, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, hea
                 progress(f"S={shape[2]} D={shape[3]}")
                 ready = [loaded.pop((path, shape)) if loads(path) else prepared(path, shape) for path in paths]
                 try:
-                    rows += timed_together(ready, calls=5, seed=None if seed is None else seed + i)
+                    # back to back only: the pages read the sweep's queued times, never its one-call ones
+                    rows += timed_together(ready, calls=5, seed=None if seed is None else seed + i, one_call=False)
                 finally:
                     ready = None
                     if torch.cuda.is_available():
