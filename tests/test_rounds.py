@@ -263,3 +263,22 @@ def test_without_one_call_together_times_back_to_back_only():
         assert m["back_to_back_us"] > 0 and m["peak_extra_bytes"] is None  # no GPU here: no peak memory
     # per round one untimed call and the 3 timed ones (without a GPU no peak memory is taken): none timed alone
     assert calls.count("a") == calls.count("b") == 4 * (1 + 3)
+
+
+def test_the_sweep_times_back_to_back_only_and_its_rows_hold_what_the_checks_ask():
+    """sweep() end to end on this machine's CPU, at two tiny shapes: each row keeps a back-to-back run a
+    round and no one-call samples, its rate is derived from them, and the record checks find nothing."""
+    from attnprof.analysis import counts, derived
+    from attnprof.measure import sweep
+    run = sweep.sweep(paths=["flash", "inplace"], seq_lens=(32, 64), head_dims=(16,), tokens=128, heads=2, seed=3)
+    next(run)  # prepared
+    with pytest.raises(StopIteration) as done:
+        next(run)
+    rows = done.value.value
+    assert [(r["path"], r["shape"][2]) for r in rows] == [("flash", 32), ("inplace", 32), ("flash", 64), ("inplace", 64)]
+    for r in rows:
+        assert not {"times_us", "median_us", "reps", "tflops"} & set(r), r.keys()
+        assert len(r["back_to_back_us_each"]) == r["rounds"] == bench.TOGETHER_ROUNDS - r["throttled"]
+        assert r["tflops_back_to_back"] > 0
+    assert counts.run_lines("sweep", {"result": rows}) == []
+    assert derived.disagreements("sweep", rows) == []

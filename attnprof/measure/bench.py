@@ -230,8 +230,9 @@ def together(forwards: dict, calls: int = 5, rounds: int = TOGETHER_ROUNDS, seed
             out[name] = {"error": f"{type(e).__name__}: {first_line(e)}"[:300]}
             continue
         reps[name], arms[name] = chunk * rounds, _arm(forward, context(name), chunk, calls)
-    # no warm round: every forward ran just now (adaptive_reps, or its preparation, which the caller has just
-    # done), so the first round's clock follows work
+    # no warm round: with one-call samples every forward ran just now (adaptive_reps), so the first round's
+    # clock follows work; without them (the sweep), each back-to-back run starts with an untimed call, and the
+    # first round may run at a clock an idle GPU left high, for every arm alike
     out |= interleaved(arms, rounds, seed=seed, warm=False) if arms else {}
     for name in arms:
         m = out[name]

@@ -13,7 +13,8 @@ RUN_REPEATS = 3  # independent repeats (separate processes) of a run whose numbe
 # ... of a run whose conclusions two processes decide as three do: `python tools/fewer.py` over the six
 # regenerations 19d58c5 to d2acc5e, any two of three processes of the sweep, fastest, fallback, decode, e2e,
 # graphs and backward runs (together) change none of the site's 72 conclusions, and the A/A rates stay at
-# 97 % or more; the timing and decode_step runs' conclusions do change with two (cpu-rank, decode-error)
+# 97 % or more (97.5 % paired, 99 % apart once the sweep keeps no one-call samples); the timing and
+# decode_step runs' conclusions do change with two (cpu-rank, decode-error). A new run starts at RUN_REPEATS.
 FEW_REPEATS = 2
 STEADY_REPEATS = 5  # the steady run's processes (measure/steady.py): the fastest forward's spread across them
 # A round of interleaved measurements (measure/bench.py interleaved) whose SM clock is below this share of the GPU's

@@ -59,6 +59,22 @@ def counters_guide(build: Build):
           "runs them in use, not fixed for repeatable numbers).")
 
 
+def repeats_said(names) -> str:
+    """How many separate processes each run whose numbers a page compares is taken in (RUN_CODE's repeats):
+    the largest group as "the others", the rest by name."""
+    groups = {}
+    for r in names.RUNS:
+        if names.RUN_CODE[r].repeats > 1:
+            groups.setdefault(names.RUN_CODE[r].repeats, []).append(f"`run-{r}`")
+    if not groups:
+        return ""
+    times = lambda n: {2: "twice"}.get(n, f"{count(n)} times")
+    common = max(groups, key=lambda n: (len(groups[n]), n))
+    named = [f"{listed(runs)} {times(n)}" for n, runs in sorted(groups.items(), reverse=True) if n != common]
+    return ("A run whose numbers a page compares is taken in separate processes, each with its own CUDA context: "
+            + "; ".join(named + [f"{'the others' if named else 'each'} {times(common)}"]) + ".")
+
+
 @piece("decision-guide")
 def decision_guide(build: Build):
     """When the pages call two measurements told apart, said once, its numbers read from the rule's code
@@ -68,17 +84,7 @@ def decision_guide(build: Build):
     from ...model import names
     paired, apart = aa_counts(build)
     rounds = [f"`run-{r}`" for r in names.RUNS if names.RUN_CODE[r].repeats > 1 and "clock" in names.RUN_CODE[r].code]
-    by_repeats = {}
-    for r in names.RUNS:
-        if names.RUN_CODE[r].repeats > 1:
-            by_repeats.setdefault(names.RUN_CODE[r].repeats, []).append(f"`run-{r}`")
-    most = max(by_repeats, key=lambda n: len(by_repeats[n]))
-    times = lambda n: {2: "twice"}.get(n, f"{count(n)} times")
-    taken = (f"A run whose numbers a page compares is taken {times(most)}, each time in a separate process with its "
-             f"own CUDA context." + "".join(f" {listed(runs)} {'is' if len(runs) == 1 else 'are'} taken {times(n)}, "
-                                            f"because {count(most)} of {'its' if len(runs) == 1 else 'their'} processes do not "
-                                            f"always give the conclusions {count(n)} give."
-                                            for n, runs in sorted(by_repeats.items()) if n != most))
+    taken = repeats_said(names)
     margins = tables.table(["method", "same processes", "different processes"], [
         (method, f"{100 * m.paired:.0f} %", f"{100 * m.apart:.0f} %") for method, m in decide.MARGINS.items()])
     return (
