@@ -284,6 +284,7 @@ class Workers:
         self.lock = threading.Lock()
         self.say: Callable[[str], None] = print
         self.began = time.monotonic()
+        self.began_at = time.time()  # the same moment on the clock the holds are written in
         self.said = time.monotonic()  # when the last line was said
         self.busy: dict[tuple, tuple[str, float]] = {}  # worker -> (record, its start)
         self.done = threading.Event()
@@ -315,11 +316,19 @@ class Workers:
         return self.pids(devices).with_suffix(".holds")
 
     def busy_text(self, devices, wall_s: float) -> str:
-        """How much of the regeneration's time these GPUs spent measuring, and on what most."""
+        """How much of the regeneration's time these GPUs spent measuring, and on what most; then a table of
+        every take that held them, by when it first did (seconds since the workers started): what a shorter
+        regeneration would have to cut."""
         total, by = gpulock.holds(self.holds(devices))
         top = sorted(by.items(), key=lambda kv: -kv[1])[:3]
+        first, count = {}, {}
+        for what, start, _ in gpulock.stretches(self.holds(devices)):
+            first[what], count[what] = min(first.get(what, start), start), count.get(what, 0) + 1
+        rows = [(what, f"{first[what] - self.began_at:.0f}", f"{by[what]:.1f}", str(count[what]))
+                for what in sorted(first, key=first.get)]
         return (f"GPU {','.join(devices)}: held for measuring {total:.0f} s of {wall_s:.0f} s "
-                f"({100 * total / max(wall_s, 1e-9):.0f} %); most by " + ", ".join(f"{w} {s:.0f} s" for w, s in top))
+                f"({100 * total / max(wall_s, 1e-9):.0f} %); most by " + ", ".join(f"{w} {s:.0f} s" for w, s in top)
+                + ("\n" + text_table(["held by", "first at s", "held s", "stretches"], rows) if rows else ""))
 
     def resume(self, devices, unless_marked_since: float | None = None):
         """Let every process under these GPUs' workers go on (SIGCONT): a measurement that paused them and

@@ -175,8 +175,11 @@ def test_each_hold_of_the_gpu_is_written_down_and_summed(tmp_path, monkeypatch):
     assert 0.39 <= by["run-a repeat 0"] < 0.65 and 0.09 <= by["run-b"] < 0.3 and total == pytest.approx(sum(by.values()))
     workers = regenerate.Workers(tmp_path / "out", tmp_path)
     assert workers.holds(("0",)) == tmp_path / "gpu0.holds"
-    line = workers.busy_text(("0",), 10.0)
+    line, *table = workers.busy_text(("0",), 10.0).splitlines()
     assert line.startswith(f"GPU 0: held for measuring {total:.0f} s of 10 s") and "most by run-a repeat 0" in line
+    rows = [r.split() for r in table[2:]]  # under the header and its rule: every holder, by when it first held
+    assert [r[0] for r in rows] == ["run-a", "run-b"] and [r[-1] for r in rows] == ["2", "1"]  # run-a: two stretches
+    assert float(rows[0][-2]) == pytest.approx(by["run-a repeat 0"], abs=0.05)
 
 
 def _probe(tmp_path, monkeypatch, source):

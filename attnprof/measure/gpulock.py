@@ -128,19 +128,27 @@ def _let_go(file, what: str):
             pass
 
 
-def holds(path_: str | os.PathLike) -> tuple[float, dict[str, float]]:
-    """From a HOLDS_ENV file: the seconds the GPU was held in all, and by what was held."""
-    by: dict[str, float] = {}
+def stretches(path_: str | os.PathLike) -> list[tuple[str, float, float]]:
+    """From a HOLDS_ENV file: each stretch the GPU was held, (what held it, start, end) in time.time()."""
     try:
         lines = Path(path_).read_text().splitlines()
     except OSError:
         lines = []
+    out = []
     for line in lines:
         try:
             what, start, end = line.rsplit("\t", 2)
-            by[what] = by.get(what, 0.0) + float(end) - float(start)
-        except ValueError:
+            out.append((what, float(start), float(end)))
+        except ValueError:  # a line torn by a process killed while writing it
             continue
+    return out
+
+
+def holds(path_: str | os.PathLike) -> tuple[float, dict[str, float]]:
+    """From a HOLDS_ENV file: the seconds the GPU was held in all, and by what was held."""
+    by: dict[str, float] = {}
+    for what, start, end in stretches(path_):
+        by[what] = by.get(what, 0.0) + end - start
     return sum(by.values()), by
 
 
