@@ -103,6 +103,16 @@ def test_median_forward_of_five():
     assert trace.median_forward(fwds) is fwds[4]  # 3.0: two forwards faster, two slower
 
 
+def test_tied_forwards_tie_on_every_python(h200):
+    """Two forwards with the same device time, to the nanosecond: a plain left-to-right sum makes the third
+    899.5239999999999 µs on Python 3.11 (899.524 on 3.12), which changed which forward the median was, so
+    `check` here disagreed with a capture made on 3.12. The sum is correctly rounded: they tie, and the
+    median is the later of the two in the sort, as the capture chose."""
+    fwds = trace.forwards(h200("sage-tie"), LABEL)
+    assert [f.device_us for f in fwds] == [900.454, 899.524, 899.524]
+    assert trace.median_forward(fwds) is fwds[2]
+
+
 def test_a_summary_is_what_its_trace_says(h200):
     t = h200("flash")
     summary = {"label": LABEL, **trace.summarize(t, LABEL)}

@@ -60,7 +60,9 @@ class Forward:
 
     @property
     def device_us(self) -> float:
-        return sum(op.duration_us for op in self.ops)
+        # correctly rounded, so one set of durations gives one sum on every Python: 3.12's sum() compensates
+        # and 3.11's does not, and two forwards tied to the nanosecond must tie wherever the median is chosen
+        return math.fsum(op.duration_us for op in self.ops)
 
 
 def load(path: str | Path) -> dict:
