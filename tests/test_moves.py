@@ -45,3 +45,10 @@ def test_fewer_reads_a_run_cut_to_fewer_of_its_processes_as_taken_so(tmp_path):
     assert drawn and all(said(processes - 1) in got["conclusions"][k] for k in drawn), drawn
     paired_ok, paired, apart_ok, apart = got["aa"]
     assert 0 < paired_ok <= paired and 0 < apart_ok <= apart
+
+
+@pytest.mark.parametrize("arg", ["--help", "no-such-commit"])
+def test_moves_refuses_what_is_not_a_commit_in_one_line(arg, capsys):
+    assert moves.main([arg]) == 2
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and repr(arg) in said and "usage: python tools/moves.py" in said

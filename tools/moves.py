@@ -100,6 +100,12 @@ def build(tree: Path, found: dict[str, str]) -> str:
 def main(args: list[str]) -> int:
     built = "--build" in args
     commits = [a for a in args if a != "--build"]
+    for c in commits:  # a refusal is one line: an option it does not know, or a name git cannot resolve
+        if c.startswith("-") or subprocess.run(["git", "rev-parse", "-q", "--verify", f"{c}^{{commit}}"], cwd=ROOT,
+                                               capture_output=True).returncode:
+            print(f"moves.py: {c!r} is not a commit here; usage: python tools/moves.py [--build] [COMMIT ...]",
+                  file=sys.stderr)
+            return 2
     if not commits:
         commits = git("log", "-3", "--format=%h", "--", "docs/captures/run-timing.json").decode().split()[::-1]
     found = {}
