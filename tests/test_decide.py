@@ -46,6 +46,8 @@ def test_a_range_prints_its_median_then_its_span_and_says_how_it_was_had():
     assert r.text(lambda x: f"{x:.1f}\xa0µs") == "11.0\xa0µs [10.0–12.0\xa0µs]"  # as text.us writes a time
     assert r.text(lambda x: f"{x / 1000:.3f}\xa0ms" if x >= 11 else f"{x:.1f}\xa0µs") == "0.011\xa0ms [10.0\xa0µs–0.012\xa0ms]"
     assert "3 separate processes" in r.how
+    below = decide.of_repeats([-1.1, 28.5, 20.0])  # a difference whose range starts below zero
+    assert below.text(lambda x: f"{x:.1f} µs") == "20.0 µs [−1.1 to 28.5 µs]"  # not "−1.1–28.5", a subtraction
     rate = r.scaled(lambda t: 100 / t)
     assert rate.lo < rate.median < rate.hi and rate.lo == pytest.approx(100 / 12)
 

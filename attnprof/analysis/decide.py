@@ -71,7 +71,8 @@ class Range:
         unit = re.search(r"\s\D+$", hi)  # " µs" (any space, a no-break one too)
         if unit and lo.endswith(unit.group()):  # one unit for the range: 33.9–42.1 µs
             lo = lo.removesuffix(unit.group())
-        return f"{minus(fmt(self.median))} [{lo}–{hi}]"
+        to = " to " if lo.startswith("−") else "–"  # "−1.1–28.5" would read as a subtraction
+        return f"{minus(fmt(self.median))} [{lo}{to}{hi}]"
 
     @property
     def how(self) -> str:
