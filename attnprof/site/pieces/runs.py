@@ -328,13 +328,15 @@ def fastest_words(build: Build, rows: list[dict], peak: float) -> str:
         lesson = (f"The fastest forwards we ran at this shape, "
                   f"{listed([f'**{short(k[0])}** on {LAYOUT_TITLES[k[1]]}' for k in top])}, are not told apart; the "
                   f"first reaches **{100 * rate(top[0]).median / peak:.0f} %** of the bf16 matmul peak")
-    within = []
+    leaders = {}  # layout -> who leads it ("flash and cuDNN, not told apart")
     for where in dict.fromkeys(k[1] for k in times):
         first = decide.ranking({k: t for k, t in times.items() if k[1] == where})[0]
-        within.append(f"on {LAYOUT_TITLES[where]} inputs, {' and '.join(short(k[0]) for k in first)}"
-                      + (", not told apart" if len(first) > 1 else ""))
-    return (build.fold(lesson, f"{said} (TFLOP/s: {rate(top[0]).how} of its back-to-back runs; {rule})")
-            + f". Fastest within each layout: {'; '.join(within)}.")
+        leaders[where] = (" and ".join(short(k[0]) for k in first) + (", not told apart" if len(first) > 1 else ""))
+    if len(leaders) > 1 and len(set(leaders.values())) == 1:  # one leader everywhere: said once
+        within = f"Fastest within each layout alike: {next(iter(leaders.values()))}."
+    else:
+        within = f"Fastest within each layout: {'; '.join(f'on {LAYOUT_TITLES[w]} inputs, {who}' for w, who in leaders.items())}."
+    return build.fold(lesson, f"{said} (TFLOP/s: {rate(top[0]).how} of its back-to-back runs; {rule})") + f". {within}"
 
 
 @piece("gqa")
