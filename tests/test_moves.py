@@ -52,3 +52,11 @@ def test_moves_refuses_what_is_not_a_commit_in_one_line(arg, capsys):
     assert moves.main([arg]) == 2
     said = capsys.readouterr().err
     assert said.count("\n") == 1 and repr(arg) in said and "usage: python tools/moves.py" in said
+
+
+def test_a_conclusions_words_mask_its_figures_and_its_ranges_form():
+    from attnprof.site import conclusions
+    above = "cuDNN's adds 28.5 µs [1.1–28.5 µs] stored BHSD, so FlashAttention-4's is more"
+    below = "cuDNN's adds 28.5 µs [−1.1 to 28.5 µs] stored BHSD, so FlashAttention-4's is more"
+    assert conclusions.words(above) == conclusions.words(below)  # a figure below zero is still a figure
+    assert conclusions.words(above) != conclusions.words(above.replace("is more", "is not told apart"))

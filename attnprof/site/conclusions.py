@@ -58,8 +58,9 @@ NUMBER = re.compile(r"[−-]?\d[\d,]*(?:\.\d+)?(?:\s?(?:ns|µs|ms|s)\b)?")  # a 
 
 
 def words(text: str) -> str:
-    """A conclusion with every number masked ("#"), a time with its unit: what it says beyond its figures."""
-    return NUMBER.sub("#", text)
+    """A conclusion with every number masked ("#"), a time with its unit: what it says beyond its figures.
+    A range reads "[# to #]" where it starts below zero and "[#–#]" elsewhere: one form, like a figure."""
+    return NUMBER.sub("#", text).replace("# to #", "#–#")
 
 
 def beyond_numbers(before: dict[str, str], after: dict[str, str]) -> list[str]:
