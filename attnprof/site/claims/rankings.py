@@ -136,8 +136,9 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
     tied = [short(o) for o in others if apart(mine, enqueue[o]) == "not told apart from"]
     for other in others:
         ratio, side = decide.quotient(mine, enqueue[other]), apart(mine, enqueue[other])
-        by = (f" ({pct(abs(ratio.lo - 1))} to {pct(abs(ratio.hi - 1))} {'more' if side == 'above' else 'less'} in "
-              f"each process)" if ratio.per and side != "not told apart from" else "")
+        each = sorted(abs(q - 1) for q in ratio.per)  # the processes' own ratios, not the brackets' reach to the pooled one
+        by = (f" ({pct(each[0])} to {pct(each[-1])} {'more' if side == 'above' else 'less'} in each process)"
+              if ratio.per and side != "not told apart from" else "")
         words[side].append(f"{short(other)}'s {enqueue[other].text(us)}{by}")
     said = "; ".join(f"{w} {' and '.join(v)}" for w, v in words.items() if v)
     n = len(others)

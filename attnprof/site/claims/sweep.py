@@ -65,8 +65,8 @@ def leads_long(build: Build, stage) -> Statement:
     start = max(alone[0] for _, _, alone in shapes.values())  # from here up it leads alone at every head dim
     return Statement(f"{text} (time per forward back to back, {_how(ranges)}: every point in "
                      "the tables below)", True, rests_on, str(sorted(lead.items())),
-                     f"{name} is the fastest from S={start:,} up at every head dim swept; below, {rival} leads or the two "
-                     f"are not told apart")
+                     f"{name} is the fastest from S={start:,} up at every head dim swept; at the shortest lengths, {rival} "
+                     f"leads")  # at some head dim the stage may lead below `start` too: the lesson says no more
 
 
 @piece("leads-long-points")

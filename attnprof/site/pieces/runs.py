@@ -560,13 +560,16 @@ def cost(build: Build, layers="32"):
     note = ("" if not slower else
             "\n\n" + build.fold("A stream of layers ran slower per layer than one layer at a time", "; ".join(slower)) +
             ". Why, the run cannot say; the table uses the stream's time.")
+    prefill, decode = _basis(build, "e2e"), _basis(build, "decode_step")  # two runs: each says its own count
+    times_basis = (f"the {decode} in brackets" if prefill == decode else
+                   f"prefill, the {prefill}; decode, the {decode}; in brackets")
     return (f'<div class="attnprof-price"><label>$ per GPU-hour: <input type="number" id="attnprof-price" '
             f'value="{DEFAULT_PRICE:.2f}" step="0.10" min="0"></label></div>\n\n'
             f'<table><thead><tr><th>phase</th><th>batch</th><th>one layer, back to back (CUDA events, per call)</th>'
             f'<th>tokens/s per H200 ({layers} layers)</th><th>a stream of steps (eager)</th>'
             f'<th>$ per million tokens</th></tr></thead><tbody>{body}</tbody></table>\n\n'
-            f'Times: the {_basis(build, "decode_step")} in brackets. Tokens/s and dollars follow from the median; '
-            f'the bracketed dollars, from the fastest and the slowest process.' + note)
+            f'Times: {times_basis}. Tokens/s and dollars follow from the median; the bracketed dollars, where '
+            f'they differ, from the fastest and the slowest process.' + note)
 
 
 def _cost_row(phase: str, what: str, layer: decide.Range, tokens: int, stream: str, layers: int) -> str:

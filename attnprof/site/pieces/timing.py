@@ -90,7 +90,7 @@ def _method_note(build: Build) -> str:
     r, processes = build.run("timing"), len(build.repeats("timing"))
     pooled = f", in each of {processes} separate processes, pooled" if processes > 1 else ""
     return (f"Unprofiled times ({TIMING_RUN}) are medians with p10–p90 in brackets, in the median's unit. One call: over "
-            f"{r['one_call_reps']} calls. Back to back, GPU only and CPU enqueue: per call, over {r['reps']} runs of "
+            f"{r['one_call_reps']} calls{pooled}. Back to back, GPU only and CPU enqueue: per call, over {r['reps']} runs of "
             f"{r['calls']} calls each{pooled}. {_rounds_note(build.repeats('timing'))}"
             f"Profiled CPU time: the annotated range of each of the {count(SCHEDULE['active'])} forwards this run profiles "
             f"(torch.profiler, as the captures do; a chapter's own capture is another run and gives its own "
