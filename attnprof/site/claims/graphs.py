@@ -54,7 +54,7 @@ def graph_gains(build: Build) -> Statement:
     most_post = max((v for (w, _), v in speedup.items() if w == places[0]), key=lambda v: v.median)
     short_most = decide.order(least_short, most_post) == 1
     lesson = (f"A replay saves {pct(min(share))} to {pct(max(share))} of one call at the post's shape, and gains most "
-              f"at short decode steps, where the launch is most of the call")
+              f"in decode with a short KV cache, where launches dominate")
     return Statement(text, len(places) > 2 and faster and grows and short_most, lesson=lesson,
                      rests_on=f"replay faster everywhere: {faster}, grows: {grows}, short decode gains most: {short_most}; "
                      f"{ {k: round(v.median, 2) for k, v in speedup.items()} }", outcome=str(most))

@@ -164,7 +164,8 @@ def hopper_compute_bound(build: Build) -> Statement:
     text = (f"Only the {len(hopper)} kernels written for Hopper, {' and '.join(short(s) + chr(39) + 's' for s in hopper)}, "
             f"come to the compute-bound threshold: their busier unit runs at "
             + listed([f"{busier[s][0]:.1f} % ({short(s)}'s {busier[s][1]})" for s in reach])
-            + f" of peak (Nsight Compute), at or within {counters.BAND:g} points of the {counters.BOUND_AT:g} % threshold; "
+            + f" of peak (Nsight Compute), each at least {counters.BOUND_AT - counters.BAND:g} %, the {counters.BOUND_AT:g} % "
+            f"threshold less its {counters.BAND:g}-point band; "
             f"the others are {', '.join(sorted(others))}, their busier unit at most "
             f"{max((busier[s][0] for s in kernels if s not in reach), default=0):.1f} %")
     lesson = (f"Only the {count(len(hopper))} kernels written for Hopper, "

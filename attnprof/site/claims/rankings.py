@@ -39,7 +39,7 @@ def cpu_saving(build: Build, stage, against) -> Statement:
     text += {-1: ": less in every process",
              0: ": not told apart, so the timing run cannot say whether writing the mask in place saves CPU time",
              1: ": more"}[place]
-    lesson = (f"Its CPU time to enqueue a forward, {us(ra.median)} against {us(rb.median)} for {short(against)}, is "
+    lesson = (f"The {short(stage)} forward's CPU time to enqueue, {us(ra.median)} against {us(rb.median)} for {short(against)}, is "
               + {-1: "less", 0: "not told apart, so no CPU saving shows", 1: "more"}[place])
     return Statement(text, place <= 0, f"{ra} against {rb}", apart(ra, rb), lesson)
 
