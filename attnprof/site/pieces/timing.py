@@ -358,7 +358,8 @@ def lone_call(build: Build):
 @piece("timing-value", inline=True)
 def timing_value(build: Build, what, stage=None, shape=None):
     """A figure of the timing run inline: inflation (the range over every row), tolerance and cpu_tolerance
-    (the rule's floor against the GPU-only time and against the CPU enqueue), overheads SHAPE (the range of one call's launch overhead at a shape), or one median of a row."""
+    (the rule's floor against the GPU-only time and against the CPU enqueue), overheads SHAPE (the range of
+    one call's launch overhead at a shape), or one median of a row."""
     if what == "inflation":  # the sentences around it say the profiler adds CPU time: hold them to it
         lo, hi = inflation_range(build)
         if lo <= 1:
