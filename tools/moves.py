@@ -64,12 +64,16 @@ SITE = "site"  # where each engine writes the copy's site (Zensical's own defaul
 ENGINES = {"mkdocs": ["mkdocs", "build", "--strict", "-d", SITE], "zensical": ["zensical", "build", "--clean", "--strict"]}
 
 
+INLINE = r"</?(?:a|abbr|b|code|em|i|kbd|span|strong)\b[^>]*>"
+
+
 def page_text(site: Path, doc: str) -> str:
     """The text of the built page of docs/`doc`, tags dropped, whitespace folded."""
     name = doc.removeprefix("docs/").removesuffix(".md")
     name = "" if name == "index" else name.removesuffix("/index")
     page = site / name / "index.html"
     raw = page.read_text(encoding="utf-8") if page.is_file() else ""
+    raw = re.sub(INLINE, "", raw)  # a word in <code> or <strong> runs on into the text around it
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", raw)).split())
 
 

@@ -13,10 +13,11 @@ from .build import Build, FalseStatement, RecordUnusable
 
 
 def plain(markdown: str) -> str:
-    """A rendered sentence as plain text: no emphasis marks, no links' targets, one line."""
+    """A rendered sentence as plain text: no emphasis marks (** or *), no links' targets, one line."""
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown)
     text = html.unescape(re.sub(r"</?code>", "", text))  # a name from a record: code, escaped (text.escape)
-    return re.sub(r"\s+", " ", text.replace("**", "").replace("`", "")).strip()
+    text = re.sub(r"(?<![\w*])\*([^*\s](?:[^*]*[^*\s])?)\*(?![\w*])", r"\1", text.replace("**", ""))  # *emphasis*
+    return re.sub(r"\s+", " ", text.replace("`", "")).strip()
 
 
 def conclusions(build: Build, docs: Path) -> dict[str, str]:
