@@ -237,7 +237,7 @@ def test_a_verdict_one_repeat_does_not_give_is_not_decided(tmp_path):
     said = expand(build, "verdict", ["flash", "8x16x1024x64", "stream"])
     assert "not decided: its 3 separate processes said GPU-bound, GPU-bound and on the boundary" in said
     assert "median over 3 separate processes, and the range of their medians" in said
-    assert re.search(r"flash: \*\*[^*]+\*\*, not in every process.*flash: [^;]+ in this run \(host CPU: .*?\), not decided: "
+    assert re.search(r"flash is \*\*[^*]+\*\* overall, not in every process.*flash: [^;]+ in this run \(host CPU: .*?\), not decided: "
                      r"its 3 separate processes said GPU-bound, GPU-bound and on the boundary",
                      expand(build, "verdicts", ["8x16x1024x64"]))
     run["repeats"] = [copy.deepcopy(run["result"])] * 2  # every repeat agrees: decided again

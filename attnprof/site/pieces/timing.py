@@ -314,7 +314,8 @@ def verdicts(build: Build, shape, expect=None):
         lesson = "; ".join(f"{listed(group(k))}: **{k}**" for k in kinds)
     sentence = "; ".join(f"{listed(group(k))}: {k}" + _room([every[t] for t in group(k)]) for k in kinds)
     if close:
-        lesson += ("; " if lesson else "") + "; ".join(f"{k}: **{v.stream}**, not in every process" for k, v in close.items())
+        lesson += ("; " if lesson else "") + "; ".join(f"{k} is **{v.stream}** overall, not in every process"
+                                                     for k, v in close.items())
         sentence += ("; " if sentence else "") + "; ".join(f"{k}: {v.stream}{_margin(build, every[k])}"
                                                            for k, v in close.items())
     settled = all(timing.settled(e) for e in every.values())
