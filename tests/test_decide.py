@@ -93,6 +93,21 @@ def test_figures_from_different_processes_must_clear_the_methods_margin_between_
     assert decide.margin(a, decide.of([[1.0]], decide.ENQUEUE)) == decide.MARGINS[decide.ENQUEUE].apart  # the wider
 
 
+def test_ranges_apart_but_held_together_by_the_margin_between_processes_say_why():
+    """Two one-call ranges from separate processes that do not overlap, yet are not told apart: the margin that
+    holds them is named, and the claim's words say why; overlapping, decided or paired, nothing is added."""
+    from attnprof.site.claims.wording import held_together
+    one = lambda xs, **kw: decide.of([xs], decide.ONE_CALL, **kw)
+    a, b = one([100, 101, 102]), one([125, 126, 127])
+    assert decide.held_by_margin(a, b) == decide.MARGINS[decide.ONE_CALL].apart
+    said = held_together(a, b)
+    assert "own process" in said and f"{1 + decide.MARGINS[decide.ONE_CALL].apart:.1f}×" in said
+    assert held_together(a, one([101, 102, 103])) == ""  # the ranges overlap: they say it themselves
+    assert held_together(a, one([300, 301, 302])) == ""  # told apart
+    dev = lambda xs: decide.of([xs], decide.DEVICE)
+    assert held_together(dev([100, 101, 102]), dev([125, 126, 127])) == ""  # device time's margin decides 25 %
+
+
 def test_where_nothing_differs_the_rule_says_not_told_apart_in_at_least_95_percent_of_the_committed_cases(monkeypatch):
     """A/A on the committed runs: each measurement's even and odd calls, compared process by process, and
     each measurement against itself in another process. Under one 3 % margin for every method the second

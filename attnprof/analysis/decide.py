@@ -165,6 +165,15 @@ def order(a: Range, b: Range, margin_: float | None = None) -> int:
     return 0
 
 
+def held_by_margin(a: Range, b: Range) -> float | None:
+    """Where a and b are not told apart though their ranges do not overlap, which happens only to two paths
+    measured in separate processes: the margin that holds them together (how far one path's median has moved
+    between processes by their method). None wherever the ranges alone say it."""
+    if order(a, b) or paired(a, b) or not (a.hi < b.lo or b.hi < a.lo):
+        return None
+    return margin(a, b)
+
+
 def told_apart(a: Range, b: Range, margin_: float | None = None) -> bool:
     return order(a, b, margin_) != 0
 

@@ -9,7 +9,7 @@ from ..build import Build
 from ..words import count
 from .core import ADAPTS, Flip, Statement, claim
 from .edits import each, events, in_run, scale, setting
-from .wording import apart, ordinal, pct, times
+from .wording import apart, held_together, ordinal, pct, times
 
 
 # ---- what torch.compile made of the naive forward ----------------------------------------------
@@ -114,7 +114,7 @@ def reduce_overhead(build: Build, reduce="naive_reduce", default="naive_compiled
     place = decide.order(a, b)
     text = (f"the graph replay with its copies takes {a.text(us)} per forward against {b.text(us)} for the default "
             f"mode (CUDA-event median and p10–p90 of one call): "
-            + {1: "slower", -1: "faster, the copies included", 0: "not told apart"}[place])
+            + {1: "slower", -1: "faster, the copies included", 0: "not told apart" + held_together(a, b)}[place])
     if place == 1:
         share = sum(copies) / (a.median - b.median)
         text += (f"; the {count(len(copies))} copies themselves take {us(sum(copies))} of device time (profiler), "
@@ -124,7 +124,8 @@ def reduce_overhead(build: Build, reduce="naive_reduce", default="naive_compiled
                     else "they account for most of it"))
     own = any(op["kind"] == "memcpy" for op in sd["ops"])
     lesson = (f"the graph replay with its copies takes {us(a.median)} per forward against {us(b.median)} for the "
-              f"default mode: " + {1: "slower", -1: "faster", 0: "the two are not told apart"}[place])
+              f"default mode: " + {1: "slower", -1: "faster", 0: "not told apart, since one call varies this much "
+                                   "between processes" if held_together(a, b) else "the two are not told apart"}[place])
     return Statement(text, bool(copies) and not own, f"{a} against {b}, copies {sum(copies):.1f} µs, "
                      f"the default mode's own copies: {own}", apart(a, b), lesson)
 

@@ -17,6 +17,16 @@ def apart(a: decide.Range, b: decide.Range) -> str:
     return {-1: "below", 1: "above", 0: "not told apart from"}[decide.order(a, b)]
 
 
+def held_together(a: decide.Range, b: decide.Range) -> str:
+    """Why two ranges that do not overlap are not told apart, as a clause to follow "not told apart": each was
+    timed in its own process, and between processes a median of their method has moved by more than they differ.
+    Empty where the ranges overlap or the two were measured together."""
+    m = decide.held_by_margin(a, b)
+    what = f"{a.method}'s median" if a.method else "a median"
+    return "" if m is None else (f", as each was timed in its own process and {what} has differed by up to "
+                                 f"{times(1 + m)} between two processes running the same code")
+
+
 def times(x: float, digits: int = 1) -> str:
     return f"{x:.{digits}f}×"
 
