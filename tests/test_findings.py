@@ -154,7 +154,7 @@ def _fastest_rows(times: dict):
 
 def test_the_fastest_forward_is_one_only_where_told_apart_from_the_rest(copy):
     tie = findings.fastest(copy("fastest", _fastest_rows({("fa4", "BHSD"): 1.0, ("fa4", "BSHD"): 1.0}))).split("\n\n")[-1]
-    assert tie.startswith("The fastest forwards we ran at this shape, **FlashAttention-4** on")  # the lesson
+    assert tie.startswith("The fastest forward we ran here is **FlashAttention-4**, its two layouts not told apart")  # the lesson
     assert "(evidence: The fastest forwards we ran at this shape are not told apart: FlashAttention-4" in tie
     one = findings.fastest(copy("fastest", _fastest_rows({("fa4", "BHSD"): 1.0, ("fa4", "BSHD"): 1.2}))).split("\n\n")[-1]
     assert one.startswith("The fastest forward we ran at this shape is **FlashAttention-4 through kernels on [B, H, S, D]")
@@ -255,3 +255,36 @@ def test_the_cost_tables_times_say_each_runs_own_process_count(copy):
     assert f"Times: prefill, the {decide.how(prefill)}; decode, the {decide.how(decode)}; in brackets." in said
     same = copy("e2e", lambda result: None, repeat=True)  # one more process of prefill: as many as decode
     assert len(same.repeats("e2e")) == decode and f"Times: the {decide.how(decode)} in brackets." in findings.cost(same)
+
+
+def test_the_decode_tables_stream_cell_shows_the_back_to_back_time_its_verdict_rests_on(copy):
+    """A stream runs no faster than its CPU enqueues it: the stream cell of each eager decode row gives the stream
+    run's own back-to-back time (over its processes) beside its CPU enqueue, never the steps timed in turns, which
+    were taken apart from it; the header and the note name the stream as a run of its own. Made twice as slow in
+    its own samples alone, the stream's back-to-back time in the cell follows, and the in-turns column does not."""
+    from attnprof.analysis import decide
+    from attnprof.text import us
+    def stream_of(build, r):  # the stream run's back-to-back samples at r's batch, in each process
+        return decide.of([next(x for x in result if x["batch"] == r["batch"])["stream"]["back_to_back_us"]
+                          for result in build.repeats("decode_step")])
+    table = findings.decode_step(BUILD)
+    assert findings.STREAM_RUN in table.split("\n")[0] and findings.STREAM_RUN[1:] in table  # header, note
+    rows = {int(l.split("|")[1]): [c.strip() for c in l.split("|")[1:-1]] for l in table.splitlines()
+            if re.match(r"\| \d", l)}
+    number = lambda text: float(text.replace(",", "").split()[0])
+    for r in findings.decode_steps(BUILD):
+        cell = rows[r["batch"]][7]
+        queued = stream_of(BUILD, r)
+        assert f": {queued.text(us)} back to back, " in cell, cell
+        shown = number(cell.split(": ", 1)[1])
+        enqueue = number(cell.split("GPU only, ")[1])
+        assert shown >= enqueue * (1 - findings.timing.CPU_FLOOR), cell  # the cell agrees with itself
+    def slower_stream(rows):
+        for r in rows:
+            r["stream"]["back_to_back_us"] = [2 * x for x in r["stream"]["back_to_back_us"]]
+    slow = copy("decode_step", slower_stream)
+    changed = findings.decode_step(slow)
+    r = findings.decode_steps(BUILD)[0]
+    line = next(l for l in changed.splitlines() if l.startswith(f"| {r['batch']} |"))
+    assert f": {stream_of(slow, r).text(us)} back to back, " in line
+    assert f"| {us(r['back_to_back_us'])} |" in line  # the steps timed in turns keep their own time

@@ -21,6 +21,9 @@ STEADY_REPEATS = 5  # the steady run's processes (measure/steady.py): the fastes
 # maximum SM clock is dropped, for every arm: NVBench's default throttle threshold, "--throttle-threshold: ...
 # percentage of the device's default clock rate. Default is 75" (https://github.com/NVIDIA/nvbench/blob/main/docs/cli_help.md).
 THROTTLE = 0.75
+# The bit of NVML's clocks-event reasons (a record's clocks.throttle_reasons, OR'd over its rounds) that says the
+# driver held the SM clock down to stay within the power limit: nvmlClocksEventReasonSwPowerCap
+SW_POWER_CAP = 0x4
 BWD_FLOP_FACTOR = 2.5  # backward FLOPs counted as 2.5x the forward's (five matmuls against two)
 
 

@@ -5,6 +5,7 @@ from ...analysis import decide, kernel_names
 from ...text import escape, us
 from ..build import Build
 from ..words import short
+from ..pieces.runs import clock_condition
 from .core import Flip, Statement, claim
 from .edits import in_run, kernels_in_trace, scale
 from .wording import pct, times
@@ -59,9 +60,11 @@ def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
     rest = decide.order(decide.point(before - copy["duration_us"], decide.DEVICE), decide.point(after, decide.DEVICE))
     off = 100 * abs(copy["duration_us"] / expected - 1)
     text = (f"{size / 2**20:.0f} MiB in and {size / 2**20:.0f} MiB out at the copy rate measured on the {escape(s['device'])} "
-            f"({hw['copy_gbs']:,.0f} GB/s, bytes read + written) should take {us(expected)}; the Memcpy (op {i} of the "
+            f"({hw['copy_gbs']:,.0f} GB/s, bytes read + written, {clock_condition(hw.get('clocks'))}) should take "
+            f"{us(expected)}; the Memcpy (op {i} of the "
             f"{short(stage)} forward) took {us(copy['duration_us'])}, within {off:.1f} % of that. Writing the mask in "
-            f"place saved {us(saved)} of device time per forward: the copy's time, within the "
+            f"place saved {us(saved)} of device time between the two forwards drawn (those of the op lists): the "
+            f"copy's time, within the "
             f"{pct(decide.MARGINS[decide.DEVICE].apart)} a forward's device time can move between two captures")
     lesson = f"the copy took {us(copy['duration_us'])}, within {off:.1f} % of what its bytes take at the GPU's measured copy rate"
     within = decide.against(abs(copy["duration_us"] / expected - 1), decide.COPY_WITHIN, decide.POINT_BAND) == "below"

@@ -8,27 +8,29 @@ import statistics
 from ...analysis import decide, summary
 from ...model import names
 from ...model.stages import DEFAULT_SHAPE, LONG_SHAPE
-from ...text import us
+from ...text import escape, us
 from ..build import Build, RecordUnusable, across, row
 from ..words import listed, short
-from ..pieces.runs import measured
+from ..pieces.runs import LAYOUT_TITLES, measured
 from .core import ADAPTS, Flip, Statement, claim
 from .edits import _shrink_cpu_op, each, events, in_first_process, in_run, scale
-from .wording import pct
+from .wording import held_together, pct
 
 
 # ---- one quantity, several methods ---------------------------------------------------------------
 
 @claim("rates", reads=lambda stage: [names.record_name(stage, LONG_SHAPE), f"{names.record_name(stage, LONG_SHAPE)}.counters",
-                              "run-fastest", "run-sweep"],
+                              "run-fastest", "run-sweep", "run-steady"],
        flip=lambda stage: [
+           Flip("run-steady.json", in_run("steady", _steady_times(3.0)), ADAPTS, to="alike, one call lower, steady lower"),
            Flip("run-fastest.json", in_run("fastest", _one_call_times(stage, 0.5))),  # one call faster than queued
            Flip("run-fastest.json", in_run("fastest", _one_call_at_queued(stage)), ADAPTS,
-                to="alike, one call not told apart"),
+                to="alike, one call not told apart, steady not told apart"),
            Flip(f"{names.record_name(stage, LONG_SHAPE)}.json", each("forward_device_us", 0.4), ADAPTS,
-                to="kernel, one call lower")])
+                to="kernel, one call lower, steady not told apart")])
 def rates(build: Build, stage) -> Statement:
-    """A stage's rate at the long shape by every method the site shows it with."""
+    """A stage's rate at the long shape by every method the site shows it with, the steady run's (back to back
+    after seconds of load) among them where that run timed this stage."""
     from ...analysis.flops import causal_flops, causal_tflops, tflops
     rec = names.record_name(stage, LONG_SHAPE)
     s = build.summary(rec)
@@ -41,9 +43,10 @@ def rates(build: Build, stage) -> Statement:
     sweep = [r for r in build.run("sweep") if r["path"] == stage and r["shape"][2:] == s["shape"][2:]
              and r.get("tflops_back_to_back")]
     capture = causal_tflops(s)
+    steady = _steady(build, stage)  # (its rate, lowest, highest, its range of times, its layout) or None
     f = lambda x: f"{x:.0f}"
     text = (f"{short(stage)} at S={s['shape'][2]:,}, D={s['shape'][3]} appears at several rates on this site, "
-            f"one per method: {f(profiler)} TFLOP/s by its kernel's time in the profiler"
+            f"one per method and condition: {f(profiler)} TFLOP/s by its kernel's time in the profiler"
             + (f" and {f(ncu)} by Nsight Compute's" if ncu else "")
             + f" (the kernel alone, B={s['shape'][0]}); "
             f"{f(fastest['BSHD']['tflops_back_to_back'])} and {f(fastest['BHSD']['tflops_back_to_back'])} back to back "
@@ -52,6 +55,8 @@ def rates(build: Build, stage) -> Statement:
             f"in the capture's own run ([Fused kernels](fused.md))"
             + "".join(f"; {f(r['tflops_back_to_back'])} back to back at B={r['shape'][0]} in the sweep and the roofline "
                       f"figure" for r in sweep)
+            + (f"; {f(steady[0])} (from {f(steady[1])} to {f(steady[2])}) back to back after seconds of load, at steady "
+               f"state, stored {_layout(steady[4])} ([Roofline](roofline.md#at-steady-state-across-processes))" if steady else "")
             + ". The kernel-only rates leave out the launches and the gaps between forwards; back to back pays those "
               "once per forward, and one call adds the time from the call to the kernel's start.")
     kernel_only = [profiler] + ([ncu] if ncu else [])
@@ -67,17 +72,57 @@ def rates(build: Build, stage) -> Statement:
     slower = [decide.order(pick(l, "times_us"), queued[l]) for l in fastest]
     outcome = ("alike" if set(apart) == {0} else "kernel" if set(apart) == {-1} else "mixed") + (
         ", one call lower" if set(slower) == {1} else ", one call not told apart")
-    first = {"alike": f"about {f(profiler)} TFLOP/s both by its kernel's time alone and back to back",
-             "kernel": f"highest by its kernel's time alone, {f(profiler)} TFLOP/s, above back to back",
-             "mixed": f"{f(profiler)} TFLOP/s by its kernel's time alone, and back to back about as high in one layout "
-                      f"and lower in the other"}[outcome.split(",")[0]]
-    second = (f"lower one call at a time, down to {f(min(one_call))}" if outcome.endswith("lower")
-              else "one call at a time not told apart from back to back")
-    lesson = f"{short(stage)}'s rate is {first}, and {second}"
-    text += f" Set side by side by the one rule, its rate is {first}, and {second}."
+    # in short runs: the fastest run's tens of milliseconds of queued forwards, apart from the steady run's
+    first = {"alike": f"about {f(profiler)} TFLOP/s by its kernel alone and back to back in short runs",
+             "kernel": f"{f(profiler)} TFLOP/s by its kernel alone, above back to back in short runs",
+             "mixed": f"{f(profiler)} TFLOP/s by its kernel alone, matched back to back in one layout only"
+             }[outcome.split(",")[0]]
+    lower = outcome.endswith("lower")
+    second = "lower one call at a time" if lower else "as high one call at a time"
+    loaded, held = ",", ""
+    if steady:
+        # the steady run's processes against the fastest run's, in the layout both timed: two runs, by the one rule
+        layout = steady[4] if steady[4] in queued else next(iter(queued))
+        short_run = queued[layout]
+        o = decide.order(steady[3], short_run)
+        outcome += {1: ", steady lower", 0: ", steady not told apart", -1: ", steady higher"}[o]
+        loaded = f", {f(steady[0])} after seconds of load,"
+        held = (f" After seconds of load it runs at {f(steady[0])} TFLOP/s, "
+                + {1: "below", 0: "not told apart from", -1: "above"}[o]
+                + f" the short runs' rate stored {_layout(layout)} ({steady[3].text(us)} against {short_run.text(us)} per "
+                  f"forward{held_together(steady[3], short_run)}); how much of the difference the clock makes is not "
+                  f"measured.")
+    lesson = f"{short(stage)}'s rate is {first}{loaded} and {second}"
+    text += (f" Set side by side by the one rule, its rate is {first}, and {second}"
+             + (f", down to {f(min(one_call))}." if lower else ".") + held)
     return Statement(text, -1 not in slower, lesson=lesson, outcome=outcome,  # one call never beats its own queue
                      rests_on=f"kernel {kernel_only}, back to back {b2b}, one call {one_call}; kernel alone against "
                               f"back to back {apart}, one call against back to back {slower}")
+
+
+def _steady(build: Build, stage: str):
+    """The steady run's rate of `stage` (pieces.runs.steady_rates: the median of its processes' rates), its lowest
+    and highest, the range of its processes' back-to-back times, as the one rule takes it, and the layout its inputs
+    were stored in; None where that run timed another stage."""
+    from ..pieces.runs import steady_rates
+    r = build.run("steady")
+    if r["path"] != stage or not steady_rates(build):
+        return None
+    rates_ = sorted(fwd for fwd, _ in steady_rates(build))
+    times = decide.of([rep["back_to_back_us_each"] for rep in r["repeats"] if "error" not in rep],
+                      decide.BACK_TO_BACK, "steady")
+    return statistics.median(rates_), rates_[0], rates_[-1], times, r["layout"]
+
+
+def _layout(layout: str) -> str:
+    """How the inputs sat in memory, as the roofline's tables say it; a layout they do not name, escaped."""
+    return LAYOUT_TITLES.get(layout) or escape(layout)
+
+
+def _steady_times(factor: float):
+    """The steady run with every process's back-to-back samples `factor` times their own."""
+    return lambda result: [rep.update(back_to_back_us_each=scale(rep["back_to_back_us_each"], factor))
+                           for rep in result["repeats"] if "back_to_back_us_each" in rep]
 
 
 def _one_call_times(stage: str, factor: float):
@@ -116,19 +161,20 @@ def queued_vs_one_call(build: Build, stage) -> Statement:
     top, low = (math.ceil(100 * (max(r.hi for r in ratios.values()) - 1)),
                 math.floor(100 * (min(r.lo for r in ratios.values()) - 1)))
     how, threshold = next(iter(pairs.values()))[0].how, pct(decide.QUEUED_NEAR)
+    small = f"{threshold}, the largest extra this site still calls a small launch"  # decide.QUEUED_NEAR, said plainly
     if outcome == "small":
         text = (f"{short(stage)}'s one call takes at most {top} % longer than a forward queued back to back in every "
-                f"process, under {threshold} ({said}; {how}): beside a forward this long, the launch that one call adds "
+                f"process, under {small} ({said}; {how}): beside a forward this long, the launch that one call adds "
                 f"is small")
         lesson = f"{short(stage)}'s one call is within {top} % of its queued time: beside a kernel this long, the launch is small"
     elif outcome == "apart":
         text = (f"{short(stage)}'s one call takes up to {top} % longer than a forward queued back to back, more than "
-                f"{threshold} in every process of a layout ({said}; {how}): even beside a forward this long, what the "
+                f"{small}, in every process of a layout ({said}; {how}): even beside a forward this long, what the "
                 f"host does around one call shows")
         lesson = f"{short(stage)}'s one call takes up to {top} % longer than its queued time: even here the host around a call shows"
     else:
         text = (f"{short(stage)}'s one call takes {low} % to {top} % longer than a forward queued back to back: more "
-                f"than {threshold} in some process, less in another ({said}; {how}), so this run cannot say whether the "
+                f"than {small}, in some process, less in another ({said}; {how}), so this run cannot say whether the "
                 f"launch is small beside a forward this long")
         lesson = (f"{short(stage)}'s one call takes up to {top} % longer than its queued time: whether its launch is "
                   f"small here, this run cannot tell")

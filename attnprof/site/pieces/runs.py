@@ -7,9 +7,10 @@ import statistics
 from math import prod
 
 from ...analysis import decide, hardware, reasons, summary, timing
-from ...analysis.counters import verdict as counter_verdict
+from ...analysis.counters import BOUND_AT, verdict as counter_verdict
 from ...analysis.flops import causal_flops, min_bytes, naive_bytes, tflops
 from ...model.names import counted_at, record_name
+from ...model.procedure import SW_POWER_CAP
 from ...model.stages import LONG_SHAPE, select
 from ...text import escape, dims, shape, size, us
 from ..render import plots, tables
@@ -157,14 +158,36 @@ def clock_said(clocks: dict | None) -> str:
     return "the SM clock unrecorded" if lo is None or hi is None else f"SM clock {_mhz([lo, hi])}"
 
 
+def power_capped(clocks: dict | None) -> bool:
+    """Whether NVML named the power cap among the reasons the SM clock was held down over a run's kept rounds."""
+    return bool(((clocks or {}).get("throttle_reasons") or 0) & SW_POWER_CAP)
+
+
+def clock_condition(clocks: dict | None) -> str:
+    """clock_said, with the power cap named where NVML gave it: the condition a ceiling was measured under."""
+    return clock_said(clocks) + (", power-capped" if power_capped(clocks) else "")
+
+
+def matmul_said(build: Build, run: str) -> str:
+    """What the ceilings run's bf16 matmul is, set beside forwards of `run`: a matmul measured at a lower clock
+    than theirs (its highest reading below their lowest) and under the power cap, where the records say so; else
+    the measured matmul rate. A share of it is read against this, never as a share of the hardware's peak."""
+    mine = build.run("ceilings").get("clocks") or {}
+    theirs = [x for r in _rows(build, run) if r.get("clocks")
+              for x in (r["clocks"]["sm_mhz_min"], r["clocks"]["sm_mhz_max"]) if x is not None]
+    how = (["lower"] if mine.get("sm_mhz_max") is not None and theirs and mine["sm_mhz_max"] < min(theirs) else []) + (
+        ["power-capped"] if power_capped(mine) else [])
+    return f"a bf16 matmul measured at a {', '.join(how)} clock" if how else "the measured bf16 matmul rate"
+
+
 @piece("ceilings")
 def ceilings(build: Build):
     c = build.run("ceilings")
-    at = clock_said(c.get("clocks"))
+    at = clock_condition(c.get("clocks"))
     return tables.table(["ceiling", "measured", "how"], [
         ("bf16 matmul", f"**{c['matmul_tflops']:.0f} TFLOP/s**",
          f"{shape(c['matmul_shape'])} on random data, back-to-back median, {at}"),
-        ("device copy", f"**{c['copy_gbs']:.0f} GB/s**", f"{size(c['copy_bytes'])} copied, bytes read + written, {at}"),
+        ("device copy", f"**{c['copy_gbs']:,.0f} GB/s**", f"{size(c['copy_bytes'])} copied, bytes read + written, {at}"),
     ])
 
 
@@ -251,7 +274,7 @@ def roofline_table(build: Build):
         rows.append((name, f"{intensity:.0f}", f"{rate:.0f}", f"{attainable:.0f}",
                      f"{100 * rate / c['matmul_tflops']:.0f} %", f"{100 * rate / attainable:.0f} %"))
     return tables.table(["path", "FLOP / byte", "TFLOP/s (back to back, B=2)", "roof at that intensity (TFLOP/s)",
-                         "of matmul peak", "of the roof"], rows, "lrrrrr") + (
+                         "of the matmul ceiling", "of the roof"], rows, "lrrrrr") + (
         f"\n\nShape {dims(roofline_shape(build))}, bf16, causal: the sweep's point, the same as the figure's; TFLOP/s "
         "are causal FLOPs over the sweep's back-to-back CUDA-event median per forward.")
 
@@ -273,13 +296,16 @@ def counters_roofline(build: Build):
         flops = causal_flops(measured["shape"])
         rows.append((title(stage), size(moved), f"{flops / moved:,.0f}",
                      f"{tflops(flops, sum(k['duration_ns'] or 0 for k in kernels) / 1e3):.0f}",
-                     f"{main['tensor_pipe_pct']:.0f} %", f"{main['dram_throughput_pct']:.0f} %",
-                     f"**{counter_verdict(main)}**"))
+                     f"{main['tensor_pipe_pct']:.0f} %",
+                     f"{main.get('sm_throughput_pct') or 0:.1f} % / {main.get('memory_throughput_pct') or 0:.1f} %",
+                     f"{main['dram_throughput_pct']:.0f} %", f"**{counter_verdict(main)}**"))
     return (tables.table(["path", "DRAM bytes (measured)", "FLOP / DRAM byte", "TFLOP/s (kernel time, Nsight Compute)",
-                          "tensor pipe (longest kernel)", "DRAM throughput", "verdict (longest kernel)"], rows, "lrrrrrl")
+                          "tensor pipe (longest kernel)", "SM / memory throughput (longest kernel)", "DRAM throughput",
+                          "verdict (longest kernel)"], rows, "lrrrrrrl")
             + f"\n\nShape {dims(LONG_SHAPE)}, bf16, causal; FLOPs by the causal model (4·B·H·S²·D/2), "
-              f"bytes and kernel time measured by Nsight Compute over one forward. The ridge point of the "
-              f"measured ceilings is {ridge:.0f} FLOP per byte.")
+              f"bytes and kernel time measured by Nsight Compute over one forward. The verdict reads the busier of SM "
+              f"and memory throughput against Nsight Compute's {BOUND_AT:g} % threshold, not the tensor pipe. The ridge "
+              f"point of the measured ceilings is {ridge:.0f} FLOP per byte.")
 
 
 @piece("fastest")
@@ -288,7 +314,7 @@ def fastest(build: Build):
     rows = sorted(build.run("fastest"), key=lambda r: -(r.get("tflops_back_to_back") or 0))
     layout = lambda r: LAYOUT_TITLES[r.get("layout", "BHSD")]
     table = tables.table(["path", "q, k, v in memory", "back to back: CUDA-event time / forward",
-                          "TFLOP/s (back to back)", "of measured matmul peak",
+                          "TFLOP/s (back to back)", "of the ceilings run's matmul",
                           "TFLOP/s (one call: CUDA-event median)"], [
         (title(r["path"]), layout(r), us(r.get("back_to_back_us")), f"**{r['tflops_back_to_back']:.0f}**",
          f"{100 * r['tflops_back_to_back'] / peak:.0f} %", f"{r['tflops']:.0f}") if "tflops_back_to_back" in r else
@@ -311,8 +337,9 @@ def fastest_words(build: Build, rows: list[dict], peak: float) -> str:
     fig = lambda key: rate(key).text(lambda x: f"{x:.0f}")
     top = decide.ranking(times)[0]
     share = (f"{100 * rate(top[0]).median / peak:.0f} % of the {peak:.0f} TFLOP/s bf16 matmul rate the ceilings run "
-             f"measured at {clock_said(build.run('ceilings').get('clocks'))}, while these forwards' rounds ran at "
-             f"{RUN_FACTS['sm_clock'](build, 'fastest')}")
+             f"measured at {clock_condition(build.run('ceilings').get('clocks'))}, while these forwards' rounds ran at "
+             f"{RUN_FACTS['sm_clock'](build, 'fastest')}: a share of that matmul, not of the GPU's peak")
+    against = matmul_said(build, "fastest")  # what the percent is of, in the lesson's words
     a, b = list(times.values())[:2]
     rule = (f"two forwards are told apart when one is ahead of the other by {100 * decide.margin(a, b):.0f} % or more "
             f"in every process" if decide.paired(a, b) else
@@ -321,13 +348,18 @@ def fastest_words(build: Build, rows: list[dict], peak: float) -> str:
     if len(top) == 1:
         said = f"The fastest forward we ran at this shape is {name(top[0])}, {fig(top[0])} TFLOP/s, {share}"
         lesson = (f"The fastest forward we ran at this shape is **{name(top[0])}**, "
-                  f"**{rate(top[0]).median:.0f} TFLOP/s**, {100 * rate(top[0]).median / peak:.0f} % of the bf16 matmul peak")
+                  f"**{rate(top[0]).median:.0f} TFLOP/s**, {100 * rate(top[0]).median / peak:.0f} % of {against}")
     else:
         said = ("The fastest forwards we ran at this shape are not told apart: "
                 + ", ".join(f"{name(k)}, {fig(k)} TFLOP/s" for k in top) + f"; the first is {share}")
-        lesson = (f"The fastest forwards we ran at this shape, "
-                  f"{listed([f'**{short(k[0])}** on {LAYOUT_TITLES[k[1]]}' for k in top])}, are not told apart; the "
-                  f"first reaches **{100 * rate(top[0]).median / peak:.0f} %** of the bf16 matmul peak")
+        if len({k[0] for k in top}) == 1:  # one path in several layouts: named once
+            lesson = (f"The fastest forward we ran here is **{short(top[0][0])}**, its {count(len(top))} layouts not "
+                      f"told apart: up to **{rate(top[0]).median:.0f} TFLOP/s**, {100 * rate(top[0]).median / peak:.0f} % "
+                      f"of {against}")
+        else:
+            lesson = (f"The fastest forwards we ran at this shape, "
+                      f"{listed([f'**{short(k[0])}** on {LAYOUT_TITLES[k[1]]}' for k in top])}, are not told apart; "
+                      f"the first reaches **{100 * rate(top[0]).median / peak:.0f} %** of {against}")
     leaders = {}  # layout -> who leads it ("flash and cuDNN, not told apart")
     for where in dict.fromkeys(k[1] for k in times):
         first = decide.ranking({k: t for k, t in times.items() if k[1] == where})[0]
@@ -355,7 +387,8 @@ def decode(build: Build):
          f"{r['gbs']:.0f}" if "gbs" in r else "OOM", f"{100 * r['gbs'] / copy:.0f} %" if "gbs" in r else "—")
         for r in build.run("decode")], "rrlrrrr") + (
         f"\n\nSDPA alone: one query token per sequence against K and V of the stated length, {_heads(build.run('decode'))}, "
-        f"bf16. Time per step: {_queued(build, 'decode')}.")
+        f"bf16. Time per step: {_queued(build, 'decode')}. Copy bandwidth: the device copy ceiling of "
+        f"[Roofline](roofline.md), {copy:,.0f} GB/s at {clock_condition(build.run('ceilings').get('clocks'))}.")
 
 
 def _queued(build: Build, run: str) -> str:
@@ -387,11 +420,12 @@ def decode_step(build: Build):
     d = build.run("decode_step")[0]
     return tables.table(["batch", "KV length", "K+V cache", "SDPA backend", "one step, in place (CUDA-event median)",
                          "back to back / step, in place (CUDA events)", "back to back / step, one CUDA graph",
-                         "a stream of eager steps", "back to back / step, concatenated",
+                         STREAM_RUN, "back to back / step, concatenated",
                          "concatenated ÷ in place"], rows, "rrrlrrrlrr") + (
         f"\n\nOne step of the decoder layer (model width {d['d_model']}, {d['heads']} heads, head dim "
         f"{d['d_model'] // d['heads']}, bf16): one new token per sequence, every sequence with {d['kv_len']:,} cached "
-        f"tokens. Back to back: {_queued(build, 'decode_step')}.")
+        f"tokens. Back to back, in place, concatenated and as one CUDA graph: {_queued(build, 'decode_step')}, "
+        f"the three timed in turns. " + _stream_note(build))
 
 
 @piece("decode-share", inline=True)
@@ -510,17 +544,37 @@ def e2e(build: Build):
                          "attention's share (SDPA)", "layer throughput gain"], rows, "rrrrrrr")
 
 
+STREAM_RUN = "a stream of eager steps (a run of its own)"  # the header of the cell decode_stream fills
+
+
 def decode_stream(build: Build, r: dict) -> str:
     """Who sets the pace of a stream of eager decode steps (analysis/timing.py), across the run's processes:
-    decided only where every process gives the verdict by the margin; the CPU enqueue with its range."""
+    decided only where every process gives the verdict by the margin; then the stream's own measurement the
+    verdict rests on, each over the processes: its back-to-back time, GPU only and the CPU enqueue with its range.
+    The stream is timed apart from the steps timed in turns, so its back-to-back time is its own, said beside it."""
     pick = row_where(batch=r["batch"], kv_len=r["kv_len"])
     every = [timing.verdict({**pick(result)["stream"], "one_call_us": pick(result)["times_us"], "stage": "decode step",
                              "shape": [r["batch"]]}) for result in build.repeats("decode_step")]
-    enqueue = decide.of([pick(result)["stream"]["enqueue_us"] for result in build.repeats("decode_step")], decide.ENQUEUE)
+    stream = lambda field, method: decide.of([pick(result)["stream"][field] for result in build.repeats("decode_step")],
+                                             method)
+    queued, gpu, enqueue = (stream("back_to_back_us", decide.BACK_TO_BACK), stream("graph_us", decide.GRAPH),
+                            stream("enqueue_us", decide.ENQUEUE))
     kind = timing.consensus(every)
     said = (f"{kind}" if timing.settled(every) else f"{kind}, within the {timing.HOST_MARGIN:g}× margin" if kind
             else f"not the same in every process ({', '.join(v.stream for v in every)})")
-    return f"{said}: {us(every[0].gpu_only.median)} GPU only, {enqueue.text(us)} CPU enqueue"
+    return (f"{said}: {queued.text(us)} back to back, {us(gpu.median)} GPU only, {enqueue.text(us)} CPU enqueue")
+
+
+def _stream_note(build: Build) -> str:
+    """What the stream column is, read from the run's own samples: a measurement apart from the steps timed in
+    turns, which is why its back-to-back time is not theirs."""
+    runs = {len(r["stream"]["back_to_back_us"]) for r in build.repeats("decode_step")[0] if "stream" in r}
+    return (f"*{STREAM_RUN[0].upper()}{STREAM_RUN[1:]}*: taken in each process before the steps timed in turns, "
+            f"{listed([str(n) for n in sorted(runs)])} runs of eager steps queued back to back. Each is timed by "
+            f"CUDA events (back to back) and by the host clock around its enqueue loop (CPU enqueue); a CUDA graph "
+            f"of the same steps gives GPU only. A stream runs no faster than its CPU enqueues it, and the host's "
+            f"pace moves between processes and moments: read each verdict against the back-to-back time in its "
+            f"own cell.")
 
 
 def stream_against_one_call(build: Build, r: dict) -> str | None:
@@ -566,7 +620,7 @@ def cost(build: Build, layers="32"):
     return (f'<div class="attnprof-price"><label>$ per GPU-hour: <input type="number" id="attnprof-price" '
             f'value="{DEFAULT_PRICE:.2f}" step="0.10" min="0"></label></div>\n\n'
             f'<table><thead><tr><th>phase</th><th>batch</th><th>one layer, back to back (CUDA events, per call)</th>'
-            f'<th>tokens/s per H200 ({layers} layers)</th><th>a stream of steps (eager)</th>'
+            f'<th>tokens/s per H200 ({layers} layers)</th><th>{STREAM_RUN}</th>'
             f'<th>$ per million tokens</th></tr></thead><tbody>{body}</tbody></table>\n\n'
             f'Times: {times_basis}. Tokens/s and dollars follow from the median; the bracketed dollars, where '
             f'they differ, from the fastest and the slowest process.' + note)
@@ -742,7 +796,8 @@ def hardware_table(build: Build):
          f"{a['fp32_tflops']:g} TFLOP/s", HARDWARE["fp32_peak_vs_a100"](r)),
         ("device memory bandwidth",
          f"{p['hbm_gbs'] / 1000:.2f} TB/s (2 × {q['memory_clock_rate'] // 1000} MHz × {q['memory_bus_width']} bits)",
-         f"{r['copy_gbs'] / 1000:.2f} TB/s (copy, read + write, {HARDWARE['copy_of_peak'](r)})",
+         f"{r['copy_gbs'] / 1000:.2f} TB/s (copy, read + write, {HARDWARE['copy_of_peak'](r)}, "
+         f"{clock_condition(r.get('clocks'))})",
          f"{a['hbm_gbs'] / 1000:.2f} TB/s", HARDWARE["copy_peak_vs_a100"](r)),
         ("L2 cache", f"{HARDWARE['l2'](r)} = {HARDWARE['l2_mb'](r)}", "—", f"{a['l2_mb']} MB", f"{q['L2_cache_size'] / 1e6 / a['l2_mb']:.2f}×"),
         ("SMs", f"{q['multi_processor_count']}", "—", str(a["sms"]), f"{q['multi_processor_count'] / a['sms']:.2f}×"),
