@@ -5,7 +5,7 @@ record, quantity and method (words.DEVICE ... words.MEDIAN ...); two different f
 from attnprof.model import store
 from attnprof.site import registry
 from attnprof.site.build import Build
-from attnprof.site.words import CAPTURE_RUN, DEVICE, DRAWN, FALLBACK_RUN, GRAPHS_RUN, MEDIAN, ONE_CALL, TIMING_RUN
+from attnprof.site.words import CAPTURE_RUN, CPU, DEVICE, DRAWN, FALLBACK_RUN, GRAPHS_RUN, MEDIAN, ONE_CALL, TIMING_RUN
 
 DOCS = store.ROOT / "docs"
 
@@ -69,3 +69,38 @@ def test_two_numbers_for_one_quantity_are_caught():
     assert not conflicts(build)
     build.number("flash", DEVICE, MEDIAN, "94.2 µs")  # the timing run's median said as the capture's
     assert conflicts(build) == {("flash", DEVICE, MEDIAN): ["94.2 µs", "94.7 µs"]}
+
+
+def test_a_ladder_intro_gives_three_of_its_pages_times_not_all_of_them():
+    """The intro near a ladder chapter's top gives three times of one forward (the trace's span, the forward drawn's
+    device time, the capture's one call); the chapter gives more (the median device time in its details, besides),
+    so the intro says these are three of them, never that the forward has three."""
+    from attnprof.site.pieces.captures import three_times
+    registry.load()
+    build = Build(store.CAPTURES, problems={})
+    build.evidence = []
+    for name, args in registry.directives((DOCS / "flash.md").read_text(encoding="utf-8")):
+        registry.expand(build, name, args)
+    build.evidence = None
+    kinds = {(quantity, method) for (record, quantity, method) in build.numbers if record == "flash" and quantity != CPU}
+    assert len(kinds) + 1 > 3, kinds  # + 1: the trace's span, which the intro states without noting it
+    text = three_times(build, "flash")
+    assert text.startswith("Three of the ways this page times one forward: ")
+    assert "has three times" not in text and "each named beside its number" in text
+
+
+def test_the_op_list_diff_compares_the_two_forwards_drawn_and_says_so():
+    """naive's forward drawn is not its median forward (the two differ in the last digit given): the diff of two op
+    lists gives each one's forward drawn, the one its op list shows, named so and noted under that method, and the
+    saving is the difference of those two, like with like."""
+    from attnprof.text import us
+    from attnprof.site.pieces.captures import diff
+    registry.load()
+    build = Build(store.CAPTURES, problems={})
+    text = diff(build, "naive", "inplace")
+    (naive,), (inplace,) = build.numbers[("naive", DEVICE, DRAWN)], build.numbers[("inplace", DEVICE, DRAWN)]
+    assert naive != us(build.summary("naive")["forward_device_us"])  # the median: another number
+    a, b = build.shown("naive"), build.shown("inplace")
+    assert f"naive: {a['ops_per_forward']} ops, {naive}; inplace: {b['ops_per_forward']} ops, {inplace} " in text
+    assert f"each the device time of {DRAWN}" in text
+    assert f"device time saved: {us(a['forward_device_us'] - b['forward_device_us'])})" in text

@@ -2,6 +2,7 @@
 on the committed records, each turns false when the number it rests on changes, and a false one stops
 the strict build with one line that names it."""
 import json
+import re
 import shutil
 
 import pytest
@@ -156,3 +157,39 @@ def test_two_compiled_variants_with_different_kernels_are_said_to_differ(copy):
 def _attention_op(s):
     from attnprof.analysis import kernel_names
     return next(op for op in s["ops"] if kernel_names.is_attention(op["name"]))
+
+def test_the_backward_ranking_leaves_its_runs_times_to_its_evidence_each_named_beside_it(committed):
+    """The ranking of backwards is the backward run's; the table above it and the host sentence beside its lesson
+    give each backward's times from its capture, another measurement (FlashAttention-4's device time differs
+    between the two). So the ranking's lesson gives no time, and its evidence names the run beside each time."""
+    from attnprof.text import us
+    from attnprof.site.build import across
+    from attnprof.analysis import decide
+    ranked = check(committed, "bwd-fastest")
+    capture = committed.summary("fa4-bwd")["backward_device_us"]
+    in_run = across(committed, "backward", lambda res: row(res["rows"], stage="fa4")["backward_device_us_each"],
+                    decide.DEVICE)
+    assert us(in_run.median) != us(capture)  # two measurements of one quantity: two numbers
+    assert not re.search(r"\d\s*[µm]s\b", ranked.lesson), ranked.lesson  # no time in it
+    host = check(committed, "bwd-host", "fa4")
+    assert f"for {us(capture)} of kernels" in host.lesson  # the table's own figure, beside the ranking's lesson
+    device, one_call = ranked.text.split("Timed from the CPU", 1)
+    assert "by device time in that run" in device and us(in_run.median) in device
+    assert one_call.startswith(" in the same run, ")
+
+
+def test_the_register_limit_says_how_a_warps_registers_come_to_its_figure(committed):
+    """A learner multiplies FlashAttention-2's registers per thread by a warp's 32 threads and does not get the figure
+    the lesson gives a warp: the SM allocates a warp's registers in whole units. The lesson says they are rounded up,
+    and its evidence gives the product and the unit, each from the records (the trace's kernel and device)."""
+    import math
+    from attnprof.analysis import occupancy
+    s = check(committed, "flash-register-limit")
+    op = next(o for o in committed.summary("flash")["ops"] if "flash_fwd" in o["name"])
+    warp = committed.device_properties("flash").get("warpSize", 32)
+    product = op["registers"] * warp
+    per_warp = math.ceil(product / occupancy.REG_ALLOC_UNIT) * occupancy.REG_ALLOC_UNIT
+    assert product != per_warp  # what makes the words needed at all, on the committed records
+    assert f"rounded up to the allocation unit, take {per_warp:,} of the SM's" in s.lesson
+    assert (f"({op['registers']} × {warp} threads = {product:,}, rounded up to a multiple of "
+            f"{occupancy.REG_ALLOC_UNIT}," in s.text)

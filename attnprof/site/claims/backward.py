@@ -88,15 +88,17 @@ def bwd_fastest(build: Build) -> Statement:
     by_call = decide.order(event[lead], event[rival])  # -1: the device leader is faster by one call too
     said = lambda k: f"{short(k)}'s {event[k].text(us)}"
     text = (f"Ranked in a run of its own, {len(build.repeats('backward'))} separate processes each timing every "
-            f"backward ({next(iter(device.values())).how}): by device time (profiler, "
-            f"{len(some['backward_device_us_each'])} profiled backwards a process), "
-            f"{_place('the fastest backward here', first, device)}, then "
+            f"backward ({next(iter(device.values())).how}; the table above is the captures', another measurement): "
+            f"by device time in that run (profiler, {len(some['backward_device_us_each'])} profiled backwards a "
+            f"process), {_place('the fastest backward here', first, device)}, then "
             f"{_named(runner, device)}{', not told apart' if len(runner) > 1 else ''}. Timed from the "
-            f"CPU, one `backward()` call between CUDA events ({len(some['event_times_us'])} a process), "
+            f"CPU in the same run, one `backward()` call between CUDA events ({len(some['event_times_us'])} a process), "
             + {1: f"the order of these two is not the same: {said(rival)} is decidedly faster than {said(lead)}.",
                0: f"these two are not told apart: {said(lead)} against {said(rival)}.",
                -1: f"{said(lead)} is decidedly faster than {said(rival)} too."}[by_call])
-    lesson = (f"By device time the fastest backward here is {short(lead)}'s, {us(device[lead].median)}"
+    # no time in the lesson: the ranking is the backward run's, and the table and the sentences beside the lesson
+    # give each backward's time from its capture, another measurement (the evidence gives the run's, named so)
+    lesson = (f"By device time the fastest backward here is {short(lead)}'s"
               if len(first) == 1 else f"By device time no backward leads: {listed([short(k) for k in first])} are "
                                       f"not told apart")
     lesson += {1: f"; by one call, {short(rival)}'s is faster",

@@ -132,11 +132,15 @@ def flash_register_limit(build: Build) -> Statement:
     op = next(op for op in s["ops"] if "flash_fwd" in op["name"])
     props = build.device_properties("flash")
     threads = summary.threads(op)
-    per_warp = math.ceil(op["registers"] * 32 / occupancy.REG_ALLOC_UNIT) * occupancy.REG_ALLOC_UNIT
+    warp = props.get("warpSize", 32)
+    per_warp = math.ceil(op["registers"] * warp / occupancy.REG_ALLOC_UNIT) * occupancy.REG_ALLOC_UNIT
     t = occupancy.theoretical(op["registers"], threads, op["shared_memory"] or 0, props)
-    text = (f"a warp then needs {per_warp:,} of the SM's {props['regsPerMultiprocessor']:,} registers, so only "
+    text = (f"a warp then needs {per_warp:,} of the SM's {props['regsPerMultiprocessor']:,} registers "
+            f"({op['registers']} × {warp} threads = {op['registers'] * warp:,}, rounded up to a multiple of "
+            f"{occupancy.REG_ALLOC_UNIT}, the unit in which an SM allocates a warp's registers), so only "
             f"{t['warps_per_sm']} warps, {t['blocks_per_sm']} blocks of {threads} threads, fit")
-    lesson = f"only {t['warps_per_sm']} warps fit, because a warp then needs {per_warp:,} of the SM's registers"
+    lesson = (f"only {t['warps_per_sm']} warps fit, because a warp's registers, rounded up to the allocation unit, "
+              f"take {per_warp:,} of the SM's")
     return Statement(text, t["limiter"] == "registers", f"{op['registers']} registers, {threads} threads, {t}",
                      lesson=lesson)
 

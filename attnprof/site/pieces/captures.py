@@ -43,7 +43,12 @@ def ops(build: Build, record, mark=None):
 
 @piece("diff", captures=2)
 def diff(build: Build, a, b):
-    return tables.ops_diff(build.shown(a), build.shown(b))
+    """What one forward's op list has that the other's lacks: the forwards drawn (Build.shown), whose op lists
+    their chapters show, their device times noted as those op lists state them."""
+    shown = {record: build.shown(record) for record in (a, b)}
+    for record, s in shown.items():
+        build.number(record, DEVICE, DRAWN, us(s["forward_device_us"]))
+    return tables.ops_diff(shown[a], shown[b], DRAWN)
 
 
 TRACE_GUIDE = "reading-a-profile.md#the-trace"  # where a trace figure and its controls are explained, once
@@ -182,15 +187,17 @@ def launch(build: Build, *records):
 
 @piece("three-times", captures=1, inline=True)
 def three_times(build: Build, record):
-    """Why one forward has three times on a ladder chapter, near its top: the trace's span, the drawn forward's
-    device time (its op list's) and the capture's one call, each the figure its own piece states."""
+    """Three of the times a ladder chapter gives one forward, near its top: the trace's span, the drawn forward's
+    device time (its op list's) and the capture's one call, each the figure its own piece states. Three of them,
+    not all: the chapter's details add the medians and the timing run's methods, each named beside its number."""
     s, (_, f) = build.shown(record), build.forwards(record)
-    return (f"One forward has three times on this page: {us(plots.drawn_span(f))} in the trace, "
+    return (f"Three of the ways this page times one forward: {us(plots.drawn_span(f))} in the trace, "
             f"{build.number(record, DEVICE, DRAWN, us(f.device_us))} of device time ({DRAWN}) and "
             f"{build.number(record, ONE_CALL, CAPTURE_RUN, us(s['event_median_us']))} for one call ({CAPTURE_RUN}). "
             f"The trace spans "
             f"the annotated forward under the profiler, device time adds up its GPU ops alone, and one call is timed "
-            f"without the profiler ([Methods](methods.md#one-forward-every-clock)).")
+            f"without the profiler. The details below add medians and a separate timing run, each named beside its "
+            f"number ([Methods](methods.md#one-forward-every-clock)).")
 
 
 def per_forward(build: Build, s: dict, quantity: str) -> str:

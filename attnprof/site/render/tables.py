@@ -151,7 +151,9 @@ def ops(summary, mark: str | None = None) -> str:
                     rows, "rr") + "\n\n</div>" + total)
 
 
-def ops_diff(a, b) -> str:
+def ops_diff(a, b, which: str = "the forward drawn") -> str:
+    """The ops one forward has that the other lacks, then each forward's op count and device time: `which` forward
+    of each (both the same kind, so that their difference is like with like), named beside the times."""
     removed, added = oplist.ops_diff(a, b)
     rows = [("−", f"#{i} in {escape(a['stage'])}", KIND_LABEL[op["kind"]], us(op["duration_us"]), kernel(op["name"]))
             for i, op in removed]
@@ -163,7 +165,8 @@ def ops_diff(a, b) -> str:
     return (table(["", "where", "kind", "time", "name"], rows) +
             f"\n\n{escape(a['stage'])}: {a['ops_per_forward']} ops, {us(a['forward_device_us'])}; "
             f"{escape(b['stage'])}: {b['ops_per_forward']} ops, {us(b['forward_device_us'])} "
-            f"(device time {'saved' if saved >= 0 else 'added'}: {us(abs(saved))}).")
+            f"(each the device time of {which}, as its op list gives it; "
+            f"device time {'saved' if saved >= 0 else 'added'}: {us(abs(saved))}).")
 
 
 OCCUPANCY_GUIDE = "reading-a-profile.md#occupancy"  # where occupancy is explained, once
