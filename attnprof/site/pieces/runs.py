@@ -304,7 +304,9 @@ def counters_roofline(build: Build):
                           "verdict (longest kernel)"], rows, "lrrrrrrl")
             + f"\n\nShape {dims(LONG_SHAPE)}, bf16, causal; FLOPs by the causal model (4·B·H·S²·D/2), "
               f"bytes and kernel time measured by Nsight Compute over one forward. The verdict reads the busier of SM "
-              f"and memory throughput against Nsight Compute's {BOUND_AT:g} % threshold, not the tensor pipe. The ridge "
+              f"and memory throughput against Nsight Compute's {BOUND_AT:g} % threshold, not the tensor pipe. Memory "
+              f"throughput is the busiest level of the memory system, caches included, so it can be high while DRAM's "
+              f"is low ([Reading a profile](reading-a-profile.md#hardware-counters) defines each column). The ridge "
               f"point of the measured ceilings is {ridge:.0f} FLOP per byte.")
 
 
@@ -725,7 +727,7 @@ HARDWARE = {  # what the H200 is and does, from the device query and measurement
     "l2_mb": lambda r: f"{r['query']['L2_cache_size'] / 1e6:.1f} MB",
     "sms": lambda r: str(r["query"]["multi_processor_count"]),
     "clock": lambda r: f"{r['query']['smi_clocks_max_sm_mhz']:,} MHz",
-    "fp32": lambda r: f"{r['fp32_matmul_tflops']:.0f} TFLOP/s",
+    "fp32": lambda r: f"{r['fp32_matmul_tflops']:.1f} TFLOP/s",  # a tenth, so that its share of the peak follows
     "fp32_bmm": lambda r: f"{r['fp32_bmm_tflops']:.0f} TFLOP/s",
     "bf16_bmm": lambda r: f"{r['bf16_bmm_tflops']:.0f} TFLOP/s",
     "fp32_bmm_time": lambda r: us(r["fp32_bmm_us"]),
@@ -792,7 +794,7 @@ def hardware_table(build: Build):
     rows = [
         ("FP32 on the CUDA cores (TF32 off)",
          f"{p['fp32_tflops']:.1f} TFLOP/s ({q['multi_processor_count']} SMs × {hardware.FP32_LANES_PER_SM['H200']} lanes × 2 × "
-         f"{HARDWARE['clock'](r)})", f"{r['fp32_matmul_tflops']:.0f} TFLOP/s (8192³ matmul, {HARDWARE['fp32_of_peak'](r)})",
+         f"{HARDWARE['clock'](r)})", f"{HARDWARE['fp32'](r)} (8192³ matmul, {HARDWARE['fp32_of_peak'](r)})",
          f"{a['fp32_tflops']:g} TFLOP/s", HARDWARE["fp32_peak_vs_a100"](r)),
         ("device memory bandwidth",
          f"{p['hbm_gbs'] / 1000:.2f} TB/s (2 × {q['memory_clock_rate'] // 1000} MHz × {q['memory_bus_width']} bits)",
