@@ -106,11 +106,12 @@ def decision_guide(build: Build):
         f"calls and compared process by process comes out *not told apart* in {paired.count(0)} of "
         f"{len(paired)} cases in the records on this site. Set against itself in another process, one "
         f"measurement comes out *not told apart* in {apart.count(0)} of {len(apart)}. A ranking names who leads and those not told apart from "
-        f"it. A stream's launch-bound or GPU-bound verdict is the run's when every process gives it. How far it "
-        f"carries to another CPU is stated as a number. A sentence that asserts it in its own words needs the "
-        f"pace-setting side slower by {timing.HOST_MARGIN:g}× or more in every process. Nsight Compute's "
-        f"{counters.BOUND_AT:g} % threshold carries a band of ±{counters.BAND:g} points: a kernel inside it is "
-        f"*near the threshold*, not flipped across it.")
+        f"it. A stream is called launch-bound or GPU-bound only when every process of its run says so, and how far "
+        f"that carries to another CPU is stated as a number. A sentence that asserts it in its own words needs the "
+        f"pace-setting side slower by {timing.HOST_MARGIN:g}× or more in every process. A kernel is compute- or "
+        f"memory-bound when its SM or memory throughput reaches Nsight Compute's {counters.BOUND_AT:g} % of peak. "
+        f"That threshold carries a band of ±{counters.BAND:g} points: a kernel inside it is *near the threshold*, "
+        f"not flipped across it.")
 
 
 def aa_counts(build: Build) -> tuple[list[int], list[int]]:
