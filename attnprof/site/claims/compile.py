@@ -115,6 +115,8 @@ def reduce_overhead(build: Build, reduce="naive_reduce", default="naive_compiled
     text = (f"the graph replay with its copies takes {a.text(us)} per forward against {b.text(us)} for the default "
             f"mode (CUDA-event median and p10–p90 of one call): "
             + {1: "slower", -1: "faster, the copies included", 0: "not told apart" + held_together(a, b)}[place])
+    if place != 1:  # what the copies cost the GPU, said however the two fall
+        text += f"; its {count(len(copies))} copies take {us(sum(copies))} of device time (profiler)"
     if place == 1:
         share = sum(copies) / (a.median - b.median)
         text += (f"; the {count(len(copies))} copies themselves take {us(sum(copies))} of device time (profiler), "
