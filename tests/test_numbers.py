@@ -2,6 +2,8 @@
 method, is the same on every page that states it. Every piece of every chapter is rendered as its page renders it
 (its lessons folding their evidence), and each figure a piece states through `Build.number` is noted under its
 record, quantity and method (words.DEVICE ... words.MEDIAN ...); two different figures under one key fail."""
+import re
+
 from attnprof.model import store
 from attnprof.site import registry
 from attnprof.site.build import Build
@@ -104,3 +106,24 @@ def test_the_op_list_diff_compares_the_two_forwards_drawn_and_says_so():
     assert f"naive: {a['ops_per_forward']} ops, {naive}; inplace: {b['ops_per_forward']} ops, {inplace} " in text
     assert f"each the device time of {DRAWN}" in text
     assert f"device time saved: {us(a['forward_device_us'] - b['forward_device_us'])})" in text
+
+
+def test_the_a100_table_says_which_op_counts_differ_from_the_posts_by_a_memset(monkeypatch):
+    """The H200's op count of a rung less its Memsets equals the post's on some rungs: the table's note names
+    exactly those, from the records and the post's figures; where the post gives no counts, no such words."""
+    from attnprof.analysis import hardware
+    from attnprof.model.stages import ladder
+    from attnprof.site.pieces.captures import glance_a100
+    from attnprof.site.words import short
+    registry.load()
+    build = Build(store.CAPTURES, problems={})
+    s = {name: build.summary(name) for name in ladder()}
+    memsets = {name: sum(op["kind"] == "memset" for op in s[name]["ops"]) for name in s}
+    expect = {name for name in s if memsets[name] and hardware.FIGURES[name]["ops"] is not None
+              and s[name]["ops_per_forward"] - memsets[name] == hardware.FIGURES[name]["ops"]}
+    assert expect  # the committed records hold such rungs
+    said = glance_a100(build).split("is the post's count for ")[1].split(";")[0]
+    parts = set(re.split(r",? and |, ", said))
+    assert {name for name in s if short(name) in parts} == expect, said
+    monkeypatch.setattr(hardware, "FIGURES", {k: {**v, "ops": None} for k, v in hardware.FIGURES.items()})
+    assert "the post's count for" not in glance_a100(Build(store.CAPTURES, problems={}))

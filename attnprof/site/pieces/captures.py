@@ -14,7 +14,7 @@ from ...model.stages import DEFAULT_SHAPE, ITEMSIZE, STAGES, ladder, select
 from ...text import escape, dims, ms, shape, us
 from ..build import Build
 from ..render import plots, tables
-from ..words import CAPTURE_RUN, CPU, DEVICE, DRAWN, MEDIAN, ONE_CALL, count, plain_title, title
+from ..words import CAPTURE_RUN, CPU, DEVICE, DRAWN, MEDIAN, ONE_CALL, count, listed, plain_title, short, title
 from ..registry import ALL, piece
 from .timing import stream_line
 
@@ -443,11 +443,14 @@ def glance(build: Build):
 @piece("glance-a100")
 def glance_a100(build: Build):
     """Each rung here beside the post's A100 figures: ops, device time, their ratio, CPU time."""
-    rows = []
+    rows, memset_apart = [], []  # the rungs whose count is the post's plus their Memsets
     for name in ladder():
         if name in build.problems or build.is_unavailable(name):
             continue
         s, ref = build.summary(name), hardware.FIGURES[name]
+        memsets = sum(op["kind"] == "memset" for op in s["ops"])
+        if memsets and ref["ops"] is not None and s["ops_per_forward"] - memsets == ref["ops"]:
+            memset_apart.append(short(name))
         rows.append((f"[{STAGES[name].title}]({name}.md)", s["ops_per_forward"], "—" if ref["ops"] is None else ref["ops"],
                      per_forward(build, s, DEVICE), us(ref["forward_us"]), _a100_ratio(s),
                      per_forward(build, s, CPU), us(ref["cpu_us"])))
@@ -455,7 +458,10 @@ def glance_a100(build: Build):
                           "forward CUDA time (A100, profiler)", "A100 ÷ H200", "CPU time / forward (H200, profiler)",
                           "CPU time (A100, profiler)"], rows, "lrrrrrrr")
             + f"\n\nA100 columns: the figures published in [*{hardware.SOURCE_TITLE}*]({hardware.SOURCE}) "
-              f"(NVIDIA A100-SXM4-80GB), quoted, not measured by us; — where the post gives none.")
+              f"(NVIDIA A100-SXM4-80GB), quoted, not measured by us; a dash where the post gives none."
+            + (f" The H200's op count less its Memset (a small fill the library launches before its kernel) is the "
+               f"post's count for {listed(memset_apart)}; the post does not say whether it counted memsets."
+               if memset_apart else ""))
 
 
 @piece("a100-kernels")
