@@ -105,10 +105,10 @@ def _steady(build: Build, stage: str):
     and highest, the range of its processes' back-to-back times, as the one rule takes it, and the layout its inputs
     were stored in; None where that run timed another stage."""
     from ..pieces.runs import steady_rates
-    r = build.run("steady")
-    if r["path"] != stage or not steady_rates(build):
+    r, each = build.run("steady"), steady_rates(build)
+    if r["path"] != stage or not each:
         return None
-    rates_ = sorted(fwd for fwd, _ in steady_rates(build))
+    rates_ = sorted(fwd for fwd, _ in each)
     times = decide.of([rep["back_to_back_us_each"] for rep in r["repeats"] if "error" not in rep],
                       decide.BACK_TO_BACK, "steady")
     return statistics.median(rates_), rates_[0], rates_[-1], times, r["layout"]

@@ -297,7 +297,7 @@ def counters_roofline(build: Build):
         rows.append((title(stage), size(moved), f"{flops / moved:,.0f}",
                      f"{tflops(flops, sum(k['duration_ns'] or 0 for k in kernels) / 1e3):.0f}",
                      f"{main['tensor_pipe_pct']:.0f} %",
-                     f"{main.get('sm_throughput_pct') or 0:.1f} % / {main.get('memory_throughput_pct') or 0:.1f} %",
+                     " / ".join(tables.counter_pct(main, key, " ") for key in ("sm_throughput_pct", "memory_throughput_pct")),
                      f"{main['dram_throughput_pct']:.0f} %", f"**{counter_verdict(main)}**"))
     return (tables.table(["path", "DRAM bytes (measured)", "FLOP / DRAM byte", "TFLOP/s (kernel time, Nsight Compute)",
                           "tensor pipe (longest kernel)", "SM / memory throughput (longest kernel)", "DRAM throughput",
@@ -571,7 +571,7 @@ def _stream_note(build: Build) -> str:
     """What the stream column is, read from the run's own samples: a measurement apart from the steps timed in
     turns, which is why its back-to-back time is not theirs."""
     runs = {len(r["stream"]["back_to_back_us"]) for r in build.repeats("decode_step")[0] if "stream" in r}
-    return (f"*{STREAM_RUN[0].upper()}{STREAM_RUN[1:]}*: taken in each process before the steps timed in turns, "
+    return (f"*{STREAM_RUN.capitalize()}*: taken in each process before the steps timed in turns, "
             f"{listed([str(n) for n in sorted(runs)])} runs of eager steps queued back to back. Each is timed by "
             f"CUDA events (back to back) and by the host clock around its enqueue loop (CPU enqueue); a CUDA graph "
             f"of the same steps gives GPU only. A stream runs no faster than its CPU enqueues it, and the host's "

@@ -151,7 +151,7 @@ def ops(summary, mark: str | None = None) -> str:
                     rows, "rr") + "\n\n</div>" + total)
 
 
-def ops_diff(a, b, which: str = "the forward drawn") -> str:
+def ops_diff(a, b, which: str) -> str:
     """The ops one forward has that the other lacks, then each forward's op count and device time: `which` forward
     of each (both the same kind, so that their difference is like with like), named beside the times."""
     removed, added = oplist.ops_diff(a, b)
@@ -219,6 +219,11 @@ def footprint(summary, props: dict, measured: list[dict] | None = None, only: st
     return footprint_table(headers, kernels, was_measured)
 
 
+def counter_pct(kernel_: dict, key: str, space: str = "\u00a0") -> str:
+    """One of Nsight Compute's percents of a kernel, to a tenth; a dash where it gave none."""
+    return "—" if kernel_.get(key) is None else f"{kernel_[key]:.1f}{space}%"
+
+
 def counters(record: dict, capture: dict) -> str:
     """Each kernel of one forward as Nsight Compute measured it: occupancy, pipes, throughput, verdict.
     Kernels are named as the capture names them where the two lists agree."""
@@ -226,7 +231,7 @@ def counters(record: dict, capture: dict) -> str:
     pairs = c.paired(capture["ops"], record["kernels"]) or [({"name": k["name"]}, k) for k in record["kernels"]]
     rows = []
     for op, k in pairs:
-        pct = lambda key: "—" if k.get(key) is None else f"{k[key]:.1f}\u00a0%"
+        pct = lambda key: counter_pct(k, key)
         dram = "—" if k.get("dram_bytes") is None else f"{pct('dram_throughput_pct')} ({size(k['dram_bytes'])})"
         rows.append((kernel(op["name"]), f"{pct('warps_active_pct')} of {pct('theoretical_occupancy_pct')} "
                      f"({c.limiter(k) or '—'})", pct("tensor_pipe_pct"), pct("fma_pipe_pct"),
