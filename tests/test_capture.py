@@ -99,13 +99,14 @@ def test_unavailable_is_recorded_where_no_capture_exists_or_when_asked(on_cpu, f
     assert not store.trace_path(folder, "sage").exists()
 
 
-def test_a_cpu_capture_is_a_pair_whose_summary_is_derivable_from_its_trace(on_cpu, tmp_path, capfd):
+def test_a_cpu_capture_is_a_pair_of_what_it_measured_and_its_trace(on_cpu, tmp_path, capfd):
     out = tmp_path / "cpu"
     [summary] = capture.capture(["naive"], SMALL, "bf16", out)
     assert sorted(p.name for p in out.iterdir()) == ["naive-1x2x64x32.json", "naive-1x2x64x32.trace.json.gz"]
     written = records.load_summary("naive-1x2x64x32", out)
     assert written["ops_per_forward_each"] == [0, 0, 0] and written["cpu_ops"]  # no device here, CPU ops only
-    assert trace.disagreements(written, trace.load(store.trace_path(out, "naive-1x2x64x32"))) == []
+    assert set(json.loads(store.summary_path(out, "naive-1x2x64x32").read_text())).isdisjoint(
+        ("ops", "cpu_ops", "forward_device_us", "event_median_us"))  # what was measured; the rest is read off it
     err = capfd.readouterr().err
     assert "USDT" not in err and "profiler_st" not in err and "Profiler clears events" not in err
 

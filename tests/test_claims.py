@@ -81,7 +81,13 @@ def clean(tmp_path_factory):
 
 
 def flipped(clean, flip) -> tuple[Unchecked, object]:
-    """A build over the copy with `flip` applied to its file; the file is put back by the caller."""
+    """A build over the copy with `flip` applied: to the record as the build reads it (a capture's or a counters
+    record's figures, derived from its trace or report), or to its file (a trace, a run's samples); the caller
+    puts it back."""
+    if flip.file.endswith(".json") and records.kind_of(flip.record) is not records.RUN:
+        change = records.changed(clean, flip.record, flip.change)
+        change.__enter__()
+        return Unchecked(clean), lambda: change.__exit__(None, None, None)
     path = clean / flip.file
     raw = path.read_bytes()
     opener = gzip.open if path.suffix == ".gz" else open

@@ -1,6 +1,7 @@
-"""A record's key holds all the code it ran and the code its page shows: an edit of where a section a page
-shows starts or ends, of a stage's row in the stage table, of the FLOP formula or of a kernel repository's
-files stales every record that depends on it, and `check` names what changed in one line (issue 40)."""
+"""A record's key is what decides its numbers: an edit of the snippets it runs, of where a section a page shows
+starts or ends, of the profiled loop a page shows, of a stage's row in the stage table, of a kernel repository's
+files or of the procedure's version stales every record that depends on it, and `check` names what changed in
+one line; an edit of the measuring harness, the analysis or the site stales nothing (issue 52)."""
 import dataclasses
 import shutil
 
@@ -58,18 +59,39 @@ def test_a_stage_row(monkeypatch, code):
     assert records.status("cudnn") is None
 
 
-def test_the_flop_formula(code):
-    path = code / "attnprof" / "analysis" / "flops.py"
-    text = path.read_text()
-    path.write_text(text.replace("return ", "return 2 * ", 1))
-    assert path.read_text() != text
-    for record in ("flash", "run-sweep", "run-steady", "window.naive"):
-        stale(record, "attnprof/analysis/flops.py")
+HARNESS = ("attnprof/measure/gpulock.py", "attnprof/measure/worker.py", "attnprof/regenerate.py",
+           "attnprof/analysis/decide.py", "attnprof/analysis/trace.py", "attnprof/analysis/flops.py",
+           "attnprof/measure/bench.py", "attnprof/site/build.py")
+
+
+def test_an_edit_of_the_harness_the_analysis_or_the_site_stales_nothing(code):
+    for path in HARNESS:
+        with open(code / path, "a") as f:
+            f.write("\nEDITED = True\n")
+    assert records.problems() == {}
+
+
+def test_the_profiled_loop_a_page_shows(code):
+    """The loop every profiled record runs, as Methods shows it: an edit inside its section stales every
+    profiled record; one outside it (the rest of profiling.py) stales none."""
+    path = code / "attnprof" / "measure" / "profiling.py"
+    path.write_text(path.read_text() + "\nOUTSIDE = 1\n")
+    assert records.status("flash") is None
+    path.write_text(path.read_text().replace("step()\n            prof.step()", "step()\n            step()\n            prof.step()", 1))
+    for record in ("flash", "flash-bwd", "window.naive"):
+        stale(record, "attnprof/measure/profiling.py:profile")
+    assert records.status("run-sweep") is None and records.status("flash.counters") is None
+
+
+def test_the_procedures_version(monkeypatch, code):
+    monkeypatch.setattr(names, "PROCEDURE", names.PROCEDURE + 1)
+    for record in ("flash", "flash-bwd", "flash.counters", "run-sweep", "window.naive"):
+        stale(record, "its settings")
 
 
 def test_a_kernel_repository_file(code):
     (init,) = (code / "kernel-repos").rglob("__init__.py")
     init.write_text(init.read_text() + "\nVERSION = 2\n")
-    for record in ("fa4", "fa4-1x16x8192x128", "fa4-bwd", "run-steady"):
+    for record in ("fa4", "fa4-1x16x8192x128", "fa4-bwd", "run-steady", "fa4.counters"):
         stale(record, str(init.relative_to(code)))
     assert records.status("flash") is None

@@ -78,7 +78,7 @@ def test_each_layer_imports_only_the_layers_below_it():
         for other in imported:
             theirs = layer(other)
             if theirs is None and other.split(".")[-1] not in BASE and other != "attnprof":
-                if not (mine == "measure" and other in FROZEN_IMPORTS) and (mine, other) not in RETAKE:
+                if (mine, other) not in RETAKE:
                     wrong.append(f"{module} imports {other}, an application")
             elif theirs is not None and theirs not in below:
                 wrong.append(f"{module} ({mine}) imports {other} ({theirs})")
@@ -86,13 +86,6 @@ def test_each_layer_imports_only_the_layers_below_it():
 
 
 RETAKE = {("site", "attnprof.regenerate")}  # the build's hook retakes stale records the way `regenerate` does
-# measure/context_parallel.py imports these top-level names, kept for it alone (see attnprof/store.py)
-FROZEN_IMPORTS = {"attnprof.store", "attnprof.trace", "attnprof.records", "attnprof.stages"}
-
-
-def test_the_names_kept_for_the_two_gpu_capture_are_imported_by_it_alone():
-    users = {m for m, imported in GRAPH.items() if imported & FROZEN_IMPORTS}
-    assert users == {"attnprof.measure.context_parallel"}, users
 
 
 def test_every_attnprof_module_imported_anywhere_exists():

@@ -327,7 +327,7 @@ def evil(tmp_path_factory):
     for ev in events["traceEvents"]:  # the kernels, and any CPU op named like one (Triton's launcher)
         if ev.get("ph") == "X" and ev.get("name") in kernels:
             ev["name"] = f"{ev['name']}<b>&\"'<i>"
-    s.update(trace.summarize(events, LABEL), record="evil.attention", stage="evil.attention", title=EVIL)
+    s.update(trace.summarize(trace.forwards(events, LABEL)), record="evil.attention", stage="evil.attention", title=EVIL)
     s["key_averages"] = [dict(r, name=r["name"] + "<b>&\"'<i>" if r["name"] in kernels else r["name"])
                          for r in s["key_averages"]]
     store.write_capture(folder, s, events)

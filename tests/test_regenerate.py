@@ -18,53 +18,58 @@ from attnprof import regenerate
 from attnprof.model.stages import DEFAULT_SHAPE, STAGES, Stage
 from attnprof.model.snippets import ROOT
 
-# one record of each kind, each running several files (two snippets, a provider, a measuring module)
-SAMPLES = ["naive_compiled", "flash-bwd", "flash-1x16x8192x128.counters", "run-graphs", records.CP.records()[0]]
-MEASURING = {"stage": "capture.py", "backward": "backward.py", "counters": "measure/counters.py",
-             "run": "graphs.py", "cp": "context_parallel.py"}
+# one record of each kind, each keyed by several files (two snippets, a provider's, a shown section)
+SAMPLES = ["naive_compiled", "flash-bwd", "flash-1x16x8192x128.counters", "run-graphs", "run-decode_step",
+           records.CP.records()[0]]
 
 
 @pytest.fixture
 def tree(tmp_path, monkeypatch):
-    """A copy of the code the keys hash (snippets and attnprof/measure); the keys read it from here."""
+    """A copy of the code the keys hash (snippets, attnprof/measure, the kernel repositories); the keys read it
+    from here."""
     root = tmp_path / "code"
     shutil.copytree(snippets.SNIPPETS, root / "snippets")
     shutil.copytree(ROOT / "attnprof" / "measure", root / "attnprof" / "measure")
-    (root / "attnprof" / "analysis").mkdir()
-    for figures in ("derived.py", "flops.py"):  # every run's figures, and the rates pages show
-        shutil.copy(ROOT / "attnprof" / "analysis" / figures, root / "attnprof" / "analysis" / figures)
     shutil.copytree(ROOT / "kernel-repos", root / "kernel-repos")  # FlashAttention-4's files key its records
     monkeypatch.setattr(names, "CODE_ROOT", root)
     monkeypatch.setattr(snippets, "SNIPPETS", root / "snippets")
     return root
 
 
-def _made(folder, record, code=True):
+def _made(folder, record):
     """A record as its writer leaves it: the key (and the code hashes) of the code it ran."""
     kind = records.kind_of(record)
-    made = {"record": record, "key": kind.key(record), "settings": kind.settings(record)}
-    if code:
-        made["code"] = kind.code(record)
+    made = {"record": record, "key": kind.key(record), "settings": kind.settings(record), "code": kind.code(record)}
     folder.mkdir(exist_ok=True)
     store.write_json(folder, record, made)
+
+
+def _edited_inside(file, section):
+    """The file with a statement added inside `section` (the code a page shows of it)."""
+    lines = file.read_text().splitlines()
+    start = next(i for i, l in enumerate(lines) if l.strip().endswith(f"--8<-- [start:{section}]"))
+    body = next(i for i in range(start + 1, len(lines)) if lines[i].strip() and not lines[i].lstrip().startswith(("#", "@")))
+    indent = lines[body][: len(lines[body]) - len(lines[body].lstrip())]
+    return "\n".join(lines[:body] + [f"{indent}_EDITED = 1"] + lines[body:]) + "\n"
 
 
 @pytest.mark.parametrize("record", SAMPLES)
 def test_each_kind_goes_stale_when_its_code_changes_and_not_on_a_comment(record, tree, tmp_path):
     kind = records.kind_of(record)
     sources = kind.sources(record)
-    assert any(p.endswith(MEASURING[kind.name]) for p in sources), sources  # the measuring code is in the key
+    assert all(p.startswith(("snippets/", "kernel-repos/")) or ":" in p for p in sources), sources  # no harness
     assert kind.name == "cp" or any(p.startswith("snippets/") for p in sources), sources
     folder = tmp_path / "captures"
     _made(folder, record)
     assert records._stale(record, folder) is None
     for path in sources:
-        file = tree / path
+        file, _, section = (tree / path).as_posix().partition(":")
+        file = Path(file)
         source = file.read_text()
         commented = "# a note for the reader\n\n" + source.replace("\ndef ", "\n# why this is so\n\n\ndef ", 1)
-        file.write_text(commented + "\n\n# the end\n")
-        assert records._stale(record, folder) is None, f"a comment in {path} staled {record}"
-        file.write_text(source + "\n_EDITED = 1\n")
+        file.write_text(commented + "\n\n# the end\n_OUTSIDE = 1\n" * bool(section) + "\n# the end\n" * (not section))
+        assert records._stale(record, folder) is None, f"a comment (or code outside its section) in {path} staled {record}"
+        file.write_text(_edited_inside(file, section) if section else source + "\n_EDITED = 1\n")
         why = records._stale(record, folder)
         assert why and f"{record!r} is stale ({path} changed since it was made)" in why, why
         assert records.status(record, folder) == why  # the status says it first, with the command that retakes it
@@ -77,7 +82,7 @@ def test_each_kind_goes_stale_when_its_code_changes_and_not_on_a_comment(record,
 def test_each_kind_goes_stale_when_its_settings_change(record, tree, tmp_path, monkeypatch):
     folder = tmp_path / "captures"
     _made(folder, record)
-    monkeypatch.setattr(names, "FORMAT", names.FORMAT + 1)  # the capture procedure changed
+    monkeypatch.setattr(names, "PROCEDURE", names.PROCEDURE + 1)  # the way of measuring changed
     why = records._stale(record, folder)
     assert why and "its settings changed" in why
 
@@ -96,32 +101,14 @@ def test_counters_go_stale_with_their_metrics_and_a_run_with_its_stages(tree, tm
     assert records._stale("run-ceilings", folder) is None  # a run that measures no stage is untouched
 
 
-def test_a_record_made_before_it_named_its_code_lists_what_keys_it(tree, tmp_path):
-    folder = tmp_path / "captures"
-    _made(folder, "naive-bwd", code=False)
-    (tree / "attnprof" / "measure" / "backward.py").write_text(
-        (tree / "attnprof" / "measure" / "backward.py").read_text() + "\n_EDITED = 1\n")
-    why = records._stale("naive-bwd", folder)
-    assert why.startswith("capture 'naive-bwd' is stale (made before snippets/naive.py, attnprof/measure/capture.py")
-    assert "attnprof/measure/backward.py or its settings last changed" in why
-
-
-def test_two_gpu_records_keep_their_key():
-    """No two-GPU machine retakes them: their key is still the token hash of context_parallel.py alone."""
-    for record in records.CP.records():
-        n, rotate, balanced = names.cp_config(record)
-        assert records.CP.sources(record) == ("attnprof/measure/context_parallel.py",)
-        assert records.CP.key(record) == names.cp_key(names.cp_settings(n, names.CP_WORLD, rotate, balanced))
-        assert records._stale(record, store.CAPTURES) is None
-
-
 def test_every_run_names_a_function_that_exists_and_code_files_that_exist():
     pytest.importorskip("torch")
     from attnprof.measure import runs
     for name in names.RUNS:
         assert callable(runs.function(name)), name
         for path in names.run_sources(name):
-            assert names.code_path(path).is_file(), (name, path)
+            assert names.code_path(path.partition(":")[0]).is_file(), (name, path)
+            assert names.source_hash_of([path]), (name, path)  # a section a page shows is there
 
 
 def test_a_capture_and_a_run_are_written_under_the_key_check_computes(tmp_path, monkeypatch):

@@ -113,22 +113,14 @@ def _timing_row(**clocks):
             "clocks": {**bench.NO_CLOCKS, **clocks}}
 
 
-def test_a_run_in_rounds_is_wellformed_counted_and_bounded_by_the_gpus_clock():
-    from attnprof.analysis import bounds, counts, hardware, wellformed
-    assert hardware.SPECS["NVIDIA H200"].max_sm_mhz == 1980
+def test_a_run_in_rounds_is_wellformed():
+    from attnprof.analysis import wellformed
     at = {"sm_mhz_min": 1755, "sm_mhz_median": 1980, "sm_mhz_max": 1980, "sm_mhz_limit": 1980,
           "temperature_c_max": 51, "power_w_max": 512.3, "throttle_reasons": 5}
-    run = {"device": "NVIDIA H200", "result": {**counts.TIMING, "rows": [_timing_row(**at)]}}
-    assert wellformed.problem(run) is None and counts.run_lines("timing", run) == []
-    assert bounds.run_lines("timing", run) == []
-    cpu = {"device": "NVIDIA H200", "result": {**counts.TIMING, "rows": [_timing_row()]}}  # NVML could not say
-    assert wellformed.problem(cpu) is None and bounds.run_lines("timing", cpu) == []
-    fast = {"device": "NVIDIA H200", "result": {**counts.TIMING, "rows": [_timing_row(**{**at, "sm_mhz_max": 2100})]}}
-    assert bounds.run_lines("timing", fast) == [
-        "result.rows[0].clocks.sm_mhz_max 2100 MHz is not within the GPU's maximum SM clock (1980 MHz)"]
-    unordered = {"device": "NVIDIA H200", "result": {**counts.TIMING, "rows": [_timing_row(**{**at, "sm_mhz_min": 1990 - 20,
-                                                                                             "sm_mhz_median": 1800})]}}
-    assert "are not in order" in bounds.run_lines("timing", unordered)[0]
+    run = {"device": "NVIDIA H200", "result": {"rows": [_timing_row(**at)]}}
+    assert wellformed.problem(run) is None
+    cpu = {"device": "NVIDIA H200", "result": {"rows": [_timing_row()]}}  # NVML could not say
+    assert wellformed.problem(cpu) is None
     for field, value in (("rounds", -1), ("throttled", 1.5), ("clocks", [1980])):
         bad = {"result": {"rows": [{**_timing_row(**at), field: value}]}}
         assert wellformed.problem(bad).startswith(f"result.rows[0].{field} is "), field
@@ -139,7 +131,6 @@ def test_a_run_in_rounds_is_wellformed_counted_and_bounded_by_the_gpus_clock():
 def test_the_fastest_run_and_the_backward_ranking_measure_in_rounds_on_a_cpu(monkeypatch):
     """At a tiny shape on a CPU: each path's row keeps the fields the pages and counts read, its samples those
     of its rounds; a path that cannot run is a row that says why, and the others go on."""
-    from attnprof.analysis import counts, derived
     from attnprof.measure import backward, repeat, sweep
     rows = repeat.measured(sweep.fastest, (1, 2, 32, 16), ["flash", "cudnn"], ["flash"], 4, 5, 9)
     assert [(r["path"], r["layout"]) for r in rows] == [("flash", "BHSD"), ("cudnn", "BHSD"), ("flash", "BSHD")]
@@ -148,14 +139,12 @@ def test_the_fastest_run_and_the_backward_ranking_measure_in_rounds_on_a_cpu(mon
         assert (r["rounds"], r["throttled"], r["seed"], r["back_to_back_calls"]) == (5, 0, 9, 4)
         assert len(r["back_to_back_us_each"]) == 5 and len(r["times_us"]) == r["reps"] and r["reps"] % 5 == 0
         assert r["tflops_back_to_back"] > 0 and r["median_us"] > 0
-    assert counts.run_lines("fastest", {"result": rows}) == [] and derived.disagreements("fastest", rows) == []
 
     monkeypatch.setattr(backward, "select", lambda **facts: ["naive", "math"])
     ranked = repeat.measured(backward.ranking, (1, 2, 32, 16), "bf16", backward.ROUNDS, 4)
     for r in ranked["rows"]:
         assert len(r["event_times_us"]) == 50 and len(r["backward_device_us_each"]) == 3, r
         assert (r["rounds"], r["throttled"], r["seed"]) == (backward.ROUNDS, 0, 4)
-    assert counts.run_lines("backward", {"result": ranked}) == []
 
 
 CLOCKS = {"sm_mhz_min": 1755, "sm_mhz_median": 1980, "sm_mhz_max": 1980, "sm_mhz_limit": 1980,
@@ -181,10 +170,9 @@ def _rekeyed(tmp_path, name, edit):
     return records.status(f"run-{name}", tmp_path)
 
 
-def test_a_run_in_rounds_passes_check_and_a_clock_beyond_the_gpus_is_named(tmp_path):
+def test_a_run_in_rounds_passes_check(tmp_path):
     """The committed timing run cut to what 25 rounds with one dropped keep, with its rounds, throttled count,
-    clocks and seed, under the code's key now: check finds nothing; the ceilings with an SM clock above the
-    H200's maximum: one line naming the field."""
+    clocks and seed, under the code's key now: check finds nothing."""
     def timing(res):
         res["reps"] = 25
         for i, row in enumerate(r for r in res["rows"] if "error" not in r):
@@ -195,12 +183,6 @@ def test_a_run_in_rounds_passes_check_and_a_clock_beyond_the_gpus_is_named(tmp_p
         return res
     (tmp_path / "timing").mkdir()
     assert _rekeyed(tmp_path / "timing", "timing", timing) is None
-
-    def hot(res):  # its own rounds and throttled count kept (a GPU at its power cap drops some)
-        return {**res, "clocks": {**res["clocks"], "sm_mhz_max": 2500}}
-    (tmp_path / "ceilings").mkdir()
-    why = _rekeyed(tmp_path / "ceilings", "ceilings", hot)
-    assert "run-ceilings.json" in why and "result.clocks.sm_mhz_max 2500 MHz is not within the GPU's maximum SM clock" in why
 
 
 def test_together_measures_named_forwards_in_rounds_as_measure_measures_one():
@@ -268,7 +250,6 @@ def test_without_one_call_together_times_back_to_back_only():
 def test_the_sweep_times_back_to_back_only_and_its_rows_hold_what_the_checks_ask():
     """sweep() end to end on this machine's CPU, at two tiny shapes: each row keeps a back-to-back run a
     round and no one-call samples, its rate is derived from them, and the record checks find nothing."""
-    from attnprof.analysis import counts, derived
     from attnprof.measure import sweep
     run = sweep.sweep(paths=["flash", "inplace"], seq_lens=(32, 64), head_dims=(16,), tokens=128, heads=2, seed=3)
     next(run)  # prepared
@@ -280,5 +261,3 @@ def test_the_sweep_times_back_to_back_only_and_its_rows_hold_what_the_checks_ask
         assert not {"times_us", "median_us", "reps", "tflops"} & set(r), r.keys()
         assert len(r["back_to_back_us_each"]) == r["rounds"] == bench.TOGETHER_ROUNDS - r["throttled"]
         assert r["tflops_back_to_back"] > 0
-    assert counts.run_lines("sweep", {"result": rows}) == []
-    assert derived.disagreements("sweep", rows) == []

@@ -125,24 +125,3 @@ def test_the_runs_are_listed_once_and_no_module_retypes_the_stages_sentence_name
                 assert len(runs) < 3, (path, runs)  # a dispatch table of functions per run is not a list of runs
             if values is not None and path != "attnprof/model/stages.py":
                 said = [k for k, v in zip(strings, values) if k in STAGES and v in (STAGES[k].short, STAGES[k].title)]
-                assert len(said) < 2, (path, said)
-
-def test_what_every_stage_runs_is_a_kernel_family_the_decoder_knows():
-    """check holds a record's kernels to the family of what its stage runs (analysis/ran.py): a stage whose
-    backend or provider kernel_names.FAMILY does not list would be refused for every capture it has."""
-    from attnprof.analysis import ran
-    from attnprof.analysis.kernel_names import FAMILY
-    for stage in STAGES.values():
-        key = ran.runs(stage, {"sdpa_choice": "cudnn"})  # auto: whichever backend its record says was chosen
-        assert key == ran.FUSED or key in FAMILY, (stage.name, key)
-
-
-def test_a_fused_stage_of_pytorchs_own_holds_one_fused_kernel_family():
-    """A stage whose snippet calls SDPA itself (provider PyTorch, fused=True) may run any fused backend, but one."""
-    from attnprof.analysis import ran
-    ops = {name: json.loads((store.CAPTURES / f"{name}.json").read_text())["ops"] for name in ("naive", "flash", "cudnn")}
-    assert ran.family_lines("stage 'mine'", ran.FUSED, ops["flash"]) == []
-    assert ran.family_lines("stage 'mine'", ran.FUSED, ops["naive"]) == [
-        "ops: no fused attention kernel, but the stage table calls stage 'mine' fused"]
-    (line,) = ran.family_lines("stage 'mine'", ran.FUSED, ops["flash"] + ops["cudnn"])
-    assert line.startswith("ops[2].name 'cudnn…sdpa_sm90_flash_fprop_wgmma' is cuDNN (fused flash attention)'s"), line

@@ -1,6 +1,7 @@
 """Sentences that rank, compare, multiply or judge are statements checked against the records: each holds
 on the committed records, each turns false when the number it rests on changes, and a false one stops
 the strict build with one line that names it."""
+import contextlib
 import json
 import re
 import shutil
@@ -25,17 +26,22 @@ def committed():
 
 @pytest.fixture
 def copy(tmp_path):
-    """A copy of the committed records, one number of which a test changes; read without `check`."""
+    """A copy of the committed records, one number of which a test changes; read without `check`: a run's samples
+    in its file, a capture's figures as the build reads them (records.changed)."""
     folder = tmp_path / "captures"
     shutil.copytree(store.CAPTURES, folder)
-
-    def flip(file_name, change):
-        path = folder / file_name
-        data = json.loads(path.read_text())
-        change(data)
-        path.write_text(json.dumps(data))
-        return Build(folder, problems={})
-    return flip
+    with contextlib.ExitStack() as changes:
+        def flip(file_name, change):
+            record = file_name.removesuffix(".json")
+            if records.kind_of(record) is not records.RUN:
+                changes.enter_context(records.changed(folder, record, change))
+            else:
+                path = folder / file_name
+                data = json.loads(path.read_text())
+                change(data)
+                path.write_text(json.dumps(data))
+            return Build(folder, problems={})
+        yield flip
 
 
 def test_backwards_whose_one_call_times_overlap_are_not_ranked(copy):

@@ -9,7 +9,7 @@ import markdown
 import pytest
 
 from attnprof.model import store
-from attnprof.analysis import counts, records
+from attnprof.analysis import records
 from attnprof.analysis import timing
 from attnprof.site import extension
 from attnprof.site.build import Build, FalseStatement
@@ -21,16 +21,21 @@ ROWS = [r for r in BUILD.run("timing")["rows"] if "error" not in r]
 S = timing.Stats
 
 
+def kept(row: dict, total: int) -> int:
+    """The samples of `total` a measurement in rounds keeps: those of the rounds it kept, an equal share a round."""
+    return total // (row["rounds"] + row["throttled"]) * row["rounds"] if "rounds" in row else total
+
+
 def test_every_row_has_raw_samples_of_every_method():
     every = BUILD.repeats("timing")
     for r in every:  # each process of the run
         rows = [row for row in r["rows"] if "error" not in row]
         assert len(rows) == len(r["rows"]) >= 14
-        for row in rows:  # a run in rounds keeps the samples of the rounds it kept (counts.kept)
-            assert len(row["one_call_us"]) == counts.kept(row, r["one_call_reps"])
+        for row in rows:  # a run in rounds keeps the samples of the rounds it kept (kept)
+            assert len(row["one_call_us"]) == kept(row, r["one_call_reps"])
             for key in ("back_to_back_us", "graph_us", "enqueue_us", "enqueue_late_us"):
                 if key in row or "graph_error" not in row:  # a forward no CUDA graph records has no GPU-only samples
-                    assert len(row[key]) == counts.kept(row, r["reps"]), key
+                    assert len(row[key]) == kept(row, r["reps"]), key
             assert len(row["profiled"]["cpu_us"]) == len(row["profiled"]["device_us"]) == 3
     for row, first in zip(ROWS, every[0]["rows"]):  # the pages read every process's samples at once
         assert len(row["one_call_us"]) == len(every) * len(first["one_call_us"])

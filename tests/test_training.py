@@ -73,7 +73,7 @@ def test_following_autograd_ignores_launches_outside_the_range(h200):
 def test_backward_summaries_match_their_traces():
     for stage in select(backward=True):
         record = names.backward_record(stage)
-        s = json.loads(store.summary_path(store.CAPTURES, record).read_text())
+        s = records.load_summary(record)
         bwds = trace.forwards(trace.load(store.trace_path(store.CAPTURES, record)), BWD, follow_autograd=True)
         assert s["ops_per_backward_each"] == [len(b.ops) for b in bwds], stage
         assert s["ops"] == [op.__dict__ for op in trace.median_forward(bwds).ops], stage
@@ -97,9 +97,7 @@ def test_what_the_backends_save():
 
 
 def test_in_place_masking_is_allowed_by_autograd_and_saves_what_naive_saves():
-    def saved(stage):
-        return json.loads(store.summary_path(store.CAPTURES, names.backward_record(stage)).read_text())
-    naive, inplace = saved("naive"), saved("inplace")
+    naive, inplace = (records.load_summary(names.backward_record(stage)) for stage in ("naive", "inplace"))
     assert "unavailable" not in inplace  # masked_fill_ overwrote a tensor that no op had saved
     assert inplace["saved"] == naive["saved"]
     assert [op["name"] for op in inplace["ops"]] == [op["name"] for op in naive["ops"]]
@@ -188,7 +186,7 @@ def test_overlap_is_interval_arithmetic():
 
 def test_cp_summaries_match_their_traces():
     for record in records.CP.records():
-        s = json.loads(store.summary_path(store.CAPTURES, record).read_text())
+        s = records.load_summary(record)
         t = trace.load(store.trace_path(store.CAPTURES, record))
         assert len(s["ranks"]) == s["world_size"] == 2
         for r in s["ranks"]:

@@ -1,6 +1,5 @@
 """Every figure of a measurement run that is computed rather than measured, from the raw samples and
-settings the run keeps. The run computes its record with these functions, and `check` and the strict
-build compute it again from the committed record, so a figure edited by hand (or a sample) is caught.
+settings the run keeps: a run's record holds its samples, and the build derives these once as it reads it.
 
 A timing keeps its samples beside its median: `times_us` beside `median_us` (CUDA events around one
 call each), `back_to_back_us_each` beside `back_to_back_us` (per call, over runs of queued calls),
@@ -124,27 +123,24 @@ DERIVE = {
 }
 
 
-def disagreements(run: str, result) -> list[str]:
-    """Where a committed run's result is not what its samples and settings give, or lacks the samples."""
-    from .trace import differences
-    missing = []
-
-    def walk(node, path):
-        if isinstance(node, list):
-            for i, item in enumerate(node):
-                walk(item, f"{path}[{i}]")
-        elif isinstance(node, dict):
-            missing.extend(f"{path}.{m} has no samples ({s})" for m, s in SAMPLES.items() if m in node and s not in node)
-            for k, v in node.items():
-                walk(v, f"{path}.{k}")
-    walk(result, "result")
-    try:
-        expected = derive(run, result)
-    except (KeyError, TypeError, ZeroDivisionError) as e:
-        return missing + [f"cannot be recomputed from its samples ({type(e).__name__}: {e})"]
-    return missing + list(differences(result, expected, "result", "its samples"))
-
-
 def derive(run: str, result):
     """A run's result with every median and computed figure set from its samples and settings."""
     return DERIVE.get(run, _same)(medians(copy.deepcopy(result)))
+
+
+# what the functions of DERIVE set, beside the medians: a record holds none of them
+FIGURES = {"tflops", "tflops_back_to_back", "matmul_tflops", "copy_gbs", "fp32_matmul_tflops", "fp32_bmm_tflops",
+           "bf16_bmm_tflops", "saved_us", "kv_bytes", "gbs", "wasted_flops_pct", "naive_attention_share_pct",
+           "sdpa_attention_share_pct", "layer_speedup", "throughput_gain_pct", "prefill_tokens_per_s_per_layer",
+           "decode_tokens_per_s_per_layer"}
+
+
+def measured(node):
+    """A run's result as measured: without its medians (where their samples stand beside them) and the figures
+    `derive` computes, which the build derives again as it reads the record."""
+    if isinstance(node, list):
+        return [measured(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    derived_here = FIGURES | {k for k in node if f"{k}_each" in node} | ({"median_us"} if "times_us" in node else set())
+    return {k: measured(v) for k, v in node.items() if k not in derived_here}

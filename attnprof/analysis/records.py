@@ -1,9 +1,11 @@
-"""Record kinds: every kind of committed record the site reads, in one table.
+"""Record kinds: every kind of committed record the site reads, in one table, and the one facade over a record.
 
-A kind says which records of it the site renders, what each is called, the key it was made under
-(the token hash of the code it ran and its settings: a comment-only edit stales nothing), whether the
-committed one is usable (present, current, consistent with the data it was derived from) and the command
-that retakes it. `check`, the strict build and `show` walk KINDS; a new kind is one entry.
+A record holds what was measured: the trace(s), raw samples, Nsight Compute's report, the environment stamp
+and the clocks. Reading one (`load_summary`, `load_run`, `load_counters`) gives it with every figure the
+build derives from those (op lists, device and CPU time per forward, medians, rates), computed once while a
+build reads. A kind says which records of it the site renders, what each is called, the key it was made under
+(what decides its numbers: model/names.py), whether the committed one is usable (present, of the right shape,
+current) and the command that retakes it. `check`, the strict build and `show` walk KINDS.
 
     stage     `<stage>[-BxHxSxD][-dtype]`: one forward, profiled (measure/capture.py)
     backward  `<stage>-bwd`: forward + backward, profiled (measure/backward.py)
@@ -15,23 +17,24 @@ that retakes it. `check`, the strict build and `show` walk KINDS; a new kind is 
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import bounds, confirm, counts, derived, processes, ran, stats, trace, wellformed
+from . import derived, stats, trace, wellformed
 from ..model import own, store
 from ..text import first_line
-from ..model.names import (BACKWARD_CODE, COUNTERS_CODE, CP_CODE, CP_CONFIGS, CP_WORLD, FORWARD_CODE, OWN_CODE, RUNS,
-                    backward_record, backward_settings, capture_command, counters_settings, cp_config, cp_record,
-                    cp_settings, make_key, parse_record, parsed, profiled_sources, record_name, run_settings,
-                    row_hash, run_sources, run_stages, settings, source_hash_of)
+from ..model.names import (CP_CONFIGS, CP_WORLD, PROFILED_LOOP, BACKWARD_LOOP, RUNS, backward_record,
+                           backward_settings, capture_command, counters_settings, cp_config, cp_record, cp_settings,
+                           make_key, parse_record, parsed, profiled_sources, record_name, row_hash, run_settings,
+                           run_sources, run_stages, settings, source_hash_of)
 from ..model.stages import counter_records, select, site_records
 
-# ---- loading: once per build ----------------------------------------------------------------------
-# A build checks every record (`problems`) and then renders from the same files; while it reads
-# (`reading`, with the memo of its Build), each file is read and decoded once. Outside, every read reads.
+# ---- reading: once per build ----------------------------------------------------------------------
+# While a build reads (`reading`, with the memo of its Build), each file is read, and each record derived,
+# once. Outside, every read reads.
 
 _memo: dict | None = None
 
@@ -61,15 +64,13 @@ def _once(key, read):
 
 def _json(path, what="record", fix="") -> dict:
     """store.read_json, once per file while a build reads; a record not of the shape every record has
-    (wellformed: a field of the wrong type, an empty list of samples, a number that is not finite) raises
-    one line naming the file, the field and the fix."""
-    return _once(("json", str(path)), lambda: _wellformed(store.read_json(path, what, fix), path, what, fix))
-
-
-def _wellformed(data, path, what: str, fix: str):
-    if why := wellformed.problem(data):
-        raise wellformed.Malformed(f"{Path(path).name} is malformed: {why}: {fix}")
-    return data
+    (wellformed) raises one line naming the file, the field and the fix."""
+    def read():
+        data = store.read_json(path, what, fix)
+        if why := wellformed.problem(data):
+            raise wellformed.Malformed(f"{Path(path).name} is malformed: {why}: {fix}")
+        return data
+    return _once(("json", str(path)), read)
 
 
 def load_trace(path) -> dict:
@@ -77,60 +78,137 @@ def load_trace(path) -> dict:
     return _once(("trace", str(path)), lambda: trace.load(path))
 
 
-def load_summary(record, folder=None) -> dict:
-    """A committed record's summary; missing or corrupt raises one line naming the file and the fix."""
+def forwards(record, folder=None) -> list[trace.Forward]:
+    """The profiled forwards (or backwards) of a profiled capture, read off its trace once."""
     folder = folder or store.CAPTURES
+    stored = _stored(record, folder)
+
+    def read():
+        try:
+            return trace.forwards(load_trace(store.trace_path(folder, record)), stored["label"],
+                                  stored.get("follow_autograd", False))
+        except trace.TraceError as e:
+            raise trace.TraceError(f"{str(e).split(': recapture')[0]} ({record!r}): {kind_of(record).fix(record)}") from None
+    return _once(("forwards", str(folder), record), read)
+
+
+def _stored(record, folder) -> dict:
+    """A record's file as committed; missing or corrupt raises one line naming the file and the fix."""
     path = store.summary_path(folder, record)
     fix = kind_of(record).fix(record)
-    summary = _json(path, f"capture {record!r}", fix)
-    if not isinstance(summary, dict) or summary.get("record") != record:
+    stored = _json(path, f"capture {record!r}", fix)
+    if stored.get("record") != record:
         raise ValueError(f"capture {path.name} is not a summary of {record!r}: {fix}")
-    return summary
+    return stored
+
+
+# A flip (site/claims/core.py) reads a record as if it said otherwise: `changed` applies its change to the record as
+# the build reads it (every figure derived), for as long as the block runs (tests/test_claims.py).
+_changes: dict[tuple[str, str], Callable[[dict], None]] = {}
+
+
+@contextlib.contextmanager
+def changed(folder, record: str, change: Callable[[dict], None]):
+    _changes[str(folder), record] = change
+    try:
+        yield
+    finally:
+        del _changes[str(folder), record]
+
+
+def _as_changed(folder, record, view: dict) -> dict:
+    if (change := _changes.get((str(folder), record))) is None:
+        return view
+    view = copy.deepcopy(view)
+    change(view)
+    return view
+
+
+def load_summary(record, folder=None) -> dict:
+    """A profiled or two-GPU record as the pages read it: what it measured, and every figure derived from its
+    trace and samples (the median forward's ops, device and CPU time, op counts, event statistics)."""
+    folder = folder or store.CAPTURES
+    stored = _stored(record, folder)
+    derive = {CP: _derive_cp, STAGE: _derive_profiled, BACKWARD: _derive_profiled, OWN: _derive_profiled}.get(kind_of(record))
+    if derive is None or "unavailable" in stored:  # a run's or a counters record's file, or a stage that did not run
+        return _as_changed(folder, record, stored)
+    return _once(("summary", str(folder), record), lambda: _as_changed(folder, record, derive(record, stored, folder)))
+
+
+def _derive_profiled(record, stored, folder) -> dict:
+    fwds = forwards(record, folder)
+    if stored.get("pass") == "backward":
+        made = trace.summarize_backward(load_trace(store.trace_path(folder, record)), stored["label"],
+                                        stored["forward_label"], fwds)
+    else:
+        made = trace.summarize(fwds)
+    return stored | made | stats.event_stats(stored["event_times_us"])
+
+
+def _derive_cp(record, stored, folder) -> dict:
+    merged = load_trace(store.trace_path(folder, record))
+    ranks = [r | trace.summarize_rank(merged, r["rank"], stored["label"])
+             # the (query, key) pairs its queries see under the causal mask, from the positions it holds
+             | {"causal_pairs": sum((a + b + 2) * (b - a + 1) // 2 for a, b in r["positions"])} for r in stored["ranks"]]
+    slowest = max(r["event_median_us"] for r in ranks)  # the forward is done when the slowest rank is
+    return stored | {"ranks": ranks, "cp_event_median_us": slowest,
+                     "speedup": stored["single_gpu"]["event_median_us"] / slowest}
 
 
 def existing_capture(record, folder) -> dict | None:
     """The capture of `record` already in `folder`, if one is there and readable."""
     try:
-        return load_summary(record, folder)
+        return _stored(record, folder)
     except (store.CaptureMissing, ValueError):
         return None
 
 
 def load_counters(record, folder=None) -> dict:
-    """The counters record of the stage capture `record`."""
+    """The counters record of the stage capture `record`, with the kernels of the Nsight Compute report it keeps."""
+    from . import counters
+    folder = folder or store.CAPTURES
     name = f"{record}.counters"
-    return _json(store.summary_path(folder or store.CAPTURES, name), f"counters record of {record!r}", COUNTERS.fix(name))
+    stored = _json(store.summary_path(folder, name), f"counters record of {record!r}", COUNTERS.fix(name))
+    report = Path(folder) / f"{record}.ncu.csv"
+
+    def read():
+        try:
+            return _as_changed(folder, name, stored | {"kernels": counters.parse_csv(report.read_text())})
+        except (OSError, ValueError) as e:
+            raise ValueError(f"ncu report {report.name} is missing or unreadable ({e}): {COUNTERS.fix(name)}") from None
+    return _once(("counters", str(folder), record), read)
 
 
 def load_run(name, folder=None) -> dict:
-    """A committed measurement run (`run-<name>.json`); a missing or corrupt one raises one line naming the fix."""
+    """A committed measurement run (`run-<name>.json`), each process's result with its medians and rates
+    derived from its samples; a missing or corrupt one raises one line naming the fix."""
     record = f"run-{name}"
-    return _json(store.summary_path(folder or store.CAPTURES, record), f"record of run {name!r}", RUN.fix(record))
+    folder = folder or store.CAPTURES
+    stored = _json(store.summary_path(folder, record), f"record of run {name!r}", RUN.fix(record))
 
-# ---- status: present, current and consistent ----------------------------------------------------
+    def read():
+        return stored | {"result": derived.derive(name, stored["result"]),
+                         **({"repeats": [derived.derive(name, r) for r in stored["repeats"]]} if "repeats" in stored else {})}
+    return _once(("run", str(folder), name), read)
+
+# ---- status: present, of the right shape, current -------------------------------------------------
 
 
 def _stale(record, folder) -> str | None:
-    """The one staleness check every status makes first: None when the committed record was made under
-    the key its kind gives now (or is missing or unreadable: the status says so); otherwise one line
-    naming the code that changed (the files it ran, when the record names them) and the fix."""
+    """None when the committed record was made under the key its kind gives now (or is missing or
+    unreadable: the status says so); otherwise one line naming what changed and the fix."""
     kind = kind_of(record)
     try:
         made = _json(store.summary_path(folder, record))
     except (OSError, ValueError):
         return None
-    if not isinstance(made, dict):
-        return None
     if made.get("key") == kind.key(record):
         return _mislabelled(record, made, kind)
-    code = made.get("code")
-    if isinstance(code, dict):  # the record names the hash of each file it ran: name those that changed
-        changed = [p for p, now in kind.code(record).items() if code.get(p) != now]
-        if made.get("settings") not in (None, kind.settings(record)):
-            changed.append("its settings")
-        why = f"{', '.join(changed) or 'the files it ran'} changed since it was made"
-    else:
-        why = f"made before {', '.join(kind.sources(record))} or its settings last changed"
+    code = made.get("code") if isinstance(made.get("code"), dict) else {}
+    changed = [p for p, now in kind.code(record).items() if code.get(p) != now]
+    if made.get("settings") != kind.settings(record):
+        changed.append("its settings")
+    why = f"{', '.join(changed)} changed since it was made" if changed else "made under another key"
     return f"{kind.noun} {record!r} is stale ({why}): {kind.fix(record)}"
 
 
@@ -138,279 +216,45 @@ ECHOED = ("shape", "dtype", "world_size", "rotate", "load_balance", "backend", "
 
 
 def _mislabelled(record, made, kind) -> str | None:
-    """None when the settings a current record states (its `settings`, and the shape, dtype... it repeats
-    at the top) are those its name and key stand for; otherwise one line naming the field."""
+    """None when the settings a current record repeats at its top (shape, dtype...) are those its name and
+    key stand for; otherwise one line naming the field."""
     expected = kind.settings(record)
-    stated = [("settings", made["settings"], expected)] if "settings" in made else []
-    stated += [(k, made[k], expected[k]) for k in ECHOED if k in made and k in expected]
-    for field_name, value, wanted in stated:
-        if value != wanted:
-            return (f"{kind.noun} {record}.json says {field_name} {value!r}, but its name and key stand for "
-                    f"{wanted!r}: {kind.fix(record)}")
+    for field_name in ECHOED:
+        if field_name in made and field_name in expected and made[field_name] != expected[field_name]:
+            return (f"{kind.noun} {record}.json says {field_name} {made[field_name]!r}, but its name and key stand "
+                    f"for {expected[field_name]!r}: {kind.fix(record)}")
     return None
-
-
-def _check(record, folder) -> str | None:
-    """None when `record` is present and has its trace; otherwise one line saying why not."""
-    try:
-        summary = load_summary(record, folder)
-    except (store.CaptureMissing, ValueError) as e:
-        return str(e)
-    fix = kind_of(record).fix(record)
-    if "unavailable" not in summary and not store.trace_path(folder, record).exists():
-        return f"trace of {record!r} is missing ({store.trace_path(folder, record).name}): {fix}"
-    return None
-
-
-def disagreement(record, summary, folder, differences=trace.disagreements) -> str | None:
-    """None when the summary is what its committed trace says (ops, their order, kinds and durations,
-    device and CPU time, per forward); otherwise one line naming both files, what differs and the fix.
-    Numbers in a summary are never edited by hand: the fix is to capture again."""
-    fix = kind_of(record).fix(record)
-    path = store.trace_path(folder, record)
-    try:
-        found = differences(summary, load_trace(path))
-    except trace.TraceError as e:
-        return f"{str(e).replace(str(path), path.name).split(': recapture')[0]} ({record!r}): {fix}"
-    if not found:
-        return None
-    more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
-    return (f"capture {store.summary_path(folder, record).name} disagrees with its trace {path.name}: "
-            f"{'; '.join(found[:3])}{more}: {fix}")
 
 
 def _profiled_status(record, folder) -> str | None:
-    """A profiled capture (a stage's, a backward's, a reader's): present, current, and what its raw
-    samples and its trace say."""
-    return _stale(record, folder) or _check(record, folder) or _consistent(record, folder) or _ran(record, folder)
-
-
-def _stage_status(record, folder) -> str | None:
-    parse_record(record.removesuffix("-bwd"))  # a bad name is one line naming the forms a name takes
-    return _profiled_status(record, folder)
-
-
-def _consistent(record, folder) -> str | None:
-    """A profiled record (not one that could not run): its event statistics are its raw samples', and
-    everything else is what its trace says; what it decides itself and its measured-once numbers hold."""
-    summary = load_summary(record, folder)
-    fix = kind_of(record).fix(record)
-    properties = []
-    if "unavailable" not in summary:
-        if found := stats.samples_disagreements(summary):
-            return f"capture {record}.json disagrees with its own raw samples: {'; '.join(found[:3])}: {fix}"
-        if why := disagreement(record, summary, folder, _with_device(trace.disagreements, properties)):
-            return why
-    allowed, errors = _verified(folder)
-    stage = summary.get("stage")
-    tolerance = allowed.get((confirm.STAGES[stage].tolerance if stage in confirm.STAGES else None, summary.get("dtype")))
-    found = confirm.summary_lines(summary, store.trace_path(folder, record).exists(), bounds.memory(summary), tolerance,
-                                  errors.get((confirm.verified_path(stage), summary.get("dtype"))))
-    return (_contradiction(kind_of(record).noun, record, found, fix) or _counted(record, _safely(counts.summary_lines, summary))
-            or _physical(record, summary, _safely(bounds.summary_lines, summary), properties))
-
-
-def _ran(record, folder) -> str | None:
-    """What a profiled record's kernels say it ran, against what it says it ran (analysis/ran.py): by its own
-    kernels; a replayed stage's, by the capture it replays; an SDPA capture's dispatcher choice, by what the
-    other SDPA captures of the same inputs state."""
-    summary = load_summary(record, folder)
-    kind = kind_of(record)
-    found = ran.capture_lines(record, summary, own_record=kind is OWN)
-    if kind is STAGE and "unavailable" not in summary:
-        stage, shape, dtype = parsed(record)
-        replays = ran.replayed(confirm.STAGES[stage])
-        if replays and (made := existing_capture(record_name(replays, shape, dtype), folder)) and "ops" in made:
-            found += ran.replay_lines(summary.get("ops", []), made["ops"], f"{made['record']}.json")
-        found += ran.dispatcher_lines(summary, _dispatcher_choices(folder).get(repr((list(shape), dtype))))
-    return _contradiction(kind.noun, record, found, kind.fix(record))
-
-
-def _dispatcher_choices(folder) -> dict:
-    """repr((shape, dtype)) -> what the SDPA captures the site renders at those inputs state the dispatcher chose:
-    (the captures that state the choice most of them state, that choice)."""
-    stated = {}
-    for stage, shape in site_records():
-        if stage in select(snippet="sdpa"):
-            made = existing_capture(record_name(stage, shape), folder)
-            if made and isinstance(made.get("sdpa_choice"), str):
-                stated.setdefault(repr((list(shape), made.get("dtype"))), []).append((made["record"], made["sdpa_choice"]))
-    choices = {}
-    for inputs, pairs in stated.items():
-        (choice, _), = Counter(c for _, c in pairs).most_common(1)
-        named = [f"{r}.json" for r, c in pairs if c == choice]
-        choices[inputs] = (named[0] + (f" and {len(named) - 1} other SDPA captures" if len(named) > 1 else ""), choice)
-    return choices
-
-
-def _with_device(differences, properties: list):
-    """`differences` (summary, trace) -> lines, and where the record's GPU is not its trace's; the trace's
-    deviceProperties are kept in `properties` for the bounds that need the GPU's memory."""
-    def both(summary, loaded):
-        properties[:] = loaded.get("deviceProperties", [])
-        return differences(summary, loaded) + confirm.device_lines(summary, properties)
-    return both
-
-
-def _safely(lines, *args) -> list[str]:
-    """lines(*args); a record too malformed to be bounded or counted is one line, never a traceback."""
-    try:
-        return lines(*args)
-    except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as e:
-        return [f"cannot be read where {lines.__module__.rsplit('.', 1)[-1]}.py looks ({type(e).__name__}: {e})"]
-
-
-def _counted(record, found) -> str | None:
-    """None when a record keeps as many samples and profiled forwards as its settings say (counts.py)."""
-    if not found:
-        return None
-    kind = kind_of(record)
-    more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
-    return f"{kind.noun} {record}.json keeps other counts than it was taken with: {'; '.join(found[:3])}{more}: {kind.fix(record)}"
-
-
-def _physical(record, made, found, properties=None, query=None) -> str | None:
-    """None when a record is within the specification of the GPU it names (bounds.py), its trace's
-    deviceProperties (and the device query) are that GPU's, and `found` (its bounds' lines) is empty;
-    otherwise one line: a GPU the table does not know names the table as the fix."""
-    kind = kind_of(record)
-    if "device" not in made:
-        return f"{kind.noun} {record}.json names no GPU (no `device`), so nothing bounds its numbers: {kind.fix(record)}"
-    if why := bounds.unknown(made):
-        return f"{kind.noun} {record}.json: {why}"
-    found = _safely(bounds.device_lines, made, properties, query) + found
-    if not found:
-        return None
-    more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
-    return (f"{kind.noun} {record}.json is beyond the specification of its GPU ({made['device']}, {bounds.TABLE}): "
-            f"{'; '.join(found[:3])}{more}: {kind.fix(record)}")
-
-
-def _contradiction(noun, record, found, fix) -> str | None:
-    if not found:
-        return None
-    more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
-    return f"{noun} {record}.json contradicts itself: {'; '.join(found[:3])}{more}: {fix}"
-
-
-def _run_result(name, folder):
-    """A run's result as committed, or None where it cannot be read (its own status says why)."""
-    try:
-        return load_run(name, folder)["result"]
-    except (store.CaptureMissing, ValueError, KeyError):
-        return None
-
-
-def _verified(folder) -> tuple[dict, dict]:
-    """Tolerances and measured errors from the committed verification run (confirm.tolerances)."""
-    rows = _run_result("verify", folder)
-    return confirm.tolerances(rows) if isinstance(rows, list) else ({}, {})
-
-
-def _cp_status(record, folder) -> str | None:
-    """A two-GPU record: current, rank by rank what its merged trace says, and its measured-once medians
-    within their bounds."""
-    if why := _stale(record, folder) or _check(record, folder):
+    """Present, current, with its trace, and read as its pages read it."""
+    if why := _stale(record, folder):
         return why
-    summary, properties = load_summary(record, folder), []
-    if why := disagreement(record, summary, folder, _with_device(trace.ranks_disagreements, properties)):
-        return why
-    sweep = _run_result("sweep", folder)
-    found = confirm.cp_lines(summary, sweep if isinstance(sweep, list) else None, bounds.memory(summary),
-                             _verified(folder)[0].get((None, summary.get("dtype"))))
-    found += ran.cp_layout_lines(summary, CP.settings(record))
-    return (_contradiction(CP.noun, record, found, CP.fix(record)) or _counted(record, _safely(counts.summary_lines, summary))
-            or _physical(record, summary, _safely(bounds.cp_lines, summary), properties))
+    kind = kind_of(record)
+    if kind in (STAGE, BACKWARD):
+        parse_record(record.removesuffix("-bwd"))  # a bad name is one line naming the forms a name takes
+    try:
+        stored = _stored(record, folder)
+    except (store.CaptureMissing, ValueError) as e:
+        return str(e)
+    if "unavailable" not in stored and not store.trace_path(folder, record).exists():
+        return f"trace of {record!r} is missing ({store.trace_path(folder, record).name}): {kind.fix(record)}"
+    load_summary(record, folder)
+    return None
 
 
 def _counters_status(name, folder) -> str | None:
-    """None when the counters of a stage capture are present, current, and agree with the ncu report
-    they were parsed from and with the capture's kernels; otherwise one line saying why not."""
-    from . import counters
     if why := _stale(name, folder):
         return why
-    record = name.removesuffix(".counters")
-    fix = COUNTERS.fix(name)
-    try:
-        counted = load_counters(record, folder)
-    except (store.CaptureMissing, ValueError) as e:
-        return str(e)
-    report = Path(folder) / f"{record}.ncu.csv"
-    try:
-        text = report.read_text()
-        parsed = counters.parse_csv(text)
-    except (OSError, ValueError) as e:
-        return f"ncu report {report.name} is missing or unreadable ({e}): {fix}"
-    if parsed != counted.get("kernels"):
-        return f"counters {record}.counters.json disagree with their ncu report {report.name}: {fix}"
-    capture = existing_capture(record, folder)
-    if capture and "ops" in capture and not counters.paired(capture["ops"], parsed):
-        return f"counters of {record!r} name other kernels than its capture: {fix}"
-    return (_counters_ran(record, counted, capture, report, fix)
-            or _physical(name, counted, _safely(bounds.counters_lines, counted, text)))
-
-
-def _counters_ran(record, counted, capture, report, fix) -> str | None:
-    """The counters record names its own capture, and its kernels were launched as that capture's."""
-    found = [f"{k} {counted.get(k)!r} (its name: {want!r})" for k, want in (("capture", record), ("stage", parsed(record)[0]))
-             if counted.get(k) != want]
-    if capture and "ops" in capture:
-        found += ran.counters_lines(f"{record}.json", capture["ops"], counted["kernels"], report.read_text())
-    if not found:
-        return None
-    return f"counters {record}.counters.json are not of their capture {record}.json: {'; '.join(found[:3])}: {fix}"
+    load_counters(name.removesuffix(".counters"), folder)
+    return None
 
 
 def _run_status(record, folder) -> str | None:
-    """None when the run's file is there, current, and every figure in it follows from its samples and settings."""
     if why := _stale(record, folder):
         return why
-    name = record.removeprefix("run-")
-    try:
-        run = load_run(name, folder)
-    except (store.CaptureMissing, ValueError) as e:
-        return str(e)
-    found = []
-    for where, result in [("result", run.get("result"))] + [(f"repeats[{i}]", r) for i, r in enumerate(run.get("repeats", []))]:
-        found += [line.replace("result", where, 1) for line in derived.disagreements(name, result)
-                  if not _is_samples_list({"result": result}, line)]
-    if found:
-        more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
-        return f"run {record}.json disagrees with its own samples: {'; '.join(found[:3])}{more}: {RUN.fix(record)}"
-    found = (processes.lines(name, run, RUN.settings(record)) + confirm.device_lines(run, None)
-             + [line for result in [run.get("result")] + run.get("repeats", [])
-                for line in confirm.run_lines(name, result, bounds.memory(run))])
-    found += _run_ran(name, run, folder)
-    result = run.get("result")
-    query = result.get("query") if isinstance(result, dict) else None  # the hardware run's device query
-    return (_contradiction("run", record, found, RUN.fix(record)) or _counted(record, _safely(counts.run_lines, name, run))
-            or _physical(record, run, _safely(bounds.run_lines, name, run), query=query))
-
-
-def _run_ran(name, run, folder) -> list[str]:
-    """Rows only for what the run ran (analysis/ran.py): for the stages its settings list, each verification
-    case once, fallback rows labelled as their kernels, aten op and dispatcher say, and as the SDPA captures of
-    the same inputs."""
-    results = [("result", run.get("result"))] + [(f"repeats[{i}]", r) for i, r in enumerate(run.get("repeats", []))]
-    stages = RUN.settings(f"run-{name}").get("stages", [])
-    checks = [lambda rows: ran.measured_lines(rows, stages)]
-    if name == "verify":
-        checks.append(lambda rows: ran.verify_rows_lines(rows, stages) if isinstance(rows, list) else [])
-    elif name == "fallback":
-        choices = _dispatcher_choices(folder)
-        checks.append(lambda rows: ran.fallback_rows_lines(rows, choices) if isinstance(rows, list) else [])
-    return [line.replace("result", where, 1) for where, rows in results for check in checks for line in check(rows)]
-
-
-def _is_samples_list(run, line) -> bool:
-    """derived.py reads a `median_us` or `back_to_back_us` beside no samples as a median without its samples;
-    where that key holds the samples list itself (the timing run's rows), the line says nothing."""
-    if " has no samples (" not in line:
-        return False
-    node = run
-    for part in line.split(" ", 1)[0].replace("]", "").replace("[", ".").split("."):
-        node = node[int(part)] if part.isdigit() else node[part]
-    return isinstance(node, list)
+    load_run(record.removeprefix("run-"), folder)
+    return None
 
 
 # ---- the table ----------------------------------------------------------------------------------
@@ -433,20 +277,20 @@ class Kind:
     owns: Callable[[str], bool]  # whether a record name is of this kind
     status: Callable[[str, Path], str | None]  # None when usable, else one line: why, and the fix
     fix: Callable[[str], str]  # what to run to retake it, and on what machine
-    sources: Callable[[str], tuple[str, ...]]  # the code files it runs (relative to CODE_ROOT), hashed into its key
+    sources: Callable[[str], tuple[str, ...]]  # the code it runs that keys it (relative to CODE_ROOT)
     settings: Callable[[str], dict]  # the settings hashed into its key
     stages: Callable[[str], list[str]]  # the stages whose code it runs (a provider among them must load to retake it)
     take: Take
     noun: str = "capture"  # what a message calls one record
 
     def key(self, record: str) -> str:
-        """The key a record of this kind is made under now: the token hash of its code, the rows of the
-        stage table it runs, and its settings."""
+        """The key a record of this kind is made under now: the token hash of the code it runs, the rows of
+        the stage table it runs, and its settings."""
         return make_key(source_hash_of(self.sources(record)) + row_hash(self.stages(record)), self.settings(record))
 
     def code(self, record: str) -> dict[str, str]:
-        """The token hash of each file the record runs, and the hash of each stage table row, stored beside
-        its key, so a stale one names what changed."""
+        """The token hash of each file (or shown section) the key hashes, and of each stage table row, stored
+        beside its key, so a stale one names what changed."""
         return ({p: source_hash_of([p]) for p in self.sources(record)}
                 | {f"the stage table's {s!r} row": row_hash([s]) for s in self.stages(record)})
 
@@ -458,27 +302,27 @@ def _stage_of(record: str) -> list[str]:
 STAGE = Kind(
     name="stage", records=lambda: [record_name(s, shape) for s, shape in site_records()],
     owns=lambda r: not r.startswith(("cp-", "run-")) and not r.endswith(("-bwd", ".counters")),
-    status=_stage_status, fix=lambda r: f"run {capture_command(r)} on a CUDA GPU",
-    sources=profiled_sources(FORWARD_CODE), settings=lambda r: settings(*parsed(r)[1:]), stages=_stage_of,
+    status=_profiled_status, fix=lambda r: f"run {capture_command(r)} on a CUDA GPU",
+    sources=profiled_sources((PROFILED_LOOP,)), settings=lambda r: settings(*parsed(r)[1:]), stages=_stage_of,
     take=Take("take_stage"))
 BACKWARD = Kind(
     name="backward", records=lambda: [backward_record(s) for s in select(backward=True)],
-    owns=lambda r: r.endswith("-bwd"), status=_stage_status,
+    owns=lambda r: r.endswith("-bwd"), status=_profiled_status,
     fix=lambda r: f"run `python -m attnprof capture --backward {r.removesuffix('-bwd')}` on a CUDA GPU",
-    sources=profiled_sources(BACKWARD_CODE), settings=lambda r: backward_settings(*parsed(r)[1:]),
+    sources=profiled_sources((PROFILED_LOOP, BACKWARD_LOOP)), settings=lambda r: backward_settings(*parsed(r)[1:]),
     stages=_stage_of, take=Take("take_backward"))
 CP = Kind(
     name="cp", records=lambda: [cp_record(n, CP_WORLD, r, b) for n, r, b in CP_CONFIGS],
-    owns=lambda r: r.startswith("cp-"), status=_cp_status,
+    owns=lambda r: r.startswith("cp-"), status=_profiled_status,
     fix=lambda r: (f"run `python -m attnprof capture cp --world-size {CP_WORLD} --unbalanced` on a machine with "
                    f"{CP_WORLD} CUDA GPUs"),
-    sources=lambda r: CP_CODE, settings=lambda r: cp_settings(cp_config(r)[0], CP_WORLD, *cp_config(r)[1:]),
+    sources=lambda r: (), settings=lambda r: cp_settings(cp_config(r)[0], CP_WORLD, *cp_config(r)[1:]),
     stages=lambda r: [], take=Take("take_cp", gpus=CP_WORLD))
 COUNTERS = Kind(
     name="counters", records=lambda: [f"{record_name(s, shape)}.counters" for s, shape in counter_records()],
     owns=lambda r: r.endswith(".counters"), status=_counters_status,
     fix=lambda r: f"run {capture_command(r.removesuffix('.counters'), 'counters')} on a CUDA GPU with Nsight Compute",
-    sources=profiled_sources(COUNTERS_CODE), settings=lambda r: counters_settings(*parsed(r)[1:]),
+    sources=profiled_sources(()), settings=lambda r: counters_settings(*parsed(r)[1:]),
     stages=_stage_of, take=Take("take_counters", ncu=True, together=True), noun="counters record")
 RUN = Kind(
     name="run", records=lambda: [f"run-{n}" for n in RUNS], owns=lambda r: r.startswith("run-"), status=_run_status,
@@ -487,7 +331,7 @@ RUN = Kind(
     stages=lambda r: run_stages(r.removeprefix("run-")), take=Take("take_run"), noun="run record")
 OWN = Kind(
     name="own", records=own.site_records, owns=lambda r: "." in r.split("-")[0] and not r.endswith(".counters"),
-    status=_profiled_status, fix=own.recapture_fix, sources=lambda r: (own.target(r)[0],) + OWN_CODE,
+    status=_profiled_status, fix=own.recapture_fix, sources=lambda r: (own.target(r)[0], PROFILED_LOOP),
     settings=own.record_settings, stages=lambda r: [], take=Take("take_own"), noun="reader's capture")
 KINDS = [OWN, STAGE, BACKWARD, CP, COUNTERS, RUN]  # the first whose `owns` matches is a record's kind
 
@@ -496,7 +340,7 @@ def kind_of(record: str) -> Kind:
     return next(k for k in KINDS if k.owns(record))
 
 
-# what reading a record's fields raises when one is missing, or of a kind no check expected (its type and
+# what reading a record's fields raises when one is missing, or of a kind the code did not expect (its type and
 # emptiness are wellformed's): one line through `status`, never a traceback
 UNREADABLE = (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError, StopIteration, AttributeError)
 
@@ -506,8 +350,10 @@ def status(record: str, folder=None) -> str | None:
     kind = kind_of(record)
     try:
         return kind.status(record, folder or store.CAPTURES)
+    except store.CaptureMissing as e:
+        return str(e)
     except UNREADABLE as e:
-        return f"{kind.noun} {record}.json cannot be checked ({unreadable(e)}): {kind.fix(record)}"
+        return f"{kind.noun} {record}.json cannot be read ({unreadable(e)}): {kind.fix(record)}"
 
 
 def unreadable(error: BaseException) -> str:
@@ -521,30 +367,21 @@ def unreadable(error: BaseException) -> str:
 
 
 def problems(folder=None, kinds=KINDS) -> dict[str, str]:
-    """Every record the site reads that is missing, stale or inconsistent, with why and the fix; and,
-    where the usable ones were taken on more than one GPU, those taken on another than most. Each file
-    is read once (`reading`)."""
+    """Every record the site reads that is missing, stale or unreadable, with why and the fix; and, where the
+    usable ones were taken on more than one GPU, those taken on another than most (one GPU per set of
+    records). Each file is read once (`reading`)."""
+    folder = folder or store.CAPTURES
     with reading():
-        return _problems(folder or store.CAPTURES, kinds)
-
-
-def _problems(folder, kinds) -> dict[str, str]:
-    found = {record: why for kind in kinds for record in kind.records() if (why := status(record, folder))}
-    devices = {}
-    for kind in kinds:
-        for record in kind.records():
-            if record not in found and (made := _device_stated(record, folder)):
-                devices[record] = made
-    for record, why in confirm.other_devices(devices).items():
-        found[record] = f"{kind_of(record).noun} {record}.json {why}: {kind_of(record).fix(record)}"
+        found = {record: why for kind in kinds for record in kind.records() if (why := status(record, folder))}
+        devices = {r: made["device"] for kind in kinds for r in kind.records()
+                   if r not in found and "device" in (made := _json(store.summary_path(folder, r)))}
+    if len(set(devices.values())) > 1:
+        (most, n), = Counter(devices.values()).most_common(1)
+        for r, device in devices.items():
+            if device != most:
+                found[r] = (f"{kind_of(r).noun} {r}.json was taken on {device}, the set's other {n} records on {most}: "
+                            f"one GPU per set of records: {kind_of(r).fix(r)}")
     return found
-
-
-def _device_stated(record, folder) -> tuple | None:
-    try:
-        return confirm.device_of(_json(store.summary_path(folder, record)))
-    except (OSError, ValueError, AttributeError):
-        return None
 
 
 def used_records(kinds=KINDS) -> set[str]:

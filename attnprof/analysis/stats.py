@@ -7,14 +7,6 @@ import statistics
 from ..model.procedure import RAW_SAMPLES
 
 
-def samples_disagreements(record: dict, samples="event_times_us") -> list[str]:
-    """Where a record's event statistics are not those of the raw samples it keeps."""
-    if samples not in record:
-        return [f"no raw samples ({samples}) to recompute its event statistics from"]
-    return [f"{k} {record.get(k)!r} (its samples: {v!r})" for k, v in event_stats(record[samples]).items()
-            if record.get(k) != v]
-
-
 def quantile(samples, q: float) -> float:
     """The sample at rank q of the sorted samples (nearest rank, no interpolation)."""
     xs = sorted(samples)

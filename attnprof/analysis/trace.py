@@ -184,11 +184,9 @@ def typical_forward(fwds: list[Forward]) -> Forward:
     return min(fwds, key=lambda f: abs(f.cpu_us / cpu - 1) + abs(f.device_us / dev - 1))
 
 
-def summarize(trace: dict, label: str) -> dict:
-    """What a capture's summary says about its trace: the median forward's device ops (in launch
-    order) and CPU ops, its device time, the op count of every forward and their median CPU time.
-    Capture writes exactly this; `check` recomputes it from the committed trace and compares."""
-    fwds = forwards(trace, label)
+def summarize(fwds: list[Forward]) -> dict:
+    """What a capture's pages read of its profiled forwards: the median forward's device ops (in launch
+    order) and CPU ops, its device time, the op count of every forward and their median CPU time."""
     chosen = median_forward(fwds)
     return {
         "ops_per_forward": len(chosen.ops),
@@ -202,10 +200,10 @@ def summarize(trace: dict, label: str) -> dict:
     }
 
 
-def summarize_backward(trace: dict, label: str, forward_label: str) -> dict:
-    """What a backward capture's summary says about its trace: the median backward's device ops,
-    counted on autograd's engine thread, and what counting on the calling thread alone would find."""
-    bwds = forwards(trace, label, follow_autograd=True)
+def summarize_backward(trace: dict, label: str, forward_label: str, bwds: list[Forward] | None = None) -> dict:
+    """What a backward capture's pages read of its trace: the median backward's device ops, counted on
+    autograd's engine thread (`bwds`, when already read), and what counting on the calling thread alone finds."""
+    bwds = bwds or forwards(trace, label, follow_autograd=True)
     chosen = median_forward(bwds)
     fwds = forwards(trace, forward_label)
     return {
@@ -221,196 +219,6 @@ def summarize_backward(trace: dict, label: str, forward_label: str) -> dict:
         "ops": [dict(op.__dict__) for op in chosen.ops],
         "cpu_ops": [dict(op.__dict__) for op in chosen.cpu_ops],
     }
-
-
-def _same(a, b) -> bool:
-    """Equal, up to the last bits of a float (a sum taken in another order); NaN is NaN."""
-    if isinstance(a, float) or isinstance(b, float):
-        if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
-            return True
-        return (isinstance(a, (int, float)) and isinstance(b, (int, float))
-                and abs(a - b) <= 1e-9 * max(1.0, abs(b)))
-    return a == b
-
-
-def differences(mine, theirs, path, source="the trace"):
-    """Every place where `mine` (a record) differs from `theirs` (what `source` gives), one line each."""
-    if mine == theirs:  # the usual case, compared at C speed (equal is also the same to _same)
-        return
-    if isinstance(mine, dict) and isinstance(theirs, dict):
-        for key in sorted(set(mine) | set(theirs)):
-            yield from differences(mine.get(key), theirs.get(key), f"{path}.{key}", source)
-    elif isinstance(mine, list) and isinstance(theirs, list) and len(mine) == len(theirs):
-        for i, (a, b) in enumerate(zip(mine, theirs)):
-            yield from differences(a, b, f"{path}[{i}]", source)
-    elif isinstance(mine, list) and isinstance(theirs, list) and path in ("ops", "cpu_ops"):
-        yield f"{path}: {len(mine)} entries ({source}: {len(theirs)})"
-    elif not _same(mine, theirs):
-        yield f"{path} {mine!r} ({source}: {theirs!r})"
-
-
-def disagreements(summary: dict, trace: dict) -> list[str]:
-    """Where a summary differs from what its trace says (empty when it is derivable from it), e.g.
-    `forward_device_us 194.847 (the trace: 94.847)` or `ops[1].duration_us 20.0 (the trace: 2.1)`;
-    every profiled forward is held, and so is every key_averages row the page shows."""
-    if summary.get("pass") == "backward":
-        derived = summarize_backward(trace, summary["label"], summary["forward_label"])
-    else:
-        derived = summarize(trace, summary.get("label", ""))
-    found = [line for key, value in derived.items() for line in differences(summary.get(key), value, key)]
-    found += timeline_disagreements(trace, summary.get("label", ""), summary.get("pass") == "backward")
-    return found + key_averages_disagreements(summary.get("key_averages", []), trace)
-
-
-AT_ONCE_US = 0.001  # the trace's timestamps are rounded to the nanosecond
-
-
-def timeline_disagreements(trace: dict, label: str, follow_autograd: bool = False) -> list[str]:
-    """What no profile shows, in every profiled forward (the one a page draws among them): a device op that
-    starts before the call that launched it, one outside its forward's device-side annotation (where the
-    trace has one per forward), two ops of one stream running at once, and a forward whose ops (names and
-    kinds, in launch order) are not those of the median forward (the summary's `ops`)."""
-    found, fwds = [], forwards(trace, label, follow_autograd)
-    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
-    device = sorted((e for e in events if e.get("cat") == "gpu_user_annotation" and e.get("name") == label),
-                    key=lambda e: e["ts"])
-    if device and len(device) != len(fwds):
-        found.append(f"{len(device)} device-side annotations {label!r} for {len(fwds)} profiled forwards")
-    median = fwds.index(median_forward(fwds))
-    ran = [(o.name, o.kind) for o in fwds[median].ops]
-    for i, f in enumerate(fwds):
-        span = device[i] if len(device) == len(fwds) else None
-        for j, op in enumerate(f.ops):
-            where = f"forward {i + 1} of {len(fwds)}, op {j + 1} ({op.name[:40]!r})"
-            if op.start_us < op.launch_start_us:
-                found.append(f"{where} starts at {op.start_us:.3f} us, before its launch ({op.launch} at "
-                             f"{op.launch_start_us:.3f} us)")
-            start = f.start_ts + op.start_us
-            if span and not (span["ts"] - AT_ONCE_US <= start and start + op.duration_us <= span["ts"] + span["dur"] + AT_ONCE_US):
-                found.append(f"{where} lies outside its forward's device-side annotation")
-        if [(o.name, o.kind) for o in f.ops] != ran:
-            found.append(f"forward {i + 1} of {len(fwds)} runs other ops (names and kinds, in launch order) than "
-                         f"forward {median + 1}, the median one")
-    streams: dict[tuple, list] = {}
-    for e in events:
-        if e.get("cat") in DEVICE_KINDS:
-            streams.setdefault((e.get("args", {}).get("rank"), e.get("pid"), e.get("tid")), []).append(e)
-    for key, evs in streams.items():
-        evs.sort(key=lambda e: e["ts"])
-        for a, b in zip(evs, evs[1:]):
-            if a["ts"] + a["dur"] > b["ts"] + AT_ONCE_US:
-                found.append(f"{a['name'][:40]!r} and {b['name'][:40]!r} run at once on one stream (at {a['ts']:.3f} us)")
-    return found
-
-
-CPU_SIDE = ("cpu_op", "cuda_runtime", "cuda_driver", "user_annotation")
-DEVICE_SIDE = (*DEVICE_KINDS, "gpu_user_annotation")
-OPS_WITH_KERNELS = ("cpu_op", "user_annotation")  # the CPU events a device op is charged to (by its External id)
-UNLISTED = {"profiler::_record_function_enter", "profiler::_record_function_enter_new", "profiler::_record_function_exit",
-            "aten::is_leaf", "aten::output_nr", "aten::_version"}  # torch leaves these out of key_averages()
-COLUMNS = ("calls", "self_cpu_us", "cpu_total_us", "self_device_us", "device_total_us")
-
-
-@dataclass
-class _Node:
-    event: dict
-    end: float
-    parent: "_Node | None"
-    kernels: list = field(default_factory=list)  # durations of the device ops charged to this event
-    children: list = field(default_factory=list)
-
-
-def _cpu_tree(events, kernels) -> list[_Node]:
-    """Every CPU-side event as a node of its thread's call tree (a child lies wholly inside its parent),
-    less the ops torch drops: one that is its same-named parent's only child (its device ops go up)."""
-    nodes = []
-    for evs in _by_thread(events).values():
-        stack: list[_Node] = []
-        for e in sorted(evs, key=lambda e: (e["ts"], -(e["ts"] + e["dur"]))):
-            end = e["ts"] + e["dur"]
-            while stack and (e["ts"] >= stack[-1].end or end > stack[-1].end):
-                stack.pop()
-            own = kernels.get(e.get("args", {}).get("External id"), []) if e.get("cat") in OPS_WITH_KERNELS else []
-            node = _Node(e, end, stack[-1] if stack else None, list(own))
-            if node.parent:
-                node.parent.children.append(node)
-            stack.append(node)
-            nodes.append(node)
-    while gone := [n for n in nodes if n.parent and n.parent.event["name"] == n.event["name"]
-                   and len(n.parent.children) == 1]:
-        for n in gone:
-            n.parent.children, n.parent.kernels = n.children, n.kernels
-            for c in n.children:
-                c.parent = n.parent
-        nodes = [n for n in nodes if all(n is not g for g in gone)]
-    return nodes
-
-
-def _by_thread(events) -> dict[tuple, list]:
-    threads: dict[tuple, list] = {}
-    for e in events:
-        threads.setdefault((e.get("pid"), e.get("tid")), []).append(e)
-    return threads
-
-
-def key_averages(trace: dict) -> dict[tuple[str, str], dict]:
-    """torch.profiler's key_averages() rebuilt from a trace, one row per (side, name), with its five
-    columns: calls, self and total CPU time, self and total device time. On the CPU side an event's self
-    time is its time less its children's (per thread), its device time that of the device ops charged
-    to it (their External id is its own) and, in total, to its descendants; torch's rule for an op
-    nested alone in one of its own name is followed. A device row is its ops' calls and time. `terms`
-    counts the durations each row sums, for the trace's rounding to nanoseconds."""
-    events = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("name") not in UNLISTED]
-    rows: dict[tuple[str, str], dict] = {}
-
-    def row(side, name):
-        name = "ProfilerStep*" if name.startswith("ProfilerStep#") else name
-        return rows.setdefault((side, name), dict.fromkeys(COLUMNS, 0) | {"terms": 0})
-    kernels: dict = {}
-    for e in events:
-        if e.get("cat") in DEVICE_SIDE:
-            r = row("device", e["name"])
-            r["calls"] += 1
-            r["self_device_us"] += e["dur"]
-            r["device_total_us"] += e["dur"]
-            r["terms"] += 1
-            if e.get("cat") != "gpu_user_annotation" and "External id" in e.get("args", {}):
-                kernels.setdefault(e["args"]["External id"], []).append(e["dur"])
-    totals: dict[int, float] = {}
-
-    def device_total(n: _Node) -> float:
-        if id(n) not in totals:
-            totals[id(n)] = sum(n.kernels) + sum(device_total(c) for c in n.children)
-        return totals[id(n)]
-    for n in _cpu_tree([e for e in events if e.get("cat") in CPU_SIDE], kernels):
-        r = row("cpu", n.event["name"])
-        r["calls"] += 1
-        r["cpu_total_us"] += n.event["dur"]
-        r["self_cpu_us"] += n.event["dur"] - sum(c.event["dur"] for c in n.children)
-        r["self_device_us"] += sum(n.kernels)
-        r["device_total_us"] += device_total(n)
-        r["terms"] += 1 + len(n.children) + len(n.kernels)
-    return rows
-
-
-def key_averages_disagreements(shown: list[dict], trace: dict) -> list[str]:
-    """The key_averages rows a summary keeps that its trace does not give: each row is held, column by
-    column (calls exactly; times within the trace's rounding to nanoseconds), to the device row or the
-    CPU row of its name, whichever it is closer to."""
-    rows, found = key_averages(trace), []
-    for i, r in enumerate(shown):
-        def wrong(derived):
-            near = 0.003 * max(derived["terms"], 1)
-            return [k for k in COLUMNS if not (r.get(k) == derived[k] if k == "calls"
-                                               else abs(r.get(k, 0) - derived[k]) <= near + 1e-9 * abs(derived[k]))]
-        candidates = [(wrong(d), d) for side in ("device", "cpu") if (d := rows.get((side, r["name"])))]
-        if not candidates:
-            found.append(f"key_averages[{i}] {r['name'][:60]!r}: no such op in the trace")
-            continue
-        bad, derived = min(candidates, key=lambda c: len(c[0]))
-        found += [f"key_averages[{i}].{k} of {r['name'][:60]!r} {r.get(k)!r} (the trace: {round(derived[k], 3)!r})"
-                  for k in bad]
-    return found
 
 
 def rank_trace(trace: dict, rank: int) -> dict:
@@ -452,24 +260,6 @@ def summarize_rank(merged: dict, rank: int, label: str) -> dict:
     return {"ops_per_forward": len(chosen.ops), "ops_per_forward_each": [len(f.ops) for f in fwds],
             "forward_device_us": chosen.device_us, "cpu_forward_us": statistics.median(f.cpu_us for f in fwds),
             "overlap": overlap(chosen.ops), "ops": [dict(op.__dict__) for op in chosen.ops]}
-
-
-def ranks_disagreements(summary: dict, merged: dict) -> list[str]:
-    """Where a context-parallel record differs from its merged trace, rank by rank, or from itself (the
-    run is done when its slowest rank is; the speedup is the single GPU's time over that)."""
-    found = []  # (a rank's key_averages are not held: no page shows them, and torch's per-rank table
-    for r in summary["ranks"]:  # also counts what the merged trace files under the other rank's lanes)
-        derived = summarize_rank(merged, r["rank"], summary["label"])
-        if "positions" in r:  # the (query, key) pairs its queries see under the causal mask, from its positions
-            derived["causal_pairs"] = sum((a + b + 2) * (b - a + 1) // 2 for a, b in r["positions"])
-        found += [line for key, value in derived.items()
-                  for line in differences(r.get(key), value, f"ranks[{r['rank']}].{key}")]
-        found += [f"ranks[{r['rank']}]: {line}" for line in
-                  timeline_disagreements(rank_trace(merged, r["rank"]), summary["label"])]
-    slowest = max(r["event_median_us"] for r in summary["ranks"])
-    found += list(differences(summary.get("cp_event_median_us"), slowest, "cp_event_median_us"))
-    found += list(differences(summary.get("speedup"), summary["single_gpu"]["event_median_us"] / slowest, "speedup"))
-    return found
 
 
 def is_communication(name: str) -> bool:

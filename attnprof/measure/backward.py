@@ -15,10 +15,9 @@ from torch.profiler import record_function
 
 from ..model import names, store
 from ..analysis import trace
-from ..model.procedure import BWD_FLOP_FACTOR, BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, LABEL
+from ..model.procedure import BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, LABEL
 from ..model.stages import DEFAULT_SHAPE, ProviderUnavailable, get_stage, select
 from ..text import first_line
-from ..analysis.stats import event_stats
 from .bench import interleaved, sync
 from .capture import cannot_run, each, head
 from .profiling import key_average_rows, profiled
@@ -180,8 +179,7 @@ def capture_backward(name, shape, dtype_name, out_dir, device="cuda") -> dict:
     out_dir = Path(out_dir)
     summary = head(stage, names.backward_record(name, shape, dtype_name), shape, dtype_name,
                    names.backward_settings(shape, dtype_name), BWD_LABEL)
-    summary.update({"pass": "backward", "forward_label": LABEL, "follow_autograd": True,
-                    "bwd_flop_factor": BWD_FLOP_FACTOR})
+    summary.update({"pass": "backward", "forward_label": LABEL, "follow_autograd": True})
     q, k, v = inputs = [t.requires_grad_() for t in make_inputs(shape, torch_dtype(dtype_name), device)]
     try:
         forward = stage.prepare(q, k, v)
@@ -206,8 +204,7 @@ def capture_backward(name, shape, dtype_name, out_dir, device="cuda") -> dict:
         except Exception as e:  # a compiled forward may refuse the hooks: say so, keep the rest
             summary["saved_unavailable"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"
 
-    summary.update(trace.summarize_backward(events, BWD_LABEL, LABEL))  # what `check` recomputes from the trace
-    summary.update({**event_stats(times), "event_times_us": times, "key_averages": key_average_rows(averages)})
+    summary.update({"event_times_us": times, "key_averages": key_average_rows(averages)})
     store.write_capture(out_dir, summary, events)  # last, and as a pair: a failure above leaves the old one
     return summary
 

@@ -19,8 +19,6 @@ from pathlib import Path
 import torch
 
 from . import bench, dispatch, gpulock, timing
-from ..analysis import trace
-from ..analysis.stats import event_stats
 from ..model import names, store
 from ..analysis import records
 from ..model.procedure import EVENT_REPS, LABEL, CaptureError
@@ -105,14 +103,12 @@ def capture_stage(name, shape, dtype_name, out_dir, record_unavailable=False) ->
 
 def measure_forward(forward) -> tuple[dict, dict]:
     """What every forward capture measures once its output is checked: the profiled trace (returned to be
-    written) and the summary's fields from it and from unprofiled timing: the CUDA-event samples, what a
-    stream of calls waits for (analysis/timing.py) and the allocator's peak."""
+    written; the pages read its forwards off it) and unprofiled timing: the CUDA-event samples, what a
+    stream of calls waits for (analysis/timing.py), the allocator's peak, and the profiler's own key_averages."""
     events, averages = profiled(forward_step(forward))
     times = bench.time_forward(forward, reps=EVENT_REPS, warmup=0)
-    fields = {"timing": timing.stream(forward), "peak_extra_bytes": bench.peak_extra_bytes(forward)}
-    fields.update(trace.summarize(events, LABEL))  # from exactly the trace that is committed
-    fields.update({**event_stats(times), "event_times_us": times, "key_averages": key_average_rows(averages)})
-    return events, fields
+    return events, {"timing": timing.stream(forward), "peak_extra_bytes": bench.peak_extra_bytes(forward),
+                    "event_times_us": times, "key_averages": key_average_rows(averages)}
 
 
 def plain_reason(provider: str, reason: str) -> str:

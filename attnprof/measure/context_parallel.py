@@ -22,9 +22,11 @@ from pathlib import Path
 
 import torch
 
-from .. import store, trace
-from ..records import CP_BACKEND, CP_HEAD_DIM, CP_HEADS, cp_key, cp_record, cp_settings, cp_source_hash
-from ..store import CaptureError, EVENT_REPS, LABEL, SCHEDULE, WARMUP_CALLS
+from ..analysis import records, trace
+from ..model import store
+from ..model.names import CP_BACKEND, CP_HEAD_DIM, CP_HEADS, cp_record, cp_settings
+from ..model.procedure import EVENT_REPS, LABEL, SCHEDULE, WARMUP_CALLS, CaptureError
+from ..model.snippets import code_hash
 
 HEADS, HEAD_DIM, BACKEND = CP_HEADS, CP_HEAD_DIM, CP_BACKEND  # BACKEND: pinned on every rank and for one GPU
 REF_ROWS = 32  # query rows checked against float64 (a full S x S float64 reference does not fit at these lengths)
@@ -76,7 +78,7 @@ def _worker(rank, world, configs, tmp, port):
     from .bench import peak_extra_bytes
     from .capture import key_average_rows
     from .numerics import make_inputs, relative_error
-    from ..stages import load_snippet
+    from ..model.snippets import load_snippet
     only = load_snippet("sdpa").only  # the same backend pinning the ladder's stages use
 
     cuda = torch.cuda.is_available()  # without CUDA (a launcher check on a CPU): gloo, wall clock
@@ -154,22 +156,13 @@ def _assemble(tmp: Path, record: str, world: int, settings: dict, env: dict) -> 
     its overlap of communication and compute, and the load balance of the causal mask."""
     results = [json.loads((tmp / f"{record}-rank{r}.json").read_text()) for r in range(world)]
     merged = trace.merge_ranks([trace.load(tmp / f"{record}-rank{r}.trace.json") for r in range(world)])
-    ranks = []
-    for r, res in enumerate(results):
-        fwds = trace.forwards(trace.rank_trace(merged, r), LABEL)
-        chosen = trace.median_forward(fwds)
-        ranks.append({**{k: v for k, v in res.items() if k not in ("single_gpu", "event_times_us")},
-                      "ops_per_forward": len(chosen.ops), "ops_per_forward_each": [len(f.ops) for f in fwds],
-                      "forward_device_us": chosen.device_us, "cpu_forward_us": statistics.median(f.cpu_us for f in fwds),
-                      "overlap": trace.overlap(chosen.ops), "ops": [op.__dict__ for op in chosen.ops]})
-    single = results[0]["single_gpu"]
-    cp_us = max(r["event_median_us"] for r in ranks)  # the forward is done when the slowest rank is
+    ranks = [{k: v for k, v in res.items() if k not in ("single_gpu", "event_times_us", "causal_pairs")}
+             for res in results]  # each rank's forward, op counts and overlap are read off the merged trace
     summary = {"record": record, "stage": "cp", "title": "Context parallelism (ring attention over SDPA)",
                "shape": settings["shape"], "dtype": "bf16", "label": LABEL, "settings": settings,
-               "key": cp_key(settings), "world_size": world, "rotate": settings["rotate"],
-               "load_balance": settings["load_balance"], "backend": BACKEND, "ranks": ranks,
-               "single_gpu": single, "cp_event_median_us": cp_us, "speedup": single["event_median_us"] / cp_us,
-               **env}
+               "key": records.CP.key(record), "code": records.CP.code(record), "world_size": world,
+               "rotate": settings["rotate"], "load_balance": settings["load_balance"], "backend": BACKEND,
+               "ranks": ranks, "single_gpu": results[0]["single_gpu"], **env}
     return summary, merged
 
 
@@ -192,7 +185,7 @@ def capture(configs, world: int, out_dir, cpu_check=False) -> list[dict]:
     import torch.multiprocessing as mp
     from .capture import environment
     os.environ.update(NO_MULTICAST)
-    env = {**(environment() if not cpu_check else {}), "source_hash": cp_source_hash()}
+    env = {**(environment() if not cpu_check else {}), "source_hash": code_hash(__file__)}  # a stamp of what ran
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         try:

@@ -99,7 +99,7 @@ def collect(record_names, out_dir=store.CAPTURES) -> list[dict]:
         raw, error, cmd = reports[record]
         if not error:
             try:
-                kernels = counters.parse_csv(raw)
+                counters.parse_csv(raw)  # a report the pages can read, or the error that says why not
             except ValueError as e:
                 error = f"ncu's report for this forward: {e}"
         if error:
@@ -110,8 +110,8 @@ def collect(record_names, out_dir=store.CAPTURES) -> list[dict]:
                    "dtype": dtype_name, "key": records.COUNTERS.key(f"{record}.counters"),
                    "code": records.COUNTERS.code(f"{record}.counters"),
                    "ncu": version, "command": shown_command(cmd),
-                   "metrics": metrics, **environment(get_stage(stage)), "kernels": kernels}
-        store.write_text(out_dir, f"{record}.ncu.csv", raw)  # the report first: the record is derived from it
+                   "metrics": metrics, **environment(get_stage(stage))}
+        store.write_text(out_dir, f"{record}.ncu.csv", raw)  # the report first: the pages read its kernels off it
         store.write_json(out_dir, f"{record}.counters", summary)
         results.append(summary)
     return results

@@ -131,7 +131,7 @@ def capture_own(target: str, shape, dtype_name: str, mask: str | None = None, re
     summary = {"record": own.record_name(path, function, shape, dtype_name), "stage": base,
                "title": title_of(fn, base), "file": shown, "function": function, "shape": list(shape),
                "dtype": dtype_name, "provider": "the reader's code", "layout": "BHSD", "label": LABEL,
-               "settings": own_settings, "key": own.file_key(path, own_settings), "mask": mask,
+               "settings": own_settings, "key": own.file_key(path, own_settings), "code": own.file_code(path, shown), "mask": mask,
                "command": own.command(shown, function, shape, dtype_name, mask, reference_name)}
     q, k, v = make_inputs(shape, torch_dtype(dtype_name), DEVICE)
     extra = [make_mask(mask, shape[2], q.device)] if mask is not None else []

@@ -97,9 +97,9 @@ def run(chosen, out_dir=store.CAPTURES) -> dict[str, str]:
         record = {"record": f"run-{name}", "run": name, "key": records.RUN.key(f"run-{name}"),
                   "code": records.RUN.code(f"run-{name}"), "settings": records.RUN.settings(f"run-{name}"),
                   "wall_s": time.perf_counter() - start, **environment(), "host_cpu": host_cpu(),
-                  "result": derived.derive(name, result)}
+                  "result": derived.measured(result)}
         if names.RUN_CODE[name].repeats > 1:  # the further independent repeats; one that failed says why
-            record["repeats"] = [derived.derive(name, r) for r, _ in more]
+            record["repeats"] = [derived.measured(r) for r, _ in more]
             record["repeat_errors"] = [r["error"] for r, _ in made if _failed(r)]
             record["processes"] = [first] + [p for _, p in more]
         store.write_json(out_dir, f"run-{name}", record)

@@ -7,7 +7,7 @@
     run       `run-<name>`: a measurement run (measure/runs.py)
     own       `<file stem>.<function>`: a reader's attention, profiled like a stage (measure/own.py, model/own.py)
 
-A record's key is the token hash of the code it ran and its settings (a comment-only edit stales nothing).
+A record's key is what decides its numbers (see "what keys each record" below); a comment-only edit stales nothing.
 Pure: records.py (the kinds) and own.py (readers' captures) build on this; nothing here reads a record.
 """
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from .. import text
 from . import snippets
-from .procedure import BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, FEW_REPEATS, FORMAT, METRICS, RUN_REPEATS, SCHEDULE, THROTTLE, WARMUP_CALLS
-from .stages import DEFAULT_SHAPE, LONG_SHAPE, STAGES, Stage, counter_records, get_stage, select, timing_stages
+from .procedure import BWD_LABEL, DEFAULT_DTYPE, EVENT_REPS, FEW_REPEATS, METRICS, PROCEDURE, RUN_REPEATS, SCHEDULE, THROTTLE, WARMUP_CALLS
+from .stages import DEFAULT_SHAPE, LONG_SHAPE, STAGES, counter_records, get_stage, select, timing_stages
 from .snippets import ROOT, code_hash
 
 
@@ -49,67 +49,59 @@ def parse_record(record: str):
 
 def settings(shape, dtype_name) -> dict:
     return {"shape": list(shape), "dtype": dtype_name, "causal": True, "schedule": SCHEDULE,
-            "warmup_calls": WARMUP_CALLS, "event_reps": EVENT_REPS, "format": FORMAT}
+            "warmup_calls": WARMUP_CALLS, "event_reps": EVENT_REPS, "procedure": PROCEDURE}
 
 
 def make_key(source_hash: str, record_settings: dict) -> str:
     return hashlib.sha256((source_hash + json.dumps(record_settings, sort_keys=True)).encode()).hexdigest()[:16]
 
 
-# ---- the code each record runs --------------------------------------------------------------------
-# Paths are relative to the repository (read from snippets.SNIPPETS and CODE_ROOT: a test points them at a
-# copy). A record's key is the token hash of these files and its settings, so an edit of any of them,
-# comments aside, stales it.
+# ---- what keys each record ----------------------------------------------------------------------
+# A record's key is what decides its numbers: the token hash of the snippets (and kernel repositories) it
+# runs, of the measuring code's sections a page shows (the profiled loop), the rows of the stage table it
+# runs, and its settings, which hold the procedure's named constants and its version (model/procedure.py,
+# PROCEDURE: bumped by hand when the way of measuring changes). The rest of the measuring code, the analysis
+# and the site are not in it: editing them stales nothing. Paths are relative to the repository (read from
+# snippets.SNIPPETS and CODE_ROOT: a test points them at a copy).
 
 CODE_ROOT = ROOT
 MEASURE = "attnprof/measure"
-SHOWN_CODE = ("attnprof/analysis/flops.py",)  # what turns a record's times into the rates its pages show
-# how a take shares its GPU with the other takes of a regeneration: turns, cores and quiet (every record taken here)
-SHARING_CODE = tuple(f"{MEASURE}/{m}.py" for m in ("gpulock", "worker"))
-FORWARD_CODE = tuple(f"{MEASURE}/{m}.py" for m in ("capture", "profiling", "bench", "numerics", "dispatch", "timing")
-                     ) + SHOWN_CODE + SHARING_CODE  # the capture path
-BACKWARD_CODE = FORWARD_CODE + (f"{MEASURE}/backward.py",)
-COUNTERS_CODE = tuple(f"{MEASURE}/{m}.py" for m in ("counters", "numerics", "capture", "profiling")) + SHARING_CODE
-OWN_CODE = (f"{MEASURE}/own.py",) + FORWARD_CODE  # a reader's capture: its own checks, then the capture path
-CP_CODE = (f"{MEASURE}/context_parallel.py",)  # as the committed two-GPU records were keyed: kept as it is
+PROFILED_LOOP = f"{MEASURE}/profiling.py:profile"  # the loop every profiled record runs, shown on Methods
+BACKWARD_LOOP = f"{MEASURE}/backward.py:profile"  # ... and the backward's, shown on Backward
+DECODE_LOOP = f"{MEASURE}/serving.py:decode"  # the decode step End to end shows
+
 
 @dataclass(frozen=True)
 class Run:
-    """A measurement run: the function that makes it (`module.function` in attnprof/measure/), the other
-    measuring modules it runs, the stages it measures (`select` facts, or a tuple of names) and other
-    snippets it loads, and how many independent repeats (separate processes) it takes: more than one
-    where a page's conclusion compares its numbers. Its key hashes all of these and analysis/derived.py,
-    which computes its figures."""
+    """A measurement run: the function that makes it (`module.function` in attnprof/measure/), the stages it
+    measures (`select` facts, or a tuple of names) and other snippets it loads, the measuring code's sections
+    a page shows of it, and how many independent repeats (separate processes) it takes: more than one where a
+    page's conclusion compares its numbers."""
     function: str
-    modules: tuple[str, ...] = ()
     stages: dict | tuple | None = None
     snippets: tuple[str, ...] = ()
     repeats: int = 1
-
-    @property
-    def code(self) -> tuple[str, ...]:
-        """The measuring modules it runs, the function's own first (and the one that starts its repeats)."""
-        return (self.function.split(".")[0],) + self.modules + (("repeat",) if self.repeats > 1 else ())
+    shown: tuple[str, ...] = ()
+    rounds: bool = False  # measured in rounds that a throttled clock drops (measure/bench.py interleaved)
 
 
 RUN_CODE = {
-    "ceilings": Run("sweep.ceilings", ("bench", "clock")),
-    "hardware": Run("sweep.hardware", ("bench", "clock")),
-    "sweep": Run("sweep.sweep", ("bench", "clock", "numerics"), dict(sweep=True), repeats=FEW_REPEATS),
-    "fastest": Run("sweep.fastest", ("bench", "clock", "numerics"), dict(fused=True, sweep=True), repeats=FEW_REPEATS),
-    "recompile": Run("sweep.recompile_limit", ("bench", "numerics"), dict(fresh_compile=True)),
-    "fallback": Run("verify.fallbacks", ("dispatch", "bench", "numerics"), snippets=("sdpa",), repeats=FEW_REPEATS),
-    "verify": Run("verify.verify", ("numerics",), dict(verify=True), ("sdpa",)),
-    "gqa": Run("serving.gqa", ("bench", "dispatch", "numerics")),
-    "decode": Run("serving.decode", ("bench", "dispatch", "numerics"), repeats=FEW_REPEATS),
-    "varlen": Run("serving.varlen", ("bench", "dispatch", "numerics")),
-    "e2e": Run("serving.end_to_end", ("bench", "clock", "numerics"), snippets=("inplace",), repeats=FEW_REPEATS),
-    "decode_step": Run("serving.decode_step", ("bench", "clock", "numerics", "timing", "profiling"), snippets=("graphed",), repeats=RUN_REPEATS),
-    "graphs": Run("graphs.graphs", ("bench", "clock", "numerics"), snippets=("naive", "compiled", "graphed", "sdpa"), repeats=FEW_REPEATS),
-    "steady": Run("steady.steady", ("sweep", "bench", "numerics", "repeat"), dict(steady=True)),
-    "backward": Run("backward.ranking", ("capture", "profiling", "bench", "clock", "numerics"), dict(backward=True),
-                    repeats=FEW_REPEATS),
-    "timing": Run("timing.timing", ("bench", "clock", "numerics", "capture", "profiling"), timing_stages(), ("graphed",), repeats=RUN_REPEATS),
+    "ceilings": Run("sweep.ceilings", rounds=True),
+    "hardware": Run("sweep.hardware", rounds=True),
+    "sweep": Run("sweep.sweep", dict(sweep=True), repeats=FEW_REPEATS, rounds=True),
+    "fastest": Run("sweep.fastest", dict(fused=True, sweep=True), repeats=FEW_REPEATS, rounds=True),
+    "recompile": Run("sweep.recompile_limit", dict(fresh_compile=True)),
+    "fallback": Run("verify.fallbacks", snippets=("sdpa",), repeats=FEW_REPEATS),
+    "verify": Run("verify.verify", dict(verify=True), ("sdpa",)),
+    "gqa": Run("serving.gqa"),
+    "decode": Run("serving.decode", repeats=FEW_REPEATS),
+    "varlen": Run("serving.varlen"),
+    "e2e": Run("serving.end_to_end", snippets=("inplace",), repeats=FEW_REPEATS, rounds=True),
+    "decode_step": Run("serving.decode_step", snippets=("graphed",), repeats=RUN_REPEATS, rounds=True, shown=(DECODE_LOOP,)),
+    "graphs": Run("graphs.graphs", snippets=("naive", "compiled", "graphed", "sdpa"), repeats=FEW_REPEATS, rounds=True),
+    "steady": Run("steady.steady", dict(steady=True)),
+    "backward": Run("backward.ranking", dict(backward=True), repeats=FEW_REPEATS, rounds=True),
+    "timing": Run("timing.timing", timing_stages(), ("graphed",), repeats=RUN_REPEATS, rounds=True),
 }
 
 
@@ -126,17 +118,15 @@ def run_stages(name: str) -> list[str]:
 def run_sources(name: str) -> tuple[str, ...]:
     run = RUN_CODE[name]
     stage_snippets = [n for s in run_stages(name) for n in STAGES[s].snippets]
-    measuring = run.code + (("clock",) if run.repeats > 1 else ())  # a repeat's process reads the clock it measured at
-    return (tuple(dict.fromkeys(f"{MEASURE}/{m}.py" for m in measuring)) + SHARING_CODE
-            + ("attnprof/analysis/derived.py",) + SHOWN_CODE
-            + snippet_paths(stage_snippets + list(run.snippets)) + repo_paths(run_stages(name)))
+    return snippet_paths(stage_snippets + list(run.snippets)) + repo_paths(run_stages(name)) + run.shown
 
 
 def run_settings(name: str) -> dict:
-    settings_ = {"run": name, "stages": run_stages(name), "format": FORMAT}
-    if "clock" in RUN_CODE[name].code:  # measured in rounds (measure/bench.py interleaved): the clock it drops them at
+    run = RUN_CODE[name]
+    settings_ = {"run": name, "stages": run_stages(name), "procedure": PROCEDURE}
+    if run.rounds:  # measured in rounds (measure/bench.py interleaved): the clock it drops them at
         settings_["throttle"] = THROTTLE
-    return settings_ | ({"repeats": RUN_CODE[name].repeats} if RUN_CODE[name].repeats > 1 else {})
+    return settings_ | ({"repeats": run.repeats} if run.repeats > 1 else {})
 
 
 def code_path(path: str) -> Path:
@@ -147,8 +137,14 @@ def code_path(path: str) -> Path:
 
 
 def source_hash_of(paths) -> str:
-    """The token hash of these files (relative to the repository), in this order."""
-    return code_hash(*(code_path(p) for p in paths))
+    """The token hash of these files (relative to the repository), in this order; `FILE:SECTION` hashes
+    only that section of FILE (what a page shows of it)."""
+    return code_hash(*(code_path(p) if ":" not in p else section_text(p) for p in paths))
+
+
+def section_text(path: str) -> snippets.Section:
+    file, section = path.split(":")
+    return snippets.Section(snippets.snippet_section(code_path(file), section))
 
 
 def row_hash(stages) -> str:
@@ -180,15 +176,6 @@ def cp_record(seq_len: int, world: int = CP_WORLD, rotate: str = "allgather", ba
 def cp_settings(seq_len, world, rotate, balanced) -> dict:
     return {**settings((1, CP_HEADS, seq_len, CP_HEAD_DIM), "bf16"), "world_size": world, "rotate": rotate,
             "load_balance": balanced, "backend": CP_BACKEND}
-
-
-def cp_source_hash() -> str:
-    """The token hash of the context-parallel capture code, as every other key uses."""
-    return source_hash_of(CP_CODE)
-
-
-def cp_key(cp_settings_: dict) -> str:
-    return make_key(cp_source_hash(), cp_settings_)
 
 
 def counted_at(shape) -> list[tuple[str, str]]:

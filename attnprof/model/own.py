@@ -3,8 +3,8 @@
 Pure (no torch): records.py (the `own` kind), the site and `diff`/`report` read these;
 attnprof/measure/own.py writes them.
 A reader's capture is named `<file stem>.<function>` (with `-BxHxSxD` and `-dtype` as stage records
-are), keyed by the token hash of the reader's file and of the capture code it runs
-(names.OWN_CODE) and the capture settings, and
+are), keyed by the token hash of the reader's file and of the profiled loop it runs
+(names.PROFILED_LOOP) and the capture settings, and
 written as the same summary + trace pair as a stage's. OWN_RECORDS lists the ones the site renders.
 """
 from __future__ import annotations
@@ -50,12 +50,19 @@ def settings(shape, dtype_name, function: str, mask: str | None, reference: str 
 
 
 def source_hash(path: str | Path) -> str:
-    """The token hash of the reader's file and of the capture code that runs it."""
-    return code_hash(Path(path), *(ROOT / p for p in names.OWN_CODE))
+    """The token hash of the reader's file."""
+    return code_hash(Path(path))
 
 
 def file_key(path: str | Path, own_settings: dict) -> str:
-    return names.make_key(source_hash(path), own_settings)
+    """The key of a capture of a function in the reader's file: the file, the profiled loop and the settings."""
+    return names.make_key(code_hash(Path(path), names.section_text(names.PROFILED_LOOP)), own_settings)
+
+
+def file_code(path: str | Path, shown: str) -> dict[str, str]:
+    """What the key hashes (the file, by the name a record shows it under), each by its own hash, so a
+    stale capture names what changed."""
+    return {shown: source_hash(path), names.PROFILED_LOOP: names.source_hash_of([names.PROFILED_LOOP])}
 
 
 def command(path: str, function: str, shape=DEFAULT_SHAPE, dtype_name=DEFAULT_DTYPE, mask=None,

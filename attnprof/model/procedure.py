@@ -2,7 +2,7 @@
 cannot be taken here. Pure constants, imported by the record kinds and by the capture code."""
 
 DEFAULT_DTYPE = "bf16"
-FORMAT = 1  # bump when the capture procedure changes: every record becomes stale
+PROCEDURE = 1  # the way of measuring: bump it by hand when that changes, and every record becomes stale
 
 LABEL = "attention_forward"  # the record_function name around every profiled forward
 BWD_LABEL = "attention_backward"  # ... and around every profiled backward

@@ -8,6 +8,7 @@ import hashlib
 import importlib.util
 import json
 import re
+import textwrap
 import tokenize
 from pathlib import Path
 
@@ -61,13 +62,22 @@ def _tokens_json(source: bytes) -> str:
     return json.dumps(_tokens(source))[1:-1]
 
 
-def code_hash(*paths: str | Path) -> str:
-    """A hash of Python files' tokens, without comments and blank lines: an edit of comments or
-    spacing alone keeps it (the code that runs is the same); any change to the code, or to where a
-    section a page shows starts or ends, changes it. It is the same under every Python version, so a
+class Section(str):
+    """The text of one section of a file (snippet_section), hashed by its tokens as a file is."""
+
+
+def code_hash(*paths: str | Path | Section) -> str:
+    """A hash of Python files' tokens (or of a Section's), without comments and blank lines: an edit of
+    comments or spacing alone keeps it (the code that runs is the same); any change to the code, or to where
+    a section a page shows starts or ends, changes it. It is the same under every Python version, so a
     capture keyed on the GPU machine is current here. A file of another kind counts by its bytes."""
-    parts = [_tokens_json(Path(path).read_bytes()) if Path(path).suffix == ".py"
-             else json.dumps(hashlib.sha256(Path(path).read_bytes()).hexdigest()) for path in paths]
+    def part(path):
+        if isinstance(path, Section):
+            return _tokens_json(textwrap.dedent(path).encode())
+        if Path(path).suffix == ".py":
+            return _tokens_json(Path(path).read_bytes())
+        return json.dumps(hashlib.sha256(Path(path).read_bytes()).hexdigest())
+    parts = [part(p) for p in paths]
     return hashlib.sha256(f"[{', '.join(p for p in parts if p)}]".encode()).hexdigest()[:16]
 
 

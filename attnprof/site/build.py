@@ -95,10 +95,13 @@ class Build:
         """The profiled forwards (or backwards) of a capture, and the one its page shows: the trace figure,
         the op list, the CPU side and the gaps all draw this one (trace.typical_forward)."""
         if record not in self._shown:
-            s = self.summary(record)
-            fwds = trace.forwards(self.trace(record), s["label"], s.get("follow_autograd", False))
+            fwds = self.read_forwards(record)
             self._shown[record] = fwds, trace.typical_forward(fwds)
         return self._shown[record]
+
+    def read_forwards(self, record: str) -> list[trace.Forward]:
+        self.summary(record)  # usable, or the box that says why not
+        return self._load(records.forwards, record, self.folder)
 
     def shown(self, record: str) -> dict:
         """The summary of a capture with the per-forward fields (ops, CPU ops, op count, device time) of the

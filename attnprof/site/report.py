@@ -79,6 +79,10 @@ class Captures(Build):
             self._traces[record] = traces.load(store.trace_path(self.found[record], record))
         return self._traces[record]
 
+    def read_forwards(self, record: str) -> list[traces.Forward]:
+        s = self.summary(record)
+        return traces.forwards(self.trace(record), s["label"], s.get("follow_autograd", False))
+
 
 def page_markdown(record: str, against: str | None = None, title: str = "") -> str:
     """The report as the site's Markdown: one directive per piece."""
@@ -177,7 +181,7 @@ def from_trace(path, shape, dtype_name: str = "bf16", rel_err: float | None = No
     summary = {"record": name, "stage": name, "title": f"Your profile on {props.get('name', 'the CPU')}",
                "device": props.get("name", "CPU"), "shape": list(shape), "dtype": dtype_name, "label": LABEL,
                "settings": names.settings(shape, dtype_name), "rel_err": rel_err,
-               "reference": "attention in float64 (causal)", **traces.summarize(events, LABEL)}
+               "reference": "attention in float64 (causal)", **traces.summarize(traces.forwards(events, LABEL))}
     return summary, events
 
 

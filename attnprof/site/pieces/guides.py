@@ -83,7 +83,7 @@ def decision_guide(build: Build):
     from ...analysis import timing
     from ...model import names
     paired, apart = aa_counts(build)
-    rounds = [f"`run-{r}`" for r in names.RUNS if names.RUN_CODE[r].repeats > 1 and "clock" in names.RUN_CODE[r].code]
+    rounds = [f"`run-{r}`" for r in names.RUNS if names.RUN_CODE[r].repeats > 1 and names.RUN_CODE[r].rounds]
     taken = repeats_said(names)
     margins = tables.table(["method", "same processes", "different processes"], [
         (method, f"{100 * m.paired:.0f} %", f"{100 * m.apart:.0f} %") for method, m in decide.MARGINS.items()])

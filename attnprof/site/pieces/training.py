@@ -23,7 +23,7 @@ GRADIENTS = ("dq", "dk", "dv")
 
 def bwd_tflops(s: dict) -> float:
     """Backward TFLOP/s: the causal forward's FLOPs times the backward's factor, over its CUDA-event median."""
-    return s["bwd_flop_factor"] * causal_tflops(s)
+    return BWD_FLOP_FACTOR * causal_tflops(s)
 
 
 def grad_error(s: dict) -> float:

@@ -1,8 +1,0 @@
-"""Kept for attnprof/measure/context_parallel.py alone, which imports these names from here.
-
-The two-GPU records are keyed by that file's tokens, its import lines included, and only a machine with
-two GPUs retakes them: when one does, point its imports at attnprof/analysis/trace.py and delete this file.
-"""
-from __future__ import annotations
-
-from .analysis.trace import forwards, load, median_forward, merge_ranks, overlap, rank_trace  # noqa: F401
