@@ -100,7 +100,7 @@ def test_memory_ticks_read_in_mib_and_gib():
 
 def test_the_timelines_last_tick_label_ends_inside_the_figure():
     for record in ("cudnn_graph", "flash-1x16x256x64", "naive"):
-        svg = plots.timeline(BUILD.summary(record), BUILD.trace(record))
+        svg = plots.timeline(BUILD.summary(record), BUILD.forwards(record)[1])
         root = ET.fromstring(svg).find(f"{NS}svg")
         width = float(root.get("viewBox").split()[2])
         ticks = [t for t in root.iter(f"{NS}text") if re.fullmatch(r"[\d.]+ (µs|ms)", t.text or "")]
@@ -169,7 +169,7 @@ def test_the_rank_timeline_never_shrinks_below_its_drawn_size():
 
 def test_a_trace_has_a_narrow_drawing_whose_lines_fit_it():
     """The phone's drawing of a trace: every line of its heading and legend ends inside its width."""
-    html = plots.timeline(BUILD.summary("fa4-1x16x8192x128"), BUILD.trace("fa4-1x16x8192x128"))
+    html = plots.timeline(BUILD.summary("fa4-1x16x8192x128"), BUILD.forwards("fa4-1x16x8192x128")[1])
     wide, narrow = ET.fromstring(html).findall(f"{NS}svg")
     assert float(wide.get("viewBox").split()[2]) == 1040 and float(narrow.get("viewBox").split()[2]) == plots.NARROW
     for t in narrow.iter(f"{NS}text"):

@@ -56,7 +56,7 @@ def test_timeline_is_well_formed_and_labels_every_op(h200, build):
     and time on the first line and the full name under it, and list it in a legend row that points at it
     (data-op, which names.js follows to the bar)."""
     ns = "{http://www.w3.org/2000/svg}"
-    drawings = ET.fromstring(plots.timeline(build.summary("naive"), h200("naive"))).findall(ns + "svg")
+    drawings = ET.fromstring(plots.timeline(build.summary("naive"), build.forwards("naive")[1])).findall(ns + "svg")
     assert [d.get("class") for d in drawings] == ["attnprof-wide", "attnprof-narrow"]
     ops = trace.median_forward(trace.forwards(h200("naive"), LABEL)).ops
     for root in drawings:
@@ -111,7 +111,7 @@ def test_timeline_numbers_every_op_once_and_no_labels_overlap(h200, build):
     """Each GPU op's number is in its bar or in exactly one label under the lane (a range for neighbours
     too close to label apart), and the labels under the lane never overlap."""
     import re
-    svg = plots.timeline(build.summary("math"), h200("math"))
+    svg = plots.timeline(build.summary("math"), build.forwards("math")[1])
     ns = "{http://www.w3.org/2000/svg}"
     n = len(trace.median_forward(trace.forwards(h200("math"), LABEL)).ops)
     for figure in ET.fromstring(svg).findall(ns + "svg"):  # the wide drawing and the phone's
@@ -135,7 +135,7 @@ def test_label_groups_merge_only_what_would_collide():
 
 
 def test_timeline_launch_lines_stay_clear_of_the_time_axis(h200, build):
-    svg = plots.timeline(build.summary("math"), h200("math"))
+    svg = plots.timeline(build.summary("math"), build.forwards("math")[1])
     ns = "{http://www.w3.org/2000/svg}"
     for root in ET.fromstring(svg).findall(ns + "svg"):  # wide, then narrow
         connectors = [l for l in root.iter(ns + "line") if l.get("stroke-dasharray") == "2,2"]

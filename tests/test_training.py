@@ -289,7 +289,7 @@ def test_rank_timeline_is_well_formed_and_lines_the_ranks_up():
 def test_backward_timeline_follows_autograd():
     build = Build(problems={})
     s = build.summary("flash-bwd")
-    root = ET.fromstring(plots.timeline(s, build.trace("flash-bwd"))).find("{http://www.w3.org/2000/svg}svg")
+    root = ET.fromstring(plots.timeline(s, build.forwards("flash-bwd")[1])).find("{http://www.w3.org/2000/svg}svg")
     ns = "{http://www.w3.org/2000/svg}"
     titles = [t.text for r in root.iter(ns + "rect") if (t := r.find(ns + "title")) is not None]  # the bars'
     assert root.get("aria-label") == "flash backward trace"

@@ -174,16 +174,6 @@ def median_forward(fwds: list[Forward]) -> Forward:
     return sorted(fwds, key=lambda f: f.device_us)[len(fwds) // 2]
 
 
-def typical_forward(fwds: list[Forward]) -> Forward:
-    """The profiled forward a page shows (its trace figure, its op list, its CPU side): the one nearest the
-    medians on both sides, the smallest sum of its CPU time's and its device time's relative distances to
-    their medians. (The summary keeps the median_forward, whose device time is the median: it can be the
-    first one profiled, slow on the CPU, and a trace figure of it would show a CPU side no other forward had.)"""
-    cpu = statistics.median(f.cpu_us for f in fwds)
-    dev = statistics.median(f.device_us for f in fwds)
-    return min(fwds, key=lambda f: abs(f.cpu_us / cpu - 1) + abs(f.device_us / dev - 1))
-
-
 def summarize(fwds: list[Forward]) -> dict:
     """What a capture's pages read of its profiled forwards: the median forward's device ops (in launch
     order) and CPU ops, its device time, the op count of every forward and their median CPU time."""

@@ -42,6 +42,8 @@ def _walk(node, where: str) -> str | None:
             if why := _field(key, value, here) or _walk(value, here):
                 return why
     elif isinstance(node, list):
+        if all(type(v) is float or type(v) is int for v in node) and all(map(math.isfinite, node)):
+            return None  # raw samples, the usual case: checked at once
         for i, value in enumerate(node):
             if why := _walk(value, f"{where}[{i}]"):
                 return why

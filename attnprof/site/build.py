@@ -28,7 +28,7 @@ class Build:
         self.folder = Path(folder)
         self._problems = problems  # record -> why it cannot be used; found on first use when not given
         self.strict = strict  # a strict build: a piece may name only records the site lists
-        self._summaries, self._traces, self._runs, self._shown, self._counters = {}, {}, {}, {}, {}
+        self._summaries, self._traces, self._runs, self._drawn, self._counters = {}, {}, {}, {}, {}
         self._pooled: dict[str, list | dict] = {}
         self._listed: set[str] | None = None
         self._read: dict = {}  # every file this build has read (records.reading)
@@ -92,27 +92,16 @@ class Build:
         return self._traces[record]
 
     def forwards(self, record: str) -> tuple[list[trace.Forward], trace.Forward]:
-        """The profiled forwards (or backwards) of a capture, and the one its page shows: the trace figure,
-        the op list, the CPU side and the gaps all draw this one (trace.typical_forward)."""
-        if record not in self._shown:
+        """The profiled forwards (or backwards) of a capture, and the one its page draws: the median one, whose
+        device time is the figure every page gives (its trace figure, op list, CPU side and gaps)."""
+        if record not in self._drawn:
             fwds = self.read_forwards(record)
-            self._shown[record] = fwds, trace.typical_forward(fwds)
-        return self._shown[record]
+            self._drawn[record] = fwds, trace.median_forward(fwds)
+        return self._drawn[record]
 
     def read_forwards(self, record: str) -> list[trace.Forward]:
         self.summary(record)  # usable, or the box that says why not
         return self._load(records.forwards, record, self.folder)
-
-    def shown(self, record: str) -> dict:
-        """The summary of a capture with the per-forward fields (ops, CPU ops, op count, device time) of the
-        forward its page shows, so a piece made for a summary lists that forward. The summary itself keeps
-        the forward whose device time is the median: what `check` holds, and what the figures per forward
-        across stages (`value`, the tables of several stages) read."""
-        s = self.summary(record)
-        _, f = self.forwards(record)
-        what = s.get("pass", "forward")
-        return dict(s, ops=[dict(o.__dict__) for o in f.ops], cpu_ops=[dict(c.__dict__) for c in f.cpu_ops],
-                    **{f"ops_per_{what}": len(f.ops), f"{what}_device_us": f.device_us})
 
     def device_properties(self, record: str) -> dict:
         return self.trace(record)["deviceProperties"][0]

@@ -46,8 +46,7 @@ def listed(items: list[str]) -> str:
 # One number per quantity: a quantity a page states, and the method it was had by, each said one way
 # everywhere (Build.number notes them; Methods explains the methods once).
 DEVICE, ONE_CALL, CPU = "device time per forward", "one call", "CPU time per forward"
-MEDIAN = "median of the capture's profiled forwards"  # the summary's figure: tables, `value`, comparisons
-DRAWN = "the forward drawn"  # the trace figure's and the op list's forward (Build.shown)
+MEDIAN = "median of the capture's profiled forwards"  # the forward drawn, its op list, tables, `value`, comparisons
 CAPTURE_RUN = "CUDA events, the capture's own run"
 TIMING_RUN = "the timing run"
 GRAPHS_RUN = "CUDA events, the CUDA-graph run"  # the graphs piece: each path launched op by op and replayed

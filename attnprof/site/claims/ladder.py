@@ -31,7 +31,7 @@ def _aten(s: dict, op: dict) -> str:
 def longest_op(build: Build, stage, launched_by) -> Statement:
     """The longest op of the forward a chapter shows, named by the aten op that launched it, against the
     longer of its matmuls: `say longest-op naive masked_fill_`."""
-    s = build.shown(stage)
+    s = build.summary(stage)
     i, op = max(enumerate(s["ops"], 1), key=lambda io: io[1]["duration_us"])
     j, mm = max(_matmuls(s), key=lambda jm: jm[1]["duration_us"])
     text = (f"the longest is op {i}, launched by `{_aten(s, op)}`: {us(op['duration_us'])}, "
@@ -47,13 +47,13 @@ def longest_op(build: Build, stage, launched_by) -> Statement:
 def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
     """What the out-of-place copy should cost (its bytes in and out over the copy rate measured on the same
     GPU) against what it took, and what dropping it saved: the in-place chapter's arithmetic."""
-    s = build.shown(stage)
+    s = build.summary(stage)
     i, copy = next((i, op) for i, op in enumerate(s["ops"], 1) if op["kind"] == "memcpy")
     hw = build.run("hardware")
     b, h, n, _ = s["shape"]
     size = b * h * n * n * {"bf16": 2, "fp16": 2, "fp32": 4}[s["dtype"]]
     expected = 2 * size / (hw["copy_gbs"] * 1e3)  # bytes read + written, at the measured rate (GB/s → bytes/µs)
-    before, after = s["forward_device_us"], build.shown(against)["forward_device_us"]
+    before, after = s["forward_device_us"], build.summary(against)["forward_device_us"]
     saved = before - after
     # the two forwards come from two captures: the one rule between processes says whether the in-place forward
     # is the naive one less its copy
@@ -79,7 +79,7 @@ def same_op_time(build: Build, a, b, launched_by) -> Statement:
     """One kernel in two stages' forwards (named by the aten op that launched it), each from its own capture:
     by the one rule, not told apart, or slower in `b`; faster in `b` the page does not allow ("no faster")."""
     ta, tb = ({_aten(s, op): op["duration_us"] for op in s["ops"]}[launched_by]
-              for s in (build.shown(a), build.shown(b)))
+              for s in (build.summary(a), build.summary(b)))
     side = decide.order(decide.point(tb, decide.DEVICE), decide.point(ta, decide.DEVICE))
     outcome = {0: "same", 1: "slower", -1: "faster"}[side]
     apart = pct(decide.MARGINS[decide.DEVICE].apart)

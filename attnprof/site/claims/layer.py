@@ -20,7 +20,7 @@ def _where(s: dict) -> str:
        flip=lambda record: Flip(f"{record}.trace.json.gz", kernels_in_trace("fprop", 20.0)))  # the attention outweighs the rest
 def layer_around(build: Build, record: str = SDPA) -> Statement:
     """The layer's one attention kernel against everything the layer runs around it."""
-    s = build.shown(record)  # the forward the page's trace draws
+    s = build.summary(record)  # the forward the page's trace draws
     kernels = summary.kernels(s)
     attention = [op for op in kernels if kernel_names.is_attention(op["name"])]
     if not attention:
@@ -43,7 +43,7 @@ def layer_around(build: Build, record: str = SDPA) -> Statement:
        flip=Flip(f"{EAGER}.trace.json.gz", kernels_in_trace("softmax", 0.1)))  # a softmax quicker than the fused kernel
 def layer_eager(build: Build) -> Statement:
     """Eager's float32 softmax against sdpa's whole attention kernel."""
-    eager, sdpa = build.shown(EAGER), build.shown(SDPA)  # the forwards the pages draw
+    eager, sdpa = build.summary(EAGER), build.summary(SDPA)  # the forwards the pages draw
     softmax = [op for op in summary.kernels(eager) if kernel_names.explain(op["name"])["library"] == "ATen softmax"]
     fused = [op for op in summary.kernels(sdpa) if kernel_names.is_attention(op["name"])]
     if len(softmax) != 1 or len(fused) != 1:

@@ -14,7 +14,7 @@ from ...model.stages import DEFAULT_SHAPE, ITEMSIZE, STAGES, ladder, select
 from ...text import escape, dims, ms, shape, us
 from ..build import Build
 from ..render import plots, tables
-from ..words import CAPTURE_RUN, CPU, DEVICE, DRAWN, MEDIAN, ONE_CALL, count, listed, plain_title, short, title
+from ..words import CAPTURE_RUN, CPU, DEVICE, MEDIAN, ONE_CALL, count, listed, plain_title, short, title
 from ..registry import ALL, piece
 from .timing import stream_line
 
@@ -34,8 +34,8 @@ def key_averages(build: Build, record):
 @piece("ops", captures=1)
 def ops(build: Build, record, mark=None):
     """One forward's device ops: the forward the trace figure draws (Build.shown)."""
-    s = build.shown(record)
-    build.number(record, DEVICE, DRAWN, us(s[f"{s.get('pass', 'forward')}_device_us"]))  # as its caption states them
+    s = build.summary(record)
+    build.number(record, DEVICE, MEDIAN, us(s[f"{s.get('pass', 'forward')}_device_us"]))  # as its caption states them
     if "event_median_us" in s:
         build.number(record, ONE_CALL, CAPTURE_RUN, us(s["event_median_us"]))
     return tables.ops(s, mark)
@@ -45,10 +45,10 @@ def ops(build: Build, record, mark=None):
 def diff(build: Build, a, b):
     """What one forward's op list has that the other's lacks: the forwards drawn (Build.shown), whose op lists
     their chapters show, their device times noted as those op lists state them."""
-    shown = {record: build.shown(record) for record in (a, b)}
+    shown = {record: build.summary(record) for record in (a, b)}
     for record, s in shown.items():
-        build.number(record, DEVICE, DRAWN, us(s["forward_device_us"]))
-    return tables.ops_diff(shown[a], shown[b], DRAWN)
+        build.number(record, DEVICE, MEDIAN, us(s["forward_device_us"]))
+    return tables.ops_diff(shown[a], shown[b], MEDIAN)
 
 
 TRACE_GUIDE = "reading-a-profile.md#the-trace"  # where a trace figure and its controls are explained, once
@@ -70,11 +70,10 @@ def drawn(build: Build, record, explained=None) -> str:
     fwds, shown = build.forwards(record)
     guide = "" if explained == "here" else f" ([reading a trace]({TRACE_GUIDE}))"
     said = lambda quantity, method, x: build.number(record, quantity, method, us(x)) if what == "forward" else us(x)
-    return (f"The {what} of `{record}` drawn here is the one of the {len(fwds)} profiled nearest the medians on both "
-            f"sides ([why](methods.md#which-forward-a-page-shows)). It takes {said(CPU, DRAWN, shown.cpu_us)} on the "
-            f"CPU (median {said(CPU, MEDIAN, statistics.median(f.cpu_us for f in fwds))}, profiler on) and "
-            f"{said(DEVICE, DRAWN, shown.device_us)} of device time "
-            f"(median {said(DEVICE, MEDIAN, statistics.median(f.device_us for f in fwds))}). The op list shows the same one{guide}. "
+    return (f"The {what} of `{record}` drawn here is the one of the {len(fwds)} profiled whose device time is the "
+            f"median, {said(DEVICE, MEDIAN, shown.device_us)} ([why](methods.md#which-forward-a-page-shows)). It takes "
+            f"{us(shown.cpu_us)} on the CPU (the median of the {len(fwds)}: "
+            f"{said(CPU, MEDIAN, statistics.median(f.cpu_us for f in fwds))}, profiler on). The op list shows the same one{guide}. "
             f"The trace file holds the whole profile{', each backward after its forward' if what == 'backward' else ''}.")
 
 
@@ -95,7 +94,7 @@ def trace(build: Build, record, explained=None, caption=None, cpu_depth=None):
     label = f"{plain_title(s)}, one {what}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
     said = "" if caption == "folded" else f"*{drawn(build, record, explained)}*\n\n"
     depth = plots.CPU_DEPTH if cpu_depth is None else int(cpu_depth)
-    return f"{plots.timeline(s, build.trace(record), cpu_depth=depth)}\n\n{said}" + trace_controls(record, label)
+    return f"{plots.timeline(s, build.forwards(record)[1], cpu_depth=depth)}\n\n{said}" + trace_controls(record, label)
 
 
 @piece("download", captures=1)
@@ -160,7 +159,7 @@ def median_latency(g) -> float:
 def gaps(build: Build, record):
     """One line: how much of a profiled forward's span the GPU spent waiting for launches, and the
     verdict of the unprofiled timing run where it measured this stage and shape."""
-    s = build.shown(record)
+    s = build.summary(record)
     g = oplist.gaps(s)
     return (f"**Gaps** (profiled, [defined here](launch-bound.md#reading-the-gaps)): the GPU ran this "
             f"forward's ops for {us(g.busy_us)} of a {us(g.span_us)} span from first launch to last op end, idle "
@@ -190,14 +189,14 @@ def three_times(build: Build, record):
     """Three of the times a ladder chapter gives one forward, near its top: the trace's span, the drawn forward's
     device time (its op list's) and the capture's one call, each the figure its own piece states. Three of them,
     not all: the chapter's details add the medians and the timing run's methods, each named beside its number."""
-    s, (_, f) = build.shown(record), build.forwards(record)
+    s, (_, f) = build.summary(record), build.forwards(record)
     return (f"Three of the ways this page times one forward: {us(plots.drawn_span(f))} in the trace, "
-            f"{build.number(record, DEVICE, DRAWN, us(f.device_us))} of device time ({DRAWN}) and "
+            f"{build.number(record, DEVICE, MEDIAN, us(f.device_us))} of device time ({MEDIAN}) and "
             f"{build.number(record, ONE_CALL, CAPTURE_RUN, us(s['event_median_us']))} for one call ({CAPTURE_RUN}). "
             f"The trace spans "
             f"the annotated forward under the profiler, device time adds up its GPU ops alone, and one call is timed "
-            f"without the profiler. The details below add medians and a separate timing run, each named beside its "
-            f"number ([Methods](methods.md#one-forward-every-clock)).")
+            f"without the profiler. The details below add a separate timing run, named beside its numbers "
+            f"([Methods](methods.md#one-forward-every-clock)).")
 
 
 def per_forward(build: Build, s: dict, quantity: str) -> str:
@@ -277,8 +276,8 @@ def counters(build: Build, record):
 
 @piece("cpu", captures=1)
 def cpu(build: Build, record, depth="2"):
-    _, shown = build.forwards(record)  # the forward the trace picture shows, typical on both sides
-    return tables.cpu(build.shown(record), int(depth), shown.cpu_us)
+    _, drawn_ = build.forwards(record)  # the forward the trace figure shows: the median one
+    return tables.cpu(build.summary(record), int(depth), drawn_.cpu_us)
 
 
 @piece("kernels", captures=1)

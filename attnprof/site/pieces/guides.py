@@ -15,7 +15,7 @@ from .. import notebooks
 from ..render import tables
 from ..build import Build, RecordUnusable
 from ..registry import piece
-from ..words import CAPTURE_RUN, DRAWN, FALLBACK_RUN, GRAPHS_RUN, MEDIAN, TIMING_RUN, count, listed
+from ..words import CAPTURE_RUN, FALLBACK_RUN, GRAPHS_RUN, MEDIAN, TIMING_RUN, count, listed
 
 
 @piece("occupancy-guide", captures=1)
@@ -131,8 +131,8 @@ def aa_counts(build: Build) -> tuple[list[int], list[int]]:
 def method_labels(build: Build):
     """The methods a figure per forward is had by, each said once here in the words the pages use for it
     (words.METHODS): the same quantity by two methods gives two numbers, and each names its own."""
-    where = {MEDIAN: "the tables of several stages, the figures inside sentences and the comparisons",
-             DRAWN: "the trace figure, the op list, the CPU side and the gaps of a chapter",
+    where = {MEDIAN: "the trace figure and the op list of a chapter, the tables of several stages, the figures inside "
+                     "sentences and the comparisons",
              CAPTURE_RUN: "one call of a chapter's capture, timed without the profiler",
              TIMING_RUN: "the rankings of SDPA's backends and the launch-bound verdicts, over separate processes",
              GRAPHS_RUN: "one call launched op by op beside its CUDA-graph replay (What CUDA graphs and compile change)",

@@ -93,7 +93,7 @@ def saved(build: Build, *records):
 def ops_backward(build: Build, record):
     """One backward's device ops in launch order, with the autograd node that launched each: the backward the
     trace figure draws (Build.shown)."""
-    s = build.shown(record)
+    s = build.summary(record)
     rows = []
     for i, op in enumerate(s["ops"], 1):
         nodes = [n.removeprefix(trace.AUTOGRAD_ENGINE + ": ") for n in oplist.launching_path(s, op)

@@ -74,13 +74,6 @@ def label_groups(centres: list[float]) -> list[list[int]]:
     return groups
 
 
-def pictured(summary, trace: dict) -> tuple[list, traces.Forward]:
-    """The profiled forwards (or backwards) of a capture and the one its trace picture shows (the one every
-    per-forward piece of a page shows: traces.typical_forward)."""
-    fwds = traces.forwards(trace, summary["label"], summary.get("follow_autograd", False))
-    return fwds, traces.typical_forward(fwds)
-
-
 NARROW = 380  # px; the phone variant of a trace figure, drawn for a 360-odd px column with the same 12 px text
 
 
@@ -111,12 +104,12 @@ def op_title(i: int, op) -> str:
 CPU_DEPTH = 3  # how deep the CPU lane draws nested ops by default
 
 
-def timeline(summary, trace: dict, width: int = 1040, cpu_depth: int = CPU_DEPTH) -> str:
+def timeline(summary, fwd: traces.Forward, width: int = 1040, cpu_depth: int = CPU_DEPTH) -> str:
     """The trace figure: the timeline drawn at `width` px for a wide column, and again at NARROW px for a
     phone, where the stylesheet shows that one instead, fitted to the screen's width. The CPU lane draws
     nested ops `cpu_depth` levels deep (a model's layer nests modules deeper than a figure can show)."""
-    return ('<div class="attnprof-trace">' + _timeline(summary, trace, width, "attnprof-wide", cpu_depth) + "\n"
-            + _timeline(summary, trace, NARROW, "attnprof-narrow", cpu_depth) + "</div>")
+    return ('<div class="attnprof-trace">' + _timeline(summary, fwd, width, "attnprof-wide", cpu_depth) + "\n"
+            + _timeline(summary, fwd, NARROW, "attnprof-narrow", cpu_depth) + "</div>")
 
 
 
@@ -125,7 +118,7 @@ def drawn_span(fwd) -> float:
     (or of the annotation, if that ends later)."""
     return max([fwd.cpu_us] + [o.start_us + o.duration_us for o in fwd.ops])
 
-def _timeline(summary, trace: dict, width: int, variant: str, cpu_depth: int = CPU_DEPTH) -> str:
+def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth: int = CPU_DEPTH) -> str:
     """One forward (or backward) as a timeline: CPU ops (nested) above their launches, GPU ops below,
     and the GPU's idle gaps between the first launch and the last op's end shaded in the GPU lane.
     A backward capture's launches are followed onto autograd's thread, as its op list was counted.
@@ -137,7 +130,6 @@ def _timeline(summary, trace: dict, width: int, variant: str, cpu_depth: int = C
     or tap). Text takes the page's colour (dark or light).
     """
     what = summary.get("pass", "forward")
-    _, fwd = pictured(summary, trace)
     cpu = [op for op in fwd.cpu_ops if op.depth <= cpu_depth]
     end = drawn_span(fwd)
     narrow = width < 600
