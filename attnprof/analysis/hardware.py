@@ -8,7 +8,9 @@ causal). These are the post's numbers, never ours; `None` where the post gives n
 """
 from dataclasses import dataclass
 
-from .occupancy import MAX_BLOCKS_PER_SM  # the CUDA guide's per-capability limit, written once
+from ..model import gpus
+
+MAX_BLOCKS_PER_SM = {9: gpus.CAPABILITIES[9, 0].blocks_per_sm}  # for SPECS, from the GPU table
 
 SOURCE = "https://huggingface.co/blog/torch-attention-profile"
 SOURCE_TITLE = "Profiling in PyTorch (Part 3): Attention is all you profile"
