@@ -1,6 +1,6 @@
-"""The A100 figures published in Hugging Face's post, for citing beside our H200 captures; and the
-specification table (SPECS) of each GPU a record may be taken on, which bounds every number it holds
-(analysis/bounds.py).
+"""The A100 figures published in Hugging Face's post, for citing beside our captures; the peaks that set
+the records' GPU beside the post's; and the specification table (SPECS) of each GPU a record may be taken
+on, which bounds every number it holds (analysis/bounds.py).
 
 Source: "Profiling in PyTorch (Part 3): Attention is all you profile",
 https://huggingface.co/blog/torch-attention-profile (NVIDIA A100-SXM4-80GB, bf16, [8, 16, 1024, 64],
@@ -34,38 +34,25 @@ KERNELS = {
     "cudnn": "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_knob_6_128x64x64_4x1x1_cga1x1x1_kernel0_0",
 }
 
-# The A100-SXM4-80GB's published peaks, for explaining how each rung scales from the A100 to the H200.
-# These are NVIDIA's datasheet and whitepaper figures (peaks), not measurements; the H200's figures
-# beside them are measured (run-hardware).
-SPEC_SOURCE = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"
-SPEC_TITLE = "NVIDIA A100 Tensor Core GPU datasheet"
-WHITEPAPER = "https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf"
-WHITEPAPER_TITLE = "NVIDIA A100 Tensor Core GPU Architecture whitepaper"
-HARDWARE = {
-    "fp32_tflops": 19.5,  # FP32 on CUDA cores (datasheet)
-    "hbm_gbs": 2039.0,  # HBM2e bandwidth of the 80GB SXM part (datasheet)
-    "l2_mb": 40,  # L2 cache, MB (whitepaper)
-    "sms": 108,  # streaming multiprocessors (whitepaper)
-    "boost_mhz": 1410,  # GPU boost clock (whitepaper)
-}
+POST_GPU = gpus.row("NVIDIA A100-SXM4-80GB")  # the post's GPU, a row of the GPU table (model/gpus.py)
 
 
-FP32_LANES_PER_SM = {"A100": 64, "H200": 128}  # FP32 CUDA cores per SM: GA100 and GH100 whitepapers
+def published_peaks(g: gpus.Gpu) -> dict:
+    """A table row's peaks as its vendor publishes them: FP32 on the CUDA cores, memory bandwidth, SMs × clock."""
+    return {"fp32_tflops": g.fp32_tflops, "memory_gbs": g.memory_gbs, "sm_clock": g.sms * g.max_sm_mhz}
 
 
-def h200_peaks(hw: dict) -> dict:
-    """The H200's peak FP32 rate and memory bandwidth from its device query (SMs × lanes × 2 × clock;
-    2 transfers × memory clock × bus width), the formulas that give the A100's datasheet figures."""
+def queried_peaks(hw: dict) -> dict | None:
+    """The records' GPU's peaks from the hardware run's device query, by the formulas that give the published
+    ones: SMs × FP32 lanes per SM (its compute capability's) × 2 × clock; 2 transfers × memory clock × bus
+    width. None where the GPU table lacks its compute capability."""
     q = hw["query"]
-    return {"fp32_tflops": q["multi_processor_count"] * FP32_LANES_PER_SM["H200"] * 2 * q["smi_clocks_max_sm_mhz"] / 1e6,
-            "hbm_gbs": 2 * q["memory_clock_rate"] * 1e3 * q["memory_bus_width"] / 8 / 1e9,
-            "sm_clock": q["multi_processor_count"] * q["smi_clocks_max_sm_mhz"]}
-
-
-def a100_peaks() -> dict:
-    a = HARDWARE
-    return {"fp32_tflops": a["fp32_tflops"], "hbm_gbs": a["hbm_gbs"], "sm_clock": a["sms"] * a["boost_mhz"]}
-
+    cc = gpus.CAPABILITIES.get((q["major"], q["minor"]))
+    if cc is None:
+        return None
+    return {"fp32_tflops": q["multi_processor_count"] * cc.fp32_lanes_per_sm * 2 * q["smi_clocks_max_sm_mhz"] / 1e6,
+            "memory_gbs": 2 * q["memory_clock_rate"] * 1e3 * q["memory_bus_width"] / 8 / 1e9,
+            "sm_clock": q["multi_processor_count"] * q["smi_clocks_max_sm_mhz"], "lanes": cc.fp32_lanes_per_sm}
 
 
 # ---- the specification table: what bounds every number a record of that GPU holds ----------------

@@ -1,0 +1,61 @@
+"""The GPU a page speaks of: the one its records were taken on (every record's `device`), named as the GPU
+table names it (model/gpus.py). No page, header or claim types a GPU's name; they ask here."""
+from __future__ import annotations
+
+from ...analysis import hardware
+from ...model import gpus
+from ...text import escape
+from ..build import Build, RecordUnusable
+from ..registry import piece
+
+SET = "run-hardware"  # the record whose GPU a page names unless told another: its device query gives the peaks
+
+
+def device(build: Build, record: str = SET) -> str:
+    """The name the driver reported for the GPU that took `record` (a capture, or a run: run-NAME)."""
+    if record.startswith("run-"):
+        return build.run_record(record.removeprefix("run-"))["device"]
+    return build.summary(record)["device"]
+
+
+def name(build: Build, record: str = SET) -> str:
+    """The GPU that took `record`, as a sentence names it ("H200", "H100 SXM"), escaped for a page."""
+    return escape(gpus.display(device(build, record)))
+
+
+def capability(build: Build, record: str = SET) -> tuple[int, int]:
+    stated = (build.run_record(record.removeprefix("run-")) if record.startswith("run-")
+              else build.summary(record))["capability"]
+    return gpus.capability(stated)
+
+
+def arch(build: Build, record: str = SET) -> str:
+    """The architecture of the GPU that took `record` ("Hopper"); its capability ("sm_120") where the table lacks it."""
+    cc = capability(build, record)
+    return gpus.CAPABILITIES[cc].arch if cc in gpus.CAPABILITIES else gpus.sm(cc)
+
+
+def peaks(hw: dict) -> dict:
+    """The records' GPU's peaks from the hardware run's device query (hardware.queried_peaks); where the GPU table
+    lacks its compute capability, what needs them is left out with the one line that says which row to add."""
+    p = hardware.queried_peaks(hw)
+    if p is None:
+        raise RecordUnusable(gpus.missing(hw["query"]["name"]))
+    return p
+
+
+WHAT = {
+    "name": name,  # "H200"
+    "device": lambda b, r: escape(device(b, r)),  # "NVIDIA H200", as the driver reports it
+    "arch": arch,  # "Hopper"
+    "sm": lambda b, r: gpus.sm(capability(b, r)),  # "sm_90", as kernel names write it
+}
+
+
+@piece("gpu", inline=True)
+def gpu(build: Build, what: str = "name", record: str = SET):
+    """The GPU of the records in a sentence: `gpu` (its name), `gpu arch`, `gpu sm`, `gpu device`; a record
+    after it names that record's GPU (`gpu name cp-allgather-w2-1x16x131072x128`)."""
+    if what not in WHAT:
+        raise KeyError(f"unknown gpu {what!r} (known: {', '.join(WHAT)})")
+    return WHAT[what](build, record)
