@@ -30,9 +30,15 @@ def capability(build: Build, record: str = SET) -> tuple[int, int]:
 
 
 def arch(build: Build, record: str = SET) -> str:
-    """The architecture of the GPU that took `record` ("Hopper"); its capability ("sm_120") where the table lacks it."""
-    cc = capability(build, record)
-    return gpus.CAPABILITIES[cc].arch if cc in gpus.CAPABILITIES else gpus.sm(cc)
+    """The architecture of the GPU that took `record` ("Hopper")."""
+    return arch_of(gpus.sm(capability(build, record)))
+
+
+def arch_of(sm: str) -> str:
+    """An architecture by its capability as kernel names write it: "sm_90" -> "Hopper"; the capability itself
+    where the table lacks it."""
+    cc = gpus.CAPABILITIES.get(gpus.capability(sm))
+    return cc.arch if cc else sm
 
 
 def peaks(hw: dict) -> dict:

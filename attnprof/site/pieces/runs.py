@@ -624,7 +624,7 @@ def cost(build: Build, layers="32"):
     return (f'<div class="attnprof-price"><label>$ per GPU-hour: <input type="number" id="attnprof-price" '
             f'value="{DEFAULT_PRICE:.2f}" step="0.10" min="0"></label></div>\n\n'
             f'<table><thead><tr><th>phase</th><th>batch</th><th>one layer, back to back (CUDA events, per call)</th>'
-            f'<th>tokens/s per H200 ({layers} layers)</th><th>{STREAM_RUN}</th>'
+            f'<th>tokens/s per {gpu_name(build, "run-e2e")} ({layers} layers)</th><th>{STREAM_RUN}</th>'
             f'<th>$ per million tokens</th></tr></thead><tbody>{body}</tbody></table>\n\n'
             f'Times: {times_basis}. Tokens/s and dollars follow from the median; the bracketed dollars, where '
             f'they differ, from the fastest and the slowest process.' + note)
