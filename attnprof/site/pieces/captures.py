@@ -460,7 +460,7 @@ def glance_a100(build: Build):
                           "forward CUDA time (A100, profiler)", f"A100 ÷ {gpu}", f"CPU time / forward ({gpu}, profiler)",
                           "CPU time (A100, profiler)"], rows, "lrrrrrrr")
             + f"\n\nA100 columns: the figures published in [*{hardware.SOURCE_TITLE}*]({hardware.SOURCE}) "
-              f"(NVIDIA A100-SXM4-80GB), quoted, not measured by us; a dash where the post gives none."
+              f"({hardware.POST_GPU.name}), quoted, not measured by us; a dash where the post gives none."
             + (f" The {gpu}'s op count less its Memset (a small fill the library launches before its kernel) is the "
                f"post's count for {listed(memset_apart)}; the post does not say whether it counted memsets."
                if memset_apart else ""))
