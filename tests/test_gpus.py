@@ -91,3 +91,15 @@ def test_an_unknown_gpu_has_no_row_and_one_line_that_says_which_to_add():
     line = gpus.missing(name)
     assert "\n" not in line and name in line and gpus.TABLE in line
     assert gpus.display("NVIDIA H100 80GB HBM3") == "H100 SXM" and gpus.by_short("h200").name == "NVIDIA H200"
+
+
+def test_a_capability_the_table_lacks_leaves_the_peaks_out_with_the_line_that_says_which_row_to_add():
+    from attnprof.model import store
+    from attnprof.site import registry
+    from attnprof.site.build import Build
+    from attnprof.text import escape
+    b = Build(store.CAPTURES, problems={})
+    b.run("hardware")["query"].update(name="NVIDIA RTX PRO 6000 Blackwell Server Edition", major=12, minor=0)
+    box = registry.expand(b, "hardware", [])
+    assert "Capture not usable" in box and escape(gpus.missing("NVIDIA RTX PRO 6000 Blackwell Server Edition")) in box
+    assert registry.expand(Build(store.CAPTURES, problems={}), "gpu", ["arch"]) == "Hopper"

@@ -11,11 +11,14 @@ from ..registry import piece
 SET = "run-hardware"  # the record whose GPU a page names unless told another: its device query gives the peaks
 
 
+def _record(build: Build, record: str) -> dict:
+    """A capture's summary, or a run's record (run-NAME): each states the GPU that took it."""
+    return build.run_record(record.removeprefix("run-")) if record.startswith("run-") else build.summary(record)
+
+
 def device(build: Build, record: str = SET) -> str:
-    """The name the driver reported for the GPU that took `record` (a capture, or a run: run-NAME)."""
-    if record.startswith("run-"):
-        return build.run_record(record.removeprefix("run-"))["device"]
-    return build.summary(record)["device"]
+    """The name the driver reported for the GPU that took `record`."""
+    return _record(build, record)["device"]
 
 
 def name(build: Build, record: str = SET) -> str:
@@ -24,19 +27,17 @@ def name(build: Build, record: str = SET) -> str:
 
 
 def capability(build: Build, record: str = SET) -> tuple[int, int]:
-    stated = (build.run_record(record.removeprefix("run-")) if record.startswith("run-")
-              else build.summary(record))["capability"]
-    return gpus.capability(stated)
+    return gpus.capability(_record(build, record)["capability"])
 
 
 def arch(build: Build, record: str = SET) -> str:
     """The architecture of the GPU that took `record` ("Hopper")."""
-    return arch_of(gpus.sm(capability(build, record)))
+    return arch_of(_record(build, record)["capability"])
 
 
 def arch_of(sm: str) -> str:
-    """An architecture by its capability as kernel names write it: "sm_90" -> "Hopper"; the capability itself
-    where the table lacks it."""
+    """An architecture by its capability as records and kernel names write it: "sm_90" -> "Hopper"; the
+    capability itself where the table lacks it."""
     cc = gpus.CAPABILITIES.get(gpus.capability(sm))
     return cc.arch if cc else sm
 
