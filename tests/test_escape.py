@@ -14,20 +14,15 @@ import markdown
 import pytest
 
 from attnprof.analysis import records
-from attnprof.analysis.counters import parse_csv
 from attnprof.text import escape
 
 PAYLOAD = (' <img src=x onerror="alert(1)"> \'"><script>alert(2)</script> [a](javascript:alert(3)) '
            '{: onclick="alert(4)" } *payload-em* _payload-u_ `payload-code` |e| \\* &amp; <!-- attnprof: stamp naive -->')
-# Fields the checks hold to a record's name, key or trace, or that pick rows and kinds: a payload there makes the
+# Fields that name a record, its key or its trace's forwards, or that pick rows and kinds: a payload there makes the
 # record unusable (the `every` copy puts one there too, and the page shows a box instead).
 HELD = {"record", "stage", "dtype", "key", "label", "forward_label", "kind", "pass", "source_hash", "settings", "code",
         "capture", "run", "stages", "rotate", "ran", "backend", "launch", "cpu_ops", "key_averages", "name", "grid",
-        "block", "capability", "function", "sdpa_choice", "what", "path", "layout",
-        "device",  # the GPU's name picks its specification (analysis/hardware.py SPECS): another is refused
-        "title", "provider",  # a stage record repeats its row of the stage table (analysis/ran.py)
-        "aten_backend", "dispatcher_choice",  # a fallback case's backend, held to its kernels
-        "status"}  # a verification row's status, held to its error and to what the stage table says it takes
+        "block", "capability", "function", "sdpa_choice", "what", "path", "layout", "status"}
 DEVICE_OPS = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
@@ -71,11 +66,6 @@ def payload(folder: Path, every: bool) -> None:
         out = io.StringIO()
         csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
         path.write_text(out.getvalue())
-        if not every:  # the counters record as parsed from its report, as `counters` writes it
-            counters = folder / path.name.replace(".ncu.csv", ".counters.json")
-            c = json.loads(counters.read_text())
-            c["kernels"] = parse_csv(out.getvalue())
-            counters.write_text(json.dumps(c))
 
 
 class Smuggled(HTMLParser):

@@ -2,7 +2,7 @@ from attnprof.analysis import occupancy
 from attnprof.analysis import oplist
 
 A100 = {"maxThreadsPerMultiprocessor": 2048, "regsPerMultiprocessor": 65536,
-        "sharedMemPerMultiprocessor": 167936, "computeMajor": 8, "warpSize": 32}
+        "sharedMemPerMultiprocessor": 167936, "computeMajor": 8, "computeMinor": 0, "warpSize": 32}
 
 
 def test_the_posts_a100_footprints():

@@ -110,7 +110,6 @@ def edited_site(tmp_path_factory, copy_project):
     import os
     import subprocess
     import sys
-    from attnprof.model.snippets import ROOT
     tree = copy_project(tmp_path_factory.mktemp("tree"), ["naive", "flash", "scaling"])
     naive = tree / "snippets" / "naive.py"
     naive.write_text(naive.read_text().replace(
@@ -151,3 +150,37 @@ def test_notebook_pages_weigh_under_250_kib_with_their_stylesheet(site):
         assert 'href="../../stylesheets/jupyter.css"' in html and "@charset" not in html, page
         assert page.stat().st_size + css.stat().st_size < 250 * 1024, page
         assert "jp-Cell" in html and ".jp-Cell" in css.read_text()
+
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def _on_another_gpu(folder, name: str):
+    """Every record's, trace's and report's GPU name in `folder` rewritten to `name` (deviceProperties included)."""
+    import gzip
+    for path in folder.iterdir():
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        if b"NVIDIA H200" in raw:
+            raw = raw.replace(b"NVIDIA H200", name.encode())
+            path.write_bytes(gzip.compress(raw) if path.suffix == ".gz" else raw)
+
+
+def test_a_site_built_from_another_gpus_records_names_that_gpu(tmp_path, build_site):
+    """The same records said to be an H100's: every page names the H100 and no H200, outside the changelog, the
+    contributors' pages and folded details."""
+    import re
+    from attnprof.model import gpus
+    folder = tmp_path / "captures"
+    shutil.copytree(store.CAPTURES, folder)
+    _on_another_gpu(folder, H100)
+    r = build_site(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    assert r.returncode == 0, r.stderr[-5000:]
+    named = {}
+    for page in (tmp_path / "site").rglob("*.html"):
+        where = page.relative_to(tmp_path / "site").parts
+        if where[0] in ("changelog", "contributing"):
+            continue
+        text = re.sub(r"<details\b.*?</details>", "", page.read_text(), flags=re.S)
+        assert "H200" not in text, (page, re.findall(r".{0,60}H200.{0,60}", text)[:3])
+        named[where[0]] = text.count(gpus.display(H100))
+    assert named["at-a-glance"] and named["index.html"] and named["auto"], named

@@ -69,11 +69,14 @@ def test_backwards_whose_one_call_times_overlap_are_not_ranked(copy):
 
 def test_a100_ratios_are_peak_to_peak(committed):
     p = versus_a100.peak_ratios(committed)
-    assert p["hbm_gbs"] == pytest.approx(4815 / 2039, rel=0.01)  # 2 × 3201 MHz × 6016 bits against 2039 GB/s
+    assert p["memory_gbs"] == pytest.approx(4815 / 2039, rel=0.01)  # 2 × 3201 MHz × 6016 bits against 2039 GB/s
     assert p["fp32_tflops"] == pytest.approx(132 * 128 * 2 * 1.98e-3 / 19.5, rel=0.01)
-    assert hardware.h200_peaks({"query": {"multi_processor_count": 108, "smi_clocks_max_sm_mhz": 1410,
-                                            "memory_clock_rate": 1593000, "memory_bus_width": 5120}}) == \
-        pytest.approx({"fp32_tflops": 19.5 * 2, "hbm_gbs": 2039, "sm_clock": 108 * 1410}, rel=0.01)  # A100 formulas
+    a100 = {"major": 8, "minor": 0, "multi_processor_count": 108, "smi_clocks_max_sm_mhz": 1410,
+            "memory_clock_rate": 1593000, "memory_bus_width": 5120}
+    # an A100's device query gives its datasheet's peaks: 64 FP32 lanes per SM on sm_80, 128 on sm_90
+    assert hardware.queried_peaks({"query": a100}) == pytest.approx(
+        {**hardware.published_peaks(hardware.POST_GPU), "lanes": 64}, rel=0.01)
+    assert hardware.queried_peaks({"query": {**a100, "major": 12}}) is None  # a capability the table lacks
 
 
 def test_relation_and_scaling_words():

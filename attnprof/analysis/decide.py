@@ -299,7 +299,7 @@ BACKWARD_OVER_FORWARD = PARITY  # a fused backward "costs more than its forward"
 HOST_BOUND_CALL = 2.0  # one call's median at least twice the kernels' time: the host, not the GPU, sets the call's pace
 CAUSAL_LATER_HALF = 3.0  # the later half of a causal sequence holds 3× the earlier's (query, key) pairs: (3/8) / (1/8)
 COUNT_WITHIN = 0.01  # counted pairs are exact: within 1 % of the arithmetic
-A100_BAND = MARGIN  # a rung's H200 ÷ A100 ratio lies beyond a peak ratio only by more than this share of it: one figure
+A100_BAND = MARGIN  # a rung's ratio (the A100's time ÷ ours) lies beyond a peak ratio only by more than this share of it: one figure
 #                     each side (the post's time, our median), so the band is what a host or a day moves a time
 RECOMPILE_CLIFF = 2.0  # the cliff: a call at half the rate of the shape before, or less (a recompile, not drift)
 FMA_OVER_TENSOR = 10.0  # FP32 matmuls "on the CUDA cores": the FMA pipe at least 10× as busy as the tensor pipe

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 
-# Not in deviceProperties: max resident blocks per SM, register allocation unit (registers per warp
-# are rounded up to it) and the shared memory the system reserves per block (CUDA C++ Programming
-# Guide, "Compute Capabilities" table, for 8.x and 9.0).
-MAX_BLOCKS_PER_SM = {8: 32, 9: 32}
+from ..model import gpus
+
+# Not in deviceProperties: max resident blocks per SM (the GPU table's, per compute capability), register
+# allocation unit (registers per warp are rounded up to it) and the shared memory the system reserves per
+# block (CUDA C++ Programming Guide, "Compute Capabilities" table, for 8.x and 9.0).
 REG_ALLOC_UNIT = 256
 SMEM_RESERVED_PER_BLOCK = 1024
 
@@ -23,9 +24,10 @@ def theoretical(registers: int, threads: int, shared_memory: int, props: dict) -
     max_warps = props["maxThreadsPerMultiprocessor"] // warp
     warps_per_block = math.ceil(threads / warp)
     regs_per_warp = math.ceil(registers * warp / REG_ALLOC_UNIT) * REG_ALLOC_UNIT
+    cc = gpus.CAPABILITIES.get((props.get("computeMajor"), props.get("computeMinor")))
     limits = {
         "warps": max_warps // warps_per_block,
-        "blocks": MAX_BLOCKS_PER_SM.get(props.get("computeMajor"), 32),
+        "blocks": cc.blocks_per_sm if cc else 10**6,  # a capability the table lacks: no limit known
         "registers": (props["regsPerMultiprocessor"] // regs_per_warp) // warps_per_block if registers else 10**6,
         "shared memory": (props["sharedMemPerMultiprocessor"] // (shared_memory + SMEM_RESERVED_PER_BLOCK)
                           if shared_memory else 10**6),

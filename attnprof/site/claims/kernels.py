@@ -1,4 +1,5 @@
-"""Claims about kernels: launch figures, grids, Hopper kernels, Nsight Compute's verdicts, occupancy."""
+"""Claims about kernels: launch figures, grids, kernels built for the GPU's architecture, Nsight Compute's verdicts,
+occupancy."""
 from __future__ import annotations
 
 import math
@@ -9,6 +10,7 @@ from ...model.stages import LONG_SHAPE, select
 from ..build import Build, RecordUnusable
 from ..words import count, listed, short
 from ..registry import piece
+from ..pieces.gpu import arch
 from ..pieces.runs import measured
 from .core import ADAPTS, FALSE, Flip, Statement, claim
 from .edits import _halve_longest_grid
@@ -53,15 +55,17 @@ def grid(build: Build, stage, tile="128") -> Statement:
                      lesson=f"{blocks:,} blocks, one per query tile and head")
 
 
-def hopper_kernels(build: Build) -> list[str]:
-    """The fused stages whose longest kernel at the long shape is built for Hopper (its name says sm_90)."""
+def native_kernels(build: Build) -> list[str]:
+    """The fused stages whose longest kernel at the long shape is built for the architecture of the GPU that ran
+    it: its name says that GPU's capability (sm_90 on Hopper)."""
     out = []
     for stage in select(fused=True):
         record = names.record_name(stage, LONG_SHAPE)
         if record in build.problems:
             raise RecordUnusable(build.problems[record])
         if not build.is_unavailable(record):
-            if kernel_names.explain(summary.longest_kernel(build.summary(record))["name"])["arch"] == "sm_90":
+            s = build.summary(record)
+            if kernel_names.explain(summary.longest_kernel(s)["name"])["arch"] == s["capability"]:
                 out.append(stage)
     return out
 
@@ -70,10 +74,11 @@ def hopper_kernels(build: Build) -> list[str]:
        flip=Flip(f"{names.record_name('flash', LONG_SHAPE)}.json",
                  lambda s: summary.longest_kernel(s).update(duration_us=summary.longest_kernel(s)["duration_us"] / 4)))
 def flash_vs_hopper_kernels(build: Build) -> Statement:
-    """SDPA's flash kernel at the long shape against the Hopper kernels, by profiled kernel time."""
+    """SDPA's flash kernel at the long shape against the kernels built for the GPU's architecture, by profiled
+    kernel time."""
     def kernel_us(stage):
         return summary.longest_kernel(build.summary(names.record_name(stage, LONG_SHAPE)))["duration_us"]
-    ratio = {s: kernel_us(s) / kernel_us("flash") for s in hopper_kernels(build)}  # flash's rate over theirs
+    ratio = {s: kernel_us(s) / kernel_us("flash") for s in native_kernels(build)}  # flash's rate over theirs
     text = ("runs at " + " and ".join(f"{pct(r)} of {short(s)}'s rate" for s, r in ratio.items())
             + " (kernel time in the profiler, the table above)")
     lesson = "runs at " + " and ".join(f"{pct(r)} of {short(s)}'s rate" for s, r in ratio.items())
@@ -162,20 +167,20 @@ def hopper_compute_bound(build: Build) -> Statement:
     reach = {s: v for s, v in verdicts.items() if v in ("compute-bound", counters.NEAR, counters.BOTH)}
     busier = {s: max((k.get("sm_throughput_pct") or 0, "SM throughput"), (k.get("memory_throughput_pct") or 0,
                                                                           "memory throughput")) for s, k in kernels.items()}
-    hopper = hopper_kernels(build)
+    hopper, built_for = native_kernels(build), arch(build, names.record_name("flash", LONG_SHAPE))
     others = {v for s, v in verdicts.items() if s not in reach}
     # each kernel's busier unit as a number, not a verdict: one a few tenths from the band's edge is said the same
-    text = (f"Only the {len(hopper)} kernels written for Hopper, {' and '.join(short(s) + chr(39) + 's' for s in hopper)}, "
+    text = (f"Only the {len(hopper)} kernels written for {built_for}, {' and '.join(short(s) + chr(39) + 's' for s in hopper)}, "
             f"come to the compute-bound threshold: their busier unit runs at "
             + listed([f"{busier[s][0]:.1f} % ({short(s)}'s {busier[s][1]})" for s in reach])
             + f" of peak (Nsight Compute), each at least {counters.BOUND_AT - counters.BAND:g} %, the {counters.BOUND_AT:g} % "
             f"threshold less its {counters.BAND:g}-point band; "
             f"the others are {', '.join(sorted(others))}, their busier unit at most "
             f"{max((busier[s][0] for s in kernels if s not in reach), default=0):.1f} %")
-    lesson = (f"Only the {count(len(hopper))} kernels written for Hopper, "
+    lesson = (f"Only the {count(len(hopper))} kernels written for {built_for}, "
               f"{' and '.join(short(s) + chr(39) + 's' for s in hopper)}, come to the compute-bound threshold")
     return Statement(text, sorted(reach) == sorted(hopper) and "compute-bound" in reach.values(), lesson=lesson,
-                     rests_on=f"verdicts {verdicts}, Hopper kernels {hopper}")
+                     rests_on=f"verdicts {verdicts}, {built_for} kernels {hopper}")
 
 
 @claim("causal-tile-work", reads=lambda stage: [names.record_name(stage, LONG_SHAPE)],

@@ -13,6 +13,7 @@ from ...model.stages import LONG_SHAPE
 from ...text import dims, escape
 from ..render import tables
 from ..build import Build
+from ..pieces.gpu import arch_of, name as gpu_name
 from ..pieces.runs import measured, row_where, softmax_share, speedups
 from ..words import title
 from ..registry import piece
@@ -74,7 +75,8 @@ def flash_speed(build: Build):
     flash = [s for s in speedups(build) if s["path"] == "flash"]
     x = [s["speedup"] for s in flash]
     return ("3. FlashAttention-2 up to ≈ 230 TFLOP/s (A100); 3–9× faster than naive", ARTICLES,
-            f"SDPA flash (FlashAttention-2) reaches {peak:.0f} TFLOP/s on the H200 (back to back, the sweep); "
+            f"SDPA flash (FlashAttention-2) reaches {peak:.0f} TFLOP/s on the {gpu_name(build, 'run-sweep')} (back to back, "
+            f"the sweep); "
             f"{span(x, '.1f')} faster than naive in place (back-to-back time per forward)",
             f"TFLOP/s: different GPU, not comparable; speedup: "
             f"{verdict(spanning([s['speedup_range'] for s in flash]), 3, 9)}")
@@ -117,7 +119,7 @@ def numerical_risk(build: Build):
 
 def unanswered(build: Build):
     return ("7. unanswered: cost per token, gains under continuous batching", ARTICLES,
-            "cost per token: measured for one H200 at a price you set, on "
+            f"cost per token: measured for one {gpu_name(build, 'run-e2e')} at a price you set, on "
             "[End to end, and cost per token](end-to-end.md#cost-per-token); continuous batching itself is not "
             "measured here: the [variable-length batch](serving.md#variable-length-batches) is the nearest proxy",
             "partly answered")
@@ -128,7 +130,8 @@ CLAIMS = [end_to_end, softmax_time, flash_speed, flash_long, silent_fallback, nu
 
 @piece("claims")
 def claims(build: Build):
-    return tables.table(["claim", "made by", "our H200 measurement", "verdict"], [claim(build) for claim in CLAIMS])
+    return tables.table(["claim", "made by", f"our {gpu_name(build)} measurement", "verdict"],
+                        [claim(build) for claim in CLAIMS])
 
 
 # ---- statements about occupancy and boundness, each held to Nsight Compute's counters --------------
@@ -160,7 +163,8 @@ def cudnn_occupancy(build: Build):
     threads = summary.threads(op)
     return ("cuDNN's kernel: the trace's occupancy field reads 0; 12.5 % by its footprint (one block per SM)",
             "the post (A100)",
-            f"our H200 kernel (a Hopper build, {threads} threads): achieved {_pct(k, 'warps_active_pct')} of a theoretical "
+            f"our {gpu_name(build, 'cudnn')} kernel (built for {arch_of(kernel_names.explain(op['name'])['arch'])}, "
+            f"{threads} threads): achieved {_pct(k, 'warps_active_pct')} of a theoretical "
             f"{_pct(k, 'theoretical_occupancy_pct')}",
             "the 0 is the trace's estimate, not the kernel: the counters measure a real occupancy")
 
@@ -227,7 +231,7 @@ MEASURED = [flash_occupancy, cudnn_occupancy, math_on_cuda_cores, elementwise_me
 
 @piece("measured-claims")
 def measured_claims(build: Build):
-    return (tables.table(["statement", "made by", "Nsight Compute on the H200", "verdict"],
+    return (tables.table(["statement", "made by", f"Nsight Compute on the {gpu_name(build)}", "verdict"],
                          [claim(build) for claim in MEASURED])
             + f"\n\nEach verdict follows from the counters shown in the chapters ([naive](naive.md), "
               f"[math](math.md), [flash](flash.md), [cuDNN](cudnn.md), [roofline](roofline.md#measured-by-the-counters)); "

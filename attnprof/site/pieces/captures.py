@@ -16,6 +16,7 @@ from ..build import Build
 from ..render import plots, tables
 from ..words import CAPTURE_RUN, CPU, DEVICE, MEDIAN, ONE_CALL, count, listed, plain_title, short, title
 from ..registry import ALL, piece
+from .gpu import name as gpu_name
 from .timing import stream_line
 
 
@@ -453,12 +454,13 @@ def glance_a100(build: Build):
         rows.append((f"[{STAGES[name].title}]({name}.md)", s["ops_per_forward"], "—" if ref["ops"] is None else ref["ops"],
                      per_forward(build, s, DEVICE), us(ref["forward_us"]), _a100_ratio(s),
                      per_forward(build, s, CPU), us(ref["cpu_us"])))
-    return (tables.table(["stage", "ops (H200)", "ops (A100)", "device time / forward (H200, profiler)",
-                          "forward CUDA time (A100, profiler)", "A100 ÷ H200", "CPU time / forward (H200, profiler)",
+    gpu = gpu_name(build)
+    return (tables.table(["stage", f"ops ({gpu})", "ops (A100)", f"device time / forward ({gpu}, profiler)",
+                          "forward CUDA time (A100, profiler)", f"A100 ÷ {gpu}", f"CPU time / forward ({gpu}, profiler)",
                           "CPU time (A100, profiler)"], rows, "lrrrrrrr")
             + f"\n\nA100 columns: the figures published in [*{hardware.SOURCE_TITLE}*]({hardware.SOURCE}) "
-              f"(NVIDIA A100-SXM4-80GB), quoted, not measured by us; a dash where the post gives none."
-            + (f" The H200's op count less its Memset (a small fill the library launches before its kernel) is the "
+              f"({hardware.POST_GPU.name}), quoted, not measured by us; a dash where the post gives none."
+            + (f" The {gpu}'s op count less its Memset (a small fill the library launches before its kernel) is the "
                f"post's count for {listed(memset_apart)}; the post does not say whether it counted memsets."
                if memset_apart else ""))
 
@@ -476,6 +478,7 @@ def a100_kernels(build: Build):
         rows.append((f"[{STAGES[name].title}]({name}.md)", tables.kernel(theirs) if " " not in theirs
                      else escape(theirs), tables.kernel(ours),
                      kernel_names.explain(ours)["arch"] or "—"))
-    return (tables.table(["stage", "A100 kernel (the post)", "H200 kernel (ours: its longest matmul or attention kernel)",
+    return (tables.table(["stage", "A100 kernel (the post)",
+                          f"{gpu_name(build)} kernel (ours: its longest matmul or attention kernel)",
                           "arch in our kernel's name"], rows)
             + f"\n\nA100 kernels as published in [*{hardware.SOURCE_TITLE}*]({hardware.SOURCE}).")

@@ -9,6 +9,7 @@ from math import prod
 from ...analysis import decide, hardware, reasons, summary, timing
 from ...analysis.counters import BOUND_AT, verdict as counter_verdict
 from ...analysis.flops import causal_flops, min_bytes, naive_bytes, tflops
+from ...model import gpus
 from ...model.names import counted_at, record_name
 from ...model.procedure import SW_POWER_CAP
 from ...model.stages import LONG_SHAPE, select
@@ -17,6 +18,7 @@ from ..render import plots, tables
 from ..build import Build, across, row
 from ..words import FALLBACK_RUN, GRAPHS_RUN, ONE_CALL, count, listed, plain_title, short, title
 from ..registry import piece
+from .gpu import arch as gpu_arch, name as gpu_name, peaks
 
 LAYOUT_TITLES = {"BHSD": "[B, H, S, D]", "BSHD": "[B, S, H, D]"}  # how q, k, v sat in memory
 DEFAULT_PRICE = 3.50  # $ per GPU-hour: an assumption the reader changes on the page, not a quote
@@ -622,7 +624,7 @@ def cost(build: Build, layers="32"):
     return (f'<div class="attnprof-price"><label>$ per GPU-hour: <input type="number" id="attnprof-price" '
             f'value="{DEFAULT_PRICE:.2f}" step="0.10" min="0"></label></div>\n\n'
             f'<table><thead><tr><th>phase</th><th>batch</th><th>one layer, back to back (CUDA events, per call)</th>'
-            f'<th>tokens/s per H200 ({layers} layers)</th><th>{STREAM_RUN}</th>'
+            f'<th>tokens/s per {gpu_name(build, "run-e2e")} ({layers} layers)</th><th>{STREAM_RUN}</th>'
             f'<th>$ per million tokens</th></tr></thead><tbody>{body}</tbody></table>\n\n'
             f'Times: {times_basis}. Tokens/s and dollars follow from the median; the bracketed dollars, where '
             f'they differ, from the fastest and the slowest process.' + note)
@@ -722,7 +724,8 @@ def verify_table(build: Build):
                             "worst row (rel. error)", "tolerance", "note"], rows, "lllllrrlrl")
 
 
-HARDWARE = {  # what the H200 is and does, from the device query and measurements of one run (run-hardware)
+POST = hardware.POST_GPU  # the post's A100
+HARDWARE = {  # what the records' GPU is and does, from the device query and measurements of one run (run-hardware)
     "l2": lambda r: f"{r['query']['L2_cache_size'] / 2**20:.0f} MiB",
     "l2_mb": lambda r: f"{r['query']['L2_cache_size'] / 1e6:.1f} MB",
     "sms": lambda r: str(r["query"]["multi_processor_count"]),
@@ -734,17 +737,11 @@ HARDWARE = {  # what the H200 is and does, from the device query and measurement
     "bf16_bmm_time": lambda r: us(r["bf16_bmm_us"]),
     "fp32_over_bf16": lambda r: f"{r['fp32_bmm_us'] / r['bf16_bmm_us']:.1f}×",
     "copy": lambda r: f"{r['copy_gbs'] / 1000:.2f} TB/s",
-    "fp32_vs_a100": lambda r: f"{r['fp32_matmul_tflops'] / hardware.HARDWARE['fp32_tflops']:.1f}×",
-    "copy_vs_a100": lambda r: f"{r['copy_gbs'] / hardware.HARDWARE['hbm_gbs']:.1f}×",
-    "sm_clock_vs_a100": lambda r: f"{hardware.h200_peaks(r)['sm_clock'] / hardware.a100_peaks()['sm_clock']:.1f}×",
-    "l2_vs_a100": lambda r: f"{r['query']['L2_cache_size'] / 1e6 / hardware.HARDWARE['l2_mb']:.1f}×",
-    # peak to peak: the H200's peaks computed from its device query as the A100's datasheet ones are
-    "copy_peak": lambda r: f"{hardware.h200_peaks(r)['hbm_gbs'] / 1000:.2f} TB/s",
-    "fp32_peak": lambda r: f"{hardware.h200_peaks(r)['fp32_tflops']:.1f} TFLOP/s",
-    "copy_peak_vs_a100": lambda r: f"{hardware.h200_peaks(r)['hbm_gbs'] / hardware.HARDWARE['hbm_gbs']:.2f}×",
-    "fp32_peak_vs_a100": lambda r: f"{hardware.h200_peaks(r)['fp32_tflops'] / hardware.HARDWARE['fp32_tflops']:.2f}×",
-    "copy_of_peak": lambda r: f"{100 * r['copy_gbs'] / hardware.h200_peaks(r)['hbm_gbs']:.0f} %",
-    "fp32_of_peak": lambda r: f"{100 * r['fp32_matmul_tflops'] / hardware.h200_peaks(r)['fp32_tflops']:.0f} %",
+    # peak to peak: the GPU's peaks computed from its device query as the post's A100's published ones are
+    "copy_peak_vs_a100": lambda r: f"{peaks(r)['memory_gbs'] / POST.memory_gbs:.2f}×",
+    "fp32_peak_vs_a100": lambda r: f"{peaks(r)['fp32_tflops'] / POST.fp32_tflops:.2f}×",
+    "copy_of_peak": lambda r: f"{100 * r['copy_gbs'] / peaks(r)['memory_gbs']:.0f} %",
+    "fp32_of_peak": lambda r: f"{100 * r['fp32_matmul_tflops'] / peaks(r)['fp32_tflops']:.0f} %",
 }
 
 
@@ -776,7 +773,7 @@ RUN_FACTS = {  # how a run measured, from its record, for the prose that describ
 
 @piece("value", captures=1, inline=True, kind="run")
 def value_run(build: Build, record, field):
-    """One figure of a run inline in prose: of this H200 (run-hardware: the device query or a measurement),
+    """One figure of a run inline in prose: of the records' GPU (run-hardware: the device query or a measurement),
     or of how a run measured (RUN_FACTS), so that no count or clock in the text is typed by hand."""
     if record == "run-hardware" and field in HARDWARE:
         return HARDWARE[field](build.run("hardware"))
@@ -788,35 +785,37 @@ def value_run(build: Build, record, field):
 
 @piece("hardware")
 def hardware_table(build: Build):
-    """The H200's figures that explain the rungs beside the A100's published peaks, compared peak to peak."""
-    r, a = build.run("hardware"), hardware.HARDWARE
-    p, q = hardware.h200_peaks(r), r["query"]
+    """The records' GPU's figures that explain the rungs beside the post's A100's published peaks, peak to peak."""
+    r, a, gpu = build.run("hardware"), POST, gpu_name(build)
+    p, q = peaks(r), r["query"]
     rows = [
         ("FP32 on the CUDA cores (TF32 off)",
-         f"{p['fp32_tflops']:.1f} TFLOP/s ({q['multi_processor_count']} SMs × {hardware.FP32_LANES_PER_SM['H200']} lanes × 2 × "
+         f"{p['fp32_tflops']:.1f} TFLOP/s ({q['multi_processor_count']} SMs × {p['lanes']} lanes × 2 × "
          f"{HARDWARE['clock'](r)})", f"{HARDWARE['fp32'](r)} (8192³ matmul, {HARDWARE['fp32_of_peak'](r)})",
-         f"{a['fp32_tflops']:g} TFLOP/s", HARDWARE["fp32_peak_vs_a100"](r)),
+         f"{a.fp32_tflops:g} TFLOP/s", HARDWARE["fp32_peak_vs_a100"](r)),
         ("device memory bandwidth",
-         f"{p['hbm_gbs'] / 1000:.2f} TB/s (2 × {q['memory_clock_rate'] // 1000} MHz × {q['memory_bus_width']} bits)",
+         f"{p['memory_gbs'] / 1000:.2f} TB/s (2 × {q['memory_clock_rate'] // 1000} MHz × {q['memory_bus_width']} bits)",
          f"{r['copy_gbs'] / 1000:.2f} TB/s (copy, read + write, {HARDWARE['copy_of_peak'](r)}, "
          f"{clock_condition(r.get('clocks'))})",
-         f"{a['hbm_gbs'] / 1000:.2f} TB/s", HARDWARE["copy_peak_vs_a100"](r)),
-        ("L2 cache", f"{HARDWARE['l2'](r)} = {HARDWARE['l2_mb'](r)}", "—", f"{a['l2_mb']} MB", f"{q['L2_cache_size'] / 1e6 / a['l2_mb']:.2f}×"),
-        ("SMs", f"{q['multi_processor_count']}", "—", str(a["sms"]), f"{q['multi_processor_count'] / a['sms']:.2f}×"),
-        ("SM clock, highest", HARDWARE["clock"](r), "—", f"{a['boost_mhz']} MHz (boost)",
-         f"{q['smi_clocks_max_sm_mhz'] / a['boost_mhz']:.2f}×"),
+         f"{a.memory_gbs / 1000:.2f} TB/s", HARDWARE["copy_peak_vs_a100"](r)),
+        ("L2 cache", f"{HARDWARE['l2'](r)} = {HARDWARE['l2_mb'](r)}", "—", f"{a.l2_mb:g} MB",
+         f"{q['L2_cache_size'] / 1e6 / a.l2_mb:.2f}×"),
+        ("SMs", f"{q['multi_processor_count']}", "—", str(a.sms), f"{q['multi_processor_count'] / a.sms:.2f}×"),
+        ("SM clock, highest", HARDWARE["clock"](r), "—", f"{a.max_sm_mhz} MHz (boost)",
+         f"{q['smi_clocks_max_sm_mhz'] / a.max_sm_mhz:.2f}×"),
         ("SMs × clock", f"{q['multi_processor_count']} × {HARDWARE['clock'](r)}", "—",
-         f"{a['sms']} × {a['boost_mhz']} MHz",
-         f"{p['sm_clock'] / hardware.a100_peaks()['sm_clock']:.2f}×"),
+         f"{a.sms} × {a.max_sm_mhz} MHz", f"{p['sm_clock'] / hardware.published_peaks(a)['sm_clock']:.2f}×"),
     ]
-    return (tables.table(["", "H200 peak (from its device query)", "H200 measured (share of its peak)",
-                          "A100-SXM4-80GB peak (NVIDIA)", "H200 ÷ A100, peak to peak"], rows, "lrrrr")
-            + f"\n\nA100 figures are NVIDIA's published peaks ([datasheet]({hardware.SPEC_SOURCE}); L2 and SM count "
-              f"from the [architecture whitepaper]({hardware.WHITEPAPER})). The H200's peaks are computed from its device "
-              f"query by the formulas that give the A100's datasheet figures, so each ratio compares a peak with a peak. "
-              f"FP32: SMs × FP32 lanes per SM ({hardware.FP32_LANES_PER_SM['A100']} on the A100, "
-              f"{hardware.FP32_LANES_PER_SM['H200']} on Hopper) × 2 per fused multiply-add × clock. Bandwidth: 2 transfers "
-              f"per memory clock × bus width. A measured H200 rate set against an A100 peak would mix the two methods.")
+    lanes = gpus.CAPABILITIES[a.capability].fp32_lanes_per_sm
+    return (tables.table(["", f"{gpu} peak (from its device query)", f"{gpu} measured (share of its peak)",
+                          f"{a.name.removeprefix('NVIDIA ')} peak (NVIDIA)", f"{gpu} ÷ {a.display}, peak to peak"],
+                         rows, "lrrrr")
+            + f"\n\n{a.display} figures are NVIDIA's published peaks ([datasheet]({gpus.A100_DATASHEET}); L2 and SM "
+              f"count from the [architecture whitepaper]({gpus.A100_WHITEPAPER})). The {gpu}'s peaks are computed from "
+              f"its device query by the formulas that give the {a.display}'s datasheet figures, so each ratio compares "
+              f"a peak with a peak. FP32: SMs × FP32 lanes per SM ({lanes} on the {a.display}, {p['lanes']} on "
+              f"{gpu_arch(build)}) × 2 per fused multiply-add × clock. Bandwidth: 2 transfers per memory clock × bus "
+              f"width. A measured {gpu} rate set against an {a.display} peak would mix the two methods.")
 
 
 def steady_rates(build: Build) -> list[tuple[float, float]]:
