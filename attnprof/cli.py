@@ -19,7 +19,7 @@ from .text import shape, short, text_table, us
 
 
 
-MINE = f"your captures' folder, looked in before docs/captures (default: {own.DEFAULT_OUT})"
+MINE = f"your captures' folder, looked in before the site's set of records (default: {own.DEFAULT_OUT})"
 
 
 def show_text(summary) -> str:
@@ -354,7 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
                         f"FILE.py:FUNCTION, your own attention, called as FUNCTION(q, k, v)")
     c.add_argument("--shape", default=shape(DEFAULT_SHAPE, ","), help="B,H,S,D (default: %(default)s)")
     c.add_argument("--dtype", default=DEFAULT_DTYPE, help=f"one of {', '.join(DTYPES)} (default: %(default)s)")
-    c.add_argument("--out", help=f"captures folder (default: docs/captures for stages, {own.DEFAULT_OUT}/ for "
+    c.add_argument("--out", help=f"captures folder (default: docs/captures/<this GPU's set> for stages, {own.DEFAULT_OUT}/ for "
                                  f"FILE.py:FUNCTION)")
     c.add_argument("--mask", help="FILE.py:FUNCTION: also pass a boolean [S, S] mask, True where a query may see "
                                   "a key: causal, or none (None)")
@@ -411,7 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
     n = sub.add_parser("counters", help="on a CUDA GPU with Nsight Compute: hardware counters of one forward")
     n.add_argument("stages", nargs="+", metavar="STAGE", help="stages, or all (every counters record the site uses)")
     n.add_argument("--shape", default=",".join(map(str, DEFAULT_SHAPE)), help="B,H,S,D (default: %(default)s)")
-    n.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
+    n.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures/<this GPU's set>, or ATTNPROF_GPU's)")
     n.set_defaults(run=cmd_counters)
 
     e = sub.add_parser("explain", help="decode a kernel name: library, math unit, dtype, arch, tile")
@@ -434,7 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("sweep", help="on a CUDA GPU: sweeps, ceilings, serving shapes, verification runs")
     r.add_argument("--only", default="all", help="comma-separated run names, or all")
-    r.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
+    r.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures/<this GPU's set>, or ATTNPROF_GPU's)")
     r.set_defaults(run=cmd_sweep)
 
     g = sub.add_parser("regenerate", help="retake every stale record this machine can take, on all its GPUs")
@@ -445,7 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
     which_.add_argument("--all", action="store_true", help="every record the site uses")
     g.add_argument("--dry-run", action="store_true", help="print the plan (which record on which GPU, what "
                    "cannot be taken here) and run nothing")
-    g.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures)")
+    g.add_argument("--out", default=str(store.CAPTURES), help="captures folder (default: docs/captures/<this GPU's set>, or ATTNPROF_GPU's)")
     g.set_defaults(run=cmd_regenerate)
     return p
 

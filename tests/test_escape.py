@@ -158,8 +158,8 @@ def test_no_page_of_a_site_built_from_payloads_holds_markup_from_them(payload_co
     from attnprof.model.snippets import ROOT
     chapters = sorted(p.stem for p in (ROOT / "docs").glob("*.md") if p.stem != "index")
     tree = copy_project(tmp_path / "project", chapters)
-    shutil.rmtree(tree / "docs" / "captures")
-    shutil.copytree(payload_copies[variant], tree / "docs" / "captures")
+    shutil.rmtree(tree / "docs" / "captures" / records.store.GPU)
+    shutil.copytree(payload_copies[variant], tree / "docs" / "captures" / records.store.GPU)
     r = build_site(tmp_path / "site", strict=False, root=tree)
     assert r.returncode == 0, r.stderr[-2000:]
     found = pages(tmp_path / "site")

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from attnprof.analysis import records
-from attnprof.model import own
+from attnprof.model import own, store
 from attnprof.measure import own as capture_own
 from attnprof.measure.numerics import make_inputs, relative_error
 from attnprof.measure.verify import TOLERANCE
@@ -79,6 +79,6 @@ def test_the_layers_captures_are_site_records_retaken_by_the_readers_command():
     assert set(layer) <= set(records.OWN.records())
     assert not set(layer) & set(records.problems(kinds=[records.OWN]))  # committed and current
     for record, f in zip(layer, IMPLEMENTATIONS):
-        assert records.OWN.fix(record) == (f"run `python -m attnprof capture snippets/layer.py:{f} --out docs/captures` "
+        assert records.OWN.fix(record) == (f"run `python -m attnprof capture snippets/layer.py:{f} --out docs/captures/{store.GPU}` "
                                            f"on a CUDA GPU")
         assert "snippets/layer.py" in records.OWN.sources(record)

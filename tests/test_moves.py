@@ -35,7 +35,7 @@ def test_fewer_reads_a_run_cut_to_fewer_of_its_processes_as_taken_so(tmp_path):
     from tools import fewer
     tree = moves.overlay("HEAD", tmp_path)
     full = moves.conclusions(tree)
-    processes = len(json.loads((tree / "docs/captures/run-timing.json").read_text())["processes"])
+    processes = len(json.loads((tree / "docs/captures/h200/run-timing.json").read_text())["processes"])
     assert processes >= 3  # fewer than it has, and still a repeated run
     got = fewer.what_if(tree, {"timing": list(range(1, processes))}, processes - 1)
     assert got["problems"] == {}

@@ -124,7 +124,7 @@ def test_check_names_a_stale_readers_capture(tmp_path):
     problems = records.problems(folder)
     assert list(problems) == ["window.flex"]
     assert "stale" in problems["window.flex"]
-    assert "python -m attnprof capture snippets/window.py:flex --out docs/captures" in problems["window.flex"]
+    assert f"python -m attnprof capture snippets/window.py:flex --out docs/captures/{store.GPU}" in problems["window.flex"]
 
 
 # ---- diff ---------------------------------------------------------------------------------------------

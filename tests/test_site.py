@@ -18,7 +18,8 @@ def test_every_stage_chapter_has_table_op_list_trace_and_stamp(site):
         assert "<table>" in page, stage
         assert "<svg" in page and "<img" not in page.split("md-content")[1], stage  # the trace, inline
         assert f'aria-label="{stage} forward trace"' in page, stage
-        assert f"captures/{stage}.trace.json.gz" in page and (site / "captures" / f"{stage}.trace.json.gz").exists()
+        at = f"captures/{store.GPU}/{stage}.trace.json.gz"
+        assert at in page and (site / at).exists(), stage
         assert "Captured on NVIDIA H200" in page and "attnprof:" not in page, stage
 
 

@@ -105,7 +105,7 @@ def _folder_with(tmp_path, run: dict):
 
 
 def _render(page: str, folder) -> str:
-    text = (store.CAPTURES.parent / page).read_text()
+    text = (store.ROOT / "docs" / page).read_text()
     return markdown.markdown(text, extensions=["admonition", extension.PiecesExtension(build=Build(folder, problems={}))])
 
 

@@ -66,13 +66,13 @@ def main(args: list[str]) -> int:
     rest = [a for i, a in enumerate(args) if a != "--keep" and (i == 0 or args[i - 1] != "--keep")]
     runs, commits = rest[0].split(","), rest[1:]
     if not commits:
-        commits = moves.git("log", "-3", "--format=%h", "--", "docs/captures/run-timing.json").decode().split()[::-1]
+        commits = moves.last_regenerations("h200")
     cut: dict[tuple, dict] = {}
     with tempfile.TemporaryDirectory() as scratch:
         for c in commits:
             tree = moves.overlay(c, Path(scratch))
             full = moves.conclusions(tree)
-            counts = {r: 1 + len(json.loads((tree / "docs/captures" / f"run-{r}.json").read_text())["repeats"])
+            counts = {r: 1 + len(json.loads((tree / "docs/captures/h200" / f"run-{r}.json").read_text())["repeats"])
                       for r in runs}
             for subset in itertools.combinations(range(min(counts.values())), keep):
                 chosen = {r: list(subset) for r in runs}

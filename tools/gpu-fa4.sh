@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root: put the split wheel together, install
 # FlashAttention-4, `kernels` and their dependencies into /tmp/site, then take the fa4 captures and
-# re-run the measurement runs that include it. Results go to docs/captures/ (and, as a tarball,
+# re-run the measurement runs that include it. Results go to this GPU's set under docs/captures/ (and, as a tarball,
 # to $OUT when that is set).
 #   tools/gpu-fa4.sh WHEELS_DIR [MORE_PART_DIRS...]   (WHEELS_DIR holds SHA256SUMS and the wheels)
 #   RUNS=ceilings,fastest,verify,sweep tools/gpu-fa4.sh ...   (which runs, in this order)

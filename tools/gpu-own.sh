@@ -20,9 +20,10 @@ for file in $what; do
   fi
   for fn in ${functions[$file]}; do
     echo "== $(date -u +%H:%M:%S) $file.py:$fn"
-    python3 -m attnprof capture "snippets/$file.py:$fn" --out docs/captures
+    set_dir=docs/captures/$(python3 -c "from attnprof.model import store; print(store.GPU)")  # this GPU's set
+    python3 -m attnprof capture "snippets/$file.py:$fn" --out "$set_dir"
     echo "exit $?"
-    tar czf "$out/own-captures.tgz" docs/captures/window.* docs/captures/layer.* 2>/dev/null  # after each: a timeout keeps what ran
+    tar czf "$out/own-captures.tgz" "$set_dir"/window.* "$set_dir"/layer.* 2>/dev/null  # after each: a timeout keeps what ran
   done
 done
 echo "== $(date -u +%H:%M:%S) done"

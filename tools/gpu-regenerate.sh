@@ -13,17 +13,17 @@
 #   tools/gpu-regenerate.sh regenerate ARGS  python -m attnprof regenerate ARGS, timed; keeps the result
 #   tools/gpu-regenerate.sh build            mkdocs build --strict (the hook retakes what is stale), timed
 #   tools/gpu-regenerate.sh zensical         regenerate, then zensical build --clean --strict (no hook), timed
-# Each step tars docs/captures into $OUT.
+# Each step tars docs/captures (every set; this GPU's is docs/captures/<its short name>) into $OUT.
 set -uo pipefail
 out=${OUT:-/tmp/regen-out}; mkdir -p "$out" /tmp/regen
 export PYTHONPATH=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages:/tmp/docsite PYTHONUNBUFFERED=1
 export JUPYTER_PATH=/tmp/docsite/share/jupyter  # nbconvert's templates, where pip --target puts them
-keep() { cp docs/captures/* /tmp/regen/; tar czf "$out/captures.tgz" docs/captures; }
+keep() { cp -r docs/captures/. /tmp/regen/; tar czf "$out/captures.tgz" docs/captures; }
 case "${1:-}" in
   stage) mkdir -p /tmp/fa4a && cp "$2"/* /tmp/fa4a/ && ls /tmp/fa4a ;;
   install) DRY_RUN=1 tools/gpu-fa4.sh /tmp/fa4a "$2" ;;
   docs) python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/docsite "$2"/*.whl ;;
-  restore) cp /tmp/regen/* docs/captures/ 2>/dev/null; true ;;
+  restore) cp -r /tmp/regen/. docs/captures/ 2>/dev/null; true ;;
   regenerate) shift; start=$(date +%s)
     python3 -m attnprof regenerate "$@" 2>&1 | tee -a "$out/regenerate.log"
     echo "regenerate $*: $(( $(date +%s) - start )) s of wall time" | tee -a "$out/regenerate.log"; keep ;;

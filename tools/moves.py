@@ -1,7 +1,8 @@
 """Which conclusions say something else from one regeneration to another, under this tree's code: the
 measure of whether the site's words survive re-measurement.
 
-    python tools/moves.py [--build] [COMMIT ...]    (default: the last three commits that changed run-timing.json)
+    python tools/moves.py [--build] [--gpu SET] [COMMIT ...]
+        (SET: a set of records, h200 by default; COMMIT: by default the last three that changed its run-timing.json)
 
 Each COMMIT holds a whole regeneration of docs/captures. For each, a copy of this working tree gets that
 commit's records, and its measuring code and snippets (so that the records are fresh under their keys);
@@ -49,17 +50,27 @@ def overlay(commit: str, scratch: Path) -> Path:
     for part in FROM_COMMIT:
         shutil.rmtree(tree / part, ignore_errors=True)
         tarfile.open(fileobj=BytesIO(git("archive", commit, part))).extractall(tree, filter="data")
-    # records of the format before issue 52 are rewritten to this tree's (nothing measured changes)
-    subprocess.run([sys.executable, "tools/migrate_records.py", "docs/captures"], cwd=tree, check=True,
-                   capture_output=True, env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
+    # a regeneration from before the sets (one folder of records) lies in its GPU's set; records of the format
+    # before issue 52 are rewritten to this tree's (nothing measured changes)
+    captures = tree / "docs" / "captures"
+    if (captures / "run-timing.json").is_file():
+        sys.path.insert(0, str(ROOT))
+        from attnprof.model.store import set_name
+        into = captures / set_name(json.loads((captures / "run-timing.json").read_text())["device"])
+        into.mkdir()
+        for path in [p for p in captures.iterdir() if p.is_file()]:
+            path.rename(into / path.name)
+    for folder in (p for p in captures.iterdir() if p.is_dir()):
+        subprocess.run([sys.executable, "tools/migrate_records.py", str(folder)], cwd=tree, check=True,
+                       capture_output=True, env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
     return tree
 
 
-def conclusions(tree: Path) -> dict[str, str]:
-    """The conclusions of this tree's code over the records in `tree`."""
+def conclusions(tree: Path, gpu: str = "h200") -> dict[str, str]:
+    """The conclusions of this tree's code over the records of set `gpu` in `tree`."""
     out = tree / "conclusions.json"
     subprocess.run([sys.executable, "-m", "attnprof", "conclusions", "--json", str(out)], cwd=tree, check=True,
-                   capture_output=True, env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
+                   capture_output=True, env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin", "ATTNPROF_GPU": gpu})
     return json.loads(out.read_text())
 
 
@@ -85,10 +96,10 @@ def lesson(conclusion: str) -> str:
     return " ".join(conclusion.split(" (evidence:")[0].split())
 
 
-def build(tree: Path, found: dict[str, str]) -> str:
-    """Each engine's strict build of `tree`, in a few words each: how it ended, its seconds, and how many of
-    `found`'s lessons its pages hold word for word."""
-    env = dict(os.environ, PYTHONPATH=str(tree), ATTNPROF_RECAPTURE="never")
+def build(tree: Path, found: dict[str, str], gpu: str = "h200") -> str:
+    """Each engine's strict build of `tree` from set `gpu`, in a few words each: how it ended, its seconds, and how
+    many of `found`'s lessons its pages hold word for word."""
+    env = dict(os.environ, PYTHONPATH=str(tree), ATTNPROF_RECAPTURE="never", ATTNPROF_GPU=gpu)
     said = []
     for engine, args in ENGINES.items():
         shutil.rmtree(tree / SITE, ignore_errors=True)
@@ -104,24 +115,31 @@ def build(tree: Path, found: dict[str, str]) -> str:
     return "; ".join(said)
 
 
+def last_regenerations(gpu: str, n: int = 3) -> list[str]:
+    """The last `n` commits that changed set `gpu`'s timing run (the published set's, before the sets, too)."""
+    paths = [f"docs/captures/{gpu}/run-timing.json"] + (["docs/captures/run-timing.json"] if gpu == "h200" else [])
+    return git("log", f"-{n}", "--format=%h", "--", *paths).decode().split()[::-1]
+
+
 def main(args: list[str]) -> int:
     built = "--build" in args
-    commits = [a for a in args if a != "--build"]
+    gpu = args[args.index("--gpu") + 1] if "--gpu" in args else "h200"
+    commits = [a for i, a in enumerate(args) if a not in ("--build", "--gpu") and (i == 0 or args[i - 1] != "--gpu")]
     for c in commits:  # a refusal is one line: an option it does not know, or a name git cannot resolve
         if c.startswith("-") or subprocess.run(["git", "rev-parse", "-q", "--verify", f"{c}^{{commit}}"], cwd=ROOT,
                                                capture_output=True).returncode:
-            print(f"moves.py: {c!r} is not a commit here; usage: python tools/moves.py [--build] [COMMIT ...]",
+            print(f"moves.py: {c!r} is not a commit here; usage: python tools/moves.py [--build] [--gpu SET] [COMMIT ...]",
                   file=sys.stderr)
             return 2
     if not commits:
-        commits = git("log", "-3", "--format=%h", "--", "docs/captures/run-timing.json").decode().split()[::-1]
+        commits = last_regenerations(gpu)
     found = {}
     with tempfile.TemporaryDirectory() as scratch:
         for c in commits:
             tree = overlay(c, Path(scratch))
-            found[c] = conclusions(tree)
+            found[c] = conclusions(tree, gpu)
             if built:
-                print(f"{c}: {build(tree, found[c])}", flush=True)
+                print(f"{c}: {build(tree, found[c], gpu)}", flush=True)
     keys = sorted(set().union(*found.values()))
     moving = [k for k in keys if len({words(found[c].get(k, "(none)")) for c in commits}) > 1]
     for k in moving:

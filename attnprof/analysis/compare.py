@@ -1,7 +1,7 @@
 """Two captures compared: `python -m attnprof diff A B`, the `align` piece and the notebooks' diff.
 
 A and B are records (`flash`, `window.flex`, `my.attention`: looked for in attnprof-captures/ or --captures DIR,
-then in docs/captures/) or captures by path (`attnprof-captures/x.f.json`).
+then in the site's set of records) or captures by path (`attnprof-captures/x.f.json`).
 The op lists are aligned by kernel family (kind and the library that made the kernel, as kernel_names.explain
 decodes it): an op of the same family at the same place is the same op (the same name) or a changed one
 (another name); the rest were removed from A or added in B. Beside them: device and CPU time per

@@ -78,9 +78,18 @@ def load_trace(path) -> dict:
     return _once(("trace", str(path)), lambda: trace.load(path))
 
 
+def folder_of(record, folder=None) -> Path:
+    """Where a record is read from: `folder` (this set), or, for a record no one-GPU machine takes (two GPUs' worth)
+    that this set lacks, the first set that holds it; its page then names that set's GPU, from the record."""
+    folder = Path(folder or store.CAPTURES)
+    if kind_of(record).take.gpus == 1 or folder.parent != store.SETS or store.summary_path(folder, record).exists():
+        return folder
+    return next((s for s in store.sets() if store.summary_path(s, record).exists()), folder)
+
+
 def forwards(record, folder=None) -> list[trace.Forward]:
     """The profiled forwards (or backwards) of a profiled capture, read off its trace once."""
-    folder = folder or store.CAPTURES
+    folder = folder_of(record, folder)
     stored = _stored(record, folder)
 
     def read():
@@ -127,7 +136,7 @@ def _as_changed(folder, record, view: dict) -> dict:
 def load_summary(record, folder=None) -> dict:
     """A profiled or two-GPU record as the pages read it: what it measured, and every figure derived from its
     trace and samples (the median forward's ops, device and CPU time, op counts, event statistics)."""
-    folder = folder or store.CAPTURES
+    folder = folder_of(record, folder)
     stored = _stored(record, folder)
     derive = {CP: _derive_cp, STAGE: _derive_profiled, BACKWARD: _derive_profiled, OWN: _derive_profiled}.get(kind_of(record))
     if derive is None or "unavailable" in stored:  # a run's or a counters record's file, or a stage that did not run
@@ -349,7 +358,7 @@ def status(record: str, folder=None) -> str | None:
     """None when `record` is usable; otherwise one line saying why not and what to run."""
     kind = kind_of(record)
     try:
-        return kind.status(record, folder or store.CAPTURES)
+        return kind.status(record, folder_of(record, folder))
     except store.CaptureMissing as e:
         return str(e)
     except UNREADABLE as e:
@@ -370,11 +379,12 @@ def problems(folder=None, kinds=KINDS) -> dict[str, str]:
     """Every record the site reads that is missing, stale or unreadable, with why and the fix; and, where the
     usable ones were taken on more than one GPU, those taken on another than most (one GPU per set of
     records). Each file is read once (`reading`)."""
-    folder = folder or store.CAPTURES
+    folder = Path(folder or store.CAPTURES)
     with reading():
         found = {record: why for kind in kinds for record in kind.records() if (why := status(record, folder))}
-        devices = {r: made["device"] for kind in kinds for r in kind.records()
-                   if r not in found and "device" in (made := _json(store.summary_path(folder, r)))}
+        devices = {r: made["device"] for kind in kinds for r in kind.records()  # of this set's records
+                   if r not in found and folder_of(r, folder) == folder
+                   and "device" in (made := _json(store.summary_path(folder, r)))}
     if len(set(devices.values())) > 1:
         (most, n), = Counter(devices.values()).most_common(1)
         for r, device in devices.items():

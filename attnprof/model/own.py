@@ -13,7 +13,7 @@ import ast
 import re
 from pathlib import Path
 
-from . import names
+from . import names, store
 from .procedure import DEFAULT_DTYPE
 from .stages import DEFAULT_SHAPE
 from .snippets import ROOT, code_hash
@@ -83,7 +83,7 @@ def site_records() -> list[str]:
 def recapture_fix(record: str) -> str:
     for path, function in OWN_RECORDS:
         if record == record_name(path, function):
-            return f"run `{command(path, function, out='docs/captures')}` on a CUDA GPU"
+            return f"run `{command(path, function, out=f'docs/captures/{store.GPU}')}` on a CUDA GPU"
     stem, function = record.split("-")[0].split(".", 1)
     return f"run `python -m attnprof capture {stem}.py:{function}` (with the options it was taken with) on a CUDA GPU"
 

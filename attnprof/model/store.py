@@ -1,19 +1,63 @@
 """Records on disk: where they live and how they are read and written (atomically, in pairs).
 
-File I/O only; what a record is called, what keys it and when it is stale is `records.py`.
+Records live in one set per GPU, `docs/captures/<set>/`, named by the GPU table's short name for the GPU that took
+them (h200, h100, a100...). ATTNPROF_GPU picks the set that `check`, `show`, the builds and `serve` read; without
+it, the set of this machine's GPU where nvidia-smi names one, else the published site's, h200. ATTNPROF_CAPTURES
+points them at another folder altogether (tests use it). File I/O only; what a record is called, what keys it and
+when it is stale is `records.py`.
 """
 from __future__ import annotations
 
 import gzip
 import json
 import os
+import re
+import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
+from . import gpus
 from .snippets import ROOT
 
-# ATTNPROF_CAPTURES points the CLI and the site build at another folder (tests use it)
-CAPTURES = Path(os.environ.get("ATTNPROF_CAPTURES", ROOT / "docs" / "captures"))
+SETS = ROOT / "docs" / "captures"
+PUBLISHED = "h200"  # the set the published site is built from
+
+
+def set_name(device: str) -> str:
+    """The set a GPU's records go into: its short name in the GPU table, or, for a GPU the table lacks, its name
+    in lower case, words joined by hyphens ("NVIDIA RTX PRO 6000 Blackwell": rtx-pro-6000-blackwell)."""
+    row = gpus.row(device)
+    return row.short if row else re.sub(r"[^a-z0-9]+", "-", device.lower().removeprefix("nvidia ")).strip("-")
+
+
+def this_gpu() -> str | None:
+    """The name of this machine's first GPU, as nvidia-smi reports it; None without one."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    try:
+        out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True,
+                             timeout=30).stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out[0].strip() if out else None
+
+
+GPU = os.environ.get("ATTNPROF_GPU") or (set_name(name) if (name := this_gpu()) else PUBLISHED)
+CAPTURES = Path(os.environ.get("ATTNPROF_CAPTURES", SETS / GPU))
+
+
+def sets() -> list[Path]:
+    """Every committed set of records, the published one first."""
+    found = sorted((p for p in SETS.iterdir() if p.is_dir()), key=lambda p: (p.name != PUBLISHED, p.name))
+    return found
+
+
+def link(folder) -> str:
+    """Where a set's files lie in the built site: captures/<set>/ (a folder outside the sets: this set's place)."""
+    folder = Path(folder)
+    return f"captures/{folder.name if folder.parent == SETS else GPU}"
 
 
 class CaptureMissing(FileNotFoundError):

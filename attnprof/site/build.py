@@ -88,7 +88,7 @@ class Build:
 
     def trace(self, record: str) -> dict:
         if record not in self._traces:
-            self._traces[record] = self._load(records.load_trace, store.trace_path(self.folder, record))
+            self._traces[record] = self._load(records.load_trace, store.trace_path(records.folder_of(record, self.folder), record))
         return self._traces[record]
 
     def forwards(self, record: str) -> tuple[list[trace.Forward], trace.Forward]:
@@ -102,6 +102,10 @@ class Build:
     def read_forwards(self, record: str) -> list[trace.Forward]:
         self.summary(record)  # usable, or the box that says why not
         return self._load(records.forwards, record, self.folder)
+
+    def link(self, record: str) -> str:
+        """Where a record's files lie in the built site (captures/<set>), the set it is read from."""
+        return store.link(records.folder_of(record, self.folder))
 
     def device_properties(self, record: str) -> dict:
         return self.trace(record)["deviceProperties"][0]

@@ -63,7 +63,7 @@ class Captures(Build):
 
     def add(self, arg: str, captures=None, summary: dict | None = None) -> str:
         """The record named by `arg` (a record, looked for in `captures` (by default attnprof-captures/) and then
-        in docs/captures/, or the path of a capture's .json), checked; returns its name."""
+        in the site's set of records, or the path of a capture's .json), checked; returns its name."""
         record, where = compare.locate(arg, captures)
         if record in self.found and Path(self.found[record]).resolve() != Path(where).resolve():
             raise ValueError(f"two captures are named {record!r}: copy one under another name to compare them")
@@ -115,8 +115,8 @@ def render(build: Captures, text: str) -> str:
             if not path.is_file():  # a notebook's own profile: no committed pair to link
                 continue
             data = base64.b64encode(path.read_bytes()).decode()
-            out = out.replace(f'href="captures/{path.name}"',
-                              f'download="{escape(path.name)}" href="data:{kind};base64,{data}"')
+            out = re.sub(f'href="captures/[^"/]+/{re.escape(path.name)}"',
+                         f'download="{escape(path.name)}" href="data:{kind};base64,{data}"', out)
     out = re.sub(r'<a href="[^":]+\.md(?:#[^"]*)?">(.*?)</a>', r"\1", out)  # the site's chapters are not here
     return re.sub(r":material-[\w-]+: ?", "", out)  # the site's icons
 
@@ -188,7 +188,7 @@ def from_trace(path, shape, dtype_name: str = "bf16", rel_err: float | None = No
 def display(record, against: str | None = None, shape=None, dtype_name: str = "bf16", rel_err: float | None = None,
             captures=None) -> Display:
     """The site's pieces for `record` inline in Jupyter. `record` is a record (looked for in `captures`, by
-    default attnprof-captures/, then in docs/captures/), the path of a capture's .json, or a trace written
+    default attnprof-captures/, then in the site's set of records), the path of a capture's .json, or a trace written
     by profile_forward (then give its `shape`). With `against`, the two op lists and
     trace figures side by side, then the `align` comparison. Where the Markdown stack is missing, it shows
     the one line `report` prints, not a traceback."""

@@ -55,13 +55,14 @@ def diff(build: Build, a, b):
 TRACE_GUIDE = "reading-a-profile.md#the-trace"  # where a trace figure and its controls are explained, once
 
 
-def trace_controls(record: str, label: str) -> str:
+def trace_controls(build: Build, record: str, label: str) -> str:
     """The controls every trace figure carries: Open in Perfetto (docs/javascripts/perfetto.js hands the
     committed trace to ui.perfetto.dev; without JavaScript it is a plain download), the file, its summary."""
-    return (f"[:material-chart-timeline: Open in Perfetto](captures/{record}.trace.json.gz)"
+    at = build.link(record)
+    return (f"[:material-chart-timeline: Open in Perfetto]({at}/{record}.trace.json.gz)"
             f"{{ .md-button .attnprof-perfetto data-title=\"{escape(label)}\" }} "
-            f"[:material-download: {record}.trace.json.gz](captures/{record}.trace.json.gz){{ .md-button }} "
-            f"[summary JSON](captures/{record}.json)")
+            f"[:material-download: {record}.trace.json.gz]({at}/{record}.trace.json.gz){{ .md-button }} "
+            f"[summary JSON]({at}/{record}.json)")
 
 
 def drawn(build: Build, record, explained=None) -> str:
@@ -95,14 +96,14 @@ def trace(build: Build, record, explained=None, caption=None, cpu_depth=None):
     label = f"{plain_title(s)}, one {what}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
     said = "" if caption == "folded" else f"*{drawn(build, record, explained)}*\n\n"
     depth = plots.CPU_DEPTH if cpu_depth is None else int(cpu_depth)
-    return f"{plots.timeline(s, build.forwards(record)[1], cpu_depth=depth)}\n\n{said}" + trace_controls(record, label)
+    return f"{plots.timeline(s, build.forwards(record)[1], cpu_depth=depth)}\n\n{said}" + trace_controls(build, record, label)
 
 
 @piece("download", captures=1)
 def download(build: Build, record):
     """A capture's trace controls on their own (every trace figure already carries them)."""
     s = build.summary(record)
-    return trace_controls(record, f"{plain_title(s)}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}")
+    return trace_controls(build, record, f"{plain_title(s)}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}")
 
 
 def gemm_us(s: dict) -> float:

@@ -144,8 +144,9 @@ def key_averages_backward(build: Build, record):
 
 @piece("download", captures=1, inline=True, kind="backward")
 def download_backward(build: Build, record):
-    return (f"[:material-download: {record}.trace.json.gz](captures/{record}.trace.json.gz) · "
-            f"[summary JSON](captures/{record}.json)")
+    at = build.link(record)
+    return (f"[:material-download: {record}.trace.json.gz]({at}/{record}.trace.json.gz) · "
+            f"[summary JSON]({at}/{record}.json)")
 
 
 # ---- two GPUs ------------------------------------------------------------------------------------
@@ -268,4 +269,4 @@ def trace_cp(build: Build, record):
     return (f"{plots.ranks_timeline(s, build.trace(record))}\n\n"
             f"*One forward on each rank, lined up on the trace's clock: per rank, its compute kernels and its NCCL "
             f"kernels. Hover a bar for its name and duration. The file holds every rank (Perfetto shows them as "
-            f"processes *rank 0* and *rank 1*).*\n\n" + trace_controls(record, label))
+            f"processes *rank 0* and *rank 1*).*\n\n" + trace_controls(build, record, label))
