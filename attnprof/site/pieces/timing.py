@@ -45,8 +45,8 @@ def timed_range(build: Build, stage, shape, field="enqueue_us") -> decide.Range:
     """A row's samples (the CPU enqueue per call, unless `field` says otherwise; `device_us` and `cpu_us` are its
     profiled part's) across the run's repeats (or p10–p90 of its one process), in the row's regime."""
     found = [timing.find(rep["rows"], stage, shape) for rep in build.repeats("timing")]
-    kept = [f for f in found if "error" not in f and (f.get(field) or f.get(aa.PROFILED, {}).get(field))]
-    return aa.ranges("run-timing", kept, (field,) if field in kept[0] else (aa.PROFILED, field))
+    at = (aa.PROFILED, field) if field in (found[0].get(aa.PROFILED) or {}) else (field,)
+    return aa.ranges("run-timing", [f for f in found if "error" not in f and at in aa.fields(f)], at)
 
 
 def clock_of(build: Build, shape) -> str:
