@@ -82,8 +82,8 @@ def _signed(x: float) -> str:
 
 def _rounds_note(results: list[dict]) -> str:
     """How the stages of a shape were measured together, where the run kept its rounds (measure/bench.py
-    interleaved): in rounds, a round at a throttled clock dropped for all (counted over every process); and the
-    SM clock over the rounds kept."""
+    interleaved): in rounds, the clock read around each, a round at a throttled clock dropped for all (counted over
+    every process); and the SM clock over the rounds kept."""
     measured = [r for result in results for r in result["rows"] if "rounds" in r]
     if not measured:
         return ""
@@ -92,8 +92,8 @@ def _rounds_note(results: list[dict]) -> str:
     sm = [x for r in measured for x in (r["clocks"]["sm_mhz_min"], r["clocks"]["sm_mhz_max"]) if x is not None]
     clock = f"; the SM clock over the rounds kept: {mhz(sm)}" if sm else ""
     return (f"The stages of each shape were measured together, each once a round in a shuffled order. A round "
-            f"whose SM clock was below {100 * THROTTLE:.0f} % of the GPU's maximum was dropped for all "
-            f"({dropped} dropped{clock}). ")
+            f"whose SM clock, read before and after it, fell below {100 * THROTTLE:.0f} % of the GPU's maximum was "
+            f"dropped for all ({dropped} dropped{clock}). ")
 
 
 def _method_note(build: Build) -> str:
