@@ -275,3 +275,5 @@ def test_not_told_apart_says_the_margin_it_held_the_two_to():
     assert within(dev([100, 101, 102]), dev([101, 102, 103])) == within(dev([100, 101, 102]), dev([104, 105, 106])) == (
         f"their medians within ±{round(100 * decide.margins_of(decide.DEVICE).apart)} % of each other, or their "
         f"ranges overlapping (device time's margin between separate processes)")
+    one = lambda xs: decide.of([xs], decide.ONE_CALL)  # a margin of 100 % or more is a factor
+    assert f"medians within {1 + decide.margins_of(decide.ONE_CALL).apart:.1f}× of each other" in within(one([1]), one([2]))

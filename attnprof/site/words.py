@@ -61,8 +61,9 @@ def within(a: decide.Range, b: decide.Range) -> str:
     """What "not told apart" means for a and b, as a clause to follow it: the rule's condition with the margin it
     held them to, the same words however the records fall (their method's margin: for paths timed in turns, some
     process within it or the processes on both sides; between separate processes, medians within it or ranges
-    that overlap)."""
-    m = f"±{100 * decide.margin(a, b):.0f} %"
+    that overlap). A margin of 100 % or more reads as a factor: "within 2.2×", not "within ±124 %"."""
+    m = decide.margin(a, b)
+    m = f"±{100 * m:.0f} %" if m < 1 else f"{1 + m:.1f}×"
     what = f"{a.method}'s margin" if a.method else "the margin"
     if decide.paired(a, b):
         return (f"within {m} of each other in some process, or ahead in some and behind in others ({what} for "
