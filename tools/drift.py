@@ -19,7 +19,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import statistics
 import subprocess
 import sys
 from collections import defaultdict
@@ -27,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from attnprof.analysis import aa, decide, timing  # noqa: E402
+from attnprof.analysis import aa, decide  # noqa: E402
 
 RUN = "docs/captures/run-timing.json"
 
