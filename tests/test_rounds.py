@@ -1,5 +1,6 @@
 """bench.interleaved: the arms a page compares, measured in rounds, each arm once per round in an order
-shuffled from a recorded seed, a round at a throttled clock dropped for every arm (fake arms, a fake clock)."""
+shuffled from a recorded seed, the clock read before and after each round, a round at a throttled clock dropped
+for every arm, never all of them (fake arms, a fake clock)."""
 import random
 
 import pytest
@@ -30,7 +31,7 @@ def rounds_of(order, names):
 def test_every_arm_is_measured_once_in_every_round():
     names = ["a", "b", "c", "d"]
     arms, order = recording(names)
-    out = bench.interleaved(arms, 6, seed=3, reader=fake_clock([1980] * 6), warm=False)
+    out = bench.interleaved(arms, 6, seed=3, reader=fake_clock([1980] * 12), warm=False)
     assert all(sorted(r) == names for r in rounds_of(order, names)) and len(order) == 24
     for n in names:
         assert len(out[n]["x_us"]) == out[n]["rounds"] == 6 and out[n]["throttled"] == 0 and out[n]["seed"] == 3
@@ -60,25 +61,43 @@ def test_a_fresh_seed_is_recorded_when_none_is_given():
     assert isinstance(out["a"]["seed"], int) and again == order
 
 
-def test_a_round_at_a_low_clock_is_dropped_for_every_arm_and_counted():
+def test_a_round_at_a_low_clock_before_or_after_it_is_dropped_for_every_arm_and_counted(monkeypatch):
+    """NVBench's practice: the clock read around every round; a round with a reading below 75 % of the maximum is
+    dropped and counted, and the next waits THROTTLE_RECOVERY_S for the clock to recover; each kept round's lower
+    reading stands beside its samples."""
+    slept = []
+    monkeypatch.setattr(bench.time, "sleep", slept.append)
     names = ["a", "b", "c"]
     arms, order = recording(names)
-    mhz = [1980, 1400, 1970, 1000, 1485]  # 1400 and 1000 are below 75 % of 1980 (1485); 1485 is not
+    # (before, after) each round: 1400 before round 1 and 1000 after round 3 are below 75 % of 1980 (1485); 1485 is not
+    mhz = [1980, 1980, 1400, 1980, 1970, 1975, 1980, 1000, 1485, 1490]
     out = bench.interleaved(arms, 5, seed=1, reader=fake_clock(mhz), warm=False)
-    assert len(order) == 15  # every round measured every arm
+    assert len(order) == 15 and slept == [bench.THROTTLE_RECOVERY_S] * 2  # every round measured every arm
     kept = [i for i, r in enumerate(rounds_of(order, names)) if i not in (1, 3)]
     for n in names:
         assert out[n]["rounds"] == 3 and out[n]["throttled"] == 2 and len(out[n]["x_us"]) == 3
         # the samples kept are those of rounds 0, 2 and 4 (each sample is its place in the order)
         assert out[n]["x_us"] == [float(1 + 3 * i + rounds_of(order, names)[i].index(n)) for i in kept]
-        assert out[n]["clocks"] == {"sm_mhz_min": 1485, "sm_mhz_median": 1970, "sm_mhz_max": 1980, "sm_mhz_limit": 1980,
-                                    "temperature_c_max": 40, "power_w_max": 300.0, "throttle_reasons": 4}
+        assert out[n]["clocks"] == {"sm_mhz_min": 1485, "sm_mhz_median": 1972.5, "sm_mhz_max": 1980,
+                                    "sm_mhz_limit": 1980, "temperature_c_max": 40, "power_w_max": 300.0,
+                                    "throttle_reasons": 4, "sm_mhz_each": [1980, 1970, 1485]}
 
 
-def test_no_round_kept_is_an_error_for_every_arm_and_a_failing_arm_for_itself():
+def test_a_run_never_fails_for_its_clock_and_a_ceiling_keeps_every_round(monkeypatch):
+    """Where every round ran below the threshold, none is dropped: the samples stand, at the clock `clocks` gives.
+    A rate at the clock the GPU holds (drop=False, the ceilings) keeps every round, with no pause. An arm that
+    fails is an error for itself alone."""
+    slept = []
+    monkeypatch.setattr(bench.time, "sleep", slept.append)
     arms, _ = recording(["a", "b"])
-    out = bench.interleaved(arms, 2, seed=1, reader=fake_clock([300, 300]), warm=False)
-    assert all("below 75 %" in out[n]["error"] and out[n]["throttled"] == 2 for n in "ab")
+    out = bench.interleaved(arms, 2, seed=1, reader=fake_clock([300, 310, 320, 330]), warm=False)
+    for n in "ab":
+        assert out[n]["rounds"] == 2 and out[n]["throttled"] == 0 and len(out[n]["x_us"]) == 2
+        assert out[n]["clocks"]["sm_mhz_each"] == [300, 320] and out[n]["clocks"]["sm_mhz_max"] == 330
+    arms, _ = recording(["a", "b"])
+    capped = bench.interleaved(arms, 2, seed=1, reader=fake_clock([1980, 1400, 1450, 1460]), warm=False, drop=False)
+    assert capped["a"]["rounds"] == 2 and capped["a"]["throttled"] == 0 and capped["a"]["clocks"]["sm_mhz_each"] == [1400, 1450]
+    assert len(slept) == 2  # the two dropped-at-a-low-clock rounds of the first run only
 
     def oom():
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1 GiB")
@@ -86,6 +105,7 @@ def test_no_round_kept_is_an_error_for_every_arm_and_a_failing_arm_for_itself():
     out = bench.interleaved({**arms, "c": oom}, 3, seed=2, reader=lambda: None)
     assert out["c"] == {"error": "OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB"}
     assert out["a"]["rounds"] == 3 and len(out["a"]["x_us"]) == 3 and len(order) == 2 + 6  # a warm round, then 3
+    assert "sm_mhz_each" not in out["a"]["clocks"]  # NVML could not say
 
 
 def test_without_nvml_the_clock_is_none_and_settle_takes_one_step():

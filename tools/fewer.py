@@ -9,7 +9,7 @@ run's repeats are set to N (names.RUN_CODE) and the copies' records are stamped 
 setting gives, so that they are read as taken so (a what-if in a temporary folder: no number is touched,
 nothing is written to docs/captures). It prints the conclusions whose words (numbers masked) differ from
 those the commit's full records give, the conclusions that move across the commits, and the A/A rates
-Methods counts (at least decide.AA_AT_LEAST must come out not told apart).
+Methods counts (at least aa.AT_LEAST must come out not told apart).
 """
 from __future__ import annotations
 

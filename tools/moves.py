@@ -116,9 +116,10 @@ def build(tree: Path, found: dict[str, str], gpu: str = "h200") -> str:
 
 
 def last_regenerations(gpu: str, n: int = 3) -> list[str]:
-    """The last `n` commits that changed set `gpu`'s timing run (the published set's, before the sets, too)."""
-    paths = [f"docs/captures/{gpu}/run-timing.json"] + (["docs/captures/run-timing.json"] if gpu == "h200" else [])
-    return git("log", f"-{n}", "--format=%h", "--", *paths).decode().split()[::-1]
+    """The last `n` regenerations of set `gpu`, oldest first: each the newest commit of the timing run it took (one
+    that only moved or rewrote the record is not another)."""
+    from tools import drift
+    return [c for c, _ in drift.committed(f"docs/captures/{gpu}/run-timing.json")][:n][::-1]
 
 
 def main(args: list[str]) -> int:

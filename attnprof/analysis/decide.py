@@ -6,21 +6,24 @@ kept; measured in one process only, the median and p10–p90 of that process's s
 
 Two quantities of one run, measured in the same processes (interleaved, so a host's or a GPU's drift falls
 on both), are compared process by process: they are told apart when, in every process, one is beyond the
-other by its method's paired margin, on the same side. Two quantities that were not measured together
-(two captures, two runs) are told apart only when their ranges do not overlap and their medians differ by
-the method's margin between processes besides, which is far wider for what the host's CPU sets. Otherwise
-a page says "not told apart" and gives both ranges, words that hold whichever way a regeneration falls.
-A value set against a threshold is "near" it when its range reaches within the threshold's band, and is
-never flipped across it by a few tenths of a point.
+other by its method's paired margin, on the same side. Where the run took its samples in rounds, each
+process's ratio is the median of its rounds' own ratios, the two samples of a round set against each other.
+Two quantities that were not measured together (two captures, two runs) are told apart only when their
+ranges do not overlap and their medians differ by the method's margin between processes besides, which is
+far wider for what the host's CPU sets. Otherwise a page says "not told apart" (within ±margin) and gives
+both ranges, words that hold whichever way a regeneration falls. A value set against a threshold is "near"
+it when its range reaches within the threshold's band, and is never flipped across it by a few tenths of a
+point.
 """
 from __future__ import annotations
 
 import math
 import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
+from ..model.names import RUN_CODE
 from .stats import quantile
 
 MARGIN = 0.03  # beyond non-overlapping ranges, medians 3 % apart: a host or a day can move a time this much
@@ -29,25 +32,50 @@ REPEATS, SAMPLES = "repeats", "samples"  # a Range's basis
 # How a time was had: each method has margins of its own (MARGINS), since each moves by its own amount
 DEVICE, ONE_CALL, BACK_TO_BACK, ENQUEUE, GRAPH, CPU, WALL = (
     "device time", "one call", "back to back", "CPU enqueue", "graph replay", "CPU time", "host wall time")
+# The methods a run measured in rounds (measure/bench.py interleaved) takes a round at a time; the profiler's
+# (device time, CPU time) profile each path once, after its rounds
+IN_ROUNDS = (ONE_CALL, WALL, BACK_TO_BACK, ENQUEUE, GRAPH)
+# The regime a time was had in (analysis/timing.regime): launch-bound where, in some process, the CPU took as long
+# to enqueue a call as the GPU took to run it, or longer; GPU-bound where the GPU took longer in every process.
+# The host sets the pace of the first and the GPU that of the second, and a method moves by its own amount in each.
+LAUNCH_BOUND, GPU_BOUND = "launch-bound", "GPU-bound"
 
 
 @dataclass(frozen=True)
 class Margin:
-    paired: float  # two paths measured in the same processes: how far their ratio moved between regenerations
-    apart: float  # two figures from different processes: how far one path's median moved between processes
+    paired: float  # two paths timed in turns in the same processes: how far apart two identical paths landed
+    apart: float  # two figures from different processes: how far one path's median moved between two processes
 
 
-# Each method's margins, rounded up from `python tools/drift.py`. Paired: the 95th percentile of how far the
-# ratio of two stages moved between two regenerations of the timing run measured in rounds (the eight since
-# commit 2457a35, on H200s, every two of them), its stages interleaved in each of three processes. Apart: the
-# largest move of one stage's median between two processes of one regeneration, over all eighteen
-# regenerations since 77aed0f (a 95th percentile would decide on noise in one A/A comparison in twenty, by
-# construction). On the GPU's clock (device time, graph replay) a time moves by a few percent; what the
-# host's CPU sets (one call, CPU enqueue, CPU time) moves far more, most of all between processes, which is
-# why those comparisons are made in pairs, within each process.
-MARGINS = {DEVICE: Margin(0.03, 0.11), GRAPH: Margin(0.02, 0.10), BACK_TO_BACK: Margin(0.03, 1.03),
-           ONE_CALL: Margin(0.10, 1.23), WALL: Margin(0.10, 1.22), ENQUEUE: Margin(0.17, 1.17),
-           CPU: Margin(0.39, 2.21)}
+# Each method's margins in each regime, as `python tools/drift.py` computes them from the regenerations of the
+# timing run measured in rounds, all but the one its record holds (a margin never judges the records it was
+# measured on; tests/test_decide.py holds these equal to drift.py's). Paired: the largest ratio, in one process,
+# between auto-dispatch and cuDNN, whose kernel auto runs (analysis/aa.py IDENTICAL), round by round where the
+# method is timed in rounds. Apart: the largest move of one path's median between two processes of one
+# regeneration. On the GPU's clock (device time, graph replay) a time moves by a few percent; what the host's CPU
+# sets (one call, CPU enqueue, CPU time) moves far more, most of all between processes, which is why those
+# comparisons are made in pairs, within each process.
+MARGINS = {ENQUEUE: {LAUNCH_BOUND: Margin(0.04, 1.08), GPU_BOUND: Margin(0.06, 0.93)},
+           CPU: {LAUNCH_BOUND: Margin(1.22, 1.53), GPU_BOUND: Margin(1.88, 2.21)},
+           BACK_TO_BACK: {LAUNCH_BOUND: Margin(0.04, 1.03), GPU_BOUND: Margin(0.02, 0.06)},
+           DEVICE: {LAUNCH_BOUND: Margin(0.02, 0.04), GPU_BOUND: Margin(0.02, 0.11)},
+           GRAPH: {LAUNCH_BOUND: Margin(0.04, 0.10), GPU_BOUND: Margin(0.02, 0.04)},
+           WALL: {LAUNCH_BOUND: Margin(0.04, 1.22), GPU_BOUND: Margin(0.04, 0.26)},
+           ONE_CALL: {LAUNCH_BOUND: Margin(0.08, 1.24), GPU_BOUND: Margin(0.04, 0.31)}}
+
+
+def margins_of(method: str, regime: str | None = None) -> Margin:
+    """A method's margins in a regime; where the regime is not known, the wider of its regimes' margins."""
+    by = MARGINS[method]
+    if regime in by:
+        return by[regime]
+    return Margin(max(m.paired for m in by.values()), max(m.apart for m in by.values()))
+
+
+def in_rounds(run: str | None) -> bool:
+    """Whether a run measures its paths in rounds (measure/bench.py interleaved): those that read the clock a round."""
+    found = RUN_CODE.get((run or "").removeprefix("run-"))
+    return bool(found) and found.rounds
 
 
 @dataclass(frozen=True)
@@ -60,6 +88,9 @@ class Range:
     method: str | None = None  # DEVICE, ONE_CALL, ...: which margins apply
     per: tuple[float, ...] = ()  # each process's median, in its run's process order (REPEATS only)
     run: str | None = None  # the run whose processes measured it: two ranges of one run are compared in pairs
+    regime: str | None = None  # LAUNCH_BOUND or GPU_BOUND, where known: which of its method's margins apply
+    rounds: tuple[tuple[float, ...], ...] = field(default=(), repr=False)  # each process's samples as its rounds
+    #                                                                          took them (a run in rounds)
 
     def text(self, fmt: Callable[[float], str]) -> str:
         """'12.3 µs [11.9–12.8 µs]': the median, then the range in brackets (a sentence often holds it in
@@ -83,7 +114,8 @@ class Range:
         """The same range through a monotonic function (a time to a rate flips lo and hi)."""
         a, b = f(self.lo), f(self.hi)
         return Range(f(self.median), min(a, b), max(a, b), self.n, self.basis, self.method,
-                     tuple(f(x) for x in self.per), self.run)
+                     tuple(f(x) for x in self.per), self.run, self.regime,
+                     tuple(tuple(f(x) for x in r) for r in self.rounds))
 
 
 def how(processes: int) -> str:
@@ -109,21 +141,24 @@ def of_repeats(values) -> Range:
     return Range(statistics.median(xs), min(xs), max(xs), len(xs), REPEATS)
 
 
-def of(repeats: list, method: str | None = None, run: str | None = None) -> Range:
+def of(repeats: list, method: str | None = None, run: str | None = None, regime: str | None = None) -> Range:
     """The range a comparison uses, from the samples of each repeat: where there are two or more repeats,
     the median of all their samples (the median a table over the pooled repeats shows) and the span of
     the repeats' own medians, each repeat's median kept (`per`) so that two ranges of one `run` are
-    compared process by process; else the median and p10–p90 of the one repeat's samples. `method`
-    says how the samples were had (DEVICE, ONE_CALL, ...)."""
+    compared process by process, and each repeat's samples too where that run took them in rounds; else the
+    median and p10–p90 of the one repeat's samples. `method` says how the samples were had (DEVICE, ONE_CALL,
+    ...), `regime` in which regime (LAUNCH_BOUND, GPU_BOUND), where known."""
     repeats = [list(r) for r in repeats if r]
     if len(repeats) >= 2:
         per = tuple(statistics.median(r) for r in repeats)
         spread = of_repeats(per)
+        rounds = (tuple(tuple(float(x) for x in r) for r in repeats) if method in IN_ROUNDS and in_rounds(run)
+                  else ())
         return Range(statistics.median([x for r in repeats for x in r]), spread.lo, spread.hi, spread.n, REPEATS,
-                     method, per, run)
+                     method, per, run, regime, rounds)
     if repeats:
         one = of_samples(repeats[0])
-        return Range(one.median, one.lo, one.hi, one.n, SAMPLES, method)
+        return Range(one.median, one.lo, one.hi, one.n, SAMPLES, method, regime=regime)
     raise ValueError("no repeats with samples to make a range of")
 
 
@@ -133,26 +168,34 @@ def paired(a: Range, b: Range) -> bool:
 
 
 def margin(a: Range, b: Range) -> float:
-    """The margin that decides a against b: the paired one of their methods, or the one between processes;
-    MARGIN where neither says how it was had."""
-    kinds = [MARGINS[m] for m in (a.method, b.method) if m in MARGINS]
+    """The margin that decides a against b: the paired one of their methods in their regimes, or the one
+    between processes; MARGIN where neither says how it was had."""
+    kinds = [margins_of(r.method, r.regime) for r in (a, b) if r.method in MARGINS]
     if not kinds:
         return MARGIN
     return max(k.paired if paired(a, b) else k.apart for k in kinds)
+
+
+def steps(a: Range, b: Range) -> list[float]:
+    """Each process's own step from b to a, for two ranges of one run: the log of their ratio, the median of its
+    rounds' own where both kept a sample a round alike (the two samples of a round were taken moments apart);
+    for values of either sign (differences), their difference as a share of the larger."""
+    if a.rounds and b.rounds and all(len(x) == len(y) for x, y in zip(a.rounds, b.rounds)):
+        return [statistics.median(math.log(x / y) for x, y in zip(xs, ys)) for xs, ys in zip(a.rounds, b.rounds)]
+    if min(a.per + b.per) > 0:
+        return [math.log(x / y) for x, y in zip(a.per, b.per)]
+    return [(x - y) / max(abs(x), abs(y)) if x != y else 0.0 for x, y in zip(a.per, b.per)]
 
 
 def order(a: Range, b: Range, margin_: float | None = None) -> int:
     """-1 when a is decidedly below b, 1 when decidedly above, 0 when they are not told apart (the rule in
     this module's docstring); `margin_` overrides the methods' margin."""
     m = margin(a, b) if margin_ is None else margin_
-    if paired(a, b):  # each process's own pair: its log-ratio, or for values of either sign (differences)
-        # its difference as a share of the larger
-        steps = ([math.log(x / y) for x, y in zip(a.per, b.per)] if min(a.per + b.per) > 0 else
-                 [(x - y) / max(abs(x), abs(y)) if x != y else 0.0 for x, y in zip(a.per, b.per)])
-        bar = math.log1p(m) if min(a.per + b.per) > 0 else m
-        if all(x < -bar for x in steps):
+    if paired(a, b):
+        each, bar = steps(a, b), math.log1p(m) if min(a.per + b.per) > 0 else m
+        if all(x < -bar for x in each):
             return -1
-        if all(x > bar for x in steps):
+        if all(x > bar for x in each):
             return 1
         return 0
     if (abs(math.log(a.median / b.median)) < math.log1p(m) if min(a.median, b.median) > 0
@@ -202,48 +245,13 @@ def against(value: Range | float, threshold: float, band: float) -> str:
     return "near"
 
 
-# ---- the rule's false-decision rate, measured on real records (A/A) ---------------------------------
-
 # The raw sample fields of the records, by the method that had them (model/procedure.RAW_SAMPLES lists them)
 METHOD_OF = {"one_call_us": ONE_CALL, "event_times_us": ONE_CALL, "times_us": ONE_CALL, "one_call_wall_us": WALL,
              "back_to_back_us": BACK_TO_BACK, "back_to_back_us_each": BACK_TO_BACK, "enqueue_us": ENQUEUE,
              "enqueue_late_us": ENQUEUE, "graph_us": GRAPH, "device_us": DEVICE, "forward_device_us_each": DEVICE,
-             "cpu_us": CPU, "cpu_forward_us_each": CPU}
-AA_AT_LEAST = 0.95  # an A/A comparison must come out "not told apart" this often, or the rule decides on noise
-AA_MIN_SAMPLES = 6  # a sample list split in two needs at least this many
+             "backward_device_us_each": DEVICE, "cpu_us": CPU, "cpu_forward_us_each": CPU}
 
 
-def _sample_lists(result, path=()):
-    """(path, samples) of every timed sample list in one process's result, the field naming its method."""
-    if isinstance(result, dict):
-        for k, v in result.items():
-            yield from _sample_lists(v, path + (k,))
-    elif isinstance(result, list):
-        if path and path[-1] in METHOD_OF and len(result) >= AA_MIN_SAMPLES and all(
-                isinstance(x, (int, float)) and x > 0 for x in result):
-            yield path, result
-        elif not (path and path[-1] in METHOD_OF):
-            for i, v in enumerate(result):
-                yield from _sample_lists(v, path + (i,))
-
-
-def aa(run: str, processes: list) -> tuple[list[int], list[int]]:
-    """The rule applied where nothing differs, on one run's processes (each a result holding samples):
-    paired, each process's samples of one measurement split in two interleaved halves (even and odd calls)
-    and the halves compared process by process; apart, one measurement in one process against the same in
-    another, each by its own samples. Returns each comparison's order, paired and apart: 0 is right."""
-    lists = [dict(_sample_lists(p)) for p in processes]
-    common = [path for path in lists[0] if all(path in other for other in lists[1:])] if lists else []
-    paired_orders, apart_orders = [], []
-    for path in common:
-        method, each = METHOD_OF[path[-1]], [other[path] for other in lists]
-        if len(each) >= 2:
-            halves = [of([xs[0::2] for xs in each], method, run), of([xs[1::2] for xs in each], method, run)]
-            paired_orders.append(order(*halves))
-        for i in range(len(each)):
-            for j in range(i + 1, len(each)):
-                apart_orders.append(order(samples(each[i], method), samples(each[j], method)))
-    return paired_orders, apart_orders
 # ---- ranges made from ranges, and the thresholds the claims hold values to --------------------------
 # (attnprof/site/claims: each claim compares through these, so a threshold is named once, with its why)
 
@@ -273,13 +281,14 @@ def difference(a: Range, b: Range) -> Range:
     """a − b: the difference of the medians, as a reader subtracts the two a table shows. Two ranges of one
     run's processes give each process's own difference (`per`), their span its range, reaching to the
     difference of the pooled medians where that falls outside (a median is never shown outside its
-    brackets); otherwise the widest the difference can be, from the ends of the two ranges. The method is
-    theirs where they share one."""
+    brackets); otherwise the widest the difference can be, from the ends of the two ranges. The method and
+    the regime are theirs where they share them."""
     method = a.method if a.method == b.method else None
+    regime = a.regime if a.regime == b.regime else None
     if paired(a, b):
         per, d = tuple(x - y for x, y in zip(a.per, b.per)), a.median - b.median
-        return Range(d, min(*per, d), max(*per, d), len(per), REPEATS, method, per, a.run)
-    return Range(a.median - b.median, a.lo - b.hi, a.hi - b.lo, min(a.n, b.n), a.basis, method)
+        return Range(d, min(*per, d), max(*per, d), len(per), REPEATS, method, per, a.run, regime)
+    return Range(a.median - b.median, a.lo - b.hi, a.hi - b.lo, min(a.n, b.n), a.basis, method, regime=regime)
 
 
 # Thresholds a claim holds a value to (attnprof/site/claims), each through `against`. A value recorded without a

@@ -14,7 +14,7 @@ import time
 import torch
 
 from . import clock
-from ..model.procedure import THROTTLE  # NVBench's default throttle threshold, 75 %
+from ..model.procedure import THROTTLE, THROTTLE_RECOVERY_S  # NVBench's default threshold (75 %) and pause
 from ..text import first_line
 
 
@@ -101,18 +101,20 @@ NO_CLOCKS = {"sm_mhz_min": None, "sm_mhz_median": None, "sm_mhz_max": None, "sm_
              "temperature_c_max": None, "power_w_max": None, "throttle_reasons": None}
 
 
-def clocks(states: list) -> dict:
+def clocks(states: list, rounds: list | None = None) -> dict:
     """The GPU's state over the rounds kept (clock.read's readings): SM clock min, median and max (MHz), the
     GPU's maximum SM clock, the highest temperature (°C) and power (W), and the throttle reasons OR'd
-    (NVML's bits); None where NVML could not say."""
+    (NVML's bits); None where NVML could not say. With `rounds` (each kept round's readings before and after
+    it), each round's lower SM clock besides, in the order of its samples (`sm_mhz_each`), where NVML gave all."""
     def seen(key):
         return [s[key] for s in states if s and s.get(key) is not None]
     sm, reasons = seen("sm_mhz"), seen("throttle_reasons")
     top = lambda key: max(seen(key), default=None)
+    each = [min((s or {}).get("sm_mhz") or 0 for s in pair) for pair in rounds or []]
     return {**NO_CLOCKS, **({"sm_mhz_min": min(sm), "sm_mhz_median": statistics.median(sm), "sm_mhz_max": max(sm)}
                            if sm else {}),
             "sm_mhz_limit": top("max_sm_mhz"), "temperature_c_max": top("temperature_c"), "power_w_max": top("power_w"),
-            "throttle_reasons": _or(reasons) if reasons else None}
+            "throttle_reasons": _or(reasons) if reasons else None, **({"sm_mhz_each": each} if each and all(each) else {})}
 
 
 def _or(bits):
@@ -128,23 +130,27 @@ def throttled(state) -> bool:
     return bool(sm is not None and top and sm < THROTTLE * top)
 
 
-def interleaved(arms: dict, rounds: int, seed: int | None = None, reader=None, warm: bool = True) -> dict:
+def interleaved(arms: dict, rounds: int, seed: int | None = None, reader=None, warm: bool = True,
+                drop: bool = True) -> dict:
     """Several prepared arms measured in `rounds` rounds, each arm once per round, in an order shuffled anew
     each round (random.Random(seed); a fresh seed, recorded, when none is given), so that drift of the host or
     the GPU falls on every arm alike. `arms` maps a name to a zero-argument function that measures that arm
-    once and returns {field: samples (a list) or one sample}. Each round first reads the GPU's state
-    (`reader`, clock.read by default); a round whose SM clock is below THROTTLE of the maximum is dropped for
-    every arm and counted. With `warm`, one round before them all is measured and dropped, so that the first
-    kept round's reading follows work, not the idle of preparation.
+    once and returns {field: samples (a list) or one sample}. The GPU's state is read before and after each
+    round (`reader`, clock.read by default): a clock beside every sample. With `drop` (where rounds are
+    compared), a round with a reading whose SM clock is below THROTTLE of the maximum is dropped for every arm
+    and counted, and the next round waits THROTTLE_RECOVERY_S first, as NVBench does; where every round fell
+    below it, none is dropped, for a run never fails for its clock (`clocks` gives the clock it ran at).
+    Without `drop` (a rate at the clock the GPU holds under its power cap: the ceilings), every round is kept.
+    With `warm`, one round before them all is measured and dropped, so that the first kept round follows
+    work, not the idle of preparation.
 
     Returns {name: {field: kept samples, ..., "rounds": kept, "throttled": dropped, "clocks": clocks(kept
-    readings), "seed": seed}}; an arm that raises RuntimeError (out of memory included) is {"error": why}
-    from then on, and every arm is where no round was kept."""
+    rounds' readings), "seed": seed}}; an arm that raises RuntimeError (out of memory included) is {"error": why}
+    from then on."""
     reader = reader or clock.read
     seed = random.SystemRandom().randrange(2**32) if seed is None else seed
     rng, live, failed = random.Random(seed), dict(arms), {}
-    kept = {name: {} for name in arms}
-    states, dropped = [], 0
+    taken = []  # each round's readings before and after it, its samples by arm, and whether its clock ran low
 
     def once(name):
         try:
@@ -159,22 +165,25 @@ def interleaved(arms: dict, rounds: int, seed: int | None = None, reader=None, w
         for name in list(live):
             once(name)
     for _ in range(rounds):
-        state = reader()
+        before = reader()
         order = list(arms)
         rng.shuffle(order)  # every arm's name, failed or not: the order of a round follows from the seed alone
         got = {name: out for name in order if name in live and (out := once(name)) is not None}
-        if throttled(state):
-            dropped += 1
-            continue
-        states.append(state)
+        after = reader()
+        low = drop and (throttled(before) or throttled(after))
+        taken.append(((before, after), got, low))
+        if low:
+            time.sleep(THROTTLE_RECOVERY_S)
+    kept = [t for t in taken if not t[2] or all(low for *_, low in taken)]
+    samples = {name: {} for name in arms}
+    for _, got, _ in kept:
         for name, out in got.items():
-            for field, samples in out.items():
-                kept[name].setdefault(field, []).extend(samples if isinstance(samples, list) else [samples])
-    summary = {"rounds": len(states), "throttled": dropped, "clocks": clocks(states), "seed": seed}
-    if not states:
-        why = f"every one of its {rounds} rounds ran below {100 * THROTTLE:.0f} % of the GPU's maximum SM clock"
-        return {name: {"error": failed.get(name, why), "throttled": dropped} for name in arms}
-    return {name: {"error": failed[name]} if name in failed else {**kept[name], **summary} for name in arms}
+            for field, xs in out.items():
+                samples[name].setdefault(field, []).extend(xs if isinstance(xs, list) else [xs])
+    readings = [pair for pair, *_ in kept]
+    summary = {"rounds": len(kept), "throttled": rounds - len(kept), "seed": seed,
+               "clocks": clocks([s for pair in readings for s in pair], readings)}
+    return {name: {"error": failed[name]} if name in failed else {**samples[name], **summary} for name in arms}
 
 
 def settle(run, reader=None, max_s: float = 3.0, step_s: float = 0.1) -> dict:

@@ -56,11 +56,12 @@ def _each(run, calls: int, tf32: bool | None = None):
 
 
 def _rates(warm, arms: dict, rounds: int, seed) -> dict:
-    """The rates' samples at a settled clock: `warm` (a matmul) run until the SM clock stops falling
-    (bench.settle, at most 3 s), then `arms` interleaved (bench.interleaved); `<arm>_us_each` for each, the
-    rounds kept and dropped, the SM clock over them (clocks), the seed and the settling."""
+    """The rates' samples at the clock the GPU holds under its power cap: `warm` (a matmul) run until the SM clock
+    stops falling (bench.settle, at most 3 s), then `arms` interleaved (bench.interleaved), every round kept
+    however low its clock (a ceiling is the rate the GPU sustains, the clock it held its caption); `<arm>_us_each`
+    for each, the rounds, the SM clock over them (clocks), the seed and the settling."""
     settled = bench.settle(warm)
-    measured = bench.interleaved(arms, rounds, seed=seed, warm=False)
+    measured = bench.interleaved(arms, rounds, seed=seed, warm=False, drop=False)
     failed = next((m["error"] for m in measured.values() if "error" in m), None)
     if failed:
         raise RuntimeError(failed)
@@ -70,8 +71,8 @@ def _rates(warm, arms: dict, rounds: int, seed) -> dict:
 
 
 def ceilings(device="cuda", rounds=CEILING_ROUNDS, seed=None) -> dict:
-    """bf16 matmul TFLOP/s on random 8192³ operands and device copy bandwidth (read + write) of 2 GiB, at a
-    settled clock (the SM clock they ran at kept beside them: `clocks`)."""
+    """bf16 matmul TFLOP/s on random 8192³ operands and device copy bandwidth (read + write) of 2 GiB, at the
+    settled clock the GPU holds under its power cap (the SM clock they ran at kept beside them: `clocks`)."""
     n = 8192
     a, b = (torch.randn(n, n, device=device, dtype=torch.bfloat16) for _ in range(2))
     src = torch.randn(2**30 // 2, device=device, dtype=torch.bfloat16)  # 1 GiB (bf16 elements)
@@ -85,8 +86,8 @@ def ceilings(device="cuda", rounds=CEILING_ROUNDS, seed=None) -> dict:
 def hardware(device="cuda", rounds=CEILING_ROUNDS, seed=None) -> dict:
     """What this GPU is (a device query) and the rates that explain the math backend against the naive
     forward: FP32 GEMM on CUDA cores (TF32 off), the same at the math backend's batched shape, the bf16
-    GEMM at the naive forward's shape, and copy bandwidth (read + write); at a settled clock, the SM clock
-    they ran at kept beside them (`clocks`)."""
+    GEMM at the naive forward's shape, and copy bandwidth (read + write); at the settled clock the GPU holds
+    under its power cap, the SM clock they ran at kept beside them (`clocks`)."""
     import subprocess
     props = torch.cuda.get_device_properties(device)
     query = {k: getattr(props, k) for k in ("name", "major", "minor", "multi_processor_count", "total_memory",

@@ -9,7 +9,11 @@ BWD_LABEL = "attention_backward"  # ... and around every profiled backward
 WARMUP_CALLS = 10
 EVENT_REPS = 50
 SCHEDULE = dict(wait=1, warmup=1, active=3, repeat=1)
-RUN_REPEATS = 3  # independent repeats (separate processes) of a run whose numbers a conclusion compares
+# Independent repeats (separate processes) of a run whose numbers a conclusion compares. Three are enough for the
+# CPU side's 10-15 % effects where a run times its paths in rounds and the rule compares them round by round
+# (analysis/decide.py steps): in place against naive by CPU enqueue (12-20 % in each process) and cuDNN against
+# flash (9-19 %) are decided in each of the 11 committed regenerations of the timing run measured in rounds.
+RUN_REPEATS = 3
 # ... of a run whose conclusions two processes decide as three do: `python tools/fewer.py` over the six
 # regenerations 19d58c5 to d2acc5e, any two of three processes of the sweep, fastest, fallback, decode, e2e,
 # graphs and backward runs (together) change none of the site's 72 conclusions, and the A/A rates stay at
@@ -17,10 +21,14 @@ RUN_REPEATS = 3  # independent repeats (separate processes) of a run whose numbe
 # decode_step runs' conclusions do change with two (cpu-rank, decode-error). A new run starts at RUN_REPEATS.
 FEW_REPEATS = 2
 STEADY_REPEATS = 5  # the steady run's processes (measure/steady.py): the fastest forward's spread across them
-# A round of interleaved measurements (measure/bench.py interleaved) whose SM clock is below this share of the GPU's
-# maximum SM clock is dropped, for every arm: NVBench's default throttle threshold, "--throttle-threshold: ...
+# A round of interleaved measurements (measure/bench.py interleaved) with an SM clock reading, before or after it, below
+# this share of the GPU's maximum SM clock is dropped for every arm where rounds are compared (never all of them, and
+# never a ceiling's, a rate at the clock the GPU holds): NVBench's default throttle threshold, "--throttle-threshold: ...
 # percentage of the device's default clock rate. Default is 75" (https://github.com/NVIDIA/nvbench/blob/main/docs/cli_help.md).
 THROTTLE = 0.75
+# After a round dropped at a throttled clock, the next waits this long for the clock to recover: NVBench's default,
+# "--throttle-recovery-delay <value>: Set the GPU throttle recovery delay in seconds. Default is 0.05 seconds." (the same page)
+THROTTLE_RECOVERY_S = 0.05
 # The bit of NVML's clocks-event reasons (a record's clocks.throttle_reasons, OR'd over its rounds) that says the
 # driver held the SM clock down to stay within the power limit: nvmlClocksEventReasonSwPowerCap
 SW_POWER_CAP = 0x4

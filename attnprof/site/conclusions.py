@@ -60,8 +60,9 @@ NUMBER = re.compile(r"[−-]?\d[\d,]*(?:\.\d+)?(?:\s?(?:ns|µs|ms|s)\b)?")  # a 
 
 def words(text: str) -> str:
     """A conclusion with every number masked ("#"), a time with its unit: what it says beyond its figures.
-    A range reads "[# to #]" where it starts below zero and "[#–#]" elsewhere: one form, like a figure."""
-    return NUMBER.sub("#", text).replace("# to #", "#–#")
+    A range of figures ("[# to #]" where it starts below zero, "[#–#]" or "#–# MHz" elsewhere) reads as one figure,
+    as the lowest and highest clock of some rounds read as one where every round ran at one."""
+    return NUMBER.sub("#", text).replace("# to #", "#").replace("#–#", "#")
 
 
 def beyond_numbers(before: dict[str, str], after: dict[str, str]) -> list[str]:

@@ -1,7 +1,10 @@
-"""Words the pages put numbers and names into: a stage's title and its name in a sentence, small counts;
-each said one way everywhere."""
+"""Words the pages put numbers and names into: a stage's title and its name in a sentence, small counts, what
+the one rule held two ranges to; each said one way everywhere."""
 from __future__ import annotations
 
+import math
+
+from ..analysis import decide
 from ..model.stages import STAGES
 from ..text import escape
 
@@ -51,3 +54,30 @@ CAPTURE_RUN = "CUDA events, the capture's own run"
 TIMING_RUN = "the timing run"
 GRAPHS_RUN = "CUDA events, the CUDA-graph run"  # the graphs piece: each path launched op by op and replayed
 FALLBACK_RUN = "CUDA events, the fallback run"  # the fallback piece: each case, the fast path first
+
+
+def within(a: decide.Range, b: decide.Range) -> str:
+    """What "not told apart" means for a and b, as a clause to follow it: the rule's condition with the margin it
+    held them to, the same words however the records fall (their method's margin: for paths timed in turns, some
+    process within it or the processes on both sides; between separate processes, medians within it or ranges
+    that overlap). A margin of 100 % or more reads as a factor: "within 2.2×", not "within ±124 %"."""
+    m = decide.margin(a, b)
+    m = f"±{100 * m:.0f} %" if m < 1 else f"{1 + m:.1f}×"
+    what = f"{a.method}'s margin" if a.method else "the margin"
+    if decide.paired(a, b):
+        return (f"within {m} of each other in some process, or ahead in some and behind in others ({what} for "
+                f"paths timed in turns)")
+    return f"their medians within {m} of each other, or their ranges overlapping ({what} between separate processes)"
+
+
+def per_process(a: decide.Range, b: decide.Range) -> str:
+    """How far apart a and b are in each process of their run, as the rule compares them (decide.steps, round by
+    round where they were timed in rounds): '12 % to 18 %'."""
+    each = sorted(abs(math.expm1(x)) for x in decide.steps(a, b))
+    return f"{100 * each[0]:.0f} % to {100 * each[-1]:.0f} %"
+
+
+def mhz(values) -> str:
+    """SM clock readings as one figure or the lowest to the highest: "1,515–1,650 MHz"."""
+    lo, hi = min(values), max(values)
+    return f"{lo:,} MHz" if lo == hi else f"{lo:,}–{hi:,} MHz"

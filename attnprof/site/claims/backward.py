@@ -6,7 +6,7 @@ from ...model import names
 from ...model.stages import select
 from ...text import us
 from ..build import Build, RecordUnusable, across, row
-from ..words import listed, short, title
+from ..words import listed, short, title, within
 from .core import ADAPTS, Flip, Statement, claim
 from .edits import scaled_row, setting
 from .wording import front, times
@@ -94,7 +94,8 @@ def bwd_fastest(build: Build) -> Statement:
             f"{_named(runner, device)}{', not told apart' if len(runner) > 1 else ''}. Timed from the "
             f"CPU in the same run, one `backward()` call between CUDA events ({len(some['event_times_us'])} a process), "
             + {1: f"the order of these two is not the same: {said(rival)} is decidedly faster than {said(lead)}.",
-               0: f"these two are not told apart: {said(lead)} against {said(rival)}.",
+               0: f"these two are not told apart: {said(lead)} against {said(rival)}, "
+                  f"{within(event[lead], event[rival])}.",
                -1: f"{said(lead)} is decidedly faster than {said(rival)} too."}[by_call])
     # no time in the lesson: the ranking is the backward run's, and the table and the sentences beside the lesson
     # give each backward's time from its capture, another measurement (the evidence gives the run's, named so)

@@ -6,7 +6,7 @@ import re
 from ...analysis import decide, kernel_names
 from ...text import ms, us
 from ..build import Build
-from ..words import count
+from ..words import count, within
 from .core import ADAPTS, Flip, Statement, claim
 from .edits import each, events, in_run, scale, setting
 from .wording import apart, held_together, ordinal, pct, times
@@ -64,11 +64,11 @@ def same_kernels(build: Build, a, b) -> Statement:
     same = decide.order(db, da) == 0
     text = (f"generates the same {count(len(kb))} kernels, which take {db.text(us)} against {da.text(us)} of device "
             f"time (profiler, median and p10–p90 of {len(sb['forward_device_us_each'])} forwards)"
-            + (": not told apart, so once compiled, the difference between `masked_fill` and `masked_fill_` is gone "
-               "from the GPU" if same else f": {'more' if decide.order(db, da) > 0 else 'less'}, told apart")
+            + (f": not told apart, {within(db, da)}, so once compiled, the difference between `masked_fill` and "
+               "`masked_fill_` is gone from the GPU" if same else f": {'more' if decide.order(db, da) > 0 else 'less'}, told apart")
             + f". One call takes {tb.text(us)} against {ta.text(us)} (CUDA-event median and p10–p90 of "
               f"{len(sb['event_times_us'])} calls), "
-            + {0: "not told apart", 1: "longer, told apart", -1: "shorter, told apart"}[decide.order(tb, ta)]
+            + {0: f"not told apart, {within(tb, ta)}", 1: "longer, told apart", -1: "shorter, told apart"}[decide.order(tb, ta)]
             + ("; as the kernels take the same time, that difference lies outside them"
                if same and decide.told_apart(tb, ta) else ""))
     lesson = (f"generates the same {count(len(kb))} kernels, "
@@ -114,7 +114,8 @@ def reduce_overhead(build: Build, reduce="naive_reduce", default="naive_compiled
     place = decide.order(a, b)
     text = (f"the graph replay with its copies takes {a.text(us)} per forward against {b.text(us)} for the default "
             f"mode (CUDA-event median and p10–p90 of one call): "
-            + {1: "slower", -1: "faster, the copies included", 0: "not told apart" + held_together(a, b)}[place])
+            + {1: "slower", -1: "faster, the copies included",
+               0: "not told apart" + (held_together(a, b) or f", {within(a, b)}")}[place])
     if place != 1:  # what the copies cost the GPU, said however the two fall
         text += f"; its {count(len(copies))} copies take {us(sum(copies))} of device time (profiler)"
     if place == 1:

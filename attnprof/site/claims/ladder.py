@@ -57,7 +57,8 @@ def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
     saved = before - after
     # the two forwards come from two captures: the one rule between processes says whether the in-place forward
     # is the naive one less its copy
-    rest = decide.order(decide.point(before - copy["duration_us"], decide.DEVICE), decide.point(after, decide.DEVICE))
+    less, inplace = decide.point(before - copy["duration_us"], decide.DEVICE), decide.point(after, decide.DEVICE)
+    rest = decide.order(less, inplace)
     off = 100 * abs(copy["duration_us"] / expected - 1)
     text = (f"{size / 2**20:.0f} MiB in and {size / 2**20:.0f} MiB out at the copy rate measured on the {escape(s['device'])} "
             f"({hw['copy_gbs']:,.0f} GB/s, bytes read + written, {clock_condition(hw.get('clocks'))}) should take "
@@ -65,7 +66,7 @@ def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
             f"{short(stage)} forward) took {us(copy['duration_us'])}, within {off:.1f} % of that. Writing the mask in "
             f"place saved {us(saved)} of device time between the two forwards drawn (those of the op lists): the "
             f"copy's time, within the "
-            f"{pct(decide.MARGINS[decide.DEVICE].apart)} a forward's device time can move between two captures")
+            f"{pct(decide.margin(less, inplace))} a forward's device time can move between two captures")
     lesson = f"the copy took {us(copy['duration_us'])}, within {off:.1f} % of what its bytes take at the GPU's measured copy rate"
     within = decide.against(abs(copy["duration_us"] / expected - 1), decide.COPY_WITHIN, decide.POINT_BAND) == "below"
     return Statement(text, within and rest == 0, lesson=lesson,
@@ -80,9 +81,10 @@ def same_op_time(build: Build, a, b, launched_by) -> Statement:
     by the one rule, not told apart, or slower in `b`; faster in `b` the page does not allow ("no faster")."""
     ta, tb = ({_aten(s, op): op["duration_us"] for op in s["ops"]}[launched_by]
               for s in (build.summary(a), build.summary(b)))
-    side = decide.order(decide.point(tb, decide.DEVICE), decide.point(ta, decide.DEVICE))
+    rb, ra = decide.point(tb, decide.DEVICE), decide.point(ta, decide.DEVICE)
+    side = decide.order(rb, ra)
     outcome = {0: "same", 1: "slower", -1: "faster"}[side]
-    apart = pct(decide.MARGINS[decide.DEVICE].apart)
+    apart = pct(decide.margin(rb, ra))
     verdict = {"same": "the same kernel, not told apart", "slower": f"slower in the {short(b)} forward",
                "faster": f"faster in the {short(b)} forward"}[outcome]
     text = (f"{short(b)}: {us(tb)}; {short(a)}: {us(ta)}; {100 * abs(tb / ta - 1):.1f} % apart, against the "

@@ -7,11 +7,11 @@ from ...model import names
 from ...model.stages import DEFAULT_SHAPE
 from ...text import shape as shape_text, us
 from ..build import Build, across, row
-from ..words import DEVICE, MEDIAN, listed, short
+from ..words import DEVICE, MEDIAN, listed, per_process, short, within
 from .core import ADAPTS, Flip, Statement, claim
 from .edits import each, events, in_run, scale, scaled_row, setting, widened
 from .wording import apart, front, pct, times
-from ..pieces.timing import timed_range
+from ..pieces.timing import clock_of, timed_range
 
 
 def _same_enqueue(stage: str, against: str):
@@ -35,18 +35,16 @@ def cpu_saving(build: Build, stage, against) -> Statement:
     ra, rb = (timed_range(build, s, DEFAULT_SHAPE, "enqueue_us") for s in (stage, against))
     place = decide.order(ra, rb)
     text = (f"Unprofiled, the forward takes {ra.text(us)} of CPU time to enqueue here against {rb.text(us)} for "
-            f"{short(against)} (CPU enqueue per forward, {ra.how}, the two measured in turns)")
-    text += {-1: ": less in every process",
-             0: ": not told apart, so the timing run cannot say whether writing the mask in place saves CPU time",
-             1: ": more"}[place]
+            f"{short(against)} (CPU enqueue per forward, {ra.how}, the two measured in turns, "
+            f"{clock_of(build, DEFAULT_SHAPE)})")
+    text += {-1: f": less in every process, by {per_process(ra, rb)}",
+             0: f": not told apart, {within(ra, rb)}, so the timing run cannot say whether writing the mask in place "
+                f"saves CPU time",
+             1: f": more in every process, by {per_process(ra, rb)}"}[place]
     lesson = (f"The {short(stage)} forward's CPU time to enqueue, {us(ra.median)} against {us(rb.median)} for {short(against)}, is "
-              + {-1: "less", 0: "not told apart, so no CPU saving shows", 1: "more"}[place])
+              + {-1: "less: writing the mask in place saves CPU work too", 0: "not told apart, so no CPU saving shows",
+                 1: "more"}[place])
     return Statement(text, place <= 0, f"{ra} against {rb}", apart(ra, rb), lesson)
-
-
-def _timed(stage: str, shape=DEFAULT_SHAPE, pick=lambda r: r["one_call_us"]):
-    """A stage's samples in the timing run (one call's CUDA-event times, unless `pick` says otherwise)."""
-    return lambda result: pick(row(result["rows"], stage=stage, shape=list(shape)))
 
 
 @claim("cudnn-fastest", reads=["run-timing", "math", "efficient", "flash", "cudnn"],
@@ -56,9 +54,8 @@ def cudnn_fastest(build: Build) -> Statement:
     """cuDNN is the fastest SDPA backend at the post's shape, by device time and by one call, told apart
     from every other by the one rule over the timing run's separate processes."""
     backends = ("math", "efficient", "flash", "cudnn")
-    device = {b: across(build, "timing", _timed(b, pick=lambda r: r["profiled"]["device_us"]), decide.DEVICE)
-              for b in backends}
-    event = {b: across(build, "timing", _timed(b), decide.ONE_CALL) for b in backends}
+    device = {b: timed_range(build, b, DEFAULT_SHAPE, "device_us") for b in backends}
+    event = {b: timed_range(build, b, DEFAULT_SHAPE, "one_call_us") for b in backends}
     # cuDNN against the fastest of the others, whether or not cuDNN leads
     rival, rival_event = (min((b for b in backends if b != "cudnn"), key=lambda b: rows[b].median)
                           for rows in (device, event))
@@ -67,9 +64,10 @@ def cudnn_fastest(build: Build) -> Statement:
                f"{event[rival_event].text(us)})" if first[1] == ["cudnn"] else
                f"though by one call's CUDA-event median it is not told apart from "
                f"{' and '.join(short(b) + chr(39) + 's' for b in first[1] if b != 'cudnn')} ({event['cudnn'].text(us)} "
-               f"against {event[rival_event].text(us)})")
+               f"against {event[rival_event].text(us)}, {within(event['cudnn'], event[rival_event])})")
     text = (f"the fastest SDPA backend by device time in the timing run ({device['cudnn'].text(us)} against "
-            f"{short(rival)}'s {device[rival].text(us)}), {by_call}; {device['cudnn'].how}")
+            f"{short(rival)}'s {device[rival].text(us)}), {by_call}; {device['cudnn'].how}, "
+            f"{clock_of(build, DEFAULT_SHAPE)}")
     captured = {b: build.summary(b)["forward_device_us"] for b in ("cudnn", rival)}  # as the tables state them
     said = {b: build.number(b, DEVICE, MEDIAN, us(x)) for b, x in captured.items()}
     lesson = (f"the fastest SDPA backend by device time, {said['cudnn']} against {short(rival)}'s "
@@ -87,7 +85,8 @@ def between(build: Build, stage, slower, faster) -> Statement:
     """A stage's one-call time between two others' (the timing run's CUDA-event samples, the three measured in
     turns in each process), told apart from both by the one rule."""
     a, b, c = (timed_range(build, s, DEFAULT_SHAPE, "one_call_us") for s in (stage, slower, faster))
-    text = (f"{a.text(us)} per forward (CUDA events, one call, {a.how}, {shape_text(DEFAULT_SHAPE)}) "
+    text = (f"{a.text(us)} per forward (CUDA events, one call, {a.how}, {shape_text(DEFAULT_SHAPE)}, "
+            f"{clock_of(build, DEFAULT_SHAPE)}) "
             f"against {b.text(us)} for {short(slower)} and {c.text(us)} for {short(faster)}: "
             f"{times(b.median / a.median)} faster than the first, {times(a.median / c.median)} slower than the second")
     lesson = (f"{times(b.median / a.median)} faster than {short(slower)} and {times(a.median / c.median)} slower than "
@@ -109,7 +108,7 @@ def kernel_ahead(build: Build, a, b) -> Statement:
     place = decide.order(ra, rb)
     if place == 0:
         text = (f"{name(a)}'s and {name(b)}'s forwards are not told apart by device time: {ra.text(us)} against "
-                f"{rb.text(us)} ({how})")
+                f"{rb.text(us)} ({how}), {within(ra, rb)}")
     else:
         (first, lo), (second, hi) = sorted(((a, ra), (b, rb)), key=lambda x: x[1].median)
         text = (f"{name(first)}'s forward takes {lo.text(us)} of device time against {hi.text(us)} for "
@@ -127,18 +126,15 @@ def kernel_ahead(build: Build, a, b) -> Statement:
 def cpu_rank(build: Build, stage, *others) -> Statement:
     """Where a stage's CPU cost per forward ranks among others at the post's shape, by the timing run's
     unprofiled CPU enqueue: above or below each, or not told apart from it (the one rule)."""
-    from ...analysis import timing
-    enqueue = {s: across(build, "timing", lambda res, s=s: timing.find(res["rows"], s, DEFAULT_SHAPE)["enqueue_us"],
-                          decide.ENQUEUE)
-               for s in (stage, *others)}
+    enqueue = {s: timed_range(build, s, DEFAULT_SHAPE, "enqueue_us") for s in (stage, *others)}
     mine = enqueue[stage]
     words = {"above": [], "below": [], "not told apart from": []}
     tied = [short(o) for o in others if apart(mine, enqueue[o]) == "not told apart from"]
     for other in others:
-        ratio, side = decide.quotient(mine, enqueue[other]), apart(mine, enqueue[other])
-        each = sorted(abs(q - 1) for q in ratio.per)  # the processes' own ratios, not the brackets' reach to the pooled one
-        by = (f" ({pct(each[0])} to {pct(each[-1])} {'more' if side == 'above' else 'less'} in each process)"
-              if ratio.per and side != "not told apart from" else "")
+        side = apart(mine, enqueue[other])
+        by = (f" ({within(mine, enqueue[other])})" if side == "not told apart from" else
+              f" ({per_process(mine, enqueue[other])} {'more' if side == 'above' else 'less'} in each process)"
+              if decide.paired(mine, enqueue[other]) else "")
         words[side].append(f"{short(other)}'s {enqueue[other].text(us)}{by}")
     said = "; ".join(f"{w} {' and '.join(v)}" for w, v in words.items() if v)
     n = len(others)
@@ -149,7 +145,8 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
             else f"tied with {' and '.join(tied)} as the most expensive of these here")
     shown = rank.replace("of these here", f"of {listed([short(s) for s in (stage, *others)])}")
     text = (f"by unprofiled CPU enqueue (host clock, back-to-back calls, per forward, {mine.how}, "
-            f"{shape_text(DEFAULT_SHAPE)}), {short(stage)} takes {mine.text(us)}: {said}, so {shown}")
+            f"{shape_text(DEFAULT_SHAPE)}, {clock_of(build, DEFAULT_SHAPE)}), {short(stage)} takes {mine.text(us)}: "
+            f"{said}, so {shown}")
     # the ranking's own groups bear out an outright first or last place
     groups = decide.ranking(enqueue)
     holds = {"the most expensive of these here": groups[-1] == [stage],
@@ -177,7 +174,8 @@ def layout_gap(build: Build, stage) -> Statement:
     text = (f"In both, {short(stage)} is the fastest forward here ({'; '.join(nexts)}; per forward back to back, "
             f"{a.how}). ")
     if decide.order(a, b) == 0:
-        text += (f"Its own two rows are not told apart ({pct(abs(a.median / b.median - 1))} between the medians), so "
+        text += (f"Its own two rows are not told apart ({pct(abs(a.median / b.median - 1))} between the medians, "
+                 f"{within(a, b)}), so "
                  f"this run cannot separate a layout effect from run-to-run variation")
     else:
         (fast, rf), (slow, rs) = sorted((("BSHD", a), ("BHSD", b)), key=lambda x: x[1].median)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ...analysis import counters, decide
+from ...analysis import aa, counters, decide
 from ...analysis.occupancy import REG_ALLOC_UNIT, SMEM_RESERVED_PER_BLOCK
 from ...model.stages import STAGES
 from ...text import escape
@@ -15,7 +15,7 @@ from .. import notebooks
 from ..render import tables
 from ..build import Build, RecordUnusable
 from ..registry import piece
-from ..words import CAPTURE_RUN, FALLBACK_RUN, GRAPHS_RUN, MEDIAN, TIMING_RUN, count, listed
+from ..words import CAPTURE_RUN, FALLBACK_RUN, GRAPHS_RUN, MEDIAN, TIMING_RUN, count, listed, short
 
 
 @piece("occupancy-guide", captures=1)
@@ -79,33 +79,45 @@ def repeats_said(names) -> str:
 def decision_guide(build: Build):
     """When the pages call two measurements told apart, said once, its numbers read from the rule's code
     (analysis/decide.py, counters.BAND, timing.HOST_MARGIN, each run's repeats in model/names.RUN_CODE) and its
-    false-decision rate measured on the records (decide.aa)."""
+    false-decision rate measured on the records (analysis/aa.py)."""
     from ...analysis import timing
     from ...model import names
     paired, apart = aa_counts(build)
     rounds = [f"`run-{r}`" for r in names.RUNS if names.RUN_CODE[r].repeats > 1 and names.RUN_CODE[r].rounds]
     taken = repeats_said(names)
-    margins = tables.table(["method", "same processes", "different processes"], [
-        (method, f"{100 * m.paired:.0f} %", f"{100 * m.apart:.0f} %") for method, m in decide.MARGINS.items()])
+    regimes = (decide.LAUNCH_BOUND, decide.GPU_BOUND)
+    margins = tables.table(
+        ["method"] + [f"{g}: {where}" for g in regimes for where in ("same processes", "different processes")],
+        [(method, *(f"{100 * x:.0f} %" for g in regimes for x in (by[g].paired, by[g].apart)))
+         for method, by in decide.MARGINS.items()])
+    same = aa.IDENTICAL[0]
     return (
         f"Two times are told apart only when they differ by more than that kind of time moves on its own.\n\n"
-        f"{taken} The runs {listed(rounds)} measure the paths they compare in turns inside each process, "
-        f"so that a slow moment of the host or the GPU falls on all of them. The other runs measure one path after "
-        f"another. Each process measures holding the GPU alone, and while it times anything on the CPU, the "
+        f"{taken} The runs {listed(rounds)} measure the paths they compare in turns inside each process, so that a "
+        f"slow moment of the host or the GPU falls on all of them. The other runs measure one path "
+        f"after another. Each process measures holding the GPU alone, and while it times anything on the CPU, the "
         f"regeneration's other processes on that GPU pause. A time is given as its median with a range in "
         f"brackets: for a run, the median over every process's calls and the span of the processes' medians; "
         f"for a capture, the median and p10–p90 of its calls.\n\n"
-        f"Two paths of one run are compared process by process: they are *told apart* when one is ahead of the "
-        f"other by the margin of the first column in every process. Two times from different processes must "
-        f"have ranges that do not overlap and medians that differ by the margin of the second column. "
-        f"Otherwise the page says *not told apart* and gives both ranges, words that stay true however a new "
-        f"measurement falls. Each margin is how far that method moved across regenerations of the timing run. In "
-        f"pairs, it is the 95th percentile of how far a ratio moved between two regenerations measured in turns. "
-        f"Between processes, it is the largest move of one path's median from one process to another:\n\n{margins}\n\n"
-        f"The rule is tested where nothing differs (an A/A test). One measurement split into its even and odd "
-        f"calls and compared process by process comes out *not told apart* in {paired.count(0)} of "
-        f"{len(paired)} cases in the records on this site. Set against itself in another process, one "
-        f"measurement comes out *not told apart* in {apart.count(0)} of {len(apart)}. A ranking names who leads and those not told apart from "
+        f"Two paths of one run are compared process by process: they are *told apart* when, in every process, one "
+        f"is ahead of the other by more than the margin for the same processes, on the same side. Where the run "
+        f"times them in rounds, a process's ratio is the median of its rounds' own ratios, each round's two samples "
+        f"taken moments apart. Two times from different processes must have ranges that do not overlap and medians "
+        f"that differ by more than the margin for different processes. Otherwise the page says *not told apart*: "
+        f"within the margin, or on both sides. It gives both ranges, words that stay true however a new measurement "
+        f"falls.\n\n"
+        f"Each margin is how far that method moved where nothing differed, in the timing run's committed "
+        f"regenerations before the one this site shows. For the same processes it is the largest ratio, in one "
+        f"process, between {short(same[0])} and {short(same[1])}, whose kernel {short(same[0])} runs: two identical "
+        f"paths. For different processes it is the largest move of one path's median from one process to another. "
+        f"A time is launch-bound where, in some process, the CPU took as long to enqueue a call as the GPU took to "
+        f"run it; GPU-bound where the GPU took longer in every process. Where a page cannot say which, the wider "
+        f"margin applies:\n\n{margins}\n\n"
+        f"The rule is tested where nothing differs (an A/A test). {short(same[0]).capitalize()} against "
+        f"{short(same[1])}, compared process by process by every method, comes out *not told apart* in "
+        f"{paired.count(0)} of {len(paired)} cases in the records on this site. Set against itself in another "
+        f"process, one measurement comes out *not told apart* in {apart.count(0)} of {len(apart)}. A ranking names "
+        f"who leads and those not told apart from "
         f"it. A stream is called launch-bound or GPU-bound only when every process of its run says so, and how far "
         f"that carries to another CPU is stated as a number. A sentence that asserts it in its own words needs the "
         f"pace-setting side slower by {timing.HOST_MARGIN:g}× or more in every process. A kernel is compute- or "
@@ -115,13 +127,13 @@ def decision_guide(build: Build):
 
 
 def aa_counts(build: Build) -> tuple[list[int], list[int]]:
-    """decide.aa over every run this site takes in several processes: the orders of its A/A comparisons,
-    paired and apart (0: not told apart, as it should be)."""
+    """aa.aa over every run this site takes in several processes: the orders of its A/A comparisons, paired and
+    apart (0: not told apart, as it should be)."""
     from ...model import names
     paired, apart = [], []
     for run in names.RUNS:
         if names.RUN_CODE[run].repeats > 1:
-            p, a = decide.aa(f"run-{run}", build.repeats(run))
+            p, a = aa.aa(f"run-{run}", build.repeats(run))
             paired += p
             apart += a
     return paired, apart

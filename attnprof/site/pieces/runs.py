@@ -16,7 +16,7 @@ from ...model.stages import LONG_SHAPE, select
 from ...text import escape, dims, shape, size, us
 from ..render import plots, tables
 from ..build import Build, across, row
-from ..words import FALLBACK_RUN, GRAPHS_RUN, ONE_CALL, count, listed, plain_title, short, title
+from ..words import FALLBACK_RUN, GRAPHS_RUN, ONE_CALL, count, listed, mhz, plain_title, short, title, within
 from ..registry import piece
 from .gpu import arch as gpu_arch, name as gpu_name, peaks
 
@@ -37,7 +37,7 @@ def measured(build: Build, run: str, pick, samples: str = "back_to_back_us_each"
 
 def not_told_apart(a: str, ra: decide.Range, b: str, rb: decide.Range, fmt=us) -> str:
     """The words for two quantities the rule cannot tell apart, both ranges given."""
-    return f"{a} and {b} are not told apart ({ra.text(fmt)} against {rb.text(fmt)}, {ra.how})"
+    return f"{a} and {b} are not told apart ({ra.text(fmt)} against {rb.text(fmt)}, {ra.how}; {within(ra, rb)})"
 
 
 def row_where(**match):
@@ -148,16 +148,10 @@ def stamp_run(build: Build, record):
     return tables.environment(r, "Measured", f"run `{name}`: {took}")
 
 
-def _mhz(values) -> str:
-    """SM clock readings as one figure or the lowest to the highest: "1,515–1,650 MHz"."""
-    lo, hi = min(values), max(values)
-    return f"{lo:,} MHz" if lo == hi else f"{lo:,}–{hi:,} MHz"
-
-
 def clock_said(clocks: dict | None) -> str:
     """The SM clock a run's samples were taken at (its rounds' NVML readings), for the words beside a rate."""
     lo, hi = (clocks or {}).get("sm_mhz_min"), (clocks or {}).get("sm_mhz_max")
-    return "the SM clock unrecorded" if lo is None or hi is None else f"SM clock {_mhz([lo, hi])}"
+    return "the SM clock unrecorded" if lo is None or hi is None else f"SM clock {mhz([lo, hi])}"
 
 
 def power_capped(clocks: dict | None) -> bool:
@@ -762,10 +756,10 @@ RUN_FACTS = {  # how a run measured, from its record, for the prose that describ
                                count),  # back-to-back runs kept per row and process
     "calls": lambda b, n: _span({r["back_to_back_calls"] for r in _rows(b, n) if "back_to_back_calls" in r}, count),
     # the SM clock (NVML) over the rounds kept, in every process
-    "sm_clock": lambda b, n: _mhz([x for r in _rows(b, n) if r.get("clocks")
+    "sm_clock": lambda b, n: mhz([x for r in _rows(b, n) if r.get("clocks")
                                    for x in (r["clocks"]["sm_mhz_min"], r["clocks"]["sm_mhz_max"]) if x is not None]),
     # the SM clock as each process ended measuring (its last NVML reading)
-    "sm_clock_at_end": lambda b, n: _mhz([p["gpu"][-1]["sm_mhz"] for p in (b.run_record(n).get("processes")
+    "sm_clock_at_end": lambda b, n: mhz([p["gpu"][-1]["sm_mhz"] for p in (b.run_record(n).get("processes")
                                                                           or b.run(n).get("processes") or [])
                                           if p and p.get("gpu") and p["gpu"][-1].get("sm_mhz") is not None]),
 }

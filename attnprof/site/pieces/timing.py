@@ -10,14 +10,14 @@ from __future__ import annotations
 import math
 import re
 
-from ...analysis import decide, timing
+from ...analysis import aa, decide, timing
 from ...model import names
 from ...model.procedure import SCHEDULE, THROTTLE
 from ...model.stages import DEFAULT_SHAPE, STAGES
 from ...text import escape, shape as shape_text, us
 from ..render import tables
 from ..build import Build, FalseStatement, RecordUnusable
-from ..words import ONE_CALL, TIMING_RUN, count, listed, short, title
+from ..words import ONE_CALL, TIMING_RUN, count, listed, mhz, short, title
 from ..registry import piece
 
 
@@ -42,10 +42,20 @@ def repeated(build: Build, stage, shape) -> list[timing.Verdict]:
 
 
 def timed_range(build: Build, stage, shape, field="enqueue_us") -> decide.Range:
-    """A row's samples (the CPU enqueue per call, unless `field` says otherwise) across the run's repeats (or
-    p10–p90 of its one process)."""
+    """A row's samples (the CPU enqueue per call, unless `field` says otherwise; `device_us` and `cpu_us` are its
+    profiled part's) across the run's repeats (or p10–p90 of its one process), in the row's regime."""
     found = [timing.find(rep["rows"], stage, shape) for rep in build.repeats("timing")]
-    return decide.of([f[field] for f in found if "error" not in f and f.get(field)], decide.METHOD_OF[field], "run-timing")
+    at = (aa.PROFILED, field) if field in (found[0].get(aa.PROFILED) or {}) else (field,)
+    return aa.ranges("run-timing", [f for f in found if "error" not in f and at in aa.fields(f)], at)
+
+
+def clock_of(build: Build, shape) -> str:
+    """The SM clock the timing run's rounds at `shape` were kept at, over every process (its stages share their
+    rounds): "SM clock 1,830–1,980 MHz over the rounds kept", or that NVML could not say."""
+    dims = [int(x) for x in (shape.split("x") if isinstance(shape, str) else shape)]
+    sm = [x for rep in build.repeats("timing") for r in rep["rows"] if r["shape"] == dims and "clocks" in r
+          for x in (r["clocks"]["sm_mhz_min"], r["clocks"]["sm_mhz_max"]) if x is not None]
+    return f"SM clock {mhz(sm)} over the rounds kept" if sm else "the SM clock unrecorded"
 
 
 def _record(stage: str, shape) -> str:
@@ -72,18 +82,18 @@ def _signed(x: float) -> str:
 
 def _rounds_note(results: list[dict]) -> str:
     """How the stages of a shape were measured together, where the run kept its rounds (measure/bench.py
-    interleaved): in rounds, a round at a throttled clock dropped for all (counted over every process); and the
-    SM clock over the rounds kept."""
+    interleaved): in rounds, the clock read around each, a round at a throttled clock dropped for all (counted over
+    every process); and the SM clock over the rounds kept."""
     measured = [r for result in results for r in result["rows"] if "rounds" in r]
     if not measured:
         return ""
     shapes = {(i, tuple(r["shape"])): r for i, result in enumerate(results) for r in result["rows"] if "rounds" in r}
     dropped = sum(r["throttled"] for r in shapes.values())  # one count a shape and process: every stage shares it
     sm = [x for r in measured for x in (r["clocks"]["sm_mhz_min"], r["clocks"]["sm_mhz_max"]) if x is not None]
-    clock = f"; the SM clock over the rounds kept: {min(sm):,.0f}–{max(sm):,.0f} MHz" if sm else ""
+    clock = f"; the SM clock over the rounds kept: {mhz(sm)}" if sm else ""
     return (f"The stages of each shape were measured together, each once a round in a shuffled order. A round "
-            f"whose SM clock was below {100 * THROTTLE:.0f} % of the GPU's maximum was dropped for all "
-            f"({dropped} dropped{clock}). ")
+            f"whose SM clock, read before and after it, fell below {100 * THROTTLE:.0f} % of the GPU's maximum was "
+            f"dropped for all ({dropped} dropped{clock}). ")
 
 
 def _method_note(build: Build) -> str:
