@@ -20,12 +20,11 @@ def test_each_engine_builds_the_copy_and_its_pages_hold_the_copys_lessons(tmp_pa
     assert [s.split()[0] for s in said] == ["mkdocs", "zensical"] and all("strict ok" in s for s in said), said
     held = {int(s.split(", ")[1].split()[0]) for s in said}
     assert held == {len(found)}, said  # every lesson on its page, under both engines
-    # a lesson its pages do not hold (one number changed) is not counted
+    # a lesson its pages do not hold (one number changed) is not counted, in either engine's site
     key = next(k for k, v in found.items()
                if "7" in moves.lesson(v) and moves.lesson(v) in moves.page_text(tree / "site", k.split(":")[0]))
     altered = {k: v.replace("7", "6", 1) if k == key else v for k, v in found.items()}
-    again = moves.build(tree, altered).split("; ")
-    assert all(f"{n - 1} of" in s for s, n in zip(again, [int(s.split(", ")[1].split()[0]) for s in said])), again
+    assert [moves.held(tree / site, altered) for _, site in moves.ENGINES.values()] == [len(found) - 1] * 2
 
 
 def test_fewer_reads_a_run_cut_to_fewer_of_its_processes_as_taken_so(tmp_path):

@@ -6,6 +6,8 @@ checking that the build derives the same value from the trace, report or samples
 is then stamped with its key under the new rule (model/names.py): the records were current under the old rule
 (`python -m attnprof check` was clean at 6cd7e67), and the code they ran is unchanged, so they are current
 under the new one. Run it once per set, on the commit that changes the rule:  python tools/migrate_records.py [DIR]
+With --restamp (tools/moves.py's what-if copies of older regenerations, read under this tree's code), records are
+stamped with this tree's keys whatever settings they were taken under.
 """
 from __future__ import annotations
 
@@ -58,7 +60,7 @@ def strip_run(name: str, result):
     return kept
 
 
-def migrate(folder: Path):
+def migrate(folder: Path, restamp: bool = False):
     for kind in records.KINDS:
         for record in kind.records():
             path = store.summary_path(folder, record)
@@ -92,7 +94,7 @@ def migrate(folder: Path):
             old = data.get("settings")
             data.update(key=kind.key(record), code=kind.code(record), settings=kind.settings(record))
             version = ("format", "procedure")  # the procedure's version, renamed
-            if old is not None and {k: v for k, v in old.items() if k not in version} != {
+            if not restamp and old is not None and {k: v for k, v in old.items() if k not in version} != {
                     k: v for k, v in data["settings"].items() if k not in version}:
                 raise SystemExit(f"{record}: settings {old} are not those of its key now, {data['settings']}")
             store.write_json(folder, record, data)
@@ -100,4 +102,5 @@ def migrate(folder: Path):
 
 
 if __name__ == "__main__":
-    migrate(Path(sys.argv[1]) if len(sys.argv) > 1 else store.CAPTURES)
+    args = [a for a in sys.argv[1:] if a != "--restamp"]
+    migrate(Path(args[0]) if args else store.CAPTURES, "--restamp" in sys.argv)

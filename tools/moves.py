@@ -51,7 +51,8 @@ def overlay(commit: str, scratch: Path) -> Path:
         shutil.rmtree(tree / part, ignore_errors=True)
         tarfile.open(fileobj=BytesIO(git("archive", commit, part))).extractall(tree, filter="data")
     # a regeneration from before the sets (one folder of records) lies in its GPU's set; records of the format
-    # before issue 52 are rewritten to this tree's (nothing measured changes)
+    # before issue 52 are rewritten to this tree's, and every record stamped with this tree's key (nothing
+    # measured changes: the words are this tree's over that regeneration's numbers)
     captures = tree / "docs" / "captures"
     if (captures / "run-timing.json").is_file():
         sys.path.insert(0, str(ROOT))
@@ -61,7 +62,7 @@ def overlay(commit: str, scratch: Path) -> Path:
         for path in [p for p in captures.iterdir() if p.is_file()]:
             path.rename(into / path.name)
     for folder in (p for p in captures.iterdir() if p.is_dir()):
-        subprocess.run([sys.executable, "tools/migrate_records.py", str(folder)], cwd=tree, check=True,
+        subprocess.run([sys.executable, "tools/migrate_records.py", str(folder), "--restamp"], cwd=tree, check=True,
                        capture_output=True, env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
     return tree
 
@@ -74,8 +75,9 @@ def conclusions(tree: Path, gpu: str = "h200") -> dict[str, str]:
     return json.loads(out.read_text())
 
 
-SITE = "site"  # where each engine writes the copy's site (Zensical's own default)
-ENGINES = {"mkdocs": ["mkdocs", "build", "--strict", "-d", SITE], "zensical": ["zensical", "build", "--clean", "--strict"]}
+# each engine's command and where it writes the copy's site (Zensical: its own default)
+ENGINES = {"mkdocs": (["mkdocs", "build", "--strict", "-d", "site-mkdocs"], "site-mkdocs"),
+           "zensical": (["zensical", "build", "--clean", "--strict"], "site")}
 
 
 INLINE = r"</?(?:a|abbr|b|code|em|i|kbd|span|strong)\b[^>]*>"
@@ -101,8 +103,8 @@ def build(tree: Path, found: dict[str, str], gpu: str = "h200") -> str:
     many of `found`'s lessons its pages hold word for word."""
     env = dict(os.environ, PYTHONPATH=str(tree), ATTNPROF_RECAPTURE="never", ATTNPROF_GPU=gpu)
     said = []
-    for engine, args in ENGINES.items():
-        shutil.rmtree(tree / SITE, ignore_errors=True)
+    for engine, (args, site) in ENGINES.items():
+        shutil.rmtree(tree / site, ignore_errors=True)
         start = time.perf_counter()
         r = subprocess.run([sys.executable, "-m", *args], cwd=tree, env=env, capture_output=True, text=True)
         took = time.perf_counter() - start
@@ -110,9 +112,13 @@ def build(tree: Path, found: dict[str, str], gpu: str = "h200") -> str:
         if failed:
             said.append(f"{engine} FAILED ({r.returncode}): {(r.stdout + r.stderr).strip().splitlines()[-1:]}")
             continue
-        held = sum(lesson(text) in page_text(tree / SITE, key.split(":")[0]) for key, text in found.items())
-        said.append(f"{engine} strict ok in {took:.0f} s, {held} of {len(found)} lessons on their pages")
+        said.append(f"{engine} strict ok in {took:.0f} s, {held(tree / site, found)} of {len(found)} lessons on their pages")
     return "; ".join(said)
+
+
+def held(site: Path, found: dict[str, str]) -> int:
+    """How many of `found`'s lessons the built `site`'s pages hold word for word."""
+    return sum(lesson(text) in page_text(site, key.split(":")[0]) for key, text in found.items())
 
 
 def last_regenerations(gpu: str, n: int = 3) -> list[str]:
