@@ -146,7 +146,7 @@ def key_averages_backward(build: Build, record):
 def download_backward(build: Build, record):
     at = build.link(record)
     return (f"[:material-download: {record}.trace.json.gz]({at}/{record}.trace.json.gz) · "
-            f"[summary JSON]({at}/{record}.json)")
+            f"[summary&nbsp;JSON]({at}/{record}.json)")
 
 
 # ---- two GPUs ------------------------------------------------------------------------------------

@@ -104,12 +104,14 @@ def op_title(i: int, op) -> str:
 CPU_DEPTH = 3  # how deep the CPU lane draws nested ops by default
 
 
-def timeline(summary, fwd: traces.Forward, width: int = 1040, cpu_depth: int = CPU_DEPTH) -> str:
+def timeline(summary, fwd: traces.Forward, width: int = 1040, cpu_depth: int = CPU_DEPTH, axis_us: float = 0) -> str:
     """The trace figure: the timeline drawn at `width` px for a wide column, and again at NARROW px for a
     phone, where the stylesheet shows that one instead, fitted to the screen's width. The CPU lane draws
-    nested ops `cpu_depth` levels deep (a model's layer nests modules deeper than a figure can show)."""
-    return ('<div class="attnprof-trace">' + _timeline(summary, fwd, width, "attnprof-wide", cpu_depth) + "\n"
-            + _timeline(summary, fwd, NARROW, "attnprof-narrow", cpu_depth) + "</div>")
+    nested ops `cpu_depth` levels deep (a model's layer nests modules deeper than a figure can show). Its time
+    axis spans the forward, or `axis_us` where that is longer: the span of a trace it is compared with, so that
+    the two are drawn to one scale."""
+    return ('<div class="attnprof-trace">' + _timeline(summary, fwd, width, "attnprof-wide", cpu_depth, axis_us) + "\n"
+            + _timeline(summary, fwd, NARROW, "attnprof-narrow", cpu_depth, axis_us) + "</div>")
 
 
 
@@ -118,7 +120,8 @@ def drawn_span(fwd) -> float:
     (or of the annotation, if that ends later)."""
     return max([fwd.cpu_us] + [o.start_us + o.duration_us for o in fwd.ops])
 
-def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth: int = CPU_DEPTH) -> str:
+def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth: int = CPU_DEPTH,
+              axis_us: float = 0) -> str:
     """One forward (or backward) as a timeline: CPU ops (nested) above their launches, GPU ops below,
     and the GPU's idle gaps between the first launch and the last op's end shaded in the GPU lane.
     A backward capture's launches are followed onto autograd's thread, as its op list was counted.
@@ -132,10 +135,11 @@ def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth:
     what = summary.get("pass", "forward")
     cpu = [op for op in fwd.cpu_ops if op.depth <= cpu_depth]
     end = drawn_span(fwd)
+    axis = max(end, axis_us)
     narrow = width < 600
     # on a phone every lane is a finger tall (a tap there lists the marks under the finger)
     left, right, row_h, lane, launch_h, legend_row = (64, 12, 28, 28, 26, 26) if narrow else (64, 12, 20, 22, 12, 24)
-    scale = (width - left - right) / end if end else 1
+    scale = (width - left - right) / axis if axis else 1
     x = lambda t: left + t * scale
     depth_rows = max([o.depth for o in cpu], default=0)
     heading = (f'One {what} of {summary["stage"]}: {us(end)} from the start of the annotation to the end of its '
@@ -153,12 +157,12 @@ def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth:
     height = legend_y + legend_row * per_column - 8
     parts = [header(width, height, f'{summary["stage"]} {what} trace', font_size=TRACE_FONT, css_class=variant),
              _lines(heading_lines, heading_x, 16, font_weight="bold")]
-    for i, (t, label) in enumerate(time_ticks(end, width)):  # time axis at the bottom, clear of the launch connectors
+    for i, (t, label) in enumerate(time_ticks(axis, width)):  # time axis at the bottom, clear of the launch connectors
         tx = f"{x(t):.1f}"
         parts.append(el("line", x1=tx, y1=y_cpu - 4, x2=tx, y2=y_axis - 14, stroke=GRID)
                      + el("text", label, x=tx, y=y_axis, **MUTED_TEXT,
                           text_anchor=_tick_anchor(i, x(t), label, width - 2, CHAR_W)))
-    parts.append(el("text", f"time since the {what} began (CPU clock)", x=f"{x(end):.1f}", y=y_axis + 16,
+    parts.append(el("text", f"time since the {what} began (CPU clock)", x=f"{x(axis):.1f}", y=y_axis + 16,
                     **MUTED_TEXT, text_anchor="end"))
     for name, y, h in (("CPU", y_cpu, row_h), ("launch", y_launch, launch_h), ("GPU", y_gpu, lane)):
         parts.append(el("text", name, x=4, y=f"{y + h / 2 + 4:.0f}", font_weight="bold"))

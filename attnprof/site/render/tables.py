@@ -75,8 +75,7 @@ def why_unavailable(raw: str) -> str:
     if "kernels hub" in raw and ("trust" in raw or "connect" in raw.lower()):
         # kernels' first request asks the Hub about the publisher; when the Hub cannot be reached it reports
         # that as a failure to verify the publisher's trust status
-        return ("`get_kernel` could not ask the Hugging Face Hub whether the repository's publisher is trusted "
-                "(its first request; the capture ran without network access), so no kernel was loaded")
+        return "`get_kernel` could not reach the Hugging Face Hub, so no kernel was loaded"
     if "out of memory" in raw.lower():
         return "it ran out of GPU memory"
     return "it failed to load or to run (the recorded reason says how)"
@@ -142,8 +141,6 @@ def ops(summary, mark: str | None = None) -> str:
     n = summary["ops_per_forward"]
     total = (f"\n\n{n} device op{'s' if n != 1 else ''} in the forward drawn, {us(summary['forward_device_us'])} of device "
              f"time (sum of their durations, profiler)"
-             + (f"; one call of the whole forward, CUDA-event median {us(summary['event_median_us'])} over "
-                f"{summary['settings']['event_reps']} calls (no profiler)" if "event_median_us" in summary else "")
              + f". Shape {'×'.join(map(str, summary['shape']))}, {escape(summary['dtype'])}. Hover a kernel for its "
                f"full name, a launch call for its API.{where}")
     return ('<div class="attnprof-oplist" markdown>\n\n'  # on a phone the stylesheet stacks each row (extra.css)
@@ -256,7 +253,7 @@ def cpu(summary, max_depth: int = 2, shown_cpu_us: float | None = None) -> str:
                      len(launched), ", ".join(apis) or "—"))
     return table(["aten op (nested)", "CPU time", "device ops launched", "launch API"], rows, "lrr") + (
         f"\n\nThese rows come from the forward the trace picture shows (of the profiled forwards, the one "
-        f"nearest the medians of CPU and device time){f', whose annotation took {us(shown_cpu_us)} of CPU time' if shown_cpu_us else ''}. "
+        f"whose device time is the median){f', whose annotation took {us(shown_cpu_us)} of CPU time' if shown_cpu_us else ''}. "
         f"*CPU time / forward*, elsewhere on these pages, is the median over the "
         f"{len(summary['ops_per_forward_each'])} profiled forwards: {us(summary['cpu_forward_us'])}. Ops nested "
         f"deeper than {max_depth} are in the trace.")
