@@ -72,9 +72,8 @@ def cudnn_fastest(build: Build) -> Statement:
             f"{short(rival)}'s {device[rival].text(us)}), {by_call}; {device['cudnn'].how}")
     captured = {b: build.summary(b)["forward_device_us"] for b in ("cudnn", rival)}  # as the tables state them
     said = {b: build.number(b, DEVICE, MEDIAN, us(x)) for b, x in captured.items()}
-    lesson = (f"the fastest SDPA backend by device time, {said['cudnn']} against {short(rival)}'s "
-              f"{said[rival]}, " + ("and by one call too" if first[1] == ["cudnn"] else
-                                                  f"though by one call it is not told apart from {listed([short(b) for b in first[1] if b != 'cudnn'])}"))
+    lesson = (f"the fastest SDPA backend at the post's shape: {said['cudnn']} of device time against {short(rival)}'s "
+              f"{said[rival]}")
     return Statement(text, first[0] == ["cudnn"] and "cudnn" in first[1] and captured["cudnn"] < captured[rival],
                      lesson=lesson,
                      rests_on=f"first by device {first[0]}, by one call {first[1]}")
@@ -196,3 +195,23 @@ def _slower_rows(stage: str, layout: str, factor: float):
             if r["path"] == stage and r["layout"] == layout and r.get("back_to_back_us_each"):
                 r["back_to_back_us_each"] = scale(r["back_to_back_us_each"], factor)
     return edit
+
+
+@claim("least-device", reads=lambda leader, others: [leader, *others],
+       flip=lambda leader: Flip(f"{leader}.json", each("forward_device_us", 3.0)))
+def least_device(build: Build, leader, *others) -> Statement:
+    """`leader`'s forward takes the least device time of these captures (profiler, the one rule over each one's
+    profiled forwards), told apart from every other: a ranking of kernels of one shape and dtype."""
+    times = {r: decide.samples(build.summary(r)["forward_device_us_each"], decide.DEVICE) for r in (leader, *others)}
+    runner = min(others, key=lambda r: times[r].median)
+    said = {r: build.number(r, DEVICE, MEDIAN, us(build.summary(r)["forward_device_us"])) for r in (leader, runner)}
+    alike = len({(tuple(build.summary(r)["shape"]), build.summary(r)["dtype"]) for r in times}) == 1
+    first = decide.ranking(times)[0]
+    rest = [f"{short(r)}'s {times[r].text(us)}" for r in sorted(others, key=lambda r: times[r].median) if r != runner]
+    text = (f"{short(leader)}'s forward takes {times[leader].text(us)} of device time; the next, {short(runner)}'s, "
+            f"{times[runner].text(us)}" + (f"; then {listed(rest)}" if rest else "")
+            + f" (profiler, median and p10–p90 of each capture's profiled forwards, "
+              f"{shape_text(build.summary(leader)['shape'])})")
+    lesson = (f"{short(leader)}'s forward takes the least device time, {said[leader]} against {short(runner)}'s "
+              f"{said[runner]}")
+    return Statement(text, alike and first == [leader], f"first {first}; alike: {alike}", lesson=lesson)
