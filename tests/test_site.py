@@ -24,7 +24,7 @@ def test_every_stage_chapter_has_table_op_list_trace_and_stamp(site):
 
 
 def test_naive_marks_the_memcpy_and_inplace_shows_the_computed_diff(site):
-    assert "Memcpy DtoD</code></strong> ⟵" in (site / "naive" / "index.html").read_text()
+    assert "Memcpy DtoD (Device -&gt; Device)</code></strong> ⟵" in (site / "naive" / "index.html").read_text()
     inplace = (site / "inplace" / "index.html").read_text()
     assert "#4 in naive" in inplace and "device time saved" in inplace
 

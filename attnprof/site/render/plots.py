@@ -3,6 +3,7 @@ charts over sequence length, and a roofline."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 
 from ...analysis import kernel_names, trace as traces
@@ -44,6 +45,7 @@ def _tick_anchor(i: int, x: float, label: str, right_edge: float, char_w: float)
 
 
 TRACE_FONT, CHAR_W = 12, 6.8  # px; a generous average glyph width of the sans-serif at that size
+LINE = 16  # px between the lines of a wrapped label
 
 
 def _fit(text: str, room: float) -> str | None:
@@ -88,6 +90,23 @@ def wrap(text: str, room: float, char_w: float = CHAR_W) -> list[str]:
     return lines
 
 
+def wrap_name(text: str, room: float, char_w: float = CHAR_W) -> list[str]:
+    """`text` (a kernel's name, which has few spaces) broken into lines of at most `room` px, after a space,
+    underscore, comma, colon or bracket where it can be, anywhere where a run has none; joined again, the lines
+    are the text."""
+    n = max(int(room // char_w), 8)
+    lines = [""]
+    for piece in re.findall(r"[^ _,:<(]*[ _,:<(]?", text):
+        while len(lines[-1]) + len(piece) > n:
+            if lines[-1]:
+                lines.append("")
+            else:  # a run longer than a line
+                lines[-1], piece = piece[:n], piece[n:]
+                lines.append("")
+        lines[-1] += piece
+    return [line for line in lines if line]
+
+
 def _lines(lines: list[str], x, y, step: int = 16, **attrs) -> str:
     """Lines of text, one under the other from baseline y, as one <text> of <tspan>s."""
     return el("text", "".join(el("tspan", escape(t), x=x, dy=0 if i == 0 else step) for i, t in enumerate(lines)),
@@ -95,7 +114,8 @@ def _lines(lines: list[str], x, y, step: int = 16, **attrs) -> str:
 
 
 def op_title(i: int, op) -> str:
-    """A GPU op's hover text: its number, short name and time on the first line, then its full name."""
+    """A GPU op's hover text: its number, readable name (kernel_names.label) and time on the first line, then its
+    full name, of which the legend shows the start as the profiler prints it."""
     short = kernel_names.label(op.name)
     head = f"{i}. {short} {us(op.duration_us)}"
     return head if short == op.name else f"{head}\n{op.name}"
@@ -127,7 +147,8 @@ def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth:
     A backward capture's launches are followed onto autograd's thread, as its op list was counted.
 
     Drawn at `width` px with 12 px text, to be shown at its own size or larger; a narrow one (a phone's)
-    wraps its heading and lists the legend in one column from the left edge. GPU ops are numbered as in
+    wraps its heading and lists the legend in one column from the left edge, its GPU ops' hover text borrowed
+    from the wide one's by docs/javascripts/names.js (a full name is sent once). GPU ops are numbered as in
     the op list; a number sits in its bar when the bar has room, under it otherwise, and neighbours too
     close for separate numbers share one range label. The legend names every op (its full name on hover
     or tap). Text takes the page's colour (dark or light).
@@ -153,8 +174,18 @@ def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth:
     y_axis = y_numbers + 26
     columns = 2 if len(fwd.ops) > 8 and not narrow else 1
     per_column = -(-len(fwd.ops) // columns)
+    legend_left = 4 if narrow else left
+    column_w = (width - legend_left - right) / columns
+    # each legend row names its op as the profiler prints it, wrapped onto as many lines as it takes
+    legend = [wrap_name(f"{KIND_LABEL[op.kind]} · {us(op.duration_us)} · {kernel_names.printed(op.name)}",
+                        column_w - 24 - len(str(i)) * CHAR_W) for i, op in enumerate(fwd.ops, 1)]
+    row_tops, column_h = [], [0] * columns
+    for i, lines in enumerate(legend):
+        col = i // per_column
+        row_tops.append((col, column_h[col]))
+        column_h[col] += legend_row + LINE * (len(lines) - 1)
     legend_y = y_axis + 34
-    height = legend_y + legend_row * per_column - 8
+    height = legend_y + max(column_h) - 8
     parts = [header(width, height, f'{summary["stage"]} {what} trace', font_size=TRACE_FONT, css_class=variant),
              _lines(heading_lines, heading_x, 16, font_weight="bold")]
     for i, (t, label) in enumerate(time_ticks(axis, width)):  # time axis at the bottom, clear of the launch connectors
@@ -190,7 +221,7 @@ def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth:
                         stroke_dasharray="2,2", **{"class": "attnprof-connector"})
                      + el("rect", hover(f"{op.launch}: launches op {i}"), x=f"{lx:.1f}", y=y_launch, width=2,
                           height=launch_h, fill=ROLE["launch"])
-                     + el("rect", hover(op_title(i, op)), x=f"{gx:.1f}", y=y_gpu,
+                     + el("rect", "" if narrow else hover(op_title(i, op)), x=f"{gx:.1f}", y=y_gpu,
                           width=f"{gw - 1 if gw > 4 else gw:.1f}", height=lane, fill=ROLE[op.kind],
                           **{"class": "attnprof-gpu-op"}))  # a hairline between neighbours
         inside = _fit(f"{i} {kernel_names.label(op.name)}", gw - 6) or (str(i) if gw >= len(str(i)) * CHAR_W + 6 else None)
@@ -206,17 +237,17 @@ def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth:
         if len(group) > 1:  # a bracket under the ops the range names
             parts.append(el("path", d=f"M{x0:.1f},{y_gpu + lane + 3} v3 H{x1:.1f} v-3", fill="none", stroke=MUTED))
         parts.append(el("text", text, x=f"{(x0 + x1) / 2:.1f}", y=y_numbers, text_anchor="middle"))
-    legend_left = 4 if narrow else left
-    column_w = (width - legend_left - right) / columns
-    for i, op in enumerate(fwd.ops, 1):  # a row a finger tall; a tap on it names its op as a tap on the bar does
-        col, row = divmod(i - 1, per_column)
-        text = f"{KIND_LABEL[op.kind]} · {us(op.duration_us)} · {kernel_names.label(op.name)}"
-        lx, ly = legend_left + col * column_w, legend_y + legend_row * row
+    for i, (op, lines, (col, top)) in enumerate(zip(fwd.ops, legend, row_tops), 1):
+        # a row at least a finger tall; a tap on it names its op as a tap on the bar does
+        lx, ly, tall = legend_left + col * column_w, legend_y + top, legend_row + LINE * (len(lines) - 1)
+        number = el("tspan", str(i), font_weight="bold")
+        text_x = lx + 16 + (len(str(i)) + 1) * CHAR_W
+        name = escape(lines[0]) if len(lines) == 1 else "".join(
+            el("tspan", escape(line), x=f"{text_x:.1f}", dy=0 if k == 0 else LINE) for k, line in enumerate(lines))
         parts.append(el("g", el("rect", x=f"{lx:.1f}", y=ly - legend_row / 2 - 4, width=f"{column_w - 4:.1f}",
-                                height=legend_row, fill="transparent")
+                                height=tall, fill="transparent")
                         + el("rect", x=f"{lx:.1f}", y=ly - 10, width=10, height=10, fill=ROLE[op.kind])
-                        + el("text", f'{el("tspan", str(i), font_weight="bold")} {escape(_fit(text, column_w - 40) or "")}',
-                             x=f"{lx + 16:.1f}", y=ly),
+                        + el("text", f"{number} {name}", x=f"{lx + 16:.1f}", y=ly),
                         **{"class": "attnprof-legend", "data-op": i}))
     parts.append("</svg>")
     return "\n".join(parts)

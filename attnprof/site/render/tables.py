@@ -33,9 +33,13 @@ def launch(api: str) -> str:
     return f'<code title="{LAUNCH_API["cuda" if api.startswith("cuda") else "cu"]}">{escape(api)}</code>'
 
 
-def kernel(name: str) -> str:
-    """A kernel's short label as code, its full name in the tooltip (both escaped)."""
-    return f'<code title="{escape(name)}">{escape(kernel_names.label(name))}</code>'
+def kernel(name: str, printed=kernel_names.printed) -> str:
+    """A kernel's name as the profiler prints it, as code free to wrap after an underscore (a phone wraps it rather
+    than cut it, and `ffma` or `f32f32` stays whole), its full name in the tooltip; then, where it says more, the
+    readable gloss (kernel_names.gloss) in small print."""
+    gloss = kernel_names.gloss(name)
+    shown = escape(printed(name)).replace("_", "&#95;<wbr>")  # an entity: `_<wbr>_` would start emphasis
+    return f'<code title="{escape(name)}">{shown}</code>' + (f"<br><small>{escape(gloss)}</small>" if gloss else "")
 
 
 def environment(record: dict, verb: str, detail: str) -> str:
@@ -103,7 +107,7 @@ def unavailable(summary) -> str:
 
 
 def key_averages(summary) -> str:
-    rows = [(kernel(r["name"]), r["calls"], us(r["self_cpu_us"]), us(r["cpu_total_us"]),
+    rows = [(kernel(r["name"], kernel_names.as_table), r["calls"], us(r["self_cpu_us"]), us(r["cpu_total_us"]),
              us(r["self_device_us"]), us(r["device_total_us"])) for r in summary["key_averages"]]
     names = [r["name"] for r in summary["key_averages"]]
     twice = sorted({n for n in names if names.count(n) > 1})
