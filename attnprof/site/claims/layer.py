@@ -82,6 +82,6 @@ def layer_idle(build: Build, record: str = SDPA) -> Statement:
             f"{device.text(us)} of device time ({_where(s)}): the rest of the call is the CPU's work of launching "
             f"them")
     lesson = (f"Under `{escape(s['function'])}` the GPU waits for launches for most of the layer's profiled span, and "
-              f"one call takes {times(one.median / device.median)} the layer's device time")
+              f"one call, timed without the profiler, takes {times(one.median / device.median)} the layer's device time")
     return Statement(text, g.idle_share > 0.5 and above(one, device), lesson=lesson,
                      rests_on=f"idle {g.idle_share:.2f} of the span; one call {one}, device {device}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...analysis import decide
 from ...model import names
-from ...model.stages import DEFAULT_SHAPE
+from ...model.stages import DEFAULT_SHAPE, STAGES
 from ...text import shape as shape_text, us
 from ..build import Build, across, row
 from ..words import DEVICE, MEDIAN, listed, short
@@ -198,20 +198,24 @@ def _slower_rows(stage: str, layout: str, factor: float):
 
 
 @claim("least-device", reads=lambda leader, others: [leader, *others],
-       flip=lambda leader: Flip(f"{leader}.json", each("forward_device_us", 3.0)))
+       flip=lambda leader, others: [Flip(f"{leader}.json", each("forward_device_us", 3.0)),  # another leads
+                                    Flip(f"{others[0]}.json", setting(shape=[1, 1, 64, 64]))])  # another shape
 def least_device(build: Build, leader, *others) -> Statement:
     """`leader`'s forward takes the least device time of these captures (profiler, the one rule over each one's
-    profiled forwards), told apart from every other: a ranking of kernels of one shape and dtype."""
+    profiled forwards), told apart from every other: a ranking that holds only between forwards of one shape and
+    dtype, each with profiled forwards enough for a range."""
+    from ..words import title  # a reader's capture is named by its title
     times = {r: decide.samples(build.summary(r)["forward_device_us_each"], decide.DEVICE) for r in (leader, *others)}
     runner = min(others, key=lambda r: times[r].median)
     said = {r: build.number(r, DEVICE, MEDIAN, us(build.summary(r)["forward_device_us"])) for r in (leader, runner)}
+    name = lambda r: short(r) if r in STAGES else f"the *{title(build.summary(r))}* capture"
     alike = len({(tuple(build.summary(r)["shape"]), build.summary(r)["dtype"]) for r in times}) == 1
     first = decide.ranking(times)[0]
-    rest = [f"{short(r)}'s {times[r].text(us)}" for r in sorted(others, key=lambda r: times[r].median) if r != runner]
-    text = (f"{short(leader)}'s forward takes {times[leader].text(us)} of device time; the next, {short(runner)}'s, "
+    rest = [f"{name(r)}'s {times[r].text(us)}" for r in sorted(others, key=lambda r: times[r].median) if r != runner]
+    text = (f"{name(leader)}'s forward takes {times[leader].text(us)} of device time; the next, {name(runner)}'s, "
             f"{times[runner].text(us)}" + (f"; then {listed(rest)}" if rest else "")
             + f" (profiler, median and p10–p90 of each capture's profiled forwards, "
               f"{shape_text(build.summary(leader)['shape'])})")
-    lesson = (f"{short(leader)}'s forward takes the least device time, {said[leader]} against {short(runner)}'s "
-              f"{said[runner]}")
-    return Statement(text, alike and first == [leader], f"first {first}; alike: {alike}", lesson=lesson)
+    lesson = f"{name(leader)}'s forward takes the least device time, {said[leader]} against {said[runner]} for {name(runner)}"
+    return Statement(text, alike and first == [leader] and all(t.n > 1 for t in times.values()),
+                     f"first {first}; alike: {alike}; profiled forwards {[t.n for t in times.values()]}", lesson=lesson)

@@ -214,7 +214,7 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
                                  f"{us(v.enqueue.median)}): drop expect= and let the sentence give its room")
         return _claim(directive, expect, said, build.fold(
             f"**{said}** in a stream{'' if timing.consensus(every) else ', not in every process'}: back to back "
-            f"{us(v.back_to_back.median)} per call, against {us(v.gpu_only.median)} of GPU work",
+            f"{us(v.back_to_back.median)} per call, against {us(v.gpu_only.median)} GPU only",
             f"{said} in a stream{_margin(build, every)}: back to back it takes "
             f"{us(v.back_to_back.median)} per call, against {us(v.gpu_only.median)} of GPU work (CUDA-graph "
             f"replay) and {enqueue.text(us)} of CPU enqueue ({enqueue.how}){_room([every])}"))
@@ -228,8 +228,8 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
                                  f"twice its GPU work ({gpu.scaled(lambda x: 2 * x).text(us)}) are not told apart "
                                  f"({one.how}): drop expect= and let the numbers speak")
         return _claim(directive, expect, found, build.fold(
-            f"it takes {build.number(_record(stage, shape), ONE_CALL, TIMING_RUN, us(one.median))}, "
-            f"{us(gpu.median)} of it GPU work",
+            f"one call takes {build.number(_record(stage, shape), ONE_CALL, TIMING_RUN, us(one.median))}, against "
+            f"{us(gpu.median)} GPU only",
             f"it takes {one.text(us)} (CUDA events), {gpu.text(us)} of it GPU work (CUDA-graph replay) "
             f"and {_signed(v.launch_overhead_us)} launch overhead ({100 * v.launch_overhead_us / v.one_call.median:.0f} %"
             f"; {one.how})"))

@@ -474,10 +474,10 @@ def spread(ys: list[float], gap: float, lo: float, hi: float) -> list[float]:
     return out
 
 
-def _point_labels(points: list[tuple[str, float, float, str]], f: Frame, plot_right: float) -> list[str]:
+def _point_labels(points: list[tuple[str, float, float, str]], f: Frame, plot_right: float, top: float) -> list[str]:
     """Names written beside single points (name, x, y, colour): to the left of a point in the right half
-    of the plot and to the right otherwise, spread apart vertically where points sit close, with a
-    leader line from the point to its moved label."""
+    of the plot and to the right otherwise, spread apart vertically where points sit close, none above `top`,
+    with a leader line from the point to its moved label."""
     out, gap = [], f.font + 2
     mid = (f.left + plot_right) / 2
     clusters: dict[tuple[bool, int], list] = {}
@@ -485,7 +485,7 @@ def _point_labels(points: list[tuple[str, float, float, str]], f: Frame, plot_ri
         clusters.setdefault((p[1] > mid, round(p[1] / 40)), []).append(p)
     for (left_side, _), members in clusters.items():
         members.sort(key=lambda p: p[2])
-        ys = spread([p[2] for p in members], gap, f.top + f.font, f.height - f.bottom - 4)
+        ys = spread([p[2] for p in members], gap, top, f.height - f.bottom - 4)
         for (name, x, y, color), ly in zip(members, ys):
             lx = x - 28 if left_side else x + 28
             out.append(el("path", d=f"M{x + (-4 if left_side else 4):.1f},{y:.1f} L{lx + (2 if left_side else -2):.1f},{ly:.1f}",
@@ -513,7 +513,7 @@ def _end_labels(ends: list[tuple[str, float, float, str]], f: Frame, plot_right:
 
 def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True, log_y=False,
                hlines: dict | None = None, x_ticks=None, y_unit: str = "", colors: dict | None = None,
-               label_points: bool = False, frame: Frame = CHART) -> str:
+               label_points: bool = False, labels_below: float | None = None, frame: Frame = CHART) -> str:
     """series: {name: [(x, y), ...]}; points with y None are skipped (e.g. out of memory).
 
     A series named by a stage's title takes that path's colour (`colors` names others); y_unit "bytes"
@@ -522,7 +522,8 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
     under the plot, one entry a row from the left, so a phone shows it without scrolling; series that
     draw one line are striped in their colours, listed together and said to overlap. Reference lines
     (`hlines`) are labelled where no series crosses the label; `label_points` writes each single-point
-    series' name (or number) beside its point."""
+    series' name (or number) beside its point, below the height `labels_below` where one is given (a roof's,
+    which would otherwise run through a label beside a point near it)."""
     f = frame
     fmt_y = size_tick if y_unit == "bytes" else _fmt
     pts = [(x, y) for s in series.values() for x, y in s if y is not None]
@@ -590,8 +591,9 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
     for name, y in (hlines or {}).items():  # labels last, on the page's colour, where no series crosses them
         out.append(_reference_label(name, fy(y), drawn, f, plot_right))
     if label_points:
+        top = f.top + f.font if labels_below is None else fy(labels_below) + f.font + 4
         out += _point_labels([(mark(name), *drawn[name][0], color[name]) for name in series if len(drawn[name]) == 1],
-                             f, plot_right)
+                             f, plot_right, top)
     out += _end_labels([(mark(name), *drawn[name][-1], color[name]) for name in lines], f, plot_right)
     row = legend_top + f.row / 2
     def legend(body: str) -> str:  # one row of the legend, f.row apart: as far as tap targets are
@@ -632,9 +634,12 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: list[tuple[str, f
     ridge = peak_tflops * 1e12 / (bandwidth_gbs * 1e9)
     xs = [p[1] for p in points] + [ridge]
     x0, x1 = min(xs) / 3, max(xs) * 3
-    roof = [(x, min(peak_tflops, bandwidth_gbs * x / 1e3)) for x in [x0 * (x1 / x0) ** (i / 40) for i in range(41)]]
+    # sampled densely (no markers), with the ridge itself, so that the roof turns at one corner
+    at = sorted([x0 * (x1 / x0) ** (i / 40) for i in range(41)] + [ridge])
+    roof = [(x, min(peak_tflops, bandwidth_gbs * x / 1e3)) for x in at]
     series = {"roof (measured ceilings)": roof}
     series.update({name: [(x, y)] for name, x, y in points})
     return line_chart(series, "arithmetic intensity (FLOP per byte of device memory traffic)", "TFLOP/s", title,
                       log_x=True, log_y=True, x_ticks=[10 ** e for e in range(-1, 6) if x0 <= 10 ** e <= x1],
-                      colors={"roof (measured ceilings)": INK}, label_points=True, frame=frame)
+                      colors={"roof (measured ceilings)": INK}, label_points=True, labels_below=peak_tflops,
+                      frame=frame)
