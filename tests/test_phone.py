@@ -460,7 +460,9 @@ def at_wide(browser, page) -> list[str]:
     return problems
 
 
-CHAPTER_PX, ANSWER_PX = 12_000, 4_000  # a chapter's height on a phone, details closed; a guess to its answer
+# a chapter's height on a phone, details closed; a guess to its answer, the trace and the op list between them (the
+# math backend's lists 20 ops)
+CHAPTER_PX, ANSWER_PX = 12_000, 5_000
 
 # Each open guess (a question box) and the first "What to notice" box below it, and the chapter's height.
 GUESSES = """

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...analysis import decide
 from ...model import names
 from ...model.stages import DEFAULT_SHAPE, STAGES
-from ...text import shape as shape_text, us
+from ...text import escape, shape as shape_text, us
 from ..build import Build, across, row
 from ..words import DEVICE, MEDIAN, listed, short
 from .core import ADAPTS, Flip, Statement, claim
@@ -204,11 +204,10 @@ def least_device(build: Build, leader, *others) -> Statement:
     """`leader`'s forward takes the least device time of these captures (profiler, the one rule over each one's
     profiled forwards), told apart from every other: a ranking that holds only between forwards of one shape and
     dtype, each with profiled forwards enough for a range."""
-    from ..words import title  # a reader's capture is named by its title
     times = {r: decide.samples(build.summary(r)["forward_device_us_each"], decide.DEVICE) for r in (leader, *others)}
     runner = min(others, key=lambda r: times[r].median)
     said = {r: build.number(r, DEVICE, MEDIAN, us(build.summary(r)["forward_device_us"])) for r in (leader, runner)}
-    name = lambda r: short(r) if r in STAGES else f"the *{title(build.summary(r))}* capture"
+    name = lambda r: short(r) if r in STAGES else f"<code>{escape(r)}</code>"  # a reader's capture by its record's name
     alike = len({(tuple(build.summary(r)["shape"]), build.summary(r)["dtype"]) for r in times}) == 1
     first = decide.ranking(times)[0]
     rest = [f"{name(r)}'s {times[r].text(us)}" for r in sorted(others, key=lambda r: times[r].median) if r != runner]

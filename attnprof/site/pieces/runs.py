@@ -430,8 +430,8 @@ def decode_step(build: Build):
         f"{d['d_model'] // d['heads']}, bf16): one new token per sequence, every sequence with {d['kv_len']:,} cached "
         f"tokens. Back to back, in place, concatenated and as one CUDA graph: {_queued(build, 'decode_step')}, "
         f"the three timed in turns. *Which time to read*: back to back, in place, is the pace of a stream of steps "
-        f"as a serving engine runs them; one CUDA graph, where the engine replays the step as a graph; one step is "
-        f"a single step's latency, launch included. " + _stream_note(build) + "\n\n" + stream_times(build))
+        f"as a serving engine runs them. One CUDA graph is that pace where the engine replays the step as a graph. "
+        f"One step is a single step's latency, launch included. " + _stream_note(build) + "\n\n" + stream_times(build))
 
 
 @piece("decode-share", inline=True)
@@ -716,13 +716,25 @@ def _worst_row(r: dict) -> str:
 
 @piece("verify")
 def verify_table(build: Build):
-    rows = []
+    """Every check of the verification run: those that fail in the table a reader sees, grouped by path (a path's
+    other checks beside its failures); the paths that pass everywhere in a table folded under it."""
     checks = build.run("verify")
     failing = {r["path"] for r in checks if r["status"] == "fail"}
     paths = list(dict.fromkeys(r["path"] for r in checks))
     status_rank = {"fail": 0, "pass": 1}
-    # grouped by path, the paths with a failure first and a path's failures first in it
-    for r in sorted(checks, key=lambda r: (r["path"] not in failing, paths.index(r["path"]), status_rank.get(r["status"], 2))):
+    ordered = sorted(checks, key=lambda r: (paths.index(r["path"]), status_rank.get(r["status"], 2)))
+    shown, passing = [r for r in ordered if r["path"] in failing], [r for r in ordered if r["path"] not in failing]
+    out = _verify_rows(shown) if shown else "Every check passes."
+    if passing:
+        folded = _verify_rows(passing).replace("\n", "\n    ")
+        out += (f'\n\n??? note "The {len(passing)} checks of the paths that pass everywhere: '
+                f'{listed([escape(p) for p in dict.fromkeys(r["path"] for r in passing)])}"\n    {folded}')
+    return out
+
+
+def _verify_rows(checks: list[dict]) -> str:
+    rows = []
+    for r in checks:
         note = tables.MASKED_ROW.get(r.get("masked_row"), r.get("masked_row")) or r.get("reason", "")
         note += f"{'; ' if note else ''}{r['note']}" if r.get("note") else ""
         rows.append((escape(r["path"]), escape(r["dtype"]), shape(r["shape"]), "yes" if r["fully_masked_row"] else "",
@@ -733,7 +745,7 @@ def verify_table(build: Build):
                      _worst_row(r),
                      f"{r['tolerance']:.0e}" if "tolerance" in r else "—", escape(note[:120])))
     return tables.table(["path", "dtype", "shape", "fully masked row", "status", "rel. Frobenius", "max abs",
-                            "worst row (rel. error)", "tolerance", "note"], rows, "lllllrrlrl")
+                         "worst row (rel. error)", "tolerance", "note"], rows, "lllllrrlrl")
 
 
 POST = hardware.POST_GPU  # the post's A100
