@@ -166,7 +166,7 @@ def ops_diff(a, b, which: str) -> str:
     return (table(["", "where", "kind", "time", "name"], rows) +
             f"\n\n{escape(a['stage'])}: {a['ops_per_forward']} ops, {us(a['forward_device_us'])}; "
             f"{escape(b['stage'])}: {b['ops_per_forward']} ops, {us(b['forward_device_us'])} "
-            f"(each the device time of {which}, as its op list gives it; "
+            f"(each the device time its op list gives, the {which}; "
             f"device time {'saved' if saved >= 0 else 'added'}: {us(abs(saved))}).")
 
 
