@@ -122,6 +122,8 @@ document.querySelectorAll('article table th').forEach(th => {  // a header word 
   if (!th.offsetParent || th.closest('[data-cards]')) return;
   const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
   for (let node; (node = walker.nextNode());) {
+    if (node.parentElement.closest('code[title]')) continue;  // a kernel's name, which wraps rather than run off
+
     for (const m of node.data.matchAll(/\\S+/g)) {
       const range = document.createRange();
       range.setStart(node, m.index);

@@ -347,7 +347,7 @@ def test_a_page_holds_under_each_outcome_of_its_claims(clean, words, index):
 
 from attnprof.site.claims.core import CONDITIONS, conditioned, hold  # noqa: E402
 
-FOLLOW_THE_RECORDS = ("decode-error", "steady", "least-device-time", "verdict")  # conclusions whose words adapt
+FOLLOW_THE_RECORDS = ("decode-error", "steady", "verdict")  # conclusions whose words adapt
 
 
 def conditioned_usages() -> list[tuple[str, ...]]:

@@ -224,7 +224,7 @@ def test_the_cost_table_gives_each_time_its_range_and_decides_a_stream_over_ever
     both = copy("decode_step", _batch_1_stream(10.0, 10.0))  # launch-bound by far, in every process
     table = findings.cost(both)
     row = next(r for r in table.split("<tr>") if r.startswith("<td>decode, eager</td><td>batch 1,"))
-    assert "<td>launch-bound: " in row and "within" not in row
+    assert "<td>launch-bound</td>" in row and "within" not in row  # the verdict alone: its times are folded
     cell = row.split('class="attnprof-cost" ')[1]
     lo, hi = (float(x) for x in cell.split('data-tokens-per-s-range="')[1].split('"')[0].split())
     assert lo <= float(cell.split('data-tokens-per-s="')[1].split('"')[0]) <= hi
@@ -232,7 +232,9 @@ def test_the_cost_table_gives_each_time_its_range_and_decides_a_stream_over_ever
     assert dollars and float(dollars[2]) <= float(dollars[1]) <= float(dollars[3])
     differ = copy("decode_step", _batch_1_stream(0.1, 1.0), repeat=True)  # one more process: GPU-bound there
     row = next(r for r in findings.cost(differ).split("<tr>") if r.startswith("<td>decode, eager</td><td>batch 1,"))
-    assert "not the same in every process (" in row and "GPU-bound)" in row
+    assert "<td>not the same in every process</td>" in row
+    note = next(l for l in findings.decode_step(differ).splitlines() if l.startswith("    - batch 1:"))
+    assert "not the same in every process (" in note and "GPU-bound)" in note
 
 
 def test_the_varlen_table_has_a_note_column_only_where_a_row_has_a_note(copy):
@@ -258,10 +260,11 @@ def test_the_cost_tables_times_say_each_runs_own_process_count(copy):
 
 
 def test_the_decode_tables_stream_cell_shows_the_back_to_back_time_its_verdict_rests_on(copy):
-    """A stream runs no faster than its CPU enqueues it: the stream cell of each eager decode row gives the stream
-    run's own back-to-back time (over its processes) beside its CPU enqueue, never the steps timed in turns, which
-    were taken apart from it; the header and the note name the stream as a run of its own. Made twice as slow in
-    its own samples alone, the stream's back-to-back time in the cell follows, and the in-turns column does not."""
+    """A stream runs no faster than its CPU enqueues it: the stream cell of each eager decode row says its verdict in
+    a word, and the note folded under the table gives the stream run's own back-to-back time (over its processes)
+    beside its CPU enqueue, never the steps timed in turns, which were taken apart from it; the header and the note
+    name the stream as a run of its own. Made twice as slow in its own samples alone, the stream's back-to-back time
+    in the note follows, and the in-turns column does not."""
     from attnprof.analysis import decide
     from attnprof.text import us
     def stream_of(build, r):  # the stream run's back-to-back samples at r's batch, in each process
@@ -271,14 +274,17 @@ def test_the_decode_tables_stream_cell_shows_the_back_to_back_time_its_verdict_r
     assert findings.STREAM_RUN in table.split("\n")[0] and findings.STREAM_RUN[1:] in table  # header, note
     rows = {int(l.split("|")[1]): [c.strip() for c in l.split("|")[1:-1]] for l in table.splitlines()
             if re.match(r"\| \d", l)}
+    notes = {int(l.split("batch ")[1].split(":")[0]): l.split(": ", 1)[1] for l in table.splitlines()
+             if l.startswith("    - batch ")}
     number = lambda text: float(text.replace(",", "").split()[0])
     for r in findings.decode_steps(BUILD):
-        cell = rows[r["batch"]][7]
+        cell, note = rows[r["batch"]][7], notes[r["batch"]]
+        assert len(cell.split()) <= 6 and note.startswith(cell.split(",")[0]), (cell, note)  # a few words
         queued = stream_of(BUILD, r)
-        assert f": {queued.text(us)} back to back, " in cell, cell
-        shown = number(cell.split(": ", 1)[1])
-        enqueue = number(cell.split("GPU only, ")[1])
-        assert shown >= enqueue * (1 - findings.timing.CPU_FLOOR), cell  # the cell agrees with itself
+        assert f": {queued.text(us)} back to back, " in note, note
+        shown = number(note.split(": ", 1)[1])
+        enqueue = number(note.split("GPU only, ")[1])
+        assert shown >= enqueue * (1 - findings.timing.CPU_FLOOR), note  # the note agrees with itself
     def slower_stream(rows):
         for r in rows:
             r["stream"]["back_to_back_us"] = [2 * x for x in r["stream"]["back_to_back_us"]]
@@ -286,5 +292,6 @@ def test_the_decode_tables_stream_cell_shows_the_back_to_back_time_its_verdict_r
     changed = findings.decode_step(slow)
     r = findings.decode_steps(BUILD)[0]
     line = next(l for l in changed.splitlines() if l.startswith(f"| {r['batch']} |"))
-    assert f": {stream_of(slow, r).text(us)} back to back, " in line
+    note = next(l for l in changed.splitlines() if l.startswith(f"    - batch {r['batch']}:"))
+    assert f": {stream_of(slow, r).text(us)} back to back, " in note
     assert f"| {us(r['back_to_back_us'])} |" in line  # the steps timed in turns keep their own time

@@ -42,18 +42,6 @@ def test_every_page_gives_one_number_per_quantity_and_method():
     assert ("flash", ONE_CALL, GRAPHS_RUN) in build.numbers and ("naive_compiled", ONE_CALL, GRAPHS_RUN) in build.numbers
 
 
-def test_a_ladder_intro_names_the_method_of_each_number():
-    """The three times near a ladder chapter's top: the device time is the forward drawn's and the one call the
-    capture's own run, each said with its method's words, so that the at-a-glance median beside it reads as another."""
-    from attnprof.site.pieces.captures import three_times
-    registry.load()
-    build = Build(store.CAPTURES, problems={})
-    text = three_times(build, "flash")
-    device, = build.numbers[("flash", DEVICE, MEDIAN)]
-    one, = build.numbers[("flash", ONE_CALL, CAPTURE_RUN)]
-    assert f"{device} of device time ({MEDIAN})" in text and f"{one} for one call ({CAPTURE_RUN})" in text
-
-
 def test_run_tables_name_their_run():
     """The graphs and fallback tables name their run: the fallback table in its one-call column's header, the
     graphs table (whose cards on a phone repeat each header) in the line under it."""
@@ -72,24 +60,6 @@ def test_two_numbers_for_one_quantity_are_caught():
     assert conflicts(build) == {("flash", DEVICE, MEDIAN): ["94.2 µs", "94.7 µs"]}
 
 
-def test_a_ladder_intro_gives_three_of_its_pages_times_not_all_of_them():
-    """The intro near a ladder chapter's top gives three times of one forward (the trace's span, the forward drawn's
-    device time, the capture's one call); the chapter gives more (the median device time in its details, besides),
-    so the intro says these are three of them, never that the forward has three."""
-    from attnprof.site.pieces.captures import three_times
-    registry.load()
-    build = Build(store.CAPTURES, problems={})
-    build.evidence = []
-    for name, args in registry.directives((DOCS / "flash.md").read_text(encoding="utf-8")):
-        registry.expand(build, name, args)
-    build.evidence = None
-    kinds = {(quantity, method) for (record, quantity, method) in build.numbers if record == "flash" and quantity != CPU}
-    assert len(kinds) + 1 >= 3, kinds  # + 1: the trace's span, which the intro states without noting it
-    text = three_times(build, "flash")
-    assert text.startswith("Three of the ways this page times one forward: ")
-    assert "has three times" not in text and "named beside its numbers" in text
-
-
 def test_the_op_list_diff_compares_the_two_median_forwards_and_says_so():
     """The diff of two op lists gives each one's forward drawn, its median forward, noted under that method, and the
     saving is the difference of those two, like with like."""
@@ -102,7 +72,7 @@ def test_the_op_list_diff_compares_the_two_median_forwards_and_says_so():
     a, b = build.summary("naive"), build.summary("inplace")
     assert naive == us(a["forward_device_us"]) and inplace == us(b["forward_device_us"])
     assert f"naive: {a['ops_per_forward']} ops, {naive}; inplace: {b['ops_per_forward']} ops, {inplace} " in text
-    assert f"each the device time of {MEDIAN}" in text
+    assert f"each the device time its op list gives, the {MEDIAN}" in text
     assert f"device time saved: {us(a['forward_device_us'] - b['forward_device_us'])})" in text
 
 

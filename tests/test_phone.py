@@ -3,10 +3,13 @@ Chromium: no chart's drawing wider than the screen and its text 11 px or more; t
 most 40 % of the screen's height, starting with the op's number, short name and time; every legend row
 and tap target at least 24 px tall, and a tap between thin marks listing those under the finger; no
 number broken across lines; the naive snippet's masking line on screen; prose lines of about 90
-characters at most at 1400 px; on each ladder chapter the lesson first: the trace figure within
-FIRST_SCREENS px below the title and the "What to notice" box on the page as laid out, with nothing
-opened; every chapter at most CHAPTER_PX tall with nothing opened, and every guess answered by a "What to
-notice" box within ANSWER_PX below it. (axe-core's WCAG 2 A/AA rules run on every page, both widths and schemes, in test_browser.py.)
+characters at most at 1400 px; every chapter of the ladder and beyond the post asks a guess after at most
+GUESS_WORDS words of prose and answers below it; on each ladder chapter the trace figure between the guess
+and the lesson (within FIRST_SCREENS px of the title), the lesson ANSWER_GAP_PX or more below the guess, "What
+to notice" shown unopened, and no profiled forward's device time but the median's outside folded details; the
+letters a chapter teaches by a kernel's name (`f32f32`, `wgmma`) whole on screen in its op list and legend;
+every chapter at most CHAPTER_PX tall with nothing opened, and every guess answered by a "What to notice" box
+within ANSWER_PX below it. (axe-core's WCAG 2 A/AA rules run on every page, both widths and schemes, in test_browser.py.)
 
 The checks that only read a page run inside test_browser.py's test of each page, on the page it has
 already loaded at each width (one load per width and page): `at_wide`, `at_phone_unopened`,
@@ -122,14 +125,16 @@ def test_the_tap_tip_is_opaque_short_and_starts_with_the_ops_name_and_time(site,
         tap(browser, target)
         tip = browser.execute_script(TIP)
         assert tip, "no tip after a tap"
-        legend = browser.execute_script("return arguments[0].textContent", rows[longest])  # "5 kernel · 359.2 µs · elementwise [masked_fill]"
+        # "5 kernel · 359.2 µs · void at::native::elementwise_kernel<128, 4, at::nati...": the name as printed
+        legend = browser.execute_script("return arguments[0].textContent", rows[longest])
         number, rest = legend.split(" ", 1)
-        kind, time, short = rest.split(" · ", 2)
-        head = tip["lines"][0]
-        assert head.startswith(f"{number}. {short.rstrip('…')}") and head.endswith(f" {time}"), (head, legend)
+        kind, time, printed = rest.split(" · ", 2)
+        head = tip["lines"][0]  # "5. elementwise [masked_fill] 359.2 µs": the readable name, then the full one
+        assert head.startswith(f"{number}. ") and head.endswith(f" {time}"), (head, legend)
         assert opaque(tip["background"]), tip["background"]
         assert tip["height"] <= TIP_SHARE * tip["viewport"] + 0.5, tip
         full = tip["text"].split("\n", 1)[1]
+        assert full.startswith(printed.removesuffix("...")), (full[:80], printed)
         assert len(full) > 150 and tip["more"]  # the longest name of naive's forward is a template's
         assert len(tip["shown"].split("\n", 1)[1]) <= 150
         tap(browser, browser.find_element(By.CSS_SELECTOR, "article > p"))  # a tap elsewhere hides it
@@ -209,6 +214,7 @@ for (const td of document.querySelectorAll('article td')) {
   if (!td.offsetParent) continue;  // a closed tab
   const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
   for (let node; (node = walker.nextNode());) {
+    if (node.parentElement.closest('code[title]')) continue;  // a kernel's name, which wraps rather than run off
     for (const m of node.data.matchAll(number)) {
       const range = document.createRange();
       range.setStart(node, m.index);
@@ -305,34 +311,127 @@ def prose(browser) -> list[str]:
     return problems
 
 
-# The ladder's chapters on a phone: the lesson comes first. The trace figure starts within FIRST_SCREENS px
-# below the title, and the "What to notice" box is on the page as laid out, with nothing opened.
+# The chapters that ask a guess, on a phone, nothing opened: at most GUESS_WORDS words of prose before the guess
+# (headings and code not counted), and the answer below it. In a ladder chapter the trace figure comes between
+# the guess and the lesson, the lesson at least ANSWER_GAP_PX below the guess (a reader meets the trace before
+# the answer) unless it is folded, the trace figure within FIRST_SCREENS px of the title and the "What to notice"
+# box on the page as laid out.
+GUESS_WORDS, ANSWER_GAP_PX = 90, 600
 LAYOUT = """
-const title = document.querySelector('article h1');
-const figure = [...document.querySelectorAll('article .attnprof-trace svg')].find(s => s.getBoundingClientRect().width > 0);
-const box = [...document.querySelectorAll('article .admonition')]
-    .find(a => (a.querySelector('.admonition-title') || {}).textContent === 'What to notice');
+const article = document.querySelector('article'), title = article.querySelector('h1');
 const top = el => el.getBoundingClientRect().top + window.scrollY;
+const guess = article.querySelector('.admonition.question');
+const figure = [...article.querySelectorAll('.attnprof-trace svg')].find(s => s.getBoundingClientRect().width > 0);
+const lesson = article.querySelector('.admonition.lesson');
+const box = [...article.querySelectorAll('.admonition')]
+    .find(a => (a.querySelector('.admonition-title') || {}).textContent === 'What to notice');
+let words = 0;
+if (guess) {
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  for (let node; (node = walker.nextNode());) {
+    if (!(node.compareDocumentPosition(guess) & Node.DOCUMENT_POSITION_FOLLOWING)) break;
+    const el = node.parentElement;
+    if (el.closest('pre, h1, h2, h3, h4, h5, h6, svg, script, style, details:not([open])') || !el.offsetParent) continue;
+    words += (node.data.match(/\\S+/g) || []).length;
+  }
+}
 return {
   title: title && top(title) + title.getBoundingClientRect().height,
+  guess: guess ? top(guess) : null, words: words,
   figure: figure ? top(figure) : null,
+  lesson: lesson ? {top: top(lesson), folded: !!lesson.closest('details:not([open])')} : null,
   box: box ? {shown: box.offsetParent !== null && box.getBoundingClientRect().height > 0,
               folded: !!box.closest('details:not([open])'), text: box.textContent.trim().slice(0, 80)} : null,
 };
 """
 
 
-def lesson_first(browser) -> list[str]:
-    at = browser.execute_script(LAYOUT)
-    if at["title"] is None or at["figure"] is None:
-        return [f"no title or no trace figure shown: {at}"]
+def guess_first(at: dict, ladder_chapter: bool) -> list[str]:
+    """A chapter that asks a guess, as LAYOUT reports it: the guess after at most GUESS_WORDS words, its answer
+    below it; in a ladder chapter the trace between them, the lesson ANSWER_GAP_PX or more below the guess (or
+    folded), the trace within FIRST_SCREENS px of the title and What to notice shown unopened."""
+    if at["guess"] is None:
+        return ["no guess (a question box) on the page"]
     problems = []
-    below = at["figure"] - at["title"]
-    if not 0 < below <= FIRST_SCREENS:
-        problems.append(f"the trace figure starts {below:.0f} px below the title (at most {FIRST_SCREENS})")
+    if at["words"] > GUESS_WORDS:
+        problems.append(f"{at['words']} words of prose before the guess (at most {GUESS_WORDS})")
+    lesson = at["lesson"]
+    if lesson and not lesson["folded"] and lesson["top"] <= at["guess"]:
+        problems.append("the lesson comes before the guess it answers")
+    if not ladder_chapter:
+        return problems
+    if at["figure"] is None or not at["guess"] < at["figure"]:
+        problems.append(f"no trace figure between the guess and the lesson: {at}")
+    elif not 0 < at["figure"] - at["title"] <= FIRST_SCREENS:
+        problems.append(f"the trace figure starts {at['figure'] - at['title']:.0f} px below the title (at most {FIRST_SCREENS})")
+    if lesson and not lesson["folded"]:
+        if at["figure"] is not None and lesson["top"] < at["figure"]:
+            problems.append("the lesson comes before the trace")
+        if lesson["top"] - at["guess"] < ANSWER_GAP_PX:
+            problems.append(f"the lesson starts {lesson['top'] - at['guess']:.0f} px below the guess, on the guess's "
+                            f"own screen (at least {ANSWER_GAP_PX}, or folded)")
     if not (at["box"] and at["box"]["shown"] and not at["box"]["folded"]):
         problems.append(f"'What to notice' is not shown unopened: {at['box']}")
     return problems
+
+
+def guessing() -> list[str]:
+    """The chapters that ask a guess: the ladder's rungs (its summary, At a glance, aside) and every chapter beyond
+    the post."""
+    return [p for p in [*nav_section("The ladder"), *nav_section("Beyond the post")] if p != "at-a-glance"]
+
+
+def nav_section(name: str) -> list[str]:
+    import yaml
+    from attnprof.model import store
+    config = yaml.load((store.ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)
+    entries = next(e[name] for e in config["nav"] if isinstance(e, dict) and name in e)
+    return [next(iter(e.values())).removesuffix(".md") for e in entries]
+
+
+# What a chapter teaches by a kernel's name, in the letters of the name: on a phone, where the op list and the
+# trace's legend print it, each part whole on one line and on screen.
+TAUGHT = {"math": ["f32f32", "ffma"], "cudnn": ["sm90", "wgmma"], "naive": ["nvjet"]}
+SHOWN_WHOLE = """
+const parts = arguments[0], vw = document.documentElement.clientWidth, out = {};
+const places = {'op list': 'article .attnprof-oplist td code[title]',
+                'trace legend': 'article .attnprof-trace svg.attnprof-narrow .attnprof-legend text'};
+for (const [place, selector] of Object.entries(places)) for (const part of parts) {
+  out[`${part} in the ${place}`] = [...document.querySelectorAll(selector)].filter(el => el.getBoundingClientRect().width > 0)
+      .some(el => {
+        const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+        for (let node; (node = walker.nextNode());) {
+          const i = node.data.indexOf(part);
+          if (i < 0) continue;
+          const range = document.createRange();
+          range.setStart(node, i);
+          range.setEnd(node, i + part.length);
+          const rects = [...range.getClientRects()].filter(r => r.width > 0);
+          if (rects.length === 1 && rects[0].left >= -0.5 && rects[0].right <= vw + 0.5) return true;
+        }
+        return false;
+      });
+}
+return out;
+"""
+
+
+def taught_names(browser, page) -> list[str]:
+    """The letters TAUGHT names for a chapter, whole and on screen in its op list and in its trace's legend."""
+    found = browser.execute_script(SHOWN_WHOLE, TAUGHT.get(page, []))
+    return [f"the kernel name's “{where}” is not shown whole on screen" for where, ok in found.items() if not ok]
+
+
+def median_forward_only(browser, page) -> list[str]:
+    """A ladder chapter's text outside closed details gives no device time of a profiled forward but the median
+    one (its op list's, the number every page gives): each other forward's, as the pages write a time, is absent."""
+    from attnprof.analysis import records
+    from attnprof.text import us
+    s = records.load_summary(page)
+    others = {us(x) for x in s["forward_device_us_each"]} - {us(s["forward_device_us"])}
+    text = browser.execute_script("return document.querySelector('article').innerText")
+    return [f"a profiled forward's device time other than the median, {x}, stands outside folded details"
+            for x in sorted(others) if x in text]
 
 
 # ---- run by test_browser.py's test of each page, on the page it has loaded --------------------------------
@@ -341,7 +440,7 @@ def test_every_page_these_checks_name_is_a_page_of_the_site():
     """The checks here run inside the test of each page they name: a page renamed or gone would leave its
     checks unmade rather than failing."""
     from test_browser import PAGES
-    named = {*WIDE_PAGES, *TARGET_PAGES, *ladder(), *chapters(), "verification", "claims", "naive"}
+    named = {*WIDE_PAGES, *TARGET_PAGES, *ladder(), *chapters(), *guessing(), *TAUGHT, "verification", "claims", "naive"}
     assert named <= set(PAGES), f"pages named in test_phone.py that the site does not have: {sorted(named - set(PAGES))}"
 
 
@@ -361,7 +460,9 @@ def at_wide(browser, page) -> list[str]:
     return problems
 
 
-CHAPTER_PX, ANSWER_PX = 12_000, 4_000  # a chapter's height on a phone, details closed; a guess to its answer
+# a chapter's height on a phone, details closed; a guess to its answer, the trace and the op list between them (the
+# math backend's lists 20 ops)
+CHAPTER_PX, ANSWER_PX = 12_000, 5_000
 
 # Each open guess (a question box) and the first "What to notice" box below it, and the chapter's height.
 GUESSES = """
@@ -412,11 +513,12 @@ def chapters() -> list[str]:
 
 LESSON = """
 const boxes = [...document.querySelectorAll('article .admonition.lesson')];
+const guess = document.querySelector('article .admonition.question');
 return boxes.map(box => {
   const body = box.cloneNode(true);
   body.querySelectorAll('.admonition-title, sup, .footnote-ref').forEach(e => e.remove());
   const r = box.getBoundingClientRect();
-  return {top: r.top + window.scrollY, shown: box.offsetParent !== null && r.height > 0,
+  return {top: r.top + window.scrollY, shown: box.offsetParent !== null && r.height > 0, asked: !!guess,
           folded: !!box.closest('details:not([open])'), text: body.textContent.replace(/\\s+/g, ' ').trim()};
 });
 """
@@ -425,13 +527,14 @@ NUMBER = re.compile(r"(?<![\w.\-])\d[\d,]*(?:\.\d+)?")
 
 def lesson_problems(found: list[dict]) -> list[str]:
     """The lesson boxes found on a chapter, as LESSON returns them: exactly one, shown unopened, starting within
-    LESSON_PX of the page's top, one sentence of at most LESSON_WORDS words and LESSON_NUMBERS numbers."""
+    LESSON_PX of the page's top unless the chapter asks a guess first (then guess_first places it), one sentence of
+    at most LESSON_WORDS words and LESSON_NUMBERS numbers."""
     if len(found) != 1:
         return [f"{len(found)} lesson boxes (one, `!!! lesson`, near the top)"]
     box, problems = found[0], []
     if not box["shown"] or box["folded"]:
         problems.append(f"the lesson is not shown unopened: “{box['text'][:60]}”")
-    if box["top"] > LESSON_PX:
+    if box["top"] > LESSON_PX and not box.get("asked"):  # a chapter that asks first answers after (guess_first)
         problems.append(f"the lesson starts {box['top']:,.0f} px down the page, below the first two screens ({LESSON_PX:,} px)")
     words, numbers = box["text"].split(), NUMBER.findall(box["text"])
     if len(words) > LESSON_WORDS:
@@ -458,7 +561,11 @@ return out;
 
 def at_phone_unopened(browser, page) -> list[str]:
     """`page` loaded at 390 px, in the light scheme, no details block opened and no tab clicked."""
-    problems = lesson_first(browser) if page in ladder() else []
+    problems = []
+    if page in guessing():
+        problems += [f"guess: {p}" for p in guess_first(browser.execute_script(LAYOUT), page in ladder())]
+    if page in ladder():
+        problems += median_forward_only(browser, page)
     if page in chapters():
         problems += [f"lesson: {p}" for p in lesson_problems(browser.execute_script(LESSON))]
     problems += browser.execute_script(OVERFLOW)
@@ -477,6 +584,8 @@ def at_phone_opened(browser, page) -> list[str]:
         problems.append("the claims table is not shown as cards on a phone")
     if page == "naive":
         problems += masking_line(browser)
+    if page in TAUGHT:
+        problems += taught_names(browser, page)
     return problems
 
 
@@ -566,3 +675,21 @@ def test_a_lesson_out_of_place_too_long_or_missing_is_caught():
     assert "not shown unopened" in lesson_problems([{**good, "folded": True}])[0]
     assert lesson_problems([]) and lesson_problems([good, good])
     assert {"", "naive", "math", "model-attention", "launch-bound"} <= set(chapters()) and "changelog" not in chapters()
+
+
+def test_a_guess_too_late_or_answered_on_its_own_screen_is_caught():
+    """guess_first on pages as LAYOUT reports them: a ladder chapter laid out as asked passes; one with 91 words
+    before its guess, its lesson 599 px below the guess or above the trace, or no guess at all, each fails; a
+    folded lesson may sit anywhere; a chapter beyond the post needs no trace."""
+    good = {"title": 100.0, "guess": 900.0, "words": 90, "figure": 1400.0, "lesson": {"top": 2600.0, "folded": False},
+            "box": {"shown": True, "folded": False, "text": "What to notice"}}
+    assert guess_first(good, True) == []
+    assert "91 words" in guess_first({**good, "words": 91}, True)[0]
+    assert "599 px below the guess" in guess_first({**good, "lesson": {"top": 1499.0, "folded": False}}, True)[0]
+    assert "before the trace" in " ".join(guess_first({**good, "lesson": {"top": 1300.0, "folded": False}}, True))
+    assert guess_first({**good, "lesson": {"top": 1000.0, "folded": True}}, True) == []
+    assert guess_first({**good, "guess": None}, True) == ["no guess (a question box) on the page"]
+    assert guess_first({**good, "figure": None}, False) == []
+    assert "before the guess" in guess_first({**good, "lesson": {"top": 800.0, "folded": False}}, False)[0]
+    assert {"math", "naive", "scaling", "model-attention", "claims"} <= set(guessing()) and "at-a-glance" not in guessing()
+

@@ -156,16 +156,18 @@ def test_nav_labels_are_the_chapter_titles():
             assert label == title, (label, title)
 
 
-def test_every_ladder_chapter_asks_a_titled_guess_first():
-    """An open box (`!!!`): a closed one is a bar on a phone, and the guess is what the chapter answers."""
+def test_every_ladder_chapter_and_every_chapter_beyond_the_post_asks_a_titled_guess_first():
+    """An open box (`!!!`): a closed one is a bar on a phone, and the guess is what the chapter answers; it comes
+    before the chapter's lesson (test_phone.py holds where each sits on a phone)."""
     import re
-    chapters = [next(iter(e.values())) for e in nav()["The ladder"]]
+    chapters = [next(iter(e.values())) for section in ("The ladder", "Beyond the post") for e in nav()[section]]
     for path in chapters:
         if path == "at-a-glance.md":  # the summary of the ladder, not a rung
             continue
         text = (store.ROOT / "docs" / path).read_text()
         boxes = re.findall(r'^(\?\?\?\+?|!!!) question "(.*)"', text, re.M)
         assert boxes and all(kind == "!!!" and b.startswith("Guess first: ") and b.endswith("?") for kind, b in boxes), (path, boxes)
+        assert text.index('question "Guess first') < text.index('!!! lesson "The lesson"'), path
 
 
 def test_every_profiled_stage_chapter_links_its_notebook():  # the home page's promise

@@ -52,22 +52,30 @@ def test_diff_naive_to_inplace_is_the_memcpy(build):
 
 
 def test_timeline_is_well_formed_and_labels_every_op(h200, build):
-    """Both drawings (wide, and narrow for a phone) name every op once in its bar's hover text, short name
-    and time on the first line and the full name under it, and list it in a legend row that points at it
-    (data-op, which names.js follows to the bar)."""
+    """Both drawings (wide, and narrow for a phone) list every op in a legend row that points at it (data-op, which
+    names.js follows to the bar), its name as the profiler prints it; the wide drawing names each op once in its
+    bar's hover text, readable name and time on the first line and the full name under it, which names.js lends
+    the narrow drawing's bars, bar for bar (a full name is sent once)."""
+    from attnprof.analysis import kernel_names
     ns = "{http://www.w3.org/2000/svg}"
     drawings = ET.fromstring(plots.timeline(build.summary("naive"), build.forwards("naive")[1])).findall(ns + "svg")
     assert [d.get("class") for d in drawings] == ["attnprof-wide", "attnprof-narrow"]
     ops = trace.median_forward(trace.forwards(h200("naive"), LABEL)).ops
     for root in drawings:
         bars = [e for e in root.iter(ns + "rect") if e.get("class") == "attnprof-gpu-op"]
+        assert len(bars) == len(ops)
+        rows = [g for g in root.iter(ns + "g") if g.get("class") == "attnprof-legend"]
+        assert [g.get("data-op") for g in rows] == [str(i) for i in range(1, len(ops) + 1)]
+        legend = ["".join(g.find(ns + "text").itertext()) for g in rows]
+        assert all(text.endswith(kernel_names.printed(op.name)) for text, op in zip(legend, ops)), legend
+        if root.get("class") == "attnprof-narrow":
+            assert all(b.find(ns + "title") is None for b in bars)
+            continue
         titles = [e.find(ns + "title").text for e in bars]
         assert [t.split(".")[0] for t in titles] == [str(i) for i in range(1, len(ops) + 1)]
         masked = next(t for t in titles if "masked_fill" in t)
         head, full = masked.split("\n")
         assert head.endswith("µs") and "[masked_fill]" in head and full.startswith("void at::native::")
-        rows = [g for g in root.iter(ns + "g") if g.get("class") == "attnprof-legend"]
-        assert [g.get("data-op") for g in rows] == [str(i) for i in range(1, len(ops) + 1)]
 
 
 def test_problem_captures_render_as_a_box():

@@ -92,7 +92,7 @@ def test_the_rates_on_methods_include_the_steady_state_rate_the_roofline_shows()
     steady = f"{statistics.median(f for f, _ in runs.steady_rates(b)):.0f}"
     assert f"{steady} after seconds of load" in s.lesson, s.lesson
     assert f"{steady} (from " in s.text and "at steady state" in s.text
-    assert "roofline.md#at-steady-state-across-processes" in s.text
+    assert "roofline.md#the-fastest-forward-at-b1-h16-s8192-d128" in s.text  # the section that folds the steady rate
     # the same figure as the roofline page's steady sentence: one number for it
     assert f"**{steady} TFLOP/s**" in registry.expand(build(), "steady", [])
     # whether the rule tells it from the short runs' rate is said, not left to the reader
@@ -124,7 +124,7 @@ def test_the_counters_table_shows_the_throughput_its_verdicts_and_the_lesson_rea
         assert re.search(rf"\| {re.escape(figure)} % / \d+\.\d % \|", table), figure
     assert "SM / memory throughput" in table and f"{counters.BOUND_AT:g} % threshold, not the tensor pipe" in table
     page = (DOCS / "roofline.md").read_text()
-    before = page.split("<!-- attnprof: say hopper-compute-bound -->")[1].rsplit("\n\n", 1)[-1]
+    before = page.split('!!! lesson "The lesson"\n    <!-- attnprof: say hopper-compute-bound -->')[0].rstrip().rsplit("\n\n", 1)[-1]
     assert "tensor pipe" not in before and "SM throughput, which the verdict reads" in before
 
 

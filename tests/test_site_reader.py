@@ -106,12 +106,12 @@ def test_a_list_from_another_forward_would_be_caught():
 
 
 CODE = ("the code, its changed line marked", re.compile(r'<span class="hll">'))
-LESSON_ORDER = [  # what a ladder chapter shows, in this order, before anything folded
-    CODE,
+LESSON_ORDER = [  # what a ladder chapter shows, in this order, before anything folded: the guess asked before the
+    CODE,        # trace is drawn, the answer after it
     ("the guess, open", re.compile(r'<div class="admonition question">\s*<p class="admonition-title">Guess first')),
-    ("the lesson, open", re.compile(r'<div class="admonition lesson">\s*<p class="admonition-title">The lesson')),
     ("the trace", WIDE_SVG),
     ("the op list", re.compile(r'<div class="attnprof-oplist">')),
+    ("the lesson, open", re.compile(r'<div class="admonition lesson">\s*<p class="admonition-title">The lesson')),
     ("What to notice, open", re.compile(r'<div class="admonition abstract">\s*<p class="admonition-title">What to notice')),
     ("the details", re.compile(r'<h2 id="details"')),
 ]
@@ -120,25 +120,12 @@ PIN = {"naive": "masked_fill(", "inplace": "masked_fill_(", "math": "SDPBackend.
        "flash": "SDPBackend.FLASH", "cudnn": "SDPBackend.CUDNN", "auto": "scaled_dot_product_attention"}
 
 
-# The SDPA backends' chapters share one function, shown on the SDPA chapter: each shows it after What to notice,
-# so that its lesson and its trace stay within the first two phone screens (test_phone.py).
-SHARED_CODE = {"math", "efficient", "flash", "cudnn", "auto"}
-
-
-def lesson_order(stage: str) -> list:
-    if stage not in SHARED_CODE:
-        return LESSON_ORDER
-    rest = [step for step in LESSON_ORDER if step is not CODE]
-    return rest[:-1] + [CODE, rest[-1]]
-
-
 def test_every_ladder_chapter_has_one_shape(site):
-    """Code (the changed line highlighted), the guess open, the lesson open, the trace, the op list, What to notice
-    open, then the details (an SDPA backend's shared code just before the details); the stamp, the gaps and the
-    trace's caption only inside closed boxes."""
+    """Code (the changed line highlighted), the guess open, the trace, the op list, the lesson open, What to notice
+    open, then the details; the stamp, the gaps and the trace's caption only inside closed boxes."""
     for stage in ladder():
         body = article(site / stage / "index.html")
-        at = [(what, pattern.search(body)) for what, pattern in lesson_order(stage)]
+        at = [(what, pattern.search(body)) for what, pattern in LESSON_ORDER]
         assert all(m for _, m in at), (stage, [what for what, m in at if not m])
         starts = [m.start() for _, m in at]
         assert starts == sorted(starts), (stage, [what for what, _ in sorted(at, key=lambda a: a[1].start())])

@@ -195,6 +195,6 @@ def test_the_register_limit_says_how_a_warps_registers_come_to_its_figure(commit
     product = op["registers"] * warp
     per_warp = math.ceil(product / occupancy.REG_ALLOC_UNIT) * occupancy.REG_ALLOC_UNIT
     assert product != per_warp  # what makes the words needed at all, on the committed records
-    assert f"rounded up to the allocation unit, take {per_warp:,} of the SM's" in s.lesson
+    assert f"rounded up to the allocation unit, take {per_warp:,} of the SM's register file" in s.lesson
     assert (f"({op['registers']} × {warp} threads = {product:,}, rounded up to a multiple of "
             f"{occupancy.REG_ALLOC_UNIT}," in s.text)

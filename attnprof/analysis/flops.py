@@ -12,8 +12,14 @@ def tflops(flop: float, us: float) -> float:
     return flop / us / 1e6
 
 
+def device_tflops(summary: dict) -> float:
+    """TFLOP/s of a captured forward's kernels: causal FLOPs over its device time (the median profiled forward's),
+    the time the tables rank forwards by."""
+    return tflops(causal_flops(summary["shape"]), summary["forward_device_us"])
+
+
 def causal_tflops(summary: dict) -> float | None:
-    """TFLOP/s of a captured forward as the site counts it: causal FLOPs over its CUDA-event median;
+    """TFLOP/s of one call of a captured forward, launch included: causal FLOPs over its CUDA-event median;
     None for a profile without CUDA-event timing (a notebook's)."""
     if summary.get("event_median_us") is None:
         return None

@@ -2,8 +2,9 @@
 says about dtype, target architecture and tile.
 
 Only what a name states is reported; anything it does not state is None, and a name that matches no
-rule is "unknown" rather than a guess. `label` is a short name for tables (templates and arguments
-dropped, the functor that says what an ATen kernel does kept).
+rule is "unknown" rather than a guess. `printed` is a name as the profiler prints it, which tables and
+legends show; `label` is a short gloss of it (templates and arguments dropped, the functor that says what an
+ATen kernel does kept).
 """
 from __future__ import annotations
 
@@ -54,6 +55,30 @@ def strip_templates(name: str) -> str:
 
 WRAPPERS = {"AUnary", "BUnary", "Binary", "elementwise", "vectorized_elementwise", "unrolled_elementwise",
             "gpu", "reduce", "triu_tril", "Offset"}
+
+
+TABLE_NAME_WIDTH = 55  # torch.profiler's key_averages().table(): the width of its name column (max_name_column_width)
+
+
+def as_table(name: str) -> str:
+    """A name as `key_averages().table()` prints it: one of TABLE_NAME_WIDTH - 3 characters or more is cut there
+    and "..." added (torch/autograd/profiler_util.py)."""
+    cut = TABLE_NAME_WIDTH - 3
+    return name[:cut] + "..." if len(name) >= cut else name
+
+
+def printed(name: str) -> str:
+    """A kernel's name as the profiler prints it: whole where it is one identifier, as the trace holds it and
+    Perfetto shows it (`sm80_xmma_gemm_f32f32_…_ffma_…`); as `key_averages().table()` prints it where it is a C++
+    signature, whose template arguments run to hundreds of characters."""
+    return as_table(name) if re.search(r"[<( ]", name) else name
+
+
+def gloss(name: str) -> str | None:
+    """The readable gloss of a name (its `label`) where it says what the name as printed does not (`[Mul]`,
+    `fp32`); None where the printed name holds every part of it."""
+    short, shown = label(name), printed(name)
+    return None if all(part in shown for part in re.split(r"[… ]+", short) if part) else short
 
 
 def label(name: str, limit: int = 46) -> str:

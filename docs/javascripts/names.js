@@ -129,17 +129,23 @@
   document.addEventListener("keydown", function (e) { if (e.key === "Escape") hide(); });
 
   // Each long name is sent once per page (the Markdown extension's NamesOnce): copy it back where it
-  // repeats. And a chart's narrow drawing borrows the hover text of the wide one's points, point for point.
+  // repeats. And a figure's narrow drawing borrows the hover text of the wide one's marks, mark for mark: a
+  // chart's points, a trace's GPU ops (whose full names run to hundreds of characters).
+  function borrow(box, wideMarks, narrowMarks) {
+    var wide = box.querySelectorAll(wideMarks), narrow = box.querySelectorAll(narrowMarks);
+    if (wide.length !== narrow.length) return;
+    narrow.forEach(function (mark, i) { if (!titleOf(mark)) mark.append(wide[i].cloneNode(true)); });
+  }
   function names() {
     document.querySelectorAll("[data-same]").forEach(function (el) {
       var first = document.querySelector('[data-name="' + el.dataset.same + '"]');
       if (first) el.setAttribute("title", first.getAttribute("title"));
     });
     document.querySelectorAll(".attnprof-figure").forEach(function (figure) {
-      var wide = figure.querySelectorAll("svg.attnprof-wide circle > title");
-      var narrow = figure.querySelectorAll("svg.attnprof-narrow .attnprof-point");
-      if (wide.length !== narrow.length) return;
-      narrow.forEach(function (point, i) { if (!titleOf(point)) point.append(wide[i].cloneNode(true)); });
+      borrow(figure, "svg.attnprof-wide circle > title", "svg.attnprof-narrow .attnprof-point");
+    });
+    document.querySelectorAll(".attnprof-trace").forEach(function (trace) {
+      borrow(trace, "svg.attnprof-wide .attnprof-gpu-op > title", "svg.attnprof-narrow .attnprof-gpu-op");
     });
   }
   names();

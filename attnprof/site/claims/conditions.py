@@ -1,5 +1,5 @@
 """Truth conditions of the conclusion pieces whose words follow the records (`decode-error`, `steady`,
-`least-device-time`, and `verdict` and `verdicts` where a page gives no `expect=`): what the page around each relies on,
+`verdict` and `verdicts` where a page gives no `expect=`): what the page around each relies on,
 which `check` holds (core.hold), and a flip of a copy of a record that changes what the piece states."""
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ from ...analysis import decide, timing
 from ...model.stages import DEFAULT_SHAPE, SHAPES
 from ...text import us
 from ..build import Build
-from ..pieces.compared import device_time
 from ..pieces.runs import concat_against_in_place, decode_steps, steady_rates
 from ..pieces.timing import UNDECIDED_CALL, repeated, timed_range
 from ..registry import expand
 from .core import ADAPTS, Flip, Statement, condition
-from .edits import each, in_run, setting
+from .edits import in_run
 
 B = decide.POINT_BAND
 
@@ -82,23 +81,6 @@ def steady(build: Build) -> Statement:
     return Statement(_said(build, "steady"), decide.against(spread, decide.STEADY_WITHIN, B) != "above",
                      f"rates {[round(f) for f in fwd]} TFLOP/s, {100 * spread:.1f} % from their median against "
                      f"{100 * decide.STEADY_WITHIN:.0f} %", f"{mid:.0f} TFLOP/s")
-
-
-# ---- least-device-time ----------------------------------------------------------------------------
-
-@condition("least-device-time", reads=lambda records: list(records),
-           flip=lambda records: [Flip(f"{records[-1]}.json", each("forward_device_us", 3.0), ADAPTS),  # another leads
-                                 Flip(f"{records[0]}.json", setting(shape=[1, 1, 64, 64]))])  # another shape
-def least_device_time(build: Build, *records) -> Statement:
-    """Which capture takes the least device time holds only between forwards of one shape and dtype, each
-    with profiled forwards enough for a range (as `kernel-ahead`)."""
-    s = {r: build.summary(r) for r in records}
-    alike = all(s[r][k] == s[records[0]][k] for r in records for k in ("shape", "dtype"))
-    times = {r: device_time(build, r) for r in records}
-    first = decide.ranking(times)[0]
-    return Statement(_said(build, "least-device-time", *records), alike and all(t.n > 1 for t in times.values()),
-                     f"alike in shape and dtype: {alike}; profiled forwards {[t.n for t in times.values()]}",
-                     str(first))
 
 
 # ---- verdict (the timing run's), where the page expects none --------------------------------------

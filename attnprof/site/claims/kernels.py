@@ -144,8 +144,8 @@ def flash_register_limit(build: Build) -> Statement:
             f"({op['registers']} × {warp} threads = {op['registers'] * warp:,}, rounded up to a multiple of "
             f"{occupancy.REG_ALLOC_UNIT}, the unit in which an SM allocates a warp's registers), so only "
             f"{t['warps_per_sm']} warps, {t['blocks_per_sm']} blocks of {threads} threads, fit")
-    lesson = (f"only {t['warps_per_sm']} warps fit, because a warp's registers, rounded up to the allocation unit, "
-              f"take {per_warp:,} of the SM's")
+    lesson = (f"only {t['warps_per_sm']} warps fit on an SM, because each warp's registers, rounded up to the allocation "
+              f"unit, take {per_warp:,} of the SM's register file")
     return Statement(text, t["limiter"] == "registers", f"{op['registers']} registers, {threads} threads, {t}",
                      lesson=lesson)
 

@@ -2,12 +2,13 @@
 transformers Llama layer runs around its attention kernel, read off the committed layer captures."""
 from __future__ import annotations
 
-from ...analysis import kernel_names, summary
+from ...analysis import decide, kernel_names, oplist, summary
 from ...text import escape, shape, us
 from ..build import Build
 from .core import Flip, Statement, claim
-from .edits import kernels_in_trace
-from .wording import times
+from .edits import events, kernels_in_trace
+from .methods import above
+from .wording import pct, times
 
 EAGER, SDPA = "layer.eager", "layer.sdpa"
 
@@ -63,3 +64,24 @@ def layer_eager(build: Build) -> Statement:
                      rests_on=f"softmax dtype {kernel_names.explain(soft['name'])['dtype']}, {soft['duration_us']:.1f} µs "
                      f"against {kernel['duration_us']:.1f} µs; eager {eager['forward_device_us']:.1f} µs, sdpa "
                      f"{sdpa['forward_device_us']:.1f} µs")
+
+
+@claim("layer-idle", reads=lambda record: [record],
+       flip=lambda record: Flip(f"{record}.json", events(0.5, of="forward_device_us_each")))  # one call below its kernels
+def layer_idle(build: Build, record: str = SDPA) -> Statement:
+    """A layer's forward leaves the GPU waiting for its launches: idle for most of the profiled span of the forward
+    its page draws, and one call, timed without the profiler, wholly above the layer's device time."""
+    s = build.summary(record)
+    g = oplist.gaps(s)
+    one = decide.samples(s["event_times_us"], decide.ONE_CALL)
+    device = decide.samples(s["forward_device_us_each"], decide.DEVICE)
+    text = (f"Under <code>{escape(s['function'])}</code> the GPU ran the layer's {len(s['ops'])} device ops for "
+            f"{us(g.busy_us)} of a {us(g.span_us)} span from first launch to last op end, idle {pct(g.idle_share)} of "
+            f"it (profiled: the profiler slows the CPU's launches). Without the profiler one call takes "
+            f"{one.text(us)} (CUDA events, the capture's own run, median and p10–p90 of {one.n} calls) against "
+            f"{device.text(us)} of device time ({_where(s)}): the rest of the call is the CPU's work of launching "
+            f"them")
+    lesson = (f"Under `{escape(s['function'])}` the GPU waits for launches for most of the layer's profiled span, and "
+              f"one call, timed without the profiler, takes {times(one.median / device.median)} the layer's device time")
+    return Statement(text, g.idle_share > 0.5 and above(one, device), lesson=lesson,
+                     rests_on=f"idle {g.idle_share:.2f} of the span; one call {one}, device {device}")

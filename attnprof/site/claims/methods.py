@@ -56,7 +56,7 @@ def rates(build: Build, stage) -> Statement:
             + "".join(f"; {f(r['tflops_back_to_back'])} back to back at B={r['shape'][0]} in the sweep and the roofline "
                       f"figure" for r in sweep)
             + (f"; {f(steady[0])} (from {f(steady[1])} to {f(steady[2])}) back to back after seconds of load, at steady "
-               f"state, stored {_layout(steady[4])} ([Roofline](roofline.md#at-steady-state-across-processes))" if steady else "")
+               f"state, stored {_layout(steady[4])} ([Roofline](roofline.md#the-fastest-forward-at-b1-h16-s8192-d128))" if steady else "")
             + ". The kernel-only rates leave out the launches and the gaps between forwards; back to back pays those "
               "once per forward, and one call adds the time from the call to the kernel's start.")
     kernel_only = [profiler] + ([ncu] if ncu else [])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ...analysis import decide
 from ...model import names
-from ...model.stages import DEFAULT_SHAPE
-from ...text import shape as shape_text, us
+from ...model.stages import DEFAULT_SHAPE, STAGES
+from ...text import escape, shape as shape_text, us
 from ..build import Build, across, row
 from ..words import DEVICE, MEDIAN, listed, per_process, short, within
 from .core import ADAPTS, Flip, Statement, claim
@@ -70,9 +70,8 @@ def cudnn_fastest(build: Build) -> Statement:
             f"{clock_of(build, DEFAULT_SHAPE)}")
     captured = {b: build.summary(b)["forward_device_us"] for b in ("cudnn", rival)}  # as the tables state them
     said = {b: build.number(b, DEVICE, MEDIAN, us(x)) for b, x in captured.items()}
-    lesson = (f"the fastest SDPA backend by device time, {said['cudnn']} against {short(rival)}'s "
-              f"{said[rival]}, " + ("and by one call too" if first[1] == ["cudnn"] else
-                                                  f"though by one call it is not told apart from {listed([short(b) for b in first[1] if b != 'cudnn'])}"))
+    lesson = (f"the fastest SDPA backend at the post's shape: {said['cudnn']} of device time against {short(rival)}'s "
+              f"{said[rival]}")
     return Statement(text, first[0] == ["cudnn"] and "cudnn" in first[1] and captured["cudnn"] < captured[rival],
                      lesson=lesson,
                      rests_on=f"first by device {first[0]}, by one call {first[1]}")
@@ -194,3 +193,26 @@ def _slower_rows(stage: str, layout: str, factor: float):
             if r["path"] == stage and r["layout"] == layout and r.get("back_to_back_us_each"):
                 r["back_to_back_us_each"] = scale(r["back_to_back_us_each"], factor)
     return edit
+
+
+@claim("least-device", reads=lambda leader, others: [leader, *others],
+       flip=lambda leader, others: [Flip(f"{leader}.json", each("forward_device_us", 3.0)),  # another leads
+                                    Flip(f"{others[0]}.json", setting(shape=[1, 1, 64, 64]))])  # another shape
+def least_device(build: Build, leader, *others) -> Statement:
+    """`leader`'s forward takes the least device time of these captures (profiler, the one rule over each one's
+    profiled forwards), told apart from every other: a ranking that holds only between forwards of one shape and
+    dtype, each with profiled forwards enough for a range."""
+    times = {r: decide.samples(build.summary(r)["forward_device_us_each"], decide.DEVICE) for r in (leader, *others)}
+    runner = min(others, key=lambda r: times[r].median)
+    said = {r: build.number(r, DEVICE, MEDIAN, us(build.summary(r)["forward_device_us"])) for r in (leader, runner)}
+    name = lambda r: short(r) if r in STAGES else f"<code>{escape(r)}</code>"  # a reader's capture by its record's name
+    alike = len({(tuple(build.summary(r)["shape"]), build.summary(r)["dtype"]) for r in times}) == 1
+    first = decide.ranking(times)[0]
+    rest = [f"{name(r)}'s {times[r].text(us)}" for r in sorted(others, key=lambda r: times[r].median) if r != runner]
+    text = (f"{name(leader)}'s forward takes {times[leader].text(us)} of device time; the next, {name(runner)}'s, "
+            f"{times[runner].text(us)}" + (f"; then {listed(rest)}" if rest else "")
+            + f" (profiler, median and p10–p90 of each capture's profiled forwards, "
+              f"{shape_text(build.summary(leader)['shape'])})")
+    lesson = f"{name(leader)}'s forward takes the least device time, {said[leader]} against {said[runner]} for {name(runner)}"
+    return Statement(text, alike and first == [leader] and all(t.n > 1 for t in times.values()),
+                     f"first {first}; alike: {alike}; profiled forwards {[t.n for t in times.values()]}", lesson=lesson)

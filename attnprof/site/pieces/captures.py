@@ -5,10 +5,8 @@ What a piece reads is declared where it is registered (see registry.py).
 """
 from __future__ import annotations
 
-import statistics
-
 from ...analysis import hardware, kernel_names, oplist, summary
-from ...analysis.flops import causal_flops, causal_tflops, tflops
+from ...analysis.flops import causal_flops, device_tflops, tflops
 from ...model.procedure import EVENT_REPS, SCHEDULE
 from ...model.stages import DEFAULT_SHAPE, ITEMSIZE, STAGES, ladder, select
 from ...text import escape, dims, ms, shape, us
@@ -34,17 +32,15 @@ def key_averages(build: Build, record):
 
 @piece("ops", captures=1)
 def ops(build: Build, record, mark=None):
-    """One forward's device ops: the forward the trace figure draws (Build.shown)."""
+    """One forward's device ops: the forward the trace figure draws, the median one."""
     s = build.summary(record)
-    build.number(record, DEVICE, MEDIAN, us(s[f"{s.get('pass', 'forward')}_device_us"]))  # as its caption states them
-    if "event_median_us" in s:
-        build.number(record, ONE_CALL, CAPTURE_RUN, us(s["event_median_us"]))
+    build.number(record, DEVICE, MEDIAN, us(s[f"{s.get('pass', 'forward')}_device_us"]))  # as its caption states it
     return tables.ops(s, mark)
 
 
 @piece("diff", captures=2)
 def diff(build: Build, a, b):
-    """What one forward's op list has that the other's lacks: the forwards drawn (Build.shown), whose op lists
+    """What one forward's op list has that the other's lacks: the forwards drawn (the median ones), whose op lists
     their chapters show, their device times noted as those op lists state them."""
     shown = {record: build.summary(record) for record in (a, b)}
     for record, s in shown.items():
@@ -62,21 +58,20 @@ def trace_controls(build: Build, record: str, label: str) -> str:
     return (f"[:material-chart-timeline: Open in Perfetto]({at}/{record}.trace.json.gz)"
             f"{{ .md-button .attnprof-perfetto data-title=\"{escape(label)}\" }} "
             f"[:material-download: {record}.trace.json.gz]({at}/{record}.trace.json.gz){{ .md-button }} "
-            f"[summary JSON]({at}/{record}.json)")
+            f"[summary&nbsp;JSON]({at}/{record}.json)")
 
 
 def drawn(build: Build, record, explained=None) -> str:
-    """Which profiled forward (or backward) a page draws and lists, with its times against the medians."""
+    """Which profiled forward (or backward) a page draws and lists: the one whose device time is the median."""
     s = build.summary(record)
     what = s.get("pass", "forward")
     fwds, shown = build.forwards(record)
     guide = "" if explained == "here" else f" ([reading a trace]({TRACE_GUIDE}))"
     said = lambda quantity, method, x: build.number(record, quantity, method, us(x)) if what == "forward" else us(x)
     return (f"The {what} of `{record}` drawn here is the one of the {len(fwds)} profiled whose device time is the "
-            f"median, {said(DEVICE, MEDIAN, shown.device_us)} ([why](methods.md#which-forward-a-page-shows)). It takes "
-            f"{us(shown.cpu_us)} on the CPU (the median of the {len(fwds)}: "
-            f"{said(CPU, MEDIAN, statistics.median(f.cpu_us for f in fwds))}, profiler on). The op list shows the same one{guide}. "
-            f"The trace file holds the whole profile{', each backward after its forward' if what == 'backward' else ''}.")
+            f"median, {said(DEVICE, MEDIAN, shown.device_us)} ([why](methods.md#which-forward-a-page-shows)). The op "
+            f"list shows the same one{guide}. The trace file holds the whole profile"
+            f"{', each backward after its forward' if what == 'backward' else ''}.")
 
 
 @piece("drawn", captures=1)
@@ -86,17 +81,23 @@ def drawn_piece(build: Build, record):
 
 
 @piece("trace", captures=1)
-def trace(build: Build, record, explained=None, caption=None, cpu_depth=None):
+def trace(build: Build, record, explained=None, caption=None, cpu_depth=None, axis=None):
     """One forward (or backward) as a figure, its caption, and its controls. `explained=here` on the page
     that explains trace figures leaves out the link to that explanation; `caption=folded` leaves out the
     caption, which the chapter then gives among its details (the `drawn` piece); `cpu_depth=N` draws the
-    CPU lane's nested ops N levels deep."""
+    CPU lane's nested ops N levels deep; `axis=A,B` draws it on one time axis with the traces of A and B (the
+    longest of their spans), so that traces compared on a page compare by their lengths."""
     s = build.summary(record)
     what = s.get("pass", "forward")
     label = f"{plain_title(s)}, one {what}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
     said = "" if caption == "folded" else f"*{drawn(build, record, explained)}*\n\n"
     depth = plots.CPU_DEPTH if cpu_depth is None else int(cpu_depth)
-    return f"{plots.timeline(s, build.forwards(record)[1], cpu_depth=depth)}\n\n{said}" + trace_controls(build, record, label)
+    others = [r for r in (axis or "").split(",") if r and r != record]
+    span = max((plots.drawn_span(build.forwards(r)[1]) for r in others), default=0)
+    scaled = (f"*Drawn on one time axis with the trace{'s' if len(others) > 1 else ''} of "
+              f"{listed([title(r) for r in others])}, so their lengths compare.*\n\n" if others else "")
+    return (f"{plots.timeline(s, build.forwards(record)[1], cpu_depth=depth, axis_us=span)}\n\n{scaled}{said}"
+            + trace_controls(build, record, label))
 
 
 @piece("download", captures=1)
@@ -184,21 +185,6 @@ def launch(build: Build, *records):
                           "CPU time / forward (profiled)", f"one call ({CAPTURE_RUN})"], rows, "llrrrrrr")
             + f"\n\nbf16, causal; profiled columns from each stage's capture ({count(SCHEDULE['active'])} profiled "
               f"forwards, the one with the median device time), the last from the capture's {EVENT_REPS} unprofiled calls.")
-
-
-@piece("three-times", captures=1, inline=True)
-def three_times(build: Build, record):
-    """Three of the times a ladder chapter gives one forward, near its top: the trace's span, the drawn forward's
-    device time (its op list's) and the capture's one call, each the figure its own piece states. Three of them,
-    not all: the chapter's details add the medians and the timing run's methods, each named beside its number."""
-    s, (_, f) = build.summary(record), build.forwards(record)
-    return (f"Three of the ways this page times one forward: {us(plots.drawn_span(f))} in the trace, "
-            f"{build.number(record, DEVICE, MEDIAN, us(f.device_us))} of device time ({MEDIAN}) and "
-            f"{build.number(record, ONE_CALL, CAPTURE_RUN, us(s['event_median_us']))} for one call ({CAPTURE_RUN}). "
-            f"The trace spans "
-            f"the annotated forward under the profiler, device time adds up its GPU ops alone, and one call is timed "
-            f"without the profiler. The details below add a separate timing run, named beside its numbers "
-            f"([Methods](methods.md#one-forward-every-clock)).")
 
 
 def per_forward(build: Build, s: dict, quantity: str) -> str:
@@ -313,28 +299,26 @@ def dispatch(build: Build, record):
 
 @piece("compare", captures=ALL, unavailable=True)
 def compare(build: Build, *records):
-    """Several captures side by side: what ran, how long, how fast, how accurate."""
+    """Several captures side by side: what ran, how long its kernels took, how fast, how accurate. Time and
+    rate are one method's, the device time of the median profiled forward, so the two columns rank alike."""
     rows, reasons = [], []
     for record in records:
         s = build.summary(record)
         if "unavailable" in s:
-            rows.append((title(s), tables.NOT_RUN, "—", "—", "—", "—", "—",
-                         tables.why_unavailable(s["unavailable"])))
+            rows.append((title(s), tables.NOT_RUN, "—", "—", "—", "—", tables.why_unavailable(s["unavailable"])))
             reasons.append((plain_title(s), s["unavailable"]))
             continue
         kernels = summary.kernels(s)
         main = summary.longest(kernels)
         rows.append((title(s), tables.kernel(main["name"]), s["ops_per_forward"], per_forward(build, s, DEVICE),
-                     per_forward(build, s, ONE_CALL), f"{causal_tflops(s):.0f}", f"{s['rel_err']:.1e}",
+                     f"{device_tflops(s):.0f}", f"{s['rel_err']:.1e}",
                      f"{len(kernels)} kernel(s); layout {s.get('layout', 'BHSD')}"))
     b, h, n, d = build.summary(records[0])["shape"]
-    reps = next((build.summary(r)["settings"]["event_reps"] for r in records if not build.is_unavailable(r)), 50)
     return (tables.table(["stage", "longest kernel", "ops / forward", "device time / forward (profiler)",
-                          f"one call ({CAPTURE_RUN})", "TFLOP/s (causal, one-call median)", "rel. error vs fp64",
-                          "notes"], rows, "llrrrrr")
+                          "TFLOP/s (causal, device time)", "rel. error vs fp64", "notes"], rows, "llrrrr")
             + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal. *Device time*: the sum of one profiled "
-              f"forward's device op durations; *one call*: CUDA events around one synchronised call, median of "
-              f"{reps}, no profiler, from the capture's own run." + tables.raw_reasons(reasons))
+              f"forward's device op durations, the forward whose device time is the median of the profiled ones; "
+              f"*TFLOP/s*: causal FLOPs (4·B·H·S²·D, halved by the mask) over that time." + tables.raw_reasons(reasons))
 
 
 @piece("side-by-side", captures=ALL)
@@ -432,11 +416,11 @@ def glance(build: Build):
             rows.append((link, tables.NOT_RUN, *["—"] * 6, tables.why_unavailable(s["unavailable"])))
             continue
         rows.append((link, s["ops_per_forward"], per_forward(build, s, DEVICE), per_forward(build, s, ONE_CALL),
-                     per_forward(build, s, CPU), f"{100 * oplist.gaps(s).idle_share:.0f} %", f"{causal_tflops(s):.0f}",
+                     per_forward(build, s, CPU), f"{100 * oplist.gaps(s).idle_share:.0f} %", f"{device_tflops(s):.0f}",
                      f"{s['rel_err']:.1e}", LESSONS[name]))
     return tables.table(
         ["stage", "ops / forward", "device time / forward (profiler)", f"one call ({CAPTURE_RUN})",
-         "CPU time / forward (profiler)", "GPU idle (of span, profiler)", "TFLOP/s (causal, one-call median)",
+         "CPU time / forward (profiler)", "GPU idle (of span, profiler)", "TFLOP/s (causal, device time)",
          "rel. error vs fp64", "lesson"], rows, "lrrrrrrr") + (
         f"\n\nShape {dims(DEFAULT_SHAPE)} (the post's), bf16, causal; each stage's capture, its own run.")
 

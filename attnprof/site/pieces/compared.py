@@ -3,12 +3,11 @@ rendered as Markdown: times, the stream verdict, TFLOP/s and numerics side by si
 kernel family. Names from a reader's code or from kernels are escaped (tables.cell, tables.kernel)."""
 from __future__ import annotations
 
-from ...analysis import compare, decide
+from ...analysis import compare
 from ...text import escape, shape, us
 from ..render import tables
 from ..build import Build
-from . import captures as pieces
-from ..registry import ALL, piece
+from ..registry import piece
 
 SIGN = {"same": "=", "changed": "~", "removed": "−", "added": "+"}
 
@@ -54,24 +53,3 @@ def _both(a, b) -> str:
 @piece("align", captures=2)
 def align(build: Build, a, b):
     return markdown(compare.diff(build.summary(a), build.summary(b)))
-
-
-def device_time(build: Build, record: str) -> decide.Range:
-    """A capture's device time per forward (profiler) as the one rule takes it: its profiled forwards' range."""
-    s = build.summary(record)
-    return decide.of([s.get("forward_device_us_each") or [s["forward_device_us"]]], decide.DEVICE)
-
-
-@piece("least-device-time", captures=ALL, inline=True, conclusion=True)
-def least_device_time(build: Build, *records):
-    """Inline: which captures take the least device time per forward (profiler), by the one rule; those it
-    cannot tell apart are named together, each with its range. A clause with its verb."""
-    times = {r: device_time(build, r) for r in records}
-    first = decide.ranking(times)[0]
-    name = lambda r: f"the *{pieces.title(build.summary(r))}* capture"
-    ranges = lambda rs: ", ".join(f"{times[r].text(us)}" for r in rs)
-    how = f"device time per forward, profiler: {times[first[0]].how} of its profiled forwards"
-    if len(first) == 1:
-        return f"{name(first[0])} takes the least device time per forward ({ranges(first)}; {how})"
-    return (f"{' and '.join(name(r) for r in first)} take the least device time per forward, not told apart "
-            f"({ranges(first)}; {how})")

@@ -66,7 +66,7 @@ def fig_sweep_tflops(build, d, frame=plots.CHART):
               for p in select(sweep=True) if _sweep_points(build, d, p)}
     peak = build.run("ceilings")["matmul_tflops"]
     return plots.line_chart(series, f"sequence length S ({_sweep_grid(build)})", "TFLOP/s (causal FLOPs)",
-                            f"Forward throughput, head dim {d}, bf16, causal", hlines={"bf16 matmul peak (measured)": peak}, frame=frame)
+                            f"Forward throughput, head dim {d}, bf16, causal", hlines={"bf16 matmul, ceilings run": peak}, frame=frame)
 
 
 def fig_sweep_memory(build, d, frame=plots.CHART):
@@ -412,7 +412,7 @@ def decode_step(build: Build):
     """One decode step of the layer with a static cache written in place, and the same step concatenating
     the cache, both timed without the profiler."""
     rows = [(r["batch"], f"{r['kv_len']:,}", size(r["cache_bytes"]), r["backend"], us(r["median_us"]),
-             us(r["back_to_back_us"]), us(r.get("graph", {}).get("back_to_back_us")), decode_stream(build, r),
+             us(r["back_to_back_us"]), us(r.get("graph", {}).get("back_to_back_us")), decode_stream(build, r)[0],
              us(r["concat"]["back_to_back_us"]), f"{r['ratio']:.1f}×")
             for r in decode_steps(build)]
     d = build.run("decode_step")[0]
@@ -423,7 +423,9 @@ def decode_step(build: Build):
         f"\n\nOne step of the decoder layer (model width {d['d_model']}, {d['heads']} heads, head dim "
         f"{d['d_model'] // d['heads']}, bf16): one new token per sequence, every sequence with {d['kv_len']:,} cached "
         f"tokens. Back to back, in place, concatenated and as one CUDA graph: {_queued(build, 'decode_step')}, "
-        f"the three timed in turns. " + _stream_note(build))
+        f"the three timed in turns. *Which time to read*: back to back, in place, is the pace of a stream of steps "
+        f"as a serving engine runs them. One CUDA graph is that pace where the engine replays the step as a graph. "
+        f"One step is a single step's latency, launch included. " + _stream_note(build) + "\n\n" + stream_times(build))
 
 
 @piece("decode-share", inline=True)
@@ -545,11 +547,12 @@ def e2e(build: Build):
 STREAM_RUN = "a stream of eager steps (a run of its own)"  # the header of the cell decode_stream fills
 
 
-def decode_stream(build: Build, r: dict) -> str:
-    """Who sets the pace of a stream of eager decode steps (analysis/timing.py), across the run's processes:
-    decided only where every process gives the verdict by the margin; then the stream's own measurement the
-    verdict rests on, each over the processes: its back-to-back time, GPU only and the CPU enqueue with its range.
-    The stream is timed apart from the steps timed in turns, so its back-to-back time is its own, said beside it."""
+def decode_stream(build: Build, r: dict) -> tuple[str, str]:
+    """Who sets the pace of a stream of eager decode steps (analysis/timing.py), across the run's processes, in a
+    word or two for a table's cell (decided only where every process gives the verdict by the margin); and the
+    stream's own measurement the verdict rests on, each over the processes: its back-to-back time, GPU only and
+    the CPU enqueue with its range, for the note folded under the table. The stream is timed apart from the
+    steps timed in turns, so its back-to-back time is its own."""
     pick = row_where(batch=r["batch"], kv_len=r["kv_len"])
     every = [timing.verdict({**pick(result)["stream"], "one_call_us": pick(result)["times_us"], "stage": "decode step",
                              "shape": [r["batch"]]}) for result in build.repeats("decode_step")]
@@ -558,9 +561,20 @@ def decode_stream(build: Build, r: dict) -> str:
     queued, gpu, enqueue = (stream("back_to_back_us", decide.BACK_TO_BACK), stream("graph_us", decide.GRAPH),
                             stream("enqueue_us", decide.ENQUEUE))
     kind = timing.consensus(every)
-    said = (f"{kind}" if timing.settled(every) else f"{kind}, within the {timing.HOST_MARGIN:g}× margin" if kind
-            else f"not the same in every process ({', '.join(v.stream for v in every)})")
-    return (f"{said}: {queued.text(us)} back to back, {us(gpu.median)} GPU only, {enqueue.text(us)} CPU enqueue")
+    if timing.settled(every):
+        said = detail = kind
+    elif kind:
+        said, detail = f"{kind}, within the margin", f"{kind}, within the {timing.HOST_MARGIN:g}× margin"
+    else:
+        said = "not the same in every process"
+        detail = f"{said} ({', '.join(v.stream for v in every)})"
+    return said, f"{detail}: {queued.text(us)} back to back, {us(gpu.median)} GPU only, {enqueue.text(us)} CPU enqueue"
+
+
+def stream_times(build: Build) -> str:
+    """The note folded under the decode-step table: each eager stream's verdict with the times it rests on."""
+    lines = [f"    - batch {r['batch']}: {decode_stream(build, r)[1]}" for r in decode_steps(build)]
+    return '??? note "Each stream of eager steps: its verdict and the times it rests on"\n' + "\n".join(lines)
 
 
 def _stream_note(build: Build) -> str:
@@ -571,8 +585,8 @@ def _stream_note(build: Build) -> str:
             f"{listed([str(n) for n in sorted(runs)])} runs of eager steps queued back to back. Each is timed by "
             f"CUDA events (back to back) and by the host clock around its enqueue loop (CPU enqueue); a CUDA graph "
             f"of the same steps gives GPU only. A stream runs no faster than its CPU enqueues it, and the host's "
-            f"pace moves between processes and moments: read each verdict against the back-to-back time in its "
-            f"own cell.")
+            f"pace moves between processes and moments: read each verdict against the stream's own back-to-back "
+            f"time, in the note below.")
 
 
 def stream_against_one_call(build: Build, r: dict) -> str | None:
@@ -604,7 +618,7 @@ def cost(build: Build, layers="32"):
             what = f"batch {r['batch']}, KV cache {r['kv_len']:,} (static, in place)"
             pick = row_where(batch=r["batch"], kv_len=r["kv_len"])
             rows.append(("decode, eager", what, measured(build, "decode_step", pick), r["batch"],
-                         decode_stream(build, r)))
+                         decode_stream(build, r)[0]))
             if "back_to_back_us" in r.get("graph", {}):
                 rows.append(("decode, CUDA graph", what, measured(build, "decode_step", lambda result: pick(result)["graph"]),
                              r["batch"], "one launch per step"))
@@ -657,17 +671,15 @@ def fallback(build: Build):
     out = []
     for r in rows:
         if "error" in r:
-            out.append((escape(r["case"]), "error", "—", "—", "—", escape(r["error"])))
+            out.append((escape(r["case"]), "error", "—", "—", escape(r["error"])))
             continue
         one_call = us(r.get("median_us"))
         if r.get("median_us") is not None:  # noted under the stage and shape it ran, the case named unless the fast path
             name = record_name(r["ran"], tuple(r["shape"]))
             one_call = build.number(name if r is fast else f"{name}, {r['case']}", ONE_CALL, FALLBACK_RUN, one_call)
-        out.append((escape(r["case"]), f"**{escape(r['ran'])}**", r["device_ops"], us(r["device_us"]),
-                    one_call, against_fast_path(build, r)))
+        out.append((escape(r["case"]), f"**{escape(r['ran'])}**", r["device_ops"], one_call, against_fast_path(build, r)))
     return tables.table(["inputs", "backend that ran (kernels)", "device ops / forward",
-                         "device time / forward (profiler)", f"one call (median, {FALLBACK_RUN})",
-                         "vs the fast path (one call)"], out, "llrrrr") + (
+                         f"one call (median, {FALLBACK_RUN})", "vs the fast path (one call)"], out, "llrrr") + (
         f"\n\nShape {'×'.join(map(str, fast['shape']))} unless the case changes it; bf16 unless it says otherwise. "
         f"A case is *not told apart* from the fast path where their one-call ranges ({_basis(build, 'fallback')}) "
         f"overlap or their medians lie within {100 * decide.MARGIN:.0f} % of each other.")
@@ -698,13 +710,25 @@ def _worst_row(r: dict) -> str:
 
 @piece("verify")
 def verify_table(build: Build):
-    rows = []
+    """Every check of the verification run: those that fail in the table a reader sees, grouped by path (a path's
+    other checks beside its failures); the paths that pass everywhere in a table folded under it."""
     checks = build.run("verify")
     failing = {r["path"] for r in checks if r["status"] == "fail"}
     paths = list(dict.fromkeys(r["path"] for r in checks))
     status_rank = {"fail": 0, "pass": 1}
-    # grouped by path, the paths with a failure first and a path's failures first in it
-    for r in sorted(checks, key=lambda r: (r["path"] not in failing, paths.index(r["path"]), status_rank.get(r["status"], 2))):
+    ordered = sorted(checks, key=lambda r: (paths.index(r["path"]), status_rank.get(r["status"], 2)))
+    shown, passing = [r for r in ordered if r["path"] in failing], [r for r in ordered if r["path"] not in failing]
+    out = _verify_rows(shown) if shown else "Every check passes."
+    if passing:
+        folded = _verify_rows(passing).replace("\n", "\n    ")
+        out += (f'\n\n??? note "The {len(passing)} checks of the paths that pass everywhere: '
+                f'{listed([escape(p) for p in dict.fromkeys(r["path"] for r in passing)])}"\n    {folded}')
+    return out
+
+
+def _verify_rows(checks: list[dict]) -> str:
+    rows = []
+    for r in checks:
         note = tables.MASKED_ROW.get(r.get("masked_row"), r.get("masked_row")) or r.get("reason", "")
         note += f"{'; ' if note else ''}{r['note']}" if r.get("note") else ""
         rows.append((escape(r["path"]), escape(r["dtype"]), shape(r["shape"]), "yes" if r["fully_masked_row"] else "",
@@ -715,7 +739,7 @@ def verify_table(build: Build):
                      _worst_row(r),
                      f"{r['tolerance']:.0e}" if "tolerance" in r else "—", escape(note[:120])))
     return tables.table(["path", "dtype", "shape", "fully masked row", "status", "rel. Frobenius", "max abs",
-                            "worst row (rel. error)", "tolerance", "note"], rows, "lllllrrlrl")
+                         "worst row (rel. error)", "tolerance", "note"], rows, "lllllrrlrl")
 
 
 POST = hardware.POST_GPU  # the post's A100

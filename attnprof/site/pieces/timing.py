@@ -109,8 +109,8 @@ def _method_note(build: Build) -> str:
 
 @piece("timing-table")
 def timing_table(build: Build, shape=None):
-    """Every stage of the timing run (at one shape, or all): the four unprofiled methods, the profiled
-    CPU time, the verdict for a stream and the launch overhead of one call."""
+    """Every stage of the timing run (at one shape, or all): the four unprofiled methods, the verdict for a stream
+    and the launch overhead of one call (the run's profiled CPU time is Methods' and the profiler verdict's)."""
     out = []
     for r in rows(build):
         if shape and "x".join(map(str, r["shape"])) != shape:
@@ -118,16 +118,14 @@ def timing_table(build: Build, shape=None):
         one = timing.stats(r["one_call_us"])
         build.number(_record(r["stage"], r["shape"]), ONE_CALL, TIMING_RUN, us(one.median))
         cells = [spread(timing.stats(r[k])) if r.get(k) else "—" for k in ("back_to_back_us", "graph_us", "enqueue_us")]
-        cpu = us(timing.stats(r["profiled"]["cpu_us"]).median) if (r.get("profiled") or {}).get("cpu_us") else "—"
         if judged(r):  # a row without GPU-only samples (no CUDA graph) has no verdict: shown as measured
             v = timing.verdict(r)
             said = (f"**{v.stream}**", _signed(v.launch_overhead_us))
         else:
             said = ("no verdict (no CUDA graph)", "—")
-        out.append((short(r["stage"]), shape_text(r["shape"]), spread(one), *cells, cpu, *said))
+        out.append((short(r["stage"]), shape_text(r["shape"]), spread(one), *cells, *said))
     return (tables.table(["stage", "shape", "one call (events)", "back to back (events)",
-                          "GPU only (graph)", "CPU enqueue (host clock)", "profiled CPU",
-                          "a stream is", "launch overhead"], out, "llrrrrrlr")
+                          "GPU only (graph)", "CPU enqueue (host clock)", "a stream is", "launch overhead"], out, "llrrrrlr")
             + "\n\nShape B×H×S×D; launch overhead: one call less GPU only. " + _method_note(build))
 
 
@@ -224,7 +222,7 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
                                  f"{us(v.enqueue.median)}): drop expect= and let the sentence give its room")
         return _claim(directive, expect, said, build.fold(
             f"**{said}** in a stream{'' if timing.consensus(every) else ', not in every process'}: back to back "
-            f"{us(v.back_to_back.median)} per call, against {us(v.gpu_only.median)} of GPU work",
+            f"{us(v.back_to_back.median)} per call, against {us(v.gpu_only.median)} GPU only",
             f"{said} in a stream{_margin(build, every)}: back to back it takes "
             f"{us(v.back_to_back.median)} per call, against {us(v.gpu_only.median)} of GPU work (CUDA-graph "
             f"replay) and {enqueue.text(us)} of CPU enqueue ({enqueue.how}){_room([every])}"))
@@ -238,8 +236,8 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
                                  f"twice its GPU work ({gpu.scaled(lambda x: 2 * x).text(us)}) are not told apart "
                                  f"({one.how}): drop expect= and let the numbers speak")
         return _claim(directive, expect, found, build.fold(
-            f"it takes {build.number(_record(stage, shape), ONE_CALL, TIMING_RUN, us(one.median))}, "
-            f"{us(gpu.median)} of it GPU work",
+            f"one call takes {build.number(_record(stage, shape), ONE_CALL, TIMING_RUN, us(one.median))}, against "
+            f"{us(gpu.median)} GPU only",
             f"it takes {one.text(us)} (CUDA events), {gpu.text(us)} of it GPU work (CUDA-graph replay) "
             f"and {_signed(v.launch_overhead_us)} launch overhead ({100 * v.launch_overhead_us / v.one_call.median:.0f} %"
             f"; {one.how})"))

@@ -35,7 +35,7 @@ def grad_error(s: dict) -> float:
 @piece("compare", captures=ALL, unavailable=True, kind="backward")
 def compare_backward(build: Build, *records):
     """Every backend's backward side by side: ops, threads, time, TFLOP/s, gradients' error."""
-    rows = []
+    rows, forwards = [], []
     for record in records:
         s = build.summary(record)
         link = f"[{title(s)}]({'fused' if STAGES[s['stage']].group == 'provider' else s['stage']}.md)"
@@ -46,22 +46,25 @@ def compare_backward(build: Build, *records):
         rows.append((link, s["ops_per_backward"], s["ops_on_calling_thread_each"][0], us(s["backward_device_us"]),
                      f"{us(s['event_median_us'])}<br>({us(s['event_p10_us'])}–{us(s['event_p90_us'])})",
                      f"{bwd_tflops(s):.0f}",
-                     f"{s['backward_device_us'] / s['forward_device_us']:.1f}×<br>(÷ {us(s['forward_device_us'])})",
+                     f"{s['backward_device_us'] / s['forward_device_us']:.1f}×",
                      f"{grad_error(s):.1e}"))
+        forwards.append(f"    - {title(s)}: {us(s['forward_device_us'])}")
     b, h, n, d = build.summary(records[0])["shape"]
     reps = build.summary(records[0])["settings"]["event_reps"]
     return (tables.table(["stage", "device ops / backward", "of them launched from the calling thread",
                           "device time / backward (profiler, sum of kernels)",
                           "one call: CUDA-event median (p10–p90)", f"TFLOP/s ({BWD_FLOP_FACTOR}× causal fwd FLOPs, one-call median)",
-                          "backward ÷ forward (device time, same trace; that forward under the ratio)",
+                          "backward ÷ forward (device time, same trace)",
                           "worst grad error vs fp64"], rows, "lrrrrrrr")
             + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal. *Device time*: the durations of the backward's "
               f"device ops added up, from the profiler's trace of the median profiled backward. *Backward ÷ forward*: "
-              f"over the device time of the forward profiled before each backward in that trace (the median of them), "
-              f"given under the ratio; a forward chapter's own capture is another measurement of it. *One call*: CUDA events "
+              f"over the device time of the forwards profiled before the backwards in that trace (the median of them), "
+              f"so that both sides of the ratio come from one run. *One call*: CUDA events "
               f"around one `backward()` call, synchronised, {reps} calls, each after a fresh forward (no profiler). The "
               f"backward's FLOPs are counted as {BWD_FLOP_FACTOR} times the causal forward's (two matmuls forward; five backward, one "
-              f"of them recomputing QKᵀ), a convention, not a count of what each kernel does.")
+              f"of them recomputing QKᵀ), a convention, not a count of what each kernel does."
+              + '\n\n??? note "The forwards the ratios divide by: device time of the forwards in each backward\'s trace"\n'
+              + "\n".join(forwards))
 
 
 @piece("saved", captures=ALL, unavailable=True, kind="backward")
@@ -146,7 +149,7 @@ def key_averages_backward(build: Build, record):
 def download_backward(build: Build, record):
     at = build.link(record)
     return (f"[:material-download: {record}.trace.json.gz]({at}/{record}.trace.json.gz) · "
-            f"[summary JSON]({at}/{record}.json)")
+            f"[summary&nbsp;JSON]({at}/{record}.json)")
 
 
 # ---- two GPUs ------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ charts over sequence length, and a roofline."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 
 from ...analysis import kernel_names, trace as traces
@@ -44,6 +45,7 @@ def _tick_anchor(i: int, x: float, label: str, right_edge: float, char_w: float)
 
 
 TRACE_FONT, CHAR_W = 12, 6.8  # px; a generous average glyph width of the sans-serif at that size
+LINE = 16  # px between the lines of a wrapped label
 
 
 def _fit(text: str, room: float) -> str | None:
@@ -88,6 +90,23 @@ def wrap(text: str, room: float, char_w: float = CHAR_W) -> list[str]:
     return lines
 
 
+def wrap_name(text: str, room: float, char_w: float = CHAR_W) -> list[str]:
+    """`text` (a kernel's name, which has few spaces) broken into lines of at most `room` px, after a space,
+    underscore, comma, colon or bracket where it can be, anywhere where a run has none; joined again, the lines
+    are the text."""
+    n = max(int(room // char_w), 8)
+    lines = [""]
+    for piece in re.findall(r"[^ _,:<(]*[ _,:<(]?", text):
+        while len(lines[-1]) + len(piece) > n:
+            if lines[-1]:
+                lines.append("")
+            else:  # a run longer than a line
+                lines[-1], piece = piece[:n], piece[n:]
+                lines.append("")
+        lines[-1] += piece
+    return [line for line in lines if line]
+
+
 def _lines(lines: list[str], x, y, step: int = 16, **attrs) -> str:
     """Lines of text, one under the other from baseline y, as one <text> of <tspan>s."""
     return el("text", "".join(el("tspan", escape(t), x=x, dy=0 if i == 0 else step) for i, t in enumerate(lines)),
@@ -95,7 +114,8 @@ def _lines(lines: list[str], x, y, step: int = 16, **attrs) -> str:
 
 
 def op_title(i: int, op) -> str:
-    """A GPU op's hover text: its number, short name and time on the first line, then its full name."""
+    """A GPU op's hover text: its number, readable name (kernel_names.label) and time on the first line, then its
+    full name, of which the legend shows the start as the profiler prints it."""
     short = kernel_names.label(op.name)
     head = f"{i}. {short} {us(op.duration_us)}"
     return head if short == op.name else f"{head}\n{op.name}"
@@ -104,12 +124,14 @@ def op_title(i: int, op) -> str:
 CPU_DEPTH = 3  # how deep the CPU lane draws nested ops by default
 
 
-def timeline(summary, fwd: traces.Forward, width: int = 1040, cpu_depth: int = CPU_DEPTH) -> str:
+def timeline(summary, fwd: traces.Forward, width: int = 1040, cpu_depth: int = CPU_DEPTH, axis_us: float = 0) -> str:
     """The trace figure: the timeline drawn at `width` px for a wide column, and again at NARROW px for a
     phone, where the stylesheet shows that one instead, fitted to the screen's width. The CPU lane draws
-    nested ops `cpu_depth` levels deep (a model's layer nests modules deeper than a figure can show)."""
-    return ('<div class="attnprof-trace">' + _timeline(summary, fwd, width, "attnprof-wide", cpu_depth) + "\n"
-            + _timeline(summary, fwd, NARROW, "attnprof-narrow", cpu_depth) + "</div>")
+    nested ops `cpu_depth` levels deep (a model's layer nests modules deeper than a figure can show). Its time
+    axis spans the forward, or `axis_us` where that is longer: the span of a trace it is compared with, so that
+    the two are drawn to one scale."""
+    return ('<div class="attnprof-trace">' + _timeline(summary, fwd, width, "attnprof-wide", cpu_depth, axis_us) + "\n"
+            + _timeline(summary, fwd, NARROW, "attnprof-narrow", cpu_depth, axis_us) + "</div>")
 
 
 
@@ -118,13 +140,15 @@ def drawn_span(fwd) -> float:
     (or of the annotation, if that ends later)."""
     return max([fwd.cpu_us] + [o.start_us + o.duration_us for o in fwd.ops])
 
-def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth: int = CPU_DEPTH) -> str:
+def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth: int = CPU_DEPTH,
+              axis_us: float = 0) -> str:
     """One forward (or backward) as a timeline: CPU ops (nested) above their launches, GPU ops below,
     and the GPU's idle gaps between the first launch and the last op's end shaded in the GPU lane.
     A backward capture's launches are followed onto autograd's thread, as its op list was counted.
 
     Drawn at `width` px with 12 px text, to be shown at its own size or larger; a narrow one (a phone's)
-    wraps its heading and lists the legend in one column from the left edge. GPU ops are numbered as in
+    wraps its heading and lists the legend in one column from the left edge, its GPU ops' hover text borrowed
+    from the wide one's by docs/javascripts/names.js (a full name is sent once). GPU ops are numbered as in
     the op list; a number sits in its bar when the bar has room, under it otherwise, and neighbours too
     close for separate numbers share one range label. The legend names every op (its full name on hover
     or tap). Text takes the page's colour (dark or light).
@@ -132,10 +156,11 @@ def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth:
     what = summary.get("pass", "forward")
     cpu = [op for op in fwd.cpu_ops if op.depth <= cpu_depth]
     end = drawn_span(fwd)
+    axis = max(end, axis_us)
     narrow = width < 600
     # on a phone every lane is a finger tall (a tap there lists the marks under the finger)
     left, right, row_h, lane, launch_h, legend_row = (64, 12, 28, 28, 26, 26) if narrow else (64, 12, 20, 22, 12, 24)
-    scale = (width - left - right) / end if end else 1
+    scale = (width - left - right) / axis if axis else 1
     x = lambda t: left + t * scale
     depth_rows = max([o.depth for o in cpu], default=0)
     heading = (f'One {what} of {summary["stage"]}: {us(end)} from the start of the annotation to the end of its '
@@ -149,16 +174,26 @@ def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth:
     y_axis = y_numbers + 26
     columns = 2 if len(fwd.ops) > 8 and not narrow else 1
     per_column = -(-len(fwd.ops) // columns)
+    legend_left = 4 if narrow else left
+    column_w = (width - legend_left - right) / columns
+    # each legend row names its op as the profiler prints it, wrapped onto as many lines as it takes
+    legend = [wrap_name(f"{KIND_LABEL[op.kind]} · {us(op.duration_us)} · {kernel_names.printed(op.name)}",
+                        column_w - 24 - len(str(i)) * CHAR_W) for i, op in enumerate(fwd.ops, 1)]
+    row_tops, column_h = [], [0] * columns
+    for i, lines in enumerate(legend):
+        col = i // per_column
+        row_tops.append((col, column_h[col]))
+        column_h[col] += legend_row + LINE * (len(lines) - 1)
     legend_y = y_axis + 34
-    height = legend_y + legend_row * per_column - 8
+    height = legend_y + max(column_h) - 8
     parts = [header(width, height, f'{summary["stage"]} {what} trace', font_size=TRACE_FONT, css_class=variant),
              _lines(heading_lines, heading_x, 16, font_weight="bold")]
-    for i, (t, label) in enumerate(time_ticks(end, width)):  # time axis at the bottom, clear of the launch connectors
+    for i, (t, label) in enumerate(time_ticks(axis, width)):  # time axis at the bottom, clear of the launch connectors
         tx = f"{x(t):.1f}"
         parts.append(el("line", x1=tx, y1=y_cpu - 4, x2=tx, y2=y_axis - 14, stroke=GRID)
                      + el("text", label, x=tx, y=y_axis, **MUTED_TEXT,
                           text_anchor=_tick_anchor(i, x(t), label, width - 2, CHAR_W)))
-    parts.append(el("text", f"time since the {what} began (CPU clock)", x=f"{x(end):.1f}", y=y_axis + 16,
+    parts.append(el("text", f"time since the {what} began (CPU clock)", x=f"{x(axis):.1f}", y=y_axis + 16,
                     **MUTED_TEXT, text_anchor="end"))
     for name, y, h in (("CPU", y_cpu, row_h), ("launch", y_launch, launch_h), ("GPU", y_gpu, lane)):
         parts.append(el("text", name, x=4, y=f"{y + h / 2 + 4:.0f}", font_weight="bold"))
@@ -186,7 +221,7 @@ def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth:
                         stroke_dasharray="2,2", **{"class": "attnprof-connector"})
                      + el("rect", hover(f"{op.launch}: launches op {i}"), x=f"{lx:.1f}", y=y_launch, width=2,
                           height=launch_h, fill=ROLE["launch"])
-                     + el("rect", hover(op_title(i, op)), x=f"{gx:.1f}", y=y_gpu,
+                     + el("rect", "" if narrow else hover(op_title(i, op)), x=f"{gx:.1f}", y=y_gpu,
                           width=f"{gw - 1 if gw > 4 else gw:.1f}", height=lane, fill=ROLE[op.kind],
                           **{"class": "attnprof-gpu-op"}))  # a hairline between neighbours
         inside = _fit(f"{i} {kernel_names.label(op.name)}", gw - 6) or (str(i) if gw >= len(str(i)) * CHAR_W + 6 else None)
@@ -202,17 +237,17 @@ def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth:
         if len(group) > 1:  # a bracket under the ops the range names
             parts.append(el("path", d=f"M{x0:.1f},{y_gpu + lane + 3} v3 H{x1:.1f} v-3", fill="none", stroke=MUTED))
         parts.append(el("text", text, x=f"{(x0 + x1) / 2:.1f}", y=y_numbers, text_anchor="middle"))
-    legend_left = 4 if narrow else left
-    column_w = (width - legend_left - right) / columns
-    for i, op in enumerate(fwd.ops, 1):  # a row a finger tall; a tap on it names its op as a tap on the bar does
-        col, row = divmod(i - 1, per_column)
-        text = f"{KIND_LABEL[op.kind]} · {us(op.duration_us)} · {kernel_names.label(op.name)}"
-        lx, ly = legend_left + col * column_w, legend_y + legend_row * row
+    for i, (op, lines, (col, top)) in enumerate(zip(fwd.ops, legend, row_tops), 1):
+        # a row at least a finger tall; a tap on it names its op as a tap on the bar does
+        lx, ly, tall = legend_left + col * column_w, legend_y + top, legend_row + LINE * (len(lines) - 1)
+        number = el("tspan", str(i), font_weight="bold")
+        text_x = lx + 16 + (len(str(i)) + 1) * CHAR_W
+        name = escape(lines[0]) if len(lines) == 1 else "".join(
+            el("tspan", escape(line), x=f"{text_x:.1f}", dy=0 if k == 0 else LINE) for k, line in enumerate(lines))
         parts.append(el("g", el("rect", x=f"{lx:.1f}", y=ly - legend_row / 2 - 4, width=f"{column_w - 4:.1f}",
-                                height=legend_row, fill="transparent")
+                                height=tall, fill="transparent")
                         + el("rect", x=f"{lx:.1f}", y=ly - 10, width=10, height=10, fill=ROLE[op.kind])
-                        + el("text", f'{el("tspan", str(i), font_weight="bold")} {escape(_fit(text, column_w - 40) or "")}',
-                             x=f"{lx + 16:.1f}", y=ly),
+                        + el("text", f"{number} {name}", x=f"{lx + 16:.1f}", y=ly),
                         **{"class": "attnprof-legend", "data-op": i}))
     parts.append("</svg>")
     return "\n".join(parts)
@@ -439,10 +474,10 @@ def spread(ys: list[float], gap: float, lo: float, hi: float) -> list[float]:
     return out
 
 
-def _point_labels(points: list[tuple[str, float, float, str]], f: Frame, plot_right: float) -> list[str]:
+def _point_labels(points: list[tuple[str, float, float, str]], f: Frame, plot_right: float, top: float) -> list[str]:
     """Names written beside single points (name, x, y, colour): to the left of a point in the right half
-    of the plot and to the right otherwise, spread apart vertically where points sit close, with a
-    leader line from the point to its moved label."""
+    of the plot and to the right otherwise, spread apart vertically where points sit close, none above `top`,
+    with a leader line from the point to its moved label."""
     out, gap = [], f.font + 2
     mid = (f.left + plot_right) / 2
     clusters: dict[tuple[bool, int], list] = {}
@@ -450,7 +485,7 @@ def _point_labels(points: list[tuple[str, float, float, str]], f: Frame, plot_ri
         clusters.setdefault((p[1] > mid, round(p[1] / 40)), []).append(p)
     for (left_side, _), members in clusters.items():
         members.sort(key=lambda p: p[2])
-        ys = spread([p[2] for p in members], gap, f.top + f.font, f.height - f.bottom - 4)
+        ys = spread([p[2] for p in members], gap, top, f.height - f.bottom - 4)
         for (name, x, y, color), ly in zip(members, ys):
             lx = x - 28 if left_side else x + 28
             out.append(el("path", d=f"M{x + (-4 if left_side else 4):.1f},{y:.1f} L{lx + (2 if left_side else -2):.1f},{ly:.1f}",
@@ -478,7 +513,7 @@ def _end_labels(ends: list[tuple[str, float, float, str]], f: Frame, plot_right:
 
 def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True, log_y=False,
                hlines: dict | None = None, x_ticks=None, y_unit: str = "", colors: dict | None = None,
-               label_points: bool = False, frame: Frame = CHART) -> str:
+               label_points: bool = False, labels_below: float | None = None, frame: Frame = CHART) -> str:
     """series: {name: [(x, y), ...]}; points with y None are skipped (e.g. out of memory).
 
     A series named by a stage's title takes that path's colour (`colors` names others); y_unit "bytes"
@@ -487,7 +522,8 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
     under the plot, one entry a row from the left, so a phone shows it without scrolling; series that
     draw one line are striped in their colours, listed together and said to overlap. Reference lines
     (`hlines`) are labelled where no series crosses the label; `label_points` writes each single-point
-    series' name (or number) beside its point."""
+    series' name (or number) beside its point, below the height `labels_below` where one is given (a roof's,
+    which would otherwise run through a label beside a point near it)."""
     f = frame
     fmt_y = size_tick if y_unit == "bytes" else _fmt
     pts = [(x, y) for s in series.values() for x, y in s if y is not None]
@@ -555,8 +591,9 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
     for name, y in (hlines or {}).items():  # labels last, on the page's colour, where no series crosses them
         out.append(_reference_label(name, fy(y), drawn, f, plot_right))
     if label_points:
+        top = f.top + f.font if labels_below is None else fy(labels_below) + f.font + 4
         out += _point_labels([(mark(name), *drawn[name][0], color[name]) for name in series if len(drawn[name]) == 1],
-                             f, plot_right)
+                             f, plot_right, top)
     out += _end_labels([(mark(name), *drawn[name][-1], color[name]) for name in lines], f, plot_right)
     row = legend_top + f.row / 2
     def legend(body: str) -> str:  # one row of the legend, f.row apart: as far as tap targets are
@@ -597,9 +634,12 @@ def roofline(peak_tflops: float, bandwidth_gbs: float, points: list[tuple[str, f
     ridge = peak_tflops * 1e12 / (bandwidth_gbs * 1e9)
     xs = [p[1] for p in points] + [ridge]
     x0, x1 = min(xs) / 3, max(xs) * 3
-    roof = [(x, min(peak_tflops, bandwidth_gbs * x / 1e3)) for x in [x0 * (x1 / x0) ** (i / 40) for i in range(41)]]
+    # sampled densely (no markers), with the ridge itself, so that the roof turns at one corner
+    at = sorted([x0 * (x1 / x0) ** (i / 40) for i in range(41)] + [ridge])
+    roof = [(x, min(peak_tflops, bandwidth_gbs * x / 1e3)) for x in at]
     series = {"roof (measured ceilings)": roof}
     series.update({name: [(x, y)] for name, x, y in points})
     return line_chart(series, "arithmetic intensity (FLOP per byte of device memory traffic)", "TFLOP/s", title,
                       log_x=True, log_y=True, x_ticks=[10 ** e for e in range(-1, 6) if x0 <= 10 ** e <= x1],
-                      colors={"roof (measured ceilings)": INK}, label_points=True, frame=frame)
+                      colors={"roof (measured ceilings)": INK}, label_points=True, labels_below=peak_tflops,
+                      frame=frame)

@@ -33,9 +33,13 @@ def launch(api: str) -> str:
     return f'<code title="{LAUNCH_API["cuda" if api.startswith("cuda") else "cu"]}">{escape(api)}</code>'
 
 
-def kernel(name: str) -> str:
-    """A kernel's short label as code, its full name in the tooltip (both escaped)."""
-    return f'<code title="{escape(name)}">{escape(kernel_names.label(name))}</code>'
+def kernel(name: str, printed=kernel_names.printed) -> str:
+    """A kernel's name as the profiler prints it, as code free to wrap after an underscore (a phone wraps it rather
+    than cut it, and `ffma` or `f32f32` stays whole), its full name in the tooltip; then, where it says more, the
+    readable gloss (kernel_names.gloss) in small print."""
+    gloss = kernel_names.gloss(name)
+    shown = escape(printed(name)).replace("_", "&#95;<wbr>")  # an entity: `_<wbr>_` would start emphasis
+    return f'<code title="{escape(name)}">{shown}</code>' + (f"<br><small>{escape(gloss)}</small>" if gloss else "")
 
 
 def environment(record: dict, verb: str, detail: str) -> str:
@@ -75,8 +79,7 @@ def why_unavailable(raw: str) -> str:
     if "kernels hub" in raw and ("trust" in raw or "connect" in raw.lower()):
         # kernels' first request asks the Hub about the publisher; when the Hub cannot be reached it reports
         # that as a failure to verify the publisher's trust status
-        return ("`get_kernel` could not ask the Hugging Face Hub whether the repository's publisher is trusted "
-                "(its first request; the capture ran without network access), so no kernel was loaded")
+        return "`get_kernel` could not reach the Hugging Face Hub, so no kernel was loaded"
     if "out of memory" in raw.lower():
         return "it ran out of GPU memory"
     return "it failed to load or to run (the recorded reason says how)"
@@ -104,7 +107,7 @@ def unavailable(summary) -> str:
 
 
 def key_averages(summary) -> str:
-    rows = [(kernel(r["name"]), r["calls"], us(r["self_cpu_us"]), us(r["cpu_total_us"]),
+    rows = [(kernel(r["name"], kernel_names.as_table), r["calls"], us(r["self_cpu_us"]), us(r["cpu_total_us"]),
              us(r["self_device_us"]), us(r["device_total_us"])) for r in summary["key_averages"]]
     names = [r["name"] for r in summary["key_averages"]]
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -142,8 +145,6 @@ def ops(summary, mark: str | None = None) -> str:
     n = summary["ops_per_forward"]
     total = (f"\n\n{n} device op{'s' if n != 1 else ''} in the forward drawn, {us(summary['forward_device_us'])} of device "
              f"time (sum of their durations, profiler)"
-             + (f"; one call of the whole forward, CUDA-event median {us(summary['event_median_us'])} over "
-                f"{summary['settings']['event_reps']} calls (no profiler)" if "event_median_us" in summary else "")
              + f". Shape {'×'.join(map(str, summary['shape']))}, {escape(summary['dtype'])}. Hover a kernel for its "
                f"full name, a launch call for its API.{where}")
     return ('<div class="attnprof-oplist" markdown>\n\n'  # on a phone the stylesheet stacks each row (extra.css)
@@ -165,7 +166,7 @@ def ops_diff(a, b, which: str) -> str:
     return (table(["", "where", "kind", "time", "name"], rows) +
             f"\n\n{escape(a['stage'])}: {a['ops_per_forward']} ops, {us(a['forward_device_us'])}; "
             f"{escape(b['stage'])}: {b['ops_per_forward']} ops, {us(b['forward_device_us'])} "
-            f"(each the device time of {which}, as its op list gives it; "
+            f"(each the device time its op list gives, the {which}; "
             f"device time {'saved' if saved >= 0 else 'added'}: {us(abs(saved))}).")
 
 
@@ -256,7 +257,7 @@ def cpu(summary, max_depth: int = 2, shown_cpu_us: float | None = None) -> str:
                      len(launched), ", ".join(apis) or "—"))
     return table(["aten op (nested)", "CPU time", "device ops launched", "launch API"], rows, "lrr") + (
         f"\n\nThese rows come from the forward the trace picture shows (of the profiled forwards, the one "
-        f"nearest the medians of CPU and device time){f', whose annotation took {us(shown_cpu_us)} of CPU time' if shown_cpu_us else ''}. "
+        f"whose device time is the median){f', whose annotation took {us(shown_cpu_us)} of CPU time' if shown_cpu_us else ''}. "
         f"*CPU time / forward*, elsewhere on these pages, is the median over the "
         f"{len(summary['ops_per_forward_each'])} profiled forwards: {us(summary['cpu_forward_us'])}. Ops nested "
         f"deeper than {max_depth} are in the trace.")
