@@ -8,7 +8,6 @@ those medians and the shapes. No torch here.
 """
 from __future__ import annotations
 
-import copy
 import statistics
 from math import prod
 
@@ -18,21 +17,20 @@ SAMPLES = {"median_us": "times_us", "back_to_back_us": "back_to_back_us_each"}  
 
 
 def medians(node):
-    """Every median of `node` (a run's result) set from the samples beside it, in place; recursive."""
+    """`node` (a run's result) with every median set from the samples beside it, recursively: new dicts and lists,
+    the lists of samples shared (nothing here changes one)."""
     if isinstance(node, list):
-        for item in node:
-            medians(item)
-    elif isinstance(node, dict):
-        for key in list(node):
-            if key.endswith("_us_each") and key != "back_to_back_us_each":
-                node[key.removesuffix("_each")] = statistics.median(node[key])
-        for median, samples in SAMPLES.items():
-            if samples in node:
-                node[median] = statistics.median(node[samples])
-        for value in node.values():
-            if isinstance(value, (dict, list)):
-                medians(value)
-    return node
+        return node if all(not isinstance(x, (dict, list)) for x in node) else [medians(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: medians(v) for k, v in node.items()}
+    for key in node:
+        if key.endswith("_us_each") and key != "back_to_back_us_each":
+            out[key.removesuffix("_each")] = statistics.median(node[key])
+    for median, samples in SAMPLES.items():
+        if samples in node:
+            out[median] = statistics.median(node[samples])
+    return out
 
 
 def _rates(row):
@@ -125,7 +123,7 @@ DERIVE = {
 
 def derive(run: str, result):
     """A run's result with every median and computed figure set from its samples and settings."""
-    return DERIVE.get(run, _same)(medians(copy.deepcopy(result)))
+    return DERIVE.get(run, _same)(medians(result))
 
 
 # what the functions of DERIVE set, beside the medians: a record holds none of them

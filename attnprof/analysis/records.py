@@ -211,7 +211,7 @@ def _stale(record, folder) -> str | None:
         made = _json(store.summary_path(folder, record))
     except (OSError, ValueError):
         return None
-    if made.get("key") == kind.key(record):
+    if made.get("key") == _once(("key", record), lambda: kind.key(record)):
         return _mislabelled(record, made, kind)
     code = made.get("code") if isinstance(made.get("code"), dict) else {}
     changed = [p for p, now in kind.code(record).items() if code.get(p) != now]
