@@ -72,7 +72,9 @@ def cmd_capture_own(args) -> int:
         raise ValueError("capture one FILE.py:FUNCTION at a time, without stage names")
     dims = parse_shape(args.shape)
     from .measure.own import capture_own
-    r = capture_own(args.stages[0], dims, args.dtype, args.mask, args.reference, args.out or own.DEFAULT_OUT)
+    out = args.out or own.DEFAULT_OUT
+    written = capture_own(args.stages[0], dims, args.dtype, args.mask, args.reference, out)
+    r = records.load_summary(written["record"], out)  # what was measured, and what it says read off the trace
     from .measure.verify import TOLERANCE
     extra = f", vs causal attention {r['rel_err_causal']:.2e}" if "rel_err_causal" in r else ""
     if not r["rel_err"] <= TOLERANCE[args.dtype]:  # NaN fails this too
@@ -80,7 +82,7 @@ def cmd_capture_own(args) -> int:
               f"{TOLERANCE[args.dtype]:.0e} that `verify` allows {args.dtype}: check its numerics", file=sys.stderr)
     print(f"{r['record']}: {r['ops_per_forward']} ops/forward, {r['event_median_us']:.1f} us (event median), "
           f"rel err vs itself in float64 {r['rel_err']:.2e}{extra}; wrote {r['record']}.json and "
-          f"{r['record']}.trace.json.gz into {args.out or own.DEFAULT_OUT}/")
+          f"{r['record']}.trace.json.gz into {out}/")
     return 0
 
 
@@ -105,9 +107,12 @@ def cmd_capture(args) -> int:
     for r in results:
         if "error" in r:
             print(f"{r['stage']:>10}: FAILED {r['error']}")
-        elif "kept" in r:
+            continue
+        if "kept" in r:
             print(f"{r['record']:>10}: {r['kept']}")
-        elif "unavailable" in r:
+            continue
+        r = records.load_summary(r["record"], args.out)  # as written, its figures read off its trace
+        if "unavailable" in r:
             print(f"{r['record']:>10}: not available here: {r['unavailable']}")
         elif args.backward:
             print(f"{r['record']:>10}: {r['ops_per_backward']} ops/backward ({r['ops_on_calling_thread_each'][0]} on "
@@ -140,6 +145,7 @@ def cmd_capture_cp(args) -> int:
         if "error" in r:
             print(f"{r['record']}: FAILED {r['error']}")
             continue
+        r = records.load_summary(r["record"], args.out)
         ranks = r["ranks"]
         print(f"{r['record']}: {r['cp_event_median_us'] / 1000:.2f} ms on {r['world_size']} GPUs vs "
               f"{r['single_gpu']['event_median_us'] / 1000:.2f} ms on one (speedup {r['speedup']:.2f}x); rel err rows "

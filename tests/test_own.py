@@ -415,3 +415,43 @@ def test_report_page_in_a_browser(tmp_path, browser, stub, perfetto_received):  
         assert "SDPA with a boolean mask" in received["title"]
     finally:
         httpd.shutdown()
+
+
+def test_a_capture_on_the_cpu_says_what_its_trace_holds(tmp_path, monkeypatch, capsys):
+    """Past the GPU check (on the CPU here), `capture FILE.py:FUNCTION` writes its pair and says what its record
+    holds, read off its trace as the pages read it: ops per forward, the one-call median, the error."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(capture_own, "DEVICE", "cpu")
+    monkeypatch.setattr(capture_own, "environment", lambda: {"device": "cpu", "capability": "cpu",
+                                                             "date": "2026-12-07 10:00 UTC"})
+    write(tmp_path, GOOD)
+    out = tmp_path / "out"
+    code = main(["capture", "mine.py:attention", "--shape", "1,2,64,16", "--dtype", "fp32", "--out", str(out)])
+    said = capsys.readouterr().out
+    assert code == 0 and sorted(p.name for p in out.iterdir()) == ["mine.attention-1x2x64x16-fp32.json",
+                                                                   "mine.attention-1x2x64x16-fp32.trace.json.gz"]
+    record = records.load_summary("mine.attention-1x2x64x16-fp32", out)
+    assert said.startswith(f"mine.attention-1x2x64x16-fp32: {record['ops_per_forward']} ops/forward, "
+                           f"{record['event_median_us']:.1f} us (event median)"), said
+
+
+def test_a_readers_flexattention_building_its_block_mask_each_call_is_shown_diffed_and_reported(tmp_path, capsys):
+    """A reader's compiled FlexAttention with a score_mod (tanh soft-capping), its block mask built in every call
+    (tests/fixtures/softcap_flex.py, captured on an H100): the ops its forward launched are those its capture
+    counted, the block mask's kernels and copies before the attention kernel, the same in every profiled forward;
+    `show`, `diff` and `report` read the record (issue 53: `check` once refused it, counting another way)."""
+    from attnprof.model.snippets import ROOT
+    fixtures = ROOT / "tests" / "fixtures"
+    for suffix in (".json", ".trace.json.gz"):
+        shutil.copy(fixtures / f"h100-softcap_flex.attention{suffix}", tmp_path / f"softcap_flex.attention{suffix}")
+    record = str(tmp_path / "softcap_flex.attention.json")
+    assert main(["show", record, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["ops_per_forward_each"] == [shown["ops_per_forward"]] * 3 and shown["ops_per_forward"] > 40
+    assert shown["ops"][-1]["name"] == "triton_tem_fused_flex_attention_0" and shown["device"] == "NVIDIA H100 80GB HBM3"
+    assert main(["diff", "flash", record, "--json"]) == 0
+    diffed = json.loads(capsys.readouterr().out)
+    assert diffed["b"]["ops_per_forward"] == shown["ops_per_forward"]
+    assert diffed["ops"][-1]["b_name"] == "triton_tem_fused_flex_attention_0"
+    assert main(["report", record, "--against", "flash", "-o", str(tmp_path / "page.html")]) == 0
+    assert "triton_tem_fused_flex_attention_0" in (tmp_path / "page.html").read_text()
