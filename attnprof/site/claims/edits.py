@@ -32,16 +32,6 @@ def each(field: str, factor: float):
     return change
 
 
-def widened(field: str):
-    """A capture's per-forward samples `field` spread a hundredfold either side of their median, which stays:
-    a spread so wide that nothing is told apart from it."""
-    def change(s):
-        xs, mid = s[f"{field}_each"], statistics.median(s[f"{field}_each"])
-        s[f"{field}_each"] = [x / 100 if x < mid else 100 * x if x > mid else x for x in xs]
-        s[field] = statistics.median(s[f"{field}_each"])
-    return change
-
-
 def setting(**values):
     return lambda s: s.update(values)
 

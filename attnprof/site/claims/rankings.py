@@ -9,7 +9,7 @@ from ...text import escape, shape as shape_text, us
 from ..build import Build, across, row
 from ..words import DEVICE, MEDIAN, listed, per_process, short, within
 from .core import ADAPTS, Flip, Statement, claim
-from .edits import each, events, in_run, scale, scaled_row, setting, widened
+from .edits import each, events, in_run, scale, scaled_row, setting
 from .wording import apart, front, pct, times
 from ..pieces.timing import clock_of, timed_range
 
