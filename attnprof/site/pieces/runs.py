@@ -15,6 +15,7 @@ from ...model.procedure import SW_POWER_CAP
 from ...model.stages import LONG_SHAPE, select
 from ...text import escape, dims, shape, size, us
 from ..render import plots, tables
+from ..render.svg import PATH_COLOR
 from ..build import Build, across, row
 from ..words import FALLBACK_RUN, GRAPHS_RUN, ONE_CALL, count, listed, mhz, plain_title, short, title, within
 from ..registry import piece
@@ -120,7 +121,7 @@ def fig_recompile(build, frame=plots.CHART):
     name = "FlexAttention, one new shape after another"
     series = {name: [(p["shape"][2], p.get("tflops")) for p in r["points"]]}
     return plots.line_chart(series, "sequence length of each successive call", "TFLOP/s", "torch.compile's recompile limit",
-                            log_x=False, colors={name: plots.path_color(select(fresh_compile=True)[0])}, frame=frame)
+                            log_x=False, colors={name: PATH_COLOR[select(fresh_compile=True)[0]]}, frame=frame)
 
 
 FIGURES = {"sweep-tflops-d64": lambda b, f=plots.CHART: fig_sweep_tflops(b, 64, f),

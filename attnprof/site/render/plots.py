@@ -10,9 +10,9 @@ from ...analysis import kernel_names, trace as traces
 from ...analysis.oplist import KIND_LABEL
 from ...text import escape, us
 from ...model.stages import STAGES
+from ..words import count
 from .svg import BACKGROUND, CONNECTOR, FRAME, GRID, INK, MUTED, PATH_COLOR, ROLE, SERIES, el, header, hover
 
-W, H, LEFT, RIGHT, TOP, BOTTOM = 880, 400, 70, 24, 30, 50
 MUTED_TEXT = {"class": "attnprof-muted", "fill": MUTED}  # small print; the stylesheet gives it 4.5:1 in each scheme
 HALO = "paint-order: stroke; stroke: var(--md-default-bg-color, white); stroke-width: 4px; stroke-linejoin: round"
 
@@ -341,16 +341,8 @@ class Frame:
 
 CHART = Frame(960, 400, 70, 12, 30, 50)
 CHART_NARROW = Frame(NARROW, 330, 62, 6, 30, 50, row=26, names=False)
-W, H, LEFT, RIGHT, TOP, BOTTOM = CHART.width, CHART.height, CHART.left, CHART.right, CHART.top, CHART.bottom
-CHART_CHAR_W = CHART.char_w
 LEGEND_X = 34  # the legend sits under the plot, from the left: on a phone it is on screen
 PATH_BY_TITLE = {stage.title: key for key, stage in STAGES.items()}
-NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
-
-
-def path_color(key: str) -> str:
-    """The one colour of an attention path (a stage's key) on every chart."""
-    return PATH_COLOR[key]
 
 
 def series_color(name: str, i: int) -> str:
@@ -614,7 +606,7 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
         row += f.row
         g = group_of.get(name)
         if g and name == g[-1]:
-            out.append(legend(el("text", f"↑ these {NUMBER_WORDS.get(len(g), len(g))} overlap: one striped line",
+            out.append(legend(el("text", f"↑ these {count(len(g))} overlap: one striped line",
                                  x=x + 26, y=row + 4, font_style="italic", **MUTED_TEXT)))
             row += f.row
     out.append("</g>" if shift else "")
