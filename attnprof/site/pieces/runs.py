@@ -17,7 +17,7 @@ from ...text import escape, dims, shape, size, us
 from ..render import plots, tables
 from ..render.svg import PATH_COLOR
 from ..build import Build, across, row
-from ..words import FALLBACK_RUN, GRAPHS_RUN, ONE_CALL, count, listed, mhz, plain_title, short, title, within
+from ..words import FALLBACK_RUN, GRAPHS_RUN, ONE_CALL, count, listed, mhz, plain_title, short, sm_readings, title, within
 from ..registry import piece
 from .gpu import arch as gpu_arch, name as gpu_name, peaks
 
@@ -149,20 +149,17 @@ def stamp_run(build: Build, record):
     return tables.environment(r, "Measured", f"run `{name}`: {took}")
 
 
-def clock_said(clocks: dict | None) -> str:
-    """The SM clock a run's samples were taken at (its rounds' NVML readings), for the words beside a rate."""
-    lo, hi = (clocks or {}).get("sm_mhz_min"), (clocks or {}).get("sm_mhz_max")
-    return "the SM clock unrecorded" if lo is None or hi is None else f"SM clock {mhz([lo, hi])}"
-
-
 def power_capped(clocks: dict | None) -> bool:
     """Whether NVML named the power cap among the reasons the SM clock was held down over a run's kept rounds."""
     return bool(((clocks or {}).get("throttle_reasons") or 0) & SW_POWER_CAP)
 
 
 def clock_condition(clocks: dict | None) -> str:
-    """clock_said, with the power cap named where NVML gave it: the condition a ceiling was measured under."""
-    return clock_said(clocks) + (", power-capped" if power_capped(clocks) else "")
+    """The SM clock a run's samples were taken at (its rounds' NVML readings), with the power cap named where NVML
+    gave it: the condition a ceiling was measured under."""
+    lo, hi = (clocks or {}).get("sm_mhz_min"), (clocks or {}).get("sm_mhz_max")
+    said = "the SM clock unrecorded" if lo is None or hi is None else f"SM clock {mhz([lo, hi])}"
+    return said + (", power-capped" if power_capped(clocks) else "")
 
 
 def matmul_said(build: Build, run: str) -> str:
@@ -170,8 +167,7 @@ def matmul_said(build: Build, run: str) -> str:
     than theirs (its highest reading below their lowest) and under the power cap, where the records say so; else
     the measured matmul rate. A share of it is read against this, never as a share of the hardware's peak."""
     mine = build.run("ceilings").get("clocks") or {}
-    theirs = [x for r in _rows(build, run) if r.get("clocks")
-              for x in (r["clocks"]["sm_mhz_min"], r["clocks"]["sm_mhz_max"]) if x is not None]
+    theirs = sm_readings(_rows(build, run))
     how = (["lower"] if mine.get("sm_mhz_max") is not None and theirs and mine["sm_mhz_max"] < min(theirs) else []) + (
         ["power-capped"] if power_capped(mine) else [])
     return f"a bf16 matmul measured at a {', '.join(how)} clock" if how else "the measured bf16 matmul rate"
@@ -781,8 +777,7 @@ RUN_FACTS = {  # how a run measured, from its record, for the prose that describ
                                count),  # back-to-back runs kept per row and process
     "calls": lambda b, n: _span({r["back_to_back_calls"] for r in _rows(b, n) if "back_to_back_calls" in r}, count),
     # the SM clock (NVML) over the rounds kept, in every process
-    "sm_clock": lambda b, n: mhz([x for r in _rows(b, n) if r.get("clocks")
-                                   for x in (r["clocks"]["sm_mhz_min"], r["clocks"]["sm_mhz_max"]) if x is not None]),
+    "sm_clock": lambda b, n: mhz(sm_readings(_rows(b, n))),
     # the SM clock as each process ended measuring (its last NVML reading)
     "sm_clock_at_end": lambda b, n: mhz([p["gpu"][-1]["sm_mhz"] for p in (b.run_record(n).get("processes")
                                                                           or b.run(n).get("processes") or [])

@@ -17,7 +17,7 @@ from ...model.stages import DEFAULT_SHAPE, STAGES
 from ...text import escape, shape as shape_text, us
 from ..render import tables
 from ..build import Build, FalseStatement, RecordUnusable
-from ..words import ONE_CALL, TIMING_RUN, count, listed, mhz, short, title
+from ..words import ONE_CALL, TIMING_RUN, count, listed, mhz, short, sm_readings, title
 from ..registry import piece
 
 
@@ -52,16 +52,17 @@ def timed_range(build: Build, stage, shape, field="enqueue_us") -> decide.Range:
 def clock_of(build: Build, shape) -> str:
     """The SM clock the timing run's rounds at `shape` were kept at, over every process (its stages share their
     rounds): "SM clock 1,830–1,980 MHz over the rounds kept", or that NVML could not say."""
-    dims = [int(x) for x in (shape.split("x") if isinstance(shape, str) else shape)]
-    sm = [x for rep in build.repeats("timing") for r in rep["rows"] if r["shape"] == dims and "clocks" in r
-          for x in (r["clocks"]["sm_mhz_min"], r["clocks"]["sm_mhz_max"]) if x is not None]
+    sm = sm_readings(r for rep in build.repeats("timing") for r in rep["rows"] if r["shape"] == list(_dims(shape)))
     return f"SM clock {mhz(sm)} over the rounds kept" if sm else "the SM clock unrecorded"
 
 
+def _dims(shape) -> tuple:
+    """A shape of the timing run, given as "8x16x1024x64" or [8, 16, 1024, 64]."""
+    return tuple(int(x) for x in (shape.split("x") if isinstance(shape, str) else shape))
+
+
 def _record(stage: str, shape) -> str:
-    """The record name of a stage at a shape of the timing run ("8x16x1024x64" or [8, 16, 1024, 64])."""
-    dims = tuple(int(x) for x in (shape.split("x") if isinstance(shape, str) else shape))
-    return names.record_name(stage, dims)
+    return names.record_name(stage, _dims(shape))
 
 
 def where(s) -> str:
@@ -89,7 +90,7 @@ def _rounds_note(results: list[dict]) -> str:
         return ""
     shapes = {(i, tuple(r["shape"])): r for i, result in enumerate(results) for r in result["rows"] if "rounds" in r}
     dropped = sum(r["throttled"] for r in shapes.values())  # one count a shape and process: every stage shares it
-    sm = [x for r in measured for x in (r["clocks"]["sm_mhz_min"], r["clocks"]["sm_mhz_max"]) if x is not None]
+    sm = sm_readings(measured)
     clock = f"; the SM clock over the rounds kept: {mhz(sm)}" if sm else ""
     return (f"The stages of each shape were measured together, each once a round in a shuffled order. A round "
             f"whose SM clock, read before and after it, fell below {100 * THROTTLE:.0f} % of the GPU's maximum was "
