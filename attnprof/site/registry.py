@@ -92,11 +92,15 @@ def problem_box(why: str) -> str:
     return f'!!! failure "Capture not usable"\n    {escape(why)}'
 
 
+def split(args: list[str]) -> tuple[list[str], dict[str, str]]:
+    """A directive's arguments: the positional ones, and the KEY=VALUE keywords."""
+    return [a for a in args if "=" not in a], dict(a.split("=", 1) for a in args if "=" in a)
+
+
 def expand(build: Build, name: str, args: list[str]) -> str:
     """Render the piece `name` with `args` (positional, and KEY=VALUE keywords) from `build`."""
     p = lookup(name, args)
-    positional = [a for a in args if "=" not in a]
-    keywords = dict(a.split("=", 1) for a in args if "=" in a)
+    positional, keywords = split(args)
     named = positional if p.captures == ALL else positional[:p.captures]
     if p.captures and not named:
         raise TypeError(f"piece {name!r} needs a capture name")

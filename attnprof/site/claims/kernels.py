@@ -11,7 +11,6 @@ from ..build import Build, RecordUnusable
 from ..words import count, listed, short
 from ..registry import piece
 from ..pieces.gpu import arch
-from ..pieces.runs import measured
 from .core import ADAPTS, FALSE, Flip, Statement, claim
 from .edits import _halve_longest_grid
 from .wording import pct

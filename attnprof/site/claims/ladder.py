@@ -8,7 +8,7 @@ from ..words import short
 from ..pieces.captures import scores_bytes
 from ..pieces.runs import clock_condition
 from .core import Flip, Statement, claim
-from .edits import in_run, kernels_in_trace, scale
+from .edits import in_run, in_trace, scale
 from .wording import pct, times
 
 
@@ -27,7 +27,7 @@ def _aten(s: dict, op: dict) -> str:
 
 
 @claim("longest-op", reads=lambda stage: [stage],
-       flip=lambda stage: Flip(f"{stage}.trace.json.gz", kernels_in_trace("nvjet", 10.0)))
+       flip=lambda stage: Flip(f"{stage}.trace.json.gz", in_trace("kernel", "nvjet", 10.0)))
 def longest_op(build: Build, stage, launched_by) -> Statement:
     """The longest op of the forward a chapter shows, named by the aten op that launched it, against the
     longer of its matmuls: `say longest-op naive masked_fill_`."""
@@ -74,7 +74,7 @@ def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
 
 
 @claim("same-op-time", reads=lambda a, b: [a, b],
-       flip=lambda b: Flip(f"{b}.trace.json.gz", kernels_in_trace("at::native::elementwise_kernel", 0.5)))
+       flip=lambda b: Flip(f"{b}.trace.json.gz", in_trace("kernel", "at::native::elementwise_kernel", 0.5)))
 def same_op_time(build: Build, a, b, launched_by) -> Statement:
     """One kernel in two stages' forwards (named by the aten op that launched it), each from its own capture:
     by the one rule, not told apart, or slower in `b`; faster in `b` the page does not allow ("no faster")."""
