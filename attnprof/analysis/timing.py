@@ -121,11 +121,6 @@ class Verdict:
         return self.one_call.median - self.gpu_only.median
 
     @property
-    def gpu_idle_per_call_us(self) -> float:
-        """How long the GPU waits per call in a stream (back to back minus GPU only)."""
-        return self.back_to_back.median - self.gpu_only.median
-
-    @property
     def decided(self) -> bool:
         """Whether the verdict holds on any host whose CPU enqueues within HOST_MARGIN of this one's: the
         pace-setting side slower than the other by HOST_MARGIN or more."""

@@ -19,12 +19,10 @@ from .wording import pct
 # ---- a kernel's launch figures, inline in prose ----------------------------------------------------
 
 KERNEL_FIELDS = {
-    "registers": lambda op, s: str(op["registers"]),
-    "threads": lambda op, s: str(summary.threads(op)),
-    "warpgroups": lambda op, s: str(summary.threads(op) // 128),
-    "blocks": lambda op, s: f"{summary.blocks(op):,}",
-    "grid": lambda op, s: " × ".join(str(g) for g in op["grid"] if g > 1) or "1",
-    "blocks_per_sm": lambda op, s: f"{summary.blocks(op) / s['sm_count']:.2f}",
+    "registers": lambda op: str(op["registers"]),
+    "threads": lambda op: str(summary.threads(op)),
+    "warpgroups": lambda op: str(summary.threads(op) // 128),
+    "blocks": lambda op: f"{summary.blocks(op):,}",
 }
 
 
@@ -33,11 +31,10 @@ def kernel_value(build: Build, record, part, field):
     """One launch figure of the first kernel of `record` whose name holds `part`: registers, threads, blocks ..."""
     if field not in KERNEL_FIELDS:
         raise KeyError(f"unknown kernel field {field!r} (known: {', '.join(KERNEL_FIELDS)})")
-    s = build.summary(record)
-    op = next((op for op in s["ops"] if op["kind"] == "kernel" and part in op["name"]), None)
+    op = next((op for op in summary.kernels(build.summary(record)) if part in op["name"]), None)
     if op is None:
         raise ValueError(f"no kernel of {record!r} has {part!r} in its name")
-    return KERNEL_FIELDS[field](op, s)
+    return KERNEL_FIELDS[field](op)
 
 
 @claim("grid", reads=lambda stage: [names.record_name(stage, LONG_SHAPE)],

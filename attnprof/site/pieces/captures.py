@@ -100,13 +100,6 @@ def trace(build: Build, record, explained=None, caption=None, cpu_depth=None, ax
             + trace_controls(build, record, label))
 
 
-@piece("download", captures=1)
-def download(build: Build, record):
-    """A capture's trace controls on their own (every trace figure already carries them)."""
-    s = build.summary(record)
-    return trace_controls(build, record, f"{plain_title(s)}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}")
-
-
 def gemm_us(s: dict) -> float:
     """Device time of one forward's matmuls (the cuBLAS kernels)."""
     return sum(op["duration_us"] for op in s["ops"] if kernel_names.explain(op["name"])["library"].startswith("cuBLAS"))
@@ -135,11 +128,8 @@ VALUES = {
     "rel_err": lambda b, s: f"{s['rel_err']:.1e}",
     "device": lambda b, s: escape(s["device"]),
     "backend_ran": lambda b, s: kernel_names.fingerprint(op["name"] for op in s["ops"]),
-    "sdpa_choice": lambda b, s: escape(s["sdpa_choice"]),
     "occupancy": lambda b, s: ", ".join(f"{r['occupancy_pct']:.1f} %" for r in
                                         oplist.footprint_rows(s, b.device_properties(s["record"]))),
-    "peak_memory": lambda b, s: f"{s['peak_extra_bytes'] / 2**20:.0f} MiB",
-    "idle_share": lambda b, s: f"{100 * oplist.gaps(s).idle_share:.0f} %",
     "a100_ops": lambda b, s: str(hardware.FIGURES[s["stage"]]["ops"]),
     "scores_size": lambda b, s: f"{scores_bytes(s) / 2**20:.0f} MiB",
     "first_call": lambda b, s: ms(s["first_call_ms"]),
@@ -203,18 +193,10 @@ def value(build: Build, record, field):
 
 
 @piece("ratio", captures=2, inline=True)
-def ratio(build: Build, a, b, field="device"):
-    """How many times longer capture `a` took than `b`: device time per forward, or CPU time (field=cpu)."""
-    key = {"device": "forward_device_us", "cpu": "cpu_forward_us"}[field]
-    x = build.summary(a)[key] / build.summary(b)[key]
+def ratio(build: Build, a, b):
+    """How many times longer capture `a` took than `b`: device time per forward."""
+    x = build.summary(a)["forward_device_us"] / build.summary(b)["forward_device_us"]
     return f"{x:.2f}×" if x < 10 else f"{x:.1f}×"  # as diff's table gives it: 1.04×, not a rounded 1.0×
-
-
-@piece("a100-ratio", inline=True)
-def a100_ratio(build: Build, a, b):
-    """The same ratio from the post's A100 forward times."""
-    ta, tb = hardware.FIGURES[a]["forward_us"], hardware.FIGURES[b]["forward_us"]
-    return f"{ta / tb:.1f}×"
 
 
 @piece("footprint", captures=1)

@@ -747,7 +747,6 @@ HARDWARE = {  # what the records' GPU is and does, from the device query and mea
     "clock": lambda r: f"{r['query']['smi_clocks_max_sm_mhz']:,} MHz",
     "fp32": lambda r: f"{r['fp32_matmul_tflops']:.1f} TFLOP/s",  # a tenth, so that its share of the peak follows
     "fp32_bmm": lambda r: f"{r['fp32_bmm_tflops']:.0f} TFLOP/s",
-    "bf16_bmm": lambda r: f"{r['bf16_bmm_tflops']:.0f} TFLOP/s",
     "fp32_bmm_time": lambda r: us(r["fp32_bmm_us"]),
     "bf16_bmm_time": lambda r: us(r["bf16_bmm_us"]),
     "fp32_over_bf16": lambda r: f"{r['fp32_bmm_us'] / r['bf16_bmm_us']:.1f}×",

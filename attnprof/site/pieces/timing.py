@@ -109,13 +109,11 @@ def _method_note(build: Build) -> str:
 
 
 @piece("timing-table")
-def timing_table(build: Build, shape=None):
-    """Every stage of the timing run (at one shape, or all): the four unprofiled methods, the verdict for a stream
-    and the launch overhead of one call (the run's profiled CPU time is Methods' and the profiler verdict's)."""
+def timing_table(build: Build):
+    """Every stage of the timing run: the four unprofiled methods, the verdict for a stream and the launch
+    overhead of one call (the run's profiled CPU time is Methods' and the profiler verdict's)."""
     out = []
     for r in rows(build):
-        if shape and "x".join(map(str, r["shape"])) != shape:
-            continue
         one = timing.stats(r["one_call_us"])
         build.number(_record(r["stage"], r["shape"]), ONE_CALL, TIMING_RUN, us(one.median))
         cells = [spread(timing.stats(r[k])) if r.get(k) else "—" for k in ("back_to_back_us", "graph_us", "enqueue_us")]
@@ -369,7 +367,7 @@ def lone_call(build: Build):
 def timing_value(build: Build, what, stage=None, shape=None):
     """A figure of the timing run inline: inflation (the range over every row), tolerance and cpu_tolerance
     (the rule's floor against the GPU-only time and against the CPU enqueue), overheads SHAPE (the range of
-    one call's launch overhead at a shape), or one median of a row."""
+    one call's launch overhead at a shape), or one_call and enqueue, a row's medians."""
     if what == "inflation":  # the sentences around it say the profiler adds CPU time: hold them to it
         lo, hi = inflation_range(build)
         if lo <= 1:
@@ -385,11 +383,8 @@ def timing_value(build: Build, what, stage=None, shape=None):
         return f"{100 * timing.CPU_FLOOR:.0f} %"
     if what == "margin":
         return f"{timing.HOST_MARGIN:g}×"
-    if what in ("one_call", "back_to_back", "gpu_only", "enqueue", "overhead", "idle"):
-        v = timing.verdict(timing.find(build.run("timing")["rows"], stage, shape))
-        return us({"one_call": v.one_call.median, "back_to_back": v.back_to_back.median,
-                   "gpu_only": v.gpu_only.median, "enqueue": v.enqueue.median,
-                   "overhead": v.launch_overhead_us, "idle": v.gpu_idle_per_call_us}[what])
+    if what in ("one_call", "enqueue"):
+        return us(getattr(timing.verdict(timing.find(build.run("timing")["rows"], stage, shape)), what).median)
     raise KeyError(f"unknown timing value {what!r}")
 
 

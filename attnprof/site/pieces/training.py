@@ -117,12 +117,7 @@ BWD_VALUES = {
     "ops": lambda s: str(s["ops_per_backward"]),
     "calling_thread": lambda s: str(s["ops_on_calling_thread_each"][0]),
     "device_time": lambda s: us(s["backward_device_us"]),
-    "forward_device_time": lambda s: us(s["forward_device_us"]),
     "event_median": lambda s: us(s["event_median_us"]),
-    "tflops": lambda s: f"{bwd_tflops(s):.0f}",
-    "held": lambda s: size(s["memory"]["held_after_forward_bytes"]),
-    "peak": lambda s: size(s["memory"]["peak_backward_bytes"]),
-    "grad_err": lambda s: f"{grad_error(s):.1e}",
     "largest_saved": lambda s: size(max(r["bytes"] for r in s["saved"] if r["what"] == "intermediate")),
     "row_stats": lambda s: size(next(r["bytes"] for r in s["saved"] if r["what"] == "intermediate"
                                      and len(r["shape"]) == 3)),  # one float per query row: B×H×S
@@ -237,11 +232,7 @@ def stamp_cp(build: Build, record):
 
 RANK_VALUES = {  # value CP-RECORD rank0.exposed, rank1.hidden_pct ...
     "exposed": lambda r: us(r["overlap"]["exposed_us"]),
-    "comm": lambda r: us(r["overlap"]["communication_us"]),
-    "hidden": lambda r: us(r["overlap"]["overlap_us"]),
     "hidden_pct": lambda r: f"{100 * r['overlap']['hidden_fraction']:.0f} %",
-    "device": lambda r: us(r["forward_device_us"]),
-    "ops": lambda r: str(r["ops_per_forward"]),
 }
 CP_VALUES = {
     "speedup": lambda s: f"{s['speedup']:.2f}×",
