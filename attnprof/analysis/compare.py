@@ -151,8 +151,13 @@ METRIC_ROWS = [  # (label, key, format)
 ]
 
 
-def _cell(key, fmt, m):
-    return (fmt or us)(m[key])
+SIGN = {"same": "=", "changed": "~", "removed": "−", "added": "+"}  # an aligned op's status, as one mark
+
+
+def metric_rows(d: dict) -> list[tuple]:
+    """(label, A's value, B's value, B ÷ A where it has one) for every row of METRIC_ROWS."""
+    return [(label, (fmt or us)(d["a"][key]), (fmt or us)(d["b"][key]),
+             f"{d['ratios'][key]:.2f}×" if d["ratios"].get(key) is not None else "") for label, key, fmt in METRIC_ROWS]
 
 
 def text(d: dict, width: int = 100) -> str:
@@ -160,18 +165,13 @@ def text(d: dict, width: int = 100) -> str:
     a, b = d["a"], d["b"]
     head = [short(f"{tag}  {m['record']}: {m['title']} · {m['device']} · {shape(m['shape'])} {m['dtype']}", width)
             for tag, m in (("A", a), ("B", b))]
-    ratio = {"device_us", "cpu_us", "event_median_us", "tflops"}
-    metrics_rows = [(label, _cell(key, fmt, a), _cell(key, fmt, b),
-                     f"{d['ratios'][key]:.2f}×" if key in ratio and d["ratios"][key] is not None else "")
-                    for label, key, fmt in METRIC_ROWS]
-    sign = {"same": "=", "changed": "~", "removed": "−", "added": "+"}
     op = lambda name, t: "" if name is None else f"{short(kernel_names.label(name, 20), 20)} {us(t)}"
-    rows = [(r["a_index"] or "", r["b_index"] or "", sign[r["status"]], short(r["family"], 22),
+    rows = [(r["a_index"] or "", r["b_index"] or "", SIGN[r["status"]], short(r["family"], 22),
              op(r["a_name"], r["a_us"]), op(r["b_name"], r["b_us"])) for r in d["ops"]]
     c = d["counts"]
     lines = [
         *head, "",
-        text_table(["", "A", "B", "B ÷ A"], metrics_rows), "",
+        text_table(["", "A", "B", "B ÷ A"], metric_rows(d)), "",
         f"Op lists aligned by kernel family: {c['same']} same (=), {c['changed']} changed (~), "
         f"{c['removed']} removed (−), {c['added']} added (+)",
         text_table(["A#", "B#", "", "family", "A op, time", "B op, time"], rows),
