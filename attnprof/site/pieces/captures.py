@@ -295,10 +295,9 @@ def compare(build: Build, *records):
         rows.append((title(s), tables.kernel(main["name"]), s["ops_per_forward"], per_forward(build, s, DEVICE),
                      f"{device_tflops(s):.0f}", f"{s['rel_err']:.1e}",
                      f"{len(kernels)} kernel(s); layout {s.get('layout', 'BHSD')}"))
-    b, h, n, d = build.summary(records[0])["shape"]
     return (tables.table(["stage", "longest kernel", "ops / forward", "device time / forward (profiler)",
                           "TFLOP/s (causal, device time)", "rel. error vs fp64", "notes"], rows, "llrrrr")
-            + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal. *Device time*: the sum of one profiled "
+            + f"\n\nShape {dims(build.summary(records[0])['shape'])}, bf16, causal. *Device time*: the sum of one profiled "
               f"forward's device op durations, the forward whose device time is the median of the profiled ones; "
               f"*TFLOP/s*: causal FLOPs (4·B·H·S²·D, halved by the mask) over that time." + tables.raw_reasons(reasons))
 
@@ -338,12 +337,11 @@ def kernel_compare(build: Build, *records):
                      f"{shape(k['grid'])} ({blocks / s['sm_count']:.2f} per SM)",
                      f"{k['threads']} ({k['threads'] // 128} warpgroup{'s' if k['threads'] >= 256 else ''})",
                      k["registers"], f"{k['shared_memory'] / 1024:.0f} KiB", k["blocks_per_sm"]))
-    b, h, n, d = build.summary(records[0])["shape"]
     return tables.table(["stage", "attention kernel", "device ops / forward", "kernel time (profiler)",
                          "TFLOP/s (profiler kernel time)",
                          "grid (blocks per SM)", "threads per block", "regs/thread", "smem/block", "blocks/SM"],
                         rows, "llrrrllrrr") + (
-        f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal; kernel time from the profiler's trace of the median "
+        f"\n\nShape {dims(build.summary(records[0])['shape'])}, bf16, causal; kernel time from the profiler's trace of the median "
         f"profiled forward; TFLOP/s counts causal FLOPs over that time.")
 
 

@@ -11,7 +11,7 @@ from ...analysis.flops import causal_tflops
 from ...analysis.oplist import KIND_LABEL
 from ...model.procedure import BWD_FLOP_FACTOR, MEASURED_ONCE_TWO_GPU
 from ...model.stages import STAGES
-from ...text import escape, shape, size, us
+from ...text import dims, escape, shape, size, us
 from ..render import plots, tables
 from ..build import Build
 from ..words import title
@@ -49,14 +49,13 @@ def compare_backward(build: Build, *records):
                      f"{s['backward_device_us'] / s['forward_device_us']:.1f}×",
                      f"{grad_error(s):.1e}"))
         forwards.append(f"    - {title(s)}: {us(s['forward_device_us'])}")
-    b, h, n, d = build.summary(records[0])["shape"]
     reps = build.summary(records[0])["settings"]["event_reps"]
     return (tables.table(["stage", "device ops / backward", "of them launched from the calling thread",
                           "device time / backward (profiler, sum of kernels)",
                           "one call: CUDA-event median (p10–p90)", f"TFLOP/s ({BWD_FLOP_FACTOR}× causal fwd FLOPs, one-call median)",
                           "backward ÷ forward (device time, same trace)",
                           "worst grad error vs fp64"], rows, "lrrrrrrr")
-            + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal. *Device time*: the durations of the backward's "
+            + f"\n\nShape {dims(build.summary(records[0])['shape'])}, bf16, causal. *Device time*: the durations of the backward's "
               f"device ops added up, from the profiler's trace of the median profiled backward. *Backward ÷ forward*: "
               f"over the device time of the forwards profiled before the backwards in that trace (the median of them), "
               f"so that both sides of the ratio come from one run. *One call*: CUDA events "
