@@ -36,11 +36,6 @@ def measured(build: Build, run: str, pick, samples: str = "back_to_back_us_each"
     return across(build, run, lambda result: pick(result)[samples], decide.METHOD_OF[samples])
 
 
-def not_told_apart(a: str, ra: decide.Range, b: str, rb: decide.Range, fmt=us) -> str:
-    """The words for two quantities the rule cannot tell apart, both ranges given."""
-    return f"{a} and {b} are not told apart ({ra.text(fmt)} against {rb.text(fmt)}, {ra.how}; {within(ra, rb)})"
-
-
 def row_where(**match):
     """A picker for `measured`: the row of a run's result whose fields equal `match`."""
     return lambda result: row(result, **match)
@@ -62,17 +57,21 @@ def _sweep_grid(build, heads=True) -> str:
     return f"batch × S = {b * s:,} tokens" + (f", {h} heads" if heads else "")
 
 
+def _sweep_series(build, d, value) -> dict:
+    """The sweep at head dim `d`: one series a path that ran there, `value(row)` against S."""
+    return {plain_title(p): [(r["shape"][2], value(r)) for r in _sweep_points(build, d, p)]
+            for p in select(sweep=True) if _sweep_points(build, d, p)}
+
+
 def fig_sweep_tflops(build, d, frame=plots.CHART):
-    series = {plain_title(p): [(r["shape"][2], _value(r, "tflops_back_to_back")) for r in _sweep_points(build, d, p)]
-              for p in select(sweep=True) if _sweep_points(build, d, p)}
+    series = _sweep_series(build, d, lambda r: _value(r, "tflops_back_to_back"))
     peak = build.run("ceilings")["matmul_tflops"]
     return plots.line_chart(series, f"sequence length S ({_sweep_grid(build)})", "TFLOP/s (causal FLOPs)",
                             f"Forward throughput, head dim {d}, bf16, causal", hlines={"bf16 matmul, ceilings run": peak}, frame=frame)
 
 
 def fig_sweep_memory(build, d, frame=plots.CHART):
-    series = {plain_title(p): [(r["shape"][2], _value(r, "peak_extra_bytes") or None) for r in _sweep_points(build, d, p)]
-              for p in select(sweep=True) if _sweep_points(build, d, p)}
+    series = _sweep_series(build, d, lambda r: _value(r, "peak_extra_bytes") or None)
     return plots.line_chart(series, f"sequence length S ({_sweep_grid(build, heads=False)})", "memory allocated by one forward",
                             f"Peak memory of one forward, head dim {d}", log_y=True, y_unit="bytes", frame=frame)
 
@@ -450,7 +449,8 @@ def concat_against_in_place(build: Build, r: dict) -> tuple[int, str]:
     cat = measured(build, "decode_step", lambda result: pick(result)["concat"])
     o = decide.order(cat, place)
     if o == 0:
-        return o, not_told_apart("the concatenating step", cat, "the in-place one", place)
+        return o, (f"the concatenating step and the in-place one are not told apart ({cat.text(us)} against "
+                   f"{place.text(us)}, {cat.how}; {within(cat, place)})")
     return o, (f"a step takes {cat.text(us)} with the concatenation against {place.text(us)} in place, "
                f"{r['ratio']:.2f}× as long ({cat.how})" + ("" if o > 0 else ": less time, not more"))
 
@@ -475,10 +475,15 @@ def decode_error(build: Build):
 
 def graph_gain(build: Build, i: int) -> str:
     """The one-call speedup of row `i` of the graphs run, where the rule tells the two calls apart."""
-    eager = measured(build, "graphs", lambda result: result[i]["eager"], "times_us")
-    graph = measured(build, "graphs", lambda result: result[i]["graph"], "times_us")
-    ratio = f"{eager.median / graph.median:.1f}×"
-    return ratio if decide.told_apart(eager, graph) else f"{ratio}, not told apart"
+    eager, graph = (measured(build, "graphs", lambda result: result[i][how], "times_us") for how in ("eager", "graph"))
+    return _times(eager, graph)
+
+
+def _times(a: decide.Range, b: decide.Range, apart: bool = False) -> str:
+    """How many times a's median is b's, "not told apart" added where the rule cannot tell them apart (unless
+    `apart` says they need not be)."""
+    ratio = f"{a.median / b.median:.1f}×"
+    return ratio if apart or decide.told_apart(a, b) else f"{ratio}, not told apart"
 
 
 GRAPH_PATHS = {"SDPA flash": "flash", "SDPA cuDNN": "cudnn", "naive, torch.compile": "naive_compiled"}
@@ -652,8 +657,7 @@ def against_fast_path(build: Build, r: dict) -> str:
     """A fallback case's one call over the fast path's (the run's first row), where the rule tells them apart."""
     fast = measured(build, "fallback", lambda result: result[0], "times_us")
     case = measured(build, "fallback", row_where(case=r["case"]), "times_us")
-    ratio = f"{case.median / fast.median:.1f}×"
-    return ratio if r is build.run("fallback")[0] or decide.told_apart(case, fast) else f"{ratio}, not told apart"
+    return _times(case, fast, r is build.run("fallback")[0])
 
 
 def _basis(build: Build, run: str) -> str:
