@@ -18,7 +18,6 @@ from .model.stages import DEFAULT_SHAPE, DTYPES, LONG_SHAPE, STAGES, get_stage, 
 from .text import shape, short, text_table, us
 
 
-
 MINE = f"your captures' folder, looked in before the site's set of records (default: {own.DEFAULT_OUT})"
 
 
@@ -313,11 +312,9 @@ def cmd_sweep(args) -> int:
 def cmd_regenerate(args) -> int:
     """`regenerate`: retake every stale record (or all) this machine can take, on all its GPUs."""
     from . import regenerate as regen
-    from .site import notebooks
     began = time.monotonic()
     if not args.dry_run:  # what any machine writes, so that one command leaves nothing stale that this one can make
-        for path in notebooks.write_all():
-            print(f"wrote {path.relative_to(store.ROOT)}")
+        cmd_notebooks(args)
     kinds = regen.parse_kinds(args.only)
     skip = regen.parse_skip(args.skip, kinds)
     wanted = regen.wanted_records(kinds, every=args.all, folder=args.out)

@@ -28,6 +28,9 @@ def folders(captures=None) -> list[Path]:
     return [site] if mine.resolve() == site.resolve() else [mine, site]
 
 
+NO_CAPTURE = "give a record such as flash or window.flex, or the path of a capture's .json"
+
+
 def locate(arg: str, captures=None) -> tuple[str, Path]:
     """(record, folder) of a capture named by its record or by the path of its summary JSON. A record is
     looked for in `folders(captures)`; found in two of them, it is one line naming both files."""
@@ -48,8 +51,7 @@ def locate(arg: str, captures=None) -> tuple[str, Path]:
         try:
             fix = records.kind_of(arg).fix(arg)
         except ValueError:  # not a name any record has
-            raise ValueError(f"no capture {arg!r}: give a record such as flash or window.flex, or the path of "
-                             f"a capture's .json") from None
+            raise ValueError(f"no capture {arg!r}: {NO_CAPTURE}") from None
         places = " nor ".join(f"{f}/" for f in where)
         raise store.CaptureMissing(f"no capture {arg!r} ({arg}.json is {'in neither' if len(where) > 1 else 'not in'} "
                                    f"{places}): {fix}")
@@ -63,8 +65,7 @@ def load(arg: str, captures=None) -> dict:
         summary = records.load_summary(record, where)
     except ValueError as e:
         if "unknown stage" in str(e) or "not a capture name" in str(e):
-            raise ValueError(f"no capture {arg!r}: give a record such as flash or window.flex, or the path of "
-                             f"a capture's .json") from None
+            raise ValueError(f"no capture {arg!r}: {NO_CAPTURE}") from None
         raise
     if "unavailable" in summary:
         raise ValueError(f"capture {record!r} is a record that it could not run: {summary['unavailable']}")

@@ -88,6 +88,13 @@ def lookup(name: str, args: list[str]) -> Piece:
     return by_kind[kind]
 
 
+def one_of(table: dict, key: str, what: str):
+    """table[key], for a piece whose argument names one of a table's entries; another is one line naming them."""
+    if key not in table:
+        raise KeyError(f"unknown {what} {key!r} (known: {', '.join(table)})")
+    return table[key]
+
+
 def problem_box(why: str) -> str:
     return f'!!! failure "Capture not usable"\n    {escape(why)}'
 

@@ -9,7 +9,7 @@ from ...model import names
 from ...model.stages import LONG_SHAPE, select
 from ..build import Build, RecordUnusable
 from ..words import count, listed, short
-from ..registry import piece
+from ..registry import one_of, piece
 from ..pieces.gpu import arch
 from .core import ADAPTS, FALSE, Flip, Statement, claim
 from .edits import _halve_longest_grid
@@ -29,12 +29,11 @@ KERNEL_FIELDS = {
 @piece("kernel-value", captures=1, inline=True)
 def kernel_value(build: Build, record, part, field):
     """One launch figure of the first kernel of `record` whose name holds `part`: registers, threads, blocks ..."""
-    if field not in KERNEL_FIELDS:
-        raise KeyError(f"unknown kernel field {field!r} (known: {', '.join(KERNEL_FIELDS)})")
+    get = one_of(KERNEL_FIELDS, field, "kernel field")
     op = next((op for op in summary.kernels(build.summary(record)) if part in op["name"]), None)
     if op is None:
         raise ValueError(f"no kernel of {record!r} has {part!r} in its name")
-    return KERNEL_FIELDS[field](op)
+    return get(op)
 
 
 @claim("grid", reads=lambda stage: [names.record_name(stage, LONG_SHAPE)],

@@ -13,7 +13,7 @@ from ...text import escape, dims, ms, shape, us
 from ..build import Build
 from ..render import plots, tables
 from ..words import CAPTURE_RUN, CPU, DEVICE, MEDIAN, ONE_CALL, count, listed, plain_title, short, title
-from ..registry import ALL, piece
+from ..registry import ALL, one_of, piece
 from .gpu import name as gpu_name
 from .timing import stream_line
 
@@ -187,9 +187,7 @@ def per_forward(build: Build, s: dict, quantity: str) -> str:
 @piece("value", captures=1, unavailable=True, inline=True)
 def value(build: Build, record, field):
     """One number from a capture, inline in prose, so no figure in the text is typed by hand."""
-    if field not in VALUES:
-        raise KeyError(f"unknown value {field!r} (known: {', '.join(VALUES)})")
-    return VALUES[field](build, build.summary(record))
+    return one_of(VALUES, field, "value")(build, build.summary(record))
 
 
 @piece("ratio", captures=2, inline=True)

@@ -18,7 +18,7 @@ from ..render import plots, tables
 from ..render.svg import PATH_COLOR
 from ..build import Build, across, row
 from ..words import FALLBACK_RUN, GRAPHS_RUN, ONE_CALL, count, listed, mhz, plain_title, short, sm_readings, title, within
-from ..registry import piece
+from ..registry import one_of, piece
 from .gpu import arch as gpu_arch, name as gpu_name, peaks
 
 LAYOUT_TITLES = {"BHSD": "[B, H, S, D]", "BSHD": "[B, S, H, D]"}  # how q, k, v sat in memory
@@ -135,9 +135,8 @@ FIGURES = {"sweep-tflops-d64": lambda b, f=plots.CHART: fig_sweep_tflops(b, 64, 
 @piece("figure")
 def figure(build: Build, name):
     """A chart of the measurement runs, as inline SVG, drawn wide and narrow (a phone's)."""
-    if name not in FIGURES:
-        raise KeyError(f"unknown figure {name!r} (known: {', '.join(FIGURES)})")
-    return plots.chart(lambda frame: FIGURES[name](build, frame))
+    draw = one_of(FIGURES, name, "figure")
+    return plots.chart(lambda frame: draw(build, frame))
 
 
 @piece("stamp", captures=1, kind="run")

@@ -16,7 +16,7 @@ from ..render import plots, tables
 from ..build import Build
 from ..words import title
 from .captures import trace_controls
-from ..registry import ALL, piece
+from ..registry import ALL, one_of, piece
 
 GRADIENTS = ("dq", "dk", "dv")
 
@@ -126,9 +126,7 @@ BWD_VALUES = {
 @piece("value", captures=1, unavailable=True, inline=True, kind="backward")
 def value_backward(build: Build, record, field):
     """One number of a backward capture, inline in prose."""
-    if field not in BWD_VALUES:
-        raise KeyError(f"unknown value {field!r} (known: {', '.join(BWD_VALUES)})")
-    return BWD_VALUES[field](build.summary(record))
+    return one_of(BWD_VALUES, field, "value")(build.summary(record))
 
 
 @piece("key-averages", captures=1, kind="backward")

@@ -156,10 +156,8 @@ def ops_diff(a, b, which: str) -> str:
     """The ops one forward has that the other lacks, then each forward's op count and device time: `which` forward
     of each (both the same kind, so that their difference is like with like), named beside the times."""
     removed, added = oplist.ops_diff(a, b)
-    rows = [("−", f"#{i} in {escape(a['stage'])}", KIND_LABEL[op["kind"]], us(op["duration_us"]), kernel(op["name"]))
-            for i, op in removed]
-    rows += [("+", f"#{i} in {escape(b['stage'])}", KIND_LABEL[op["kind"]], us(op["duration_us"]), kernel(op["name"]))
-             for i, op in added]
+    rows = [(sign, f"#{i} in {escape(s['stage'])}", KIND_LABEL[op["kind"]], us(op["duration_us"]), kernel(op["name"]))
+            for sign, s, ops in (("−", a, removed), ("+", b, added)) for i, op in ops]
     if not rows:
         return f"The two op lists are the same: {a['ops_per_forward']} ops each."
     saved = a["forward_device_us"] - b["forward_device_us"]
