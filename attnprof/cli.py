@@ -60,11 +60,6 @@ def probability(text: str) -> float:
     return p
 
 
-def is_own_target(stages) -> bool:
-    """`capture path/to/file.py:function` captures a reader's function rather than stages."""
-    return any(".py" in s or ":" in s for s in stages)
-
-
 def cmd_capture_own(args) -> int:
     """`capture FILE.py:FUNCTION`: a reader's attention, profiled like a stage (attnprof/measure/own.py)."""
     if len(args.stages) != 1:
@@ -85,7 +80,7 @@ def cmd_capture_own(args) -> int:
 
 def cmd_capture(args) -> int:
     needs_torch("capture")
-    if is_own_target(args.stages):
+    if any(".py" in s or ":" in s for s in args.stages):  # a reader's FILE.py:FUNCTION rather than stages
         return cmd_capture_own(args)
     if args.mask or args.reference:
         raise ValueError("--mask and --reference are for `capture FILE.py:FUNCTION`, not for stages")

@@ -135,15 +135,10 @@ class Verdict:
 
 
 def consensus(verdicts: list[Verdict]) -> str | None:
-    """The stream verdict every independent repeat gives, or None where they disagree."""
+    """The stream verdict every independent repeat gives, or None where they disagree (the pages then state
+    the verdict of their samples pooled, beside the repeats' own)."""
     kinds = {v.stream for v in verdicts}
     return kinds.pop() if len(kinds) == 1 else None
-
-
-def run_verdict(verdicts: list[Verdict], pooled: Verdict) -> str:
-    """A stream's verdict as the pages state it: the one every repeat gives; where they disagree, that of
-    their samples pooled (`pooled`, said beside the repeats' own)."""
-    return consensus(verdicts) or pooled.stream
 
 
 def room(verdicts: list[Verdict]) -> float | None:

@@ -141,8 +141,7 @@ def page(arg: str, against: str | None = None, captures=None) -> str:
 
 def write(arg: str, out: str | Path, against: str | None = None, captures=None) -> int:
     """Write the report page; returns its size in bytes. Nothing is written when it cannot be made."""
-    text = page(arg, against, captures)
-    data = text.encode()
+    data = page(arg, against, captures).encode()
     if len(data) > MAX_BYTES:
         raise ValueError(f"the report of {arg!r} would be {len(data) / 1024:.0f} KiB, over the "
                          f"{MAX_BYTES // 1024} KiB a report may take")

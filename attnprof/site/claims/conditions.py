@@ -143,7 +143,7 @@ def verdict(build: Build, stage, shape, kind="stream") -> Statement:
     if kind == "stream":
         every = repeated(build, stage, shape)
         settled = timing.settled(every)
-        stream = timing.run_verdict(every, v)
+        stream = timing.consensus(every) or v.stream
         holds = shape != POST_SHAPE or stream != "launch-bound"
         return Statement(said, holds, f"{stream}; processes {dict(Counter(x.stream for x in every))}",
                          f"{stream}{', settled' if settled else ''}")
@@ -180,7 +180,7 @@ def verdicts(build: Build, shape) -> Statement:
     rows = [r for r in build.run("timing")["rows"]
             if "x".join(map(str, r["shape"])) == shape and "error" not in r and r.get("graph_us")]
     every = {r["stage"]: repeated(build, r["stage"], shape) for r in rows}
-    streams = {r["stage"]: timing.run_verdict(every[r["stage"]], timing.verdict(r)) for r in rows}
+    streams = {r["stage"]: timing.consensus(every[r["stage"]]) or timing.verdict(r).stream for r in rows}
     settled = all(timing.settled(e) for e in every.values())
     kinds = set(streams.values())
     outcome = f"all {kinds.pop()}{', settled' if settled else ''}" if len(kinds) == 1 else "mixed"

@@ -5,6 +5,8 @@ What a piece reads is declared where it is registered (see registry.py).
 """
 from __future__ import annotations
 
+import statistics
+
 from ...analysis import hardware, kernel_names, oplist, summary
 from ...analysis.flops import causal_flops, device_tflops, tflops
 from ...model.procedure import EVENT_REPS, SCHEDULE
@@ -144,10 +146,6 @@ def scores_bytes(s: dict) -> int:
     return b * h * n * n * ITEMSIZE[s["dtype"]]
 
 
-def median_latency(g) -> float:
-    return sorted(g.launch_latency_us)[len(g.launch_latency_us) // 2]
-
-
 @piece("gaps", captures=1)
 def gaps(build: Build, record):
     """One line: how much of a profiled forward's span the GPU spent waiting for launches, and the
@@ -156,7 +154,7 @@ def gaps(build: Build, record):
     g = oplist.gaps(s)
     return (f"**Gaps** (profiled, [defined here](launch-bound.md#reading-the-gaps)): the GPU ran this "
             f"forward's ops for {us(g.busy_us)} of a {us(g.span_us)} span from first launch to last op end, idle "
-            f"**{100 * g.idle_share:.0f} %** of it. Median launch latency {us(median_latency(g))} per op (launch "
+            f"**{100 * g.idle_share:.0f} %** of it. Median launch latency {us(statistics.median_high(g.launch_latency_us))} per op (launch "
             f"call → op start under the profiler, time queued behind earlier ops included). The profiler slows "
             f"the CPU side, so these gaps are not a verdict." + stream_line(build, s["stage"], s["shape"], s))
 
@@ -169,7 +167,7 @@ def launch(build: Build, *records):
         s = build.summary(record)
         g = oplist.gaps(s)
         rows.append((title(s), shape(s["shape"]), us(g.busy_us), us(g.span_us), f"{100 * g.idle_share:.0f} %",
-                     us(median_latency(g)), us(s["cpu_forward_us"]), us(s["event_median_us"])))
+                     us(statistics.median_high(g.launch_latency_us)), us(s["cpu_forward_us"]), us(s["event_median_us"])))
     return (tables.table(["stage", "shape B×H×S×D", "GPU busy (profiled)", "span (profiled)",
                           "GPU idle (of the profiled span)", "median launch latency (profiled)",
                           "CPU time / forward (profiled)", f"one call ({CAPTURE_RUN})"], rows, "llrrrrrr")

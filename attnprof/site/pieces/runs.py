@@ -321,8 +321,7 @@ def fastest(build: Build):
 def fastest_words(build: Build, rows: list[dict], peak: float) -> str:
     """Which forwards are fastest at the shape, overall and within each layout, by the one rule over their
     back-to-back times; those it cannot tell apart are named together, with their ranges."""
-    layout = lambda key: LAYOUT_TITLES[key[1]]
-    name = lambda key: f"{title(key[0])} on {layout(key)} inputs"
+    name = lambda key: f"{title(key[0])} on {LAYOUT_TITLES[key[1]]} inputs"
     times = {(r["path"], r.get("layout", "BHSD")): measured(build, "fastest", row_where(path=r["path"], layout=r.get("layout", "BHSD")))
              for r in rows}
     flops = causal_flops(rows[0]["shape"])

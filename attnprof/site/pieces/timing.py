@@ -213,7 +213,7 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
     directive = f"verdict {stage} {shape} {kind}"
     if kind == "stream":
         every, enqueue = repeated(build, stage, shape), timed_range(build, stage, shape)
-        said = timing.run_verdict(every, v)
+        said = timing.consensus(every) or v.stream
         if expect == said and not timing.settled(every):
             raise FalseStatement(f"the sentence `{directive}` expects {expect!r}, and the timing run says so, but not "
                                  f"in every repeat by the {timing.HOST_MARGIN:g}× margin that decides it "
