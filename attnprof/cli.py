@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .model import names, own, store
 from .analysis import records
-from .analysis.oplist import KIND_LABEL
+from .analysis.oplist import KEY_AVERAGES_HEADERS, KIND_LABEL
 from .model.procedure import DEFAULT_DTYPE, CaptureError
 from .model.stages import DEFAULT_SHAPE, DTYPES, LONG_SHAPE, STAGES, get_stage, parse_shape, select
 from .text import shape, short, text_table, us
@@ -37,7 +37,7 @@ def show_text(summary) -> str:
         "", "Per-forward device ops, in launch order:",
         text_table(["#", "kind", "time", "name"], ops),
         "", f"key_averages over {len(summary['ops_per_forward_each'])} profiled forwards, by self CUDA time:",
-        text_table(["Name", "Calls", "Self CPU", "CPU total", "Self CUDA", "CUDA total"], averages),
+        text_table(KEY_AVERAGES_HEADERS, averages),
     ])
 
 

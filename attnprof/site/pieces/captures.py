@@ -197,11 +197,13 @@ def ratio(build: Build, a, b):
 
 @piece("footprint", captures=1)
 def footprint(build: Build, record, only=None):
-    """Each kernel's footprint and occupancy (measured beside theoretical where counters exist);
-    `only=TEXT` keeps the kernels whose name contains TEXT."""
-    measured = build.counters(record)
-    return tables.footprint(build.summary(record), build.device_properties(record),
-                            measured["kernels"] if measured else None, only)
+    """Each kernel's footprint and occupancy (measured beside theoretical where counters exist), one column
+    per kernel headed by its number in the op list; `only=TEXT` keeps the kernels whose name contains TEXT."""
+    counted = build.counters(record)
+    kernels, measured = tables.footprint_columns(build.summary(record), build.device_properties(record),
+                                                 counted["kernels"] if counted else None, only)
+    headers = ["op # in the list"] + [f"#{r['index']} {tables.kernel(r['name'])}" for r, _ in kernels]
+    return tables.footprint_table(headers, kernels, measured)
 
 
 @piece("footprint-compare", captures=ALL)

@@ -3,11 +3,10 @@ capture (key_averages, the op list and its diff, footprint, CPU side) with the b
 from __future__ import annotations
 
 from ...analysis import counters as ncu, kernel_names, oplist
-from ...analysis.oplist import KIND_LABEL
+from ...analysis.oplist import KEY_AVERAGES_HEADERS, KIND_LABEL
 from ...model.procedure import MEASURED_ONCE
 from ...text import escape, shape, size, us
 
-KEY_AVERAGES_HEADERS = ["Name", "Calls", "Self CPU", "CPU total", "Self CUDA", "CUDA total"]
 def unit(math_unit: str) -> str:
     """A decoded math unit as the pages write it: "CUDA cores", "Tensor Cores (wgmma)", "none"."""
     return math_unit.replace("cuda cores", "CUDA cores").replace("tensor cores", "Tensor Cores")
@@ -204,15 +203,6 @@ def footprint_table(headers: list[str], kernels, measured: bool) -> str:
                 f"achieved* is the profiler's own field, copied as recorded: an estimate, not a measurement"
                 + (f", and it reads 0 for {zeros} of the {len(kernels)} kernels in this table." if zeros else "."))
     return table(headers, body, "l" + "r" * len(kernels)) + "\n\n" + note
-
-
-def footprint(summary, props: dict, measured: list[dict] | None = None, only: str | None = None) -> str:
-    """One column per kernel, occupancy first: what each kernel asks of an SM, how many blocks fit, and
-    the achieved occupancy Nsight Compute measured (`measured`: a counters record's kernels, in launch
-    order), else the trace's own estimate. Columns are headed by the kernel's number in the op list."""
-    kernels, was_measured = footprint_columns(summary, props, measured, only)
-    headers = ["op # in the list"] + [f"#{r['index']} {kernel(r['name'])}" for r, _ in kernels]
-    return footprint_table(headers, kernels, was_measured)
 
 
 def counter_pct(kernel_: dict, key: str, space: str = "\u00a0") -> str:
