@@ -12,11 +12,10 @@ from pathlib import Path
 
 from .model import names, own, store
 from .analysis import records
-from .analysis.oplist import KIND_LABEL
+from .analysis.oplist import KEY_AVERAGES_HEADERS, KIND_LABEL
 from .model.procedure import DEFAULT_DTYPE, CaptureError
 from .model.stages import DEFAULT_SHAPE, DTYPES, LONG_SHAPE, STAGES, get_stage, parse_shape, select
 from .text import shape, short, text_table, us
-
 
 
 MINE = f"your captures' folder, looked in before the site's set of records (default: {own.DEFAULT_OUT})"
@@ -38,7 +37,7 @@ def show_text(summary) -> str:
         "", "Per-forward device ops, in launch order:",
         text_table(["#", "kind", "time", "name"], ops),
         "", f"key_averages over {len(summary['ops_per_forward_each'])} profiled forwards, by self CUDA time:",
-        text_table(["Name", "Calls", "Self CPU", "CPU total", "Self CUDA", "CUDA total"], averages),
+        text_table(KEY_AVERAGES_HEADERS, averages),
     ])
 
 
@@ -59,11 +58,6 @@ def probability(text: str) -> float:
     if not 0.0 <= p <= 1.0:  # NaN fails this too
         raise ValueError(f"bad dropout {text!r}: give a probability between 0 and 1, e.g. 0.1")
     return p
-
-
-def is_own_target(stages) -> bool:
-    """`capture path/to/file.py:function` captures a reader's function rather than stages."""
-    return any(".py" in s or ":" in s for s in stages)
 
 
 def cmd_capture_own(args) -> int:
@@ -88,7 +82,7 @@ def cmd_capture_own(args) -> int:
 
 def cmd_capture(args) -> int:
     needs_torch("capture")
-    if is_own_target(args.stages):
+    if any(".py" in s or ":" in s for s in args.stages):  # a reader's FILE.py:FUNCTION rather than stages
         return cmd_capture_own(args)
     if args.mask or args.reference:
         raise ValueError("--mask and --reference are for `capture FILE.py:FUNCTION`, not for stages")
@@ -319,11 +313,9 @@ def cmd_sweep(args) -> int:
 def cmd_regenerate(args) -> int:
     """`regenerate`: retake every stale record (or all) this machine can take, on all its GPUs."""
     from . import regenerate as regen
-    from .site import notebooks
     began = time.monotonic()
     if not args.dry_run:  # what any machine writes, so that one command leaves nothing stale that this one can make
-        for path in notebooks.write_all():
-            print(f"wrote {path.relative_to(store.ROOT)}")
+        cmd_notebooks(args)
     kinds = regen.parse_kinds(args.only)
     skip = regen.parse_skip(args.skip, kinds)
     wanted = regen.wanted_records(kinds, every=args.all, folder=args.out)

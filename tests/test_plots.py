@@ -53,7 +53,7 @@ def test_the_roof_is_in_the_pages_colour_and_every_point_is_named_beside_it():
     roof = [p for p in root.iter(f"{NS}path") if p.get("stroke") == INK and p.get("d").count("L") > 2]
     assert len(roof) == 1 and INK not in PATH_COLOR.values()  # the curve; its name's leader is in its colour too
     points = findings._roofline_points(BUILD)
-    labels = {t.text: float(t.get("y")) for t in root.iter(f"{NS}text") if t.get("y") and float(t.get("y")) < plots.H}
+    labels = {t.text: float(t.get("y")) for t in root.iter(f"{NS}text") if t.get("y") and float(t.get("y")) < plots.CHART.height}
     assert {name for name, _, _ in points} <= set(labels)
     fused = sorted(labels[name] for name, intensity, _ in points if intensity == points[-1][1])
     assert len(fused) >= 6 and all(b - a >= 13 for a, b in zip(fused, fused[1:]))  # stacked points, labels apart

@@ -64,6 +64,8 @@ def migrate(folder: Path, restamp: bool = False):
     for kind in records.KINDS:
         for record in kind.records():
             path = store.summary_path(folder, record)
+            if not path.exists():  # a set that lacks it (one GPU's part of the site's records)
+                continue
             data = json.loads(path.read_text())
             if kind is records.RUN:
                 name = record.removeprefix("run-")

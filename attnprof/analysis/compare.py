@@ -28,6 +28,9 @@ def folders(captures=None) -> list[Path]:
     return [site] if mine.resolve() == site.resolve() else [mine, site]
 
 
+NO_CAPTURE = "give a record such as flash or window.flex, or the path of a capture's .json"
+
+
 def locate(arg: str, captures=None) -> tuple[str, Path]:
     """(record, folder) of a capture named by its record or by the path of its summary JSON. A record is
     looked for in `folders(captures)`; found in two of them, it is one line naming both files."""
@@ -48,8 +51,7 @@ def locate(arg: str, captures=None) -> tuple[str, Path]:
         try:
             fix = records.kind_of(arg).fix(arg)
         except ValueError:  # not a name any record has
-            raise ValueError(f"no capture {arg!r}: give a record such as flash or window.flex, or the path of "
-                             f"a capture's .json") from None
+            raise ValueError(f"no capture {arg!r}: {NO_CAPTURE}") from None
         places = " nor ".join(f"{f}/" for f in where)
         raise store.CaptureMissing(f"no capture {arg!r} ({arg}.json is {'in neither' if len(where) > 1 else 'not in'} "
                                    f"{places}): {fix}")
@@ -63,8 +65,7 @@ def load(arg: str, captures=None) -> dict:
         summary = records.load_summary(record, where)
     except ValueError as e:
         if "unknown stage" in str(e) or "not a capture name" in str(e):
-            raise ValueError(f"no capture {arg!r}: give a record such as flash or window.flex, or the path of "
-                             f"a capture's .json") from None
+            raise ValueError(f"no capture {arg!r}: {NO_CAPTURE}") from None
         raise
     if "unavailable" in summary:
         raise ValueError(f"capture {record!r} is a record that it could not run: {summary['unavailable']}")
@@ -151,8 +152,13 @@ METRIC_ROWS = [  # (label, key, format)
 ]
 
 
-def _cell(key, fmt, m):
-    return (fmt or us)(m[key])
+SIGN = {"same": "=", "changed": "~", "removed": "−", "added": "+"}  # an aligned op's status, as one mark
+
+
+def metric_rows(d: dict) -> list[tuple]:
+    """(label, A's value, B's value, B ÷ A where it has one) for every row of METRIC_ROWS."""
+    return [(label, (fmt or us)(d["a"][key]), (fmt or us)(d["b"][key]),
+             f"{d['ratios'][key]:.2f}×" if d["ratios"].get(key) is not None else "") for label, key, fmt in METRIC_ROWS]
 
 
 def text(d: dict, width: int = 100) -> str:
@@ -160,18 +166,13 @@ def text(d: dict, width: int = 100) -> str:
     a, b = d["a"], d["b"]
     head = [short(f"{tag}  {m['record']}: {m['title']} · {m['device']} · {shape(m['shape'])} {m['dtype']}", width)
             for tag, m in (("A", a), ("B", b))]
-    ratio = {"device_us", "cpu_us", "event_median_us", "tflops"}
-    metrics_rows = [(label, _cell(key, fmt, a), _cell(key, fmt, b),
-                     f"{d['ratios'][key]:.2f}×" if key in ratio and d["ratios"][key] is not None else "")
-                    for label, key, fmt in METRIC_ROWS]
-    sign = {"same": "=", "changed": "~", "removed": "−", "added": "+"}
     op = lambda name, t: "" if name is None else f"{short(kernel_names.label(name, 20), 20)} {us(t)}"
-    rows = [(r["a_index"] or "", r["b_index"] or "", sign[r["status"]], short(r["family"], 22),
+    rows = [(r["a_index"] or "", r["b_index"] or "", SIGN[r["status"]], short(r["family"], 22),
              op(r["a_name"], r["a_us"]), op(r["b_name"], r["b_us"])) for r in d["ops"]]
     c = d["counts"]
     lines = [
         *head, "",
-        text_table(["", "A", "B", "B ÷ A"], metrics_rows), "",
+        text_table(["", "A", "B", "B ÷ A"], metric_rows(d)), "",
         f"Op lists aligned by kernel family: {c['same']} same (=), {c['changed']} changed (~), "
         f"{c['removed']} removed (−), {c['added']} added (+)",
         text_table(["A#", "B#", "", "family", "A op, time", "B op, time"], rows),

@@ -251,20 +251,8 @@ def is_attention(name: str) -> bool:
     return explain(name)["library"].startswith(ATTENTION_LIBRARIES)
 
 
-# The library (a prefix of `explain(name)["library"]`) whose kernels do the attention of what a stage runs: its SDPA
-# backend (Stage.backend; auto: the one its dispatcher chose), else its provider (Stage.provider). None: no fused
-# attention kernel, only ATen's, cuBLAS's or Inductor's matmuls and softmax. `check` holds every record's kernels to it
-# (analysis/ran.py); a stage whose backend or provider is missing here is refused, never guessed.
-FAMILY = {
-    # SDPA's backends (cuDNN: its fused kernel and its backward's helpers alike)
-    "math": None, "efficient": "memory-efficient attention", "flash": "FlashAttention-2", "cudnn": "cuDNN",
-    # the providers
-    "PyTorch": None, "PyTorch FlexAttention": "Triton (FlexAttention)", "SageAttention 1.0.6": "SageAttention",
-    "Hugging Face kernels hub": "FlashAttention-2",
-    "FlashAttention-4 (flash-attn-4 4.0.0b36) via kernels": "FlashAttention-4",
-}
-FUSED_SDPA = ("flash", "efficient", "cudnn")  # SDPA's fused backends
-BACKEND_BY_LIBRARY = {FAMILY[b]: b for b in FUSED_SDPA}  # fingerprint's: the library's prefix names its backend
+# fingerprint's: the library (a prefix of `explain(name)["library"]`) whose fused kernel names SDPA's backend
+BACKEND_BY_LIBRARY = {"FlashAttention-2": "flash", "memory-efficient attention": "efficient", "cuDNN": "cudnn"}
 
 
 def fingerprint(op_names) -> str:

@@ -8,6 +8,7 @@ from . import occupancy, trace
 from .summary import threads as threads_of
 
 KIND_LABEL = {"kernel": "kernel", "memcpy": "Memcpy", "memset": "Memset"}  # how a device op's kind reads
+KEY_AVERAGES_HEADERS = ["Name", "Calls", "Self CPU", "CPU total", "Self CUDA", "CUDA total"]  # key_averages().table()'s
 
 
 def launching_path(summary, op) -> list[str]:

@@ -121,11 +121,6 @@ class Verdict:
         return self.one_call.median - self.gpu_only.median
 
     @property
-    def gpu_idle_per_call_us(self) -> float:
-        """How long the GPU waits per call in a stream (back to back minus GPU only)."""
-        return self.back_to_back.median - self.gpu_only.median
-
-    @property
     def decided(self) -> bool:
         """Whether the verdict holds on any host whose CPU enqueues within HOST_MARGIN of this one's: the
         pace-setting side slower than the other by HOST_MARGIN or more."""
@@ -140,15 +135,10 @@ class Verdict:
 
 
 def consensus(verdicts: list[Verdict]) -> str | None:
-    """The stream verdict every independent repeat gives, or None where they disagree."""
+    """The stream verdict every independent repeat gives, or None where they disagree (the pages then state
+    the verdict of their samples pooled, beside the repeats' own)."""
     kinds = {v.stream for v in verdicts}
     return kinds.pop() if len(kinds) == 1 else None
-
-
-def run_verdict(verdicts: list[Verdict], pooled: Verdict) -> str:
-    """A stream's verdict as the pages state it: the one every repeat gives; where they disagree, that of
-    their samples pooled (`pooled`, said beside the repeats' own)."""
-    return consensus(verdicts) or pooled.stream
 
 
 def room(verdicts: list[Verdict]) -> float | None:

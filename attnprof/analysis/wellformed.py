@@ -28,6 +28,11 @@ def _number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _whole(value) -> bool:
+    """A whole number of at least zero (a bool is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def problem(record: dict) -> str | None:
     """None when `record` has the shape every record has; otherwise its first field that does not, and why."""
     if not isinstance(record, dict):
@@ -58,21 +63,19 @@ def _field(key, value, here: str) -> str | None:
         return f"{here} is {value!r}, not a number"
     if key in STRINGS and not isinstance(value, str):
         return f"{here} is {value!r}, not a string"
-    if key in COUNTS and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+    if key in COUNTS and not _whole(value):
         return f"{here} is {value!r}, not a whole number of at least zero"
     if key.endswith(CLOCKS) and value is not None and not (_number(value) and value >= 0):
         return f"{here} is {value!r}, not a number of at least zero (or null: NVML could not say)"
     if key == "clocks" and not isinstance(value, dict):
         return f"{here} is {value!r}, not the GPU's clocks over the rounds kept"
-    if key == "throttle_reasons" and value is not None and not (isinstance(value, int) and not isinstance(value, bool)
-                                                               and value >= 0):
+    if key == "throttle_reasons" and value is not None and not _whole(value):
         return f"{here} is {value!r}, not NVML's bitmask of throttle reasons (or null)"
     if key in LISTS and not isinstance(value, list):
         return f"{here} is {value!r}, not a list"
     if key in NON_EMPTY and value in ([], {}):
         return f"{here} is empty"
-    if key == "shape" and not (isinstance(value, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
-                                                               for d in value)):
+    if key == "shape" and not (isinstance(value, list) and all(map(_whole, value))):
         return f"{here} is {value!r}, not a list of whole numbers"
     if key.endswith(UNITS) and value is not None:  # None: not measured (a counter ncu printed as n/a, a CPU's memory)
         values = value if isinstance(value, list) else [value]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 from markdown import Markdown
@@ -112,13 +113,9 @@ class NamesOnce(Postprocessor):
     kernels in its op list, its decoded kernels and its counters sends each long name once."""
 
     def run(self, text: str) -> str:
-        seen: dict[str, int] = {}
-        repeated = set()
-        for m in LONG_TITLE.finditer(text):
-            if m.group(1) in seen:
-                repeated.add(m.group(1))
-            else:
-                seen[m.group(1)] = len(seen)
+        found = [m.group(1) for m in LONG_TITLE.finditer(text)]
+        seen = {value: k for k, value in enumerate(dict.fromkeys(found))}  # K: its place among the long titles
+        repeated = {value for value, n in Counter(found).items() if n > 1}
         first = set()
         def once(m):
             value = m.group(1)

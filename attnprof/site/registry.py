@@ -88,15 +88,26 @@ def lookup(name: str, args: list[str]) -> Piece:
     return by_kind[kind]
 
 
+def one_of(table: dict, key: str, what: str):
+    """table[key], for a piece whose argument names one of a table's entries; another is one line naming them."""
+    if key not in table:
+        raise KeyError(f"unknown {what} {key!r} (known: {', '.join(table)})")
+    return table[key]
+
+
 def problem_box(why: str) -> str:
     return f'!!! failure "Capture not usable"\n    {escape(why)}'
+
+
+def split(args: list[str]) -> tuple[list[str], dict[str, str]]:
+    """A directive's arguments: the positional ones, and the KEY=VALUE keywords."""
+    return [a for a in args if "=" not in a], dict(a.split("=", 1) for a in args if "=" in a)
 
 
 def expand(build: Build, name: str, args: list[str]) -> str:
     """Render the piece `name` with `args` (positional, and KEY=VALUE keywords) from `build`."""
     p = lookup(name, args)
-    positional = [a for a in args if "=" not in a]
-    keywords = dict(a.split("=", 1) for a in args if "=" in a)
+    positional, keywords = split(args)
     named = positional if p.captures == ALL else positional[:p.captures]
     if p.captures and not named:
         raise TypeError(f"piece {name!r} needs a capture name")

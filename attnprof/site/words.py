@@ -77,6 +77,12 @@ def per_process(a: decide.Range, b: decide.Range) -> str:
     return f"{100 * each[0]:.0f} % to {100 * each[-1]:.0f} %"
 
 
+def sm_readings(rows) -> list[int]:
+    """NVML's lowest and highest SM clock readings of every row that kept its clocks (None: it could not say)."""
+    return [x for r in rows if r.get("clocks") for x in (r["clocks"]["sm_mhz_min"], r["clocks"]["sm_mhz_max"])
+            if x is not None]
+
+
 def mhz(values) -> str:
     """SM clock readings as one figure or the lowest to the highest: "1,515–1,650 MHz"."""
     lo, hi = min(values), max(values)

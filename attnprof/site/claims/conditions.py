@@ -54,19 +54,15 @@ def decode_error(build: Build) -> Statement:
 
 # ---- steady ---------------------------------------------------------------------------------------
 
-def _steady(edit):
+def _slower(factor: float, only_first: bool = False):
+    """The steady run with the back-to-back samples of every process that finished (or of the first) `factor`
+    times their own."""
     def change(record):
         for i, rep in enumerate(r for r in record["result"]["repeats"] if "error" not in r):
-            edit(i, rep)
+            if i == 0 or not only_first:
+                rep["back_to_back_us_each"] = [factor * x for x in rep["back_to_back_us_each"]]
+                rep["back_to_back_us"] = statistics.median(rep["back_to_back_us_each"])
     return change
-
-
-def _slower(factor: float, only_first: bool = False):
-    def edit(i, rep):
-        if i == 0 or not only_first:
-            rep["back_to_back_us_each"] = [factor * x for x in rep["back_to_back_us_each"]]
-            rep["back_to_back_us"] = statistics.median(rep["back_to_back_us_each"])
-    return _steady(edit)
 
 
 @condition("steady", reads=["run-steady"],
@@ -85,15 +81,19 @@ def steady(build: Build) -> Statement:
 
 # ---- verdict (the timing run's), where the page expects none --------------------------------------
 
-def _rows(stage: str, shape: str, edit, processes: slice = slice(None)):
-    """The timing run with `edit(row)` on the row of `stage` at `shape`, in the processes `processes` selects."""
+def _rows(keep, edit):
+    """The timing run with `edit(row)` on every row `keep(row)` picks, in every process."""
     def change(record):
-        results = [record["result"], *record.get("repeats", [])]
-        for result in results[processes]:
-            for row in result["rows"]:
-                if row["stage"] == stage and "x".join(map(str, row["shape"])) == shape:
-                    edit(row)
+        for result in [record["result"], *record.get("repeats", [])]:
+            for row in filter(keep, result["rows"]):
+                edit(row)
     return change
+
+
+def _at(shape: str, stage: str | None = None):
+    """A picker for `_rows`: the row of `stage` at `shape`, or every row at `shape` that has GPU-only samples."""
+    return lambda row: "x".join(map(str, row["shape"])) == shape and (
+        row["stage"] == stage if stage else bool(row.get("graph_us")))
 
 
 def _launch_bound(row):  # the stream at the CPU's pace, far from the GPU's (as tests/test_claims.py's)
@@ -124,8 +124,8 @@ def _verdict_flips(stage, shape, kind="stream"):
     edits = {"stream": (_launch_bound, _gpu_bound), "call": (_no_overhead, _mostly_launch),
              "profiler": (_profiler_free, _profiler_dearer)}[kind]
     to = {"stream": "GPU-bound, settled"}.get(kind)  # where the records may already give it
-    return [Flip("run-timing.json", _rows(stage, shape, edits[0])),
-            Flip("run-timing.json", _rows(stage, shape, edits[1]), ADAPTS, to)]
+    return [Flip("run-timing.json", _rows(_at(shape, stage), edits[0])),
+            Flip("run-timing.json", _rows(_at(shape, stage), edits[1]), ADAPTS, to)]
 
 
 POST_SHAPE = "x".join(map(str, DEFAULT_SHAPE))
@@ -143,7 +143,7 @@ def verdict(build: Build, stage, shape, kind="stream") -> Statement:
     if kind == "stream":
         every = repeated(build, stage, shape)
         settled = timing.settled(every)
-        stream = timing.run_verdict(every, v)
+        stream = timing.consensus(every) or v.stream
         holds = shape != POST_SHAPE or stream != "launch-bound"
         return Statement(said, holds, f"{stream}; processes {dict(Counter(x.stream for x in every))}",
                          f"{stream}{', settled' if settled else ''}")
@@ -163,23 +163,13 @@ SHORT_SHAPE = "x".join(map(str, SHAPES["short"]))  # the chapter's short shape: 
 PREMISE = {POST_SHAPE: "launch-bound", SHORT_SHAPE: "GPU-bound"}  # the verdict the page around rules out there
 
 
-def _every_row(shape: str, edit):
-    """The timing run with `edit(row)` on every row at `shape` that has GPU-only samples, in every process."""
-    def change(record):
-        for result in [record["result"], *record.get("repeats", [])]:
-            for row in result["rows"]:
-                if "x".join(map(str, row["shape"])) == shape and row.get("graph_us"):
-                    edit(row)
-    return change
-
-
 def _verdicts_flips(shape):
     against = PREMISE.get(shape)
     make = {"launch-bound": _launch_bound, "GPU-bound": _gpu_bound}
     other = _gpu_bound if against == "launch-bound" else _launch_bound
     after = "all GPU-bound, settled" if other is _gpu_bound else "all launch-bound, settled"
-    return ([Flip("run-timing.json", _every_row(shape, make[against]))] if against else []) + [
-        Flip("run-timing.json", _every_row(shape, other), ADAPTS, after)]
+    return ([Flip("run-timing.json", _rows(_at(shape), make[against]))] if against else []) + [
+        Flip("run-timing.json", _rows(_at(shape), other), ADAPTS, after)]
 
 
 @condition("verdicts", reads=["run-timing"], flip=_verdicts_flips)
@@ -190,7 +180,7 @@ def verdicts(build: Build, shape) -> Statement:
     rows = [r for r in build.run("timing")["rows"]
             if "x".join(map(str, r["shape"])) == shape and "error" not in r and r.get("graph_us")]
     every = {r["stage"]: repeated(build, r["stage"], shape) for r in rows}
-    streams = {r["stage"]: timing.run_verdict(every[r["stage"]], timing.verdict(r)) for r in rows}
+    streams = {r["stage"]: timing.consensus(every[r["stage"]]) or timing.verdict(r).stream for r in rows}
     settled = all(timing.settled(e) for e in every.values())
     kinds = set(streams.values())
     outcome = f"all {kinds.pop()}{', settled' if settled else ''}" if len(kinds) == 1 else "mixed"

@@ -98,16 +98,20 @@ def _of_args(fn: Callable, x) -> Callable[..., list]:
     return of
 
 
+def _register(table: dict[str, Claim], what: str, name: str, reads, flip):
+    def register(fn):
+        if name in table:
+            raise ValueError(f"{what} {name!r} is registered twice")
+        table[name] = Claim(name, fn, _of_args(fn, reads), _of_args(fn, flip))
+        return fn
+    return register
+
+
 def claim(name: str, reads, flip):
     """Register the function below as the claim `name`: `reads`, the records it reads, and `flip`, one
     Flip or several, each given as is or as a function of some of the claim's arguments, by their names
     in the function's signature (whose defaults apply: `lambda stage: ...` beside `def f(build, stage, tile="128")`)."""
-    def register(fn):
-        if name in CLAIMS:
-            raise ValueError(f"claim {name!r} is registered twice")
-        CLAIMS[name] = Claim(name, fn, _of_args(fn, reads), _of_args(fn, flip))
-        return fn
-    return register
+    return _register(CLAIMS, "claim", name, reads, flip)
 
 
 CONDITIONS: dict[str, Claim] = {}  # piece name -> the truth condition of a conclusion piece whose words follow the records
@@ -119,12 +123,7 @@ def condition(piece_name: str, reads, flip):
     what the piece renders, `holds` whether the records bear out what the page says around it, and
     `outcome` the words it chose; `reads` and `flip` as a claim's (see `claim`). `check` holds every such
     piece on the pages to it."""
-    def register(fn):
-        if piece_name in CONDITIONS:
-            raise ValueError(f"condition {piece_name!r} is registered twice")
-        CONDITIONS[piece_name] = Claim(piece_name, fn, _of_args(fn, reads), _of_args(fn, flip))
-        return fn
-    return register
+    return _register(CONDITIONS, "condition", piece_name, reads, flip)
 
 
 def conditioned(piece_name: str, args) -> bool:
@@ -166,7 +165,7 @@ def false_statements(build: Build, docs: Path) -> list[str]:
     records contradict or that cannot be said, one line each naming its page, as the strict build finds
     them (`check` runs this; a sentence over a record that `check` already lists as unusable is left to
     that line)."""
-    from ..registry import directives, expand
+    from ..registry import directives, expand, split
     found = []
     for page in sorted(docs.rglob("*.md")):
         for piece_name, args in directives(page.read_text(encoding="utf-8")):
@@ -174,10 +173,10 @@ def false_statements(build: Build, docs: Path) -> list[str]:
                 continue
             try:
                 expand(build, piece_name, args)
-                positional = [a for a in args if "=" not in a]
+                positional, keywords = split(args)
                 if conditioned(piece_name, args) and not any(a in build.problems for a in positional):
                     try:
-                        hold(build, piece_name, *positional, **dict(a.split("=", 1) for a in args if "=" in a))
+                        hold(build, piece_name, *positional, **keywords)
                     except RecordUnusable as e:  # a run `check` already lists is left to its line, as `expand` leaves it
                         if build.strict and not e.known:
                             raise

@@ -32,30 +32,8 @@ def each(field: str, factor: float):
     return change
 
 
-def widened(field: str):
-    """A capture's per-forward samples `field` spread a hundredfold either side of their median, which stays:
-    a spread so wide that nothing is told apart from it."""
-    def change(s):
-        xs, mid = s[f"{field}_each"], statistics.median(s[f"{field}_each"])
-        s[f"{field}_each"] = [x / 100 if x < mid else 100 * x if x > mid else x for x in xs]
-        s[field] = statistics.median(s[f"{field}_each"])
-    return change
-
-
 def setting(**values):
     return lambda s: s.update(values)
-
-
-def in_run(run: str, edit: Callable):
-    """`edit(result)` on a run's result and on each of its further repeats (the same change measured in every
-    process), their medians and rates then derived again from the samples."""
-    def change(record):
-        edit(record["result"])
-        record["result"] = derived.derive(run, record["result"])
-        for i, result in enumerate(record.get("repeats", [])):
-            edit(result)
-            record["repeats"][i] = derived.derive(run, result)
-    return change
 
 
 def in_first_process(run: str, edit: Callable):
@@ -64,6 +42,16 @@ def in_first_process(run: str, edit: Callable):
     def change(record):
         edit(record["result"])
         record["result"] = derived.derive(run, record["result"])
+    return change
+
+
+def in_run(run: str, edit: Callable):
+    """in_first_process, and the same on each of its further repeats (the same change measured in every process)."""
+    def change(record):
+        in_first_process(run, edit)(record)
+        for i, result in enumerate(record.get("repeats", [])):
+            edit(result)
+            record["repeats"][i] = derived.derive(run, result)
     return change
 
 
@@ -81,19 +69,11 @@ def _halve_longest_grid(s):
     op["grid"] = [max(1, op["grid"][0] // 2), *op["grid"][1:]]
 
 
-def _shrink_cpu_op(name: str):
-    """Every CPU op `name` of a trace takes a tenth of its time (it still lies inside its caller)."""
+def in_trace(cat: str, part: str, factor: float):
+    """Every event of a trace of category `cat` (kernel, cpu_op) whose name holds `part` takes `factor` times as
+    long (a CPU op made shorter still lies inside its caller)."""
     def change(t):
         for e in t["traceEvents"]:
-            if e.get("cat") == "cpu_op" and e.get("name") == name:
-                e["dur"] /= 10
-    return change
-
-
-def kernels_in_trace(part: str, factor: float):
-    """Every kernel of a trace whose name holds `part` takes `factor` times as long."""
-    def change(t):
-        for e in t["traceEvents"]:
-            if e.get("cat") == "kernel" and part in e.get("name", ""):
+            if e.get("cat") == cat and part in e.get("name", ""):
                 e["dur"] *= factor
     return change

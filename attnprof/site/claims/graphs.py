@@ -4,7 +4,8 @@ from __future__ import annotations
 from ...analysis import decide
 from ...model.stages import DEFAULT_SHAPE
 from ...text import escape, us
-from ..build import Build, across, row
+from ..build import Build
+from ..pieces.runs import measured, row_where
 from ..words import listed
 from .core import Flip, Statement, claim
 from .edits import in_run, scale
@@ -19,7 +20,7 @@ def graph_gains(build: Build) -> Statement:
     """What a CUDA graph replay saves one call (CUDA-event samples of the graphs run), at the post's shape
     and at the decode steps, and which path saves the most time per call where; each comparison by the one rule."""
     rows = [r for r in build.run("graphs") if "error" not in r]
-    pick = lambda r, side: across(build, "graphs", lambda res: row(res, where=r["where"], path=r["path"])[side]["times_us"], decide.ONE_CALL)
+    pick = lambda r, side: measured(build, "graphs", lambda res: row_where(where=r["where"], path=r["path"])(res)[side], "times_us")
     eager, graph = ({(r["where"], r["path"]): pick(r, side) for r in rows} for side in ("eager", "graph"))
     speedup = {k: decide.quotient(eager[k], graph[k]) for k in eager}
     places = list(dict.fromkeys(w for w, _ in eager))

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import math
 
-from ...analysis import decide, kernel_names, summary
+from ...analysis import counters, decide, kernel_names, occupancy, summary
 from ...model import names
 from ...model.stages import LONG_SHAPE, select
 from ..build import Build, RecordUnusable
 from ..words import count, listed, short
-from ..registry import piece
+from ..registry import one_of, piece
 from ..pieces.gpu import arch
-from ..pieces.runs import measured
 from .core import ADAPTS, FALSE, Flip, Statement, claim
 from .edits import _halve_longest_grid
 from .wording import pct
@@ -20,25 +19,21 @@ from .wording import pct
 # ---- a kernel's launch figures, inline in prose ----------------------------------------------------
 
 KERNEL_FIELDS = {
-    "registers": lambda op, s: str(op["registers"]),
-    "threads": lambda op, s: str(summary.threads(op)),
-    "warpgroups": lambda op, s: str(summary.threads(op) // 128),
-    "blocks": lambda op, s: f"{op['grid'][0] * op['grid'][1] * op['grid'][2]:,}",
-    "grid": lambda op, s: " × ".join(str(g) for g in op["grid"] if g > 1) or "1",
-    "blocks_per_sm": lambda op, s: f"{op['grid'][0] * op['grid'][1] * op['grid'][2] / s['sm_count']:.2f}",
+    "registers": lambda op: str(op["registers"]),
+    "threads": lambda op: str(summary.threads(op)),
+    "warpgroups": lambda op: str(summary.threads(op) // 128),
+    "blocks": lambda op: f"{summary.blocks(op):,}",
 }
 
 
 @piece("kernel-value", captures=1, inline=True)
 def kernel_value(build: Build, record, part, field):
     """One launch figure of the first kernel of `record` whose name holds `part`: registers, threads, blocks ..."""
-    if field not in KERNEL_FIELDS:
-        raise KeyError(f"unknown kernel field {field!r} (known: {', '.join(KERNEL_FIELDS)})")
-    s = build.summary(record)
-    op = next((op for op in s["ops"] if op["kind"] == "kernel" and part in op["name"]), None)
+    get = one_of(KERNEL_FIELDS, field, "kernel field")
+    op = next((op for op in summary.kernels(build.summary(record)) if part in op["name"]), None)
     if op is None:
         raise ValueError(f"no kernel of {record!r} has {part!r} in its name")
-    return KERNEL_FIELDS[field](op, s)
+    return get(op)
 
 
 @claim("grid", reads=lambda stage: [names.record_name(stage, LONG_SHAPE)],
@@ -79,9 +74,8 @@ def flash_vs_hopper_kernels(build: Build) -> Statement:
     def kernel_us(stage):
         return summary.longest_kernel(build.summary(names.record_name(stage, LONG_SHAPE)))["duration_us"]
     ratio = {s: kernel_us(s) / kernel_us("flash") for s in native_kernels(build)}  # flash's rate over theirs
-    text = ("runs at " + " and ".join(f"{pct(r)} of {short(s)}'s rate" for s, r in ratio.items())
-            + " (kernel time in the profiler, the table above)")
     lesson = "runs at " + " and ".join(f"{pct(r)} of {short(s)}'s rate" for s, r in ratio.items())
+    text = lesson + " (kernel time in the profiler, the table above)"
     slower = bool(ratio) and decide.against(max(ratio.values()), decide.PARITY, decide.POINT_BAND) == "below"
     return Statement(text, slower, f"{ratio}", lesson=lesson)
 
@@ -94,7 +88,6 @@ def flash_vs_hopper_kernels(build: Build) -> Statement:
 def verdict(build: Build, record, part, expect=None) -> Statement:
     """What Nsight Compute's rule makes of the kernels of a record whose name is `part` (or holds it): one
     verdict for them all, and `expect`'s where the page's words around it need that one."""
-    from ...analysis import counters
     ks = _kernels_named(build.counters_of(record)["kernels"], part)
     found = sorted({counters.verdict(k) for k in ks})
     both = lambda field: " and ".join(f"{k[field]:.1f} %" for k in ks)
@@ -106,7 +99,6 @@ def verdict(build: Build, record, part, expect=None) -> Statement:
 
 
 def _kernels_named(kernels: list[dict], part: str) -> list[dict]:
-    from ...analysis import counters
     return [k for k in kernels if counters.base_name(k["name"]) == part] or [k for k in kernels if part in k["name"]]
 
 
@@ -114,7 +106,6 @@ def _other_verdict(part: str, twin: bool = False):
     """The counted kernels named `part` made clearly memory-bound, or clearly compute-bound where they were
     memory-bound: another verdict, whatever theirs was. With `twin`, a second launch of the first of them is
     counted with that other verdict beside it, theirs kept: no one verdict for the kernels of that name."""
-    from ...analysis import counters
 
     def change(c):
         named = _kernels_named(c["kernels"], part)
@@ -131,8 +122,6 @@ def _other_verdict(part: str, twin: bool = False):
        flip=Flip("flash.json", lambda s: next(o for o in s["ops"] if "flash_fwd" in o["name"]).update(registers=32)))
 def flash_register_limit(build: Build) -> Statement:
     """FlashAttention-2's occupancy from its registers: what a warp takes, how many warps and blocks fit."""
-    import math
-    from ...analysis import occupancy
     s = build.summary("flash")
     op = next(op for op in s["ops"] if "flash_fwd" in op["name"])
     props = build.device_properties("flash")
@@ -155,7 +144,6 @@ def flash_register_limit(build: Build) -> Statement:
                  lambda c: c["kernels"][0].update(sm_throughput_pct=10.0, memory_throughput_pct=90.0)))
 def hopper_compute_bound(build: Build) -> Statement:
     """Which fused kernels the counters call compute-bound at the long shape."""
-    from ...analysis import counters
     verdicts, kernels = {}, {}
     for stage, record in names.counted_at(LONG_SHAPE):
         if f"{record}.counters" in build.problems:

@@ -1,13 +1,14 @@
 """Claims about the ladder's forwards, answered from the op list each chapter shows."""
 from __future__ import annotations
 
-from ...analysis import decide, kernel_names
+from ...analysis import decide, kernel_names, oplist
 from ...text import escape, us
 from ..build import Build
 from ..words import short
+from ..pieces.captures import scores_bytes
 from ..pieces.runs import clock_condition
 from .core import Flip, Statement, claim
-from .edits import in_run, kernels_in_trace, scale
+from .edits import in_run, in_trace, scale
 from .wording import pct, times
 
 
@@ -21,13 +22,12 @@ def _matmuls(s: dict) -> list[tuple[int, dict]]:
 
 def _aten(s: dict, op: dict) -> str:
     """The innermost aten op that launched a device op (`masked_fill_`, `bmm`, ...)."""
-    from ...analysis import oplist
     path = [n for n in oplist.launching_path(s, op) if n.startswith("aten::")]
     return path[-1].removeprefix("aten::") if path else "?"
 
 
 @claim("longest-op", reads=lambda stage: [stage],
-       flip=lambda stage: Flip(f"{stage}.trace.json.gz", kernels_in_trace("nvjet", 10.0)))
+       flip=lambda stage: Flip(f"{stage}.trace.json.gz", in_trace("kernel", "nvjet", 10.0)))
 def longest_op(build: Build, stage, launched_by) -> Statement:
     """The longest op of the forward a chapter shows, named by the aten op that launched it, against the
     longer of its matmuls: `say longest-op naive masked_fill_`."""
@@ -50,8 +50,7 @@ def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
     s = build.summary(stage)
     i, copy = next((i, op) for i, op in enumerate(s["ops"], 1) if op["kind"] == "memcpy")
     hw = build.run("hardware")
-    b, h, n, _ = s["shape"]
-    size = b * h * n * n * {"bf16": 2, "fp16": 2, "fp32": 4}[s["dtype"]]
+    size = scores_bytes(s)
     expected = 2 * size / (hw["copy_gbs"] * 1e3)  # bytes read + written, at the measured rate (GB/s → bytes/µs)
     before, after = s["forward_device_us"], build.summary(against)["forward_device_us"]
     saved = before - after
@@ -75,7 +74,7 @@ def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
 
 
 @claim("same-op-time", reads=lambda a, b: [a, b],
-       flip=lambda b: Flip(f"{b}.trace.json.gz", kernels_in_trace("at::native::elementwise_kernel", 0.5)))
+       flip=lambda b: Flip(f"{b}.trace.json.gz", in_trace("kernel", "at::native::elementwise_kernel", 0.5)))
 def same_op_time(build: Build, a, b, launched_by) -> Statement:
     """One kernel in two stages' forwards (named by the aten op that launched it), each from its own capture:
     by the one rule, not told apart, or slower in `b`; faster in `b` the page does not allow ("no faster")."""
@@ -97,5 +96,5 @@ def same_op_time(build: Build, a, b, launched_by) -> Statement:
 def more_ops(build: Build, a, b) -> Statement:
     """How many more device ops one forward launches than another."""
     na, nb = build.summary(a)["ops_per_forward"], build.summary(b)["ops_per_forward"]
-    text = f"{na} device ops against {nb} for {short(b)}'s forward, {na - nb} more (one forward's op list each)"
-    return Statement(text, na > nb, f"{na} and {nb}", lesson=f"{na} device ops against {nb} for {short(b)}'s forward")
+    lesson = f"{na} device ops against {nb} for {short(b)}'s forward"
+    return Statement(f"{lesson}, {na - nb} more (one forward's op list each)", na > nb, f"{na} and {nb}", lesson=lesson)

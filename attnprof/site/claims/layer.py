@@ -6,7 +6,7 @@ from ...analysis import decide, kernel_names, oplist, summary
 from ...text import escape, shape, us
 from ..build import Build
 from .core import Flip, Statement, claim
-from .edits import events, kernels_in_trace
+from .edits import events, in_trace
 from .methods import above
 from .wording import pct, times
 
@@ -18,7 +18,7 @@ def _where(s: dict) -> str:
 
 
 @claim("layer-around", reads=lambda record: [record],
-       flip=lambda record: Flip(f"{record}.trace.json.gz", kernels_in_trace("fprop", 20.0)))  # the attention outweighs the rest
+       flip=lambda record: Flip(f"{record}.trace.json.gz", in_trace("kernel", "fprop", 20.0)))  # the attention outweighs the rest
 def layer_around(build: Build, record: str = SDPA) -> Statement:
     """The layer's one attention kernel against everything the layer runs around it."""
     s = build.summary(record)  # the forward the page's trace draws
@@ -41,7 +41,7 @@ def layer_around(build: Build, record: str = SDPA) -> Statement:
 
 
 @claim("layer-eager", reads=[EAGER, SDPA],
-       flip=Flip(f"{EAGER}.trace.json.gz", kernels_in_trace("softmax", 0.1)))  # a softmax quicker than the fused kernel
+       flip=Flip(f"{EAGER}.trace.json.gz", in_trace("kernel", "softmax", 0.1)))  # a softmax quicker than the fused kernel
 def layer_eager(build: Build) -> Statement:
     """Eager's float32 softmax against sdpa's whole attention kernel."""
     eager, sdpa = build.summary(EAGER), build.summary(SDPA)  # the forwards the pages draw

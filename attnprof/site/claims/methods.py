@@ -6,14 +6,15 @@ import math
 import statistics
 
 from ...analysis import decide, summary
+from ...analysis.flops import causal_flops, causal_tflops, tflops
 from ...model import names
 from ...model.stages import DEFAULT_SHAPE, LONG_SHAPE
 from ...text import escape, us
-from ..build import Build, RecordUnusable, across, row
+from ..build import Build, RecordUnusable, row
 from ..words import listed, short
-from ..pieces.runs import LAYOUT_TITLES, measured
+from ..pieces.runs import LAYOUT_TITLES, measured, row_where, steady_rates
 from .core import ADAPTS, Flip, Statement, claim
-from .edits import _shrink_cpu_op, each, events, in_first_process, in_run, scale
+from .edits import each, events, in_first_process, in_run, in_trace, scale
 from .wording import held_together, pct
 
 
@@ -31,14 +32,13 @@ from .wording import held_together, pct
 def rates(build: Build, stage) -> Statement:
     """A stage's rate at the long shape by every method the site shows it with, the steady run's (back to back
     after seconds of load) among them where that run timed this stage."""
-    from ...analysis.flops import causal_flops, causal_tflops, tflops
     rec = names.record_name(stage, LONG_SHAPE)
     s = build.summary(rec)
     flops = causal_flops(s["shape"])
     kernel = summary.longest_kernel(s)
     profiler = tflops(flops, kernel["duration_us"])
-    measured = build.counters(rec)
-    ncu = tflops(flops, sum(k["duration_ns"] or 0 for k in measured["kernels"]) / 1e3) if measured else None
+    counted = build.counters(rec)
+    ncu = tflops(flops, sum(k["duration_ns"] or 0 for k in counted["kernels"]) / 1e3) if counted else None
     fastest = {r["layout"]: r for r in build.run("fastest") if r["path"] == stage and "tflops" in r}
     sweep = [r for r in build.run("sweep") if r["path"] == stage and r["shape"][2:] == s["shape"][2:]
              and r.get("tflops_back_to_back")]
@@ -64,8 +64,7 @@ def rates(build: Build, stage) -> Statement:
     one_call = [r["tflops"] for r in fastest.values()] + [capture]
     # by the one rule: the kernel alone (the capture's device time per forward) against back to back (another
     # run's processes), and back to back against one call in each layout (the fastest run measures both in turns)
-    pick = lambda layout, field: across(build, "fastest", lambda res: row(res, path=stage, layout=layout)[field],
-                                        decide.METHOD_OF[field])
+    pick = lambda layout, field: measured(build, "fastest", row_where(path=stage, layout=layout), field)
     alone = decide.samples(s["forward_device_us_each"], decide.DEVICE)
     queued = {l: pick(l, "back_to_back_us_each") for l in fastest}
     apart = [decide.order(alone, q) for q in queued.values()]
@@ -104,7 +103,6 @@ def _steady(build: Build, stage: str):
     """The steady run's rate of `stage` (pieces.runs.steady_rates: the median of its processes' rates), its lowest
     and highest, the range of its processes' back-to-back times, as the one rule takes it, and the layout its inputs
     were stored in; None where that run timed another stage."""
-    from ..pieces.runs import steady_rates
     r, each = build.run("steady"), steady_rates(build)
     if r["path"] != stage or not each:
         return None
@@ -133,7 +131,7 @@ def _one_call_times(stage: str, factor: float):
 def _one_call_at_queued(stage: str):
     """The fastest run's rows of `stage` with each one-call sample at the row's median queued time."""
     return lambda rows: [r.update(times_us=[statistics.median(r["back_to_back_us_each"])] * len(r["times_us"]))
-                         for r in rows if r["path"] == stage]
+                         for r in rows if r["path"] == stage and r.get("back_to_back_us_each")]
 
 
 @claim("queued-vs-one-call", reads=["run-fastest"],
@@ -149,8 +147,7 @@ def queued_vs_one_call(build: Build, stage) -> Statement:
     layouts = [r["layout"] for r in build.run("fastest") if r["path"] == stage and r.get("back_to_back_us_each")]
     if not layouts:
         raise RecordUnusable(f"the fastest-forward run has no row of {stage} timed back to back")
-    pick = lambda layout, field: across(build, "fastest", lambda res: row(res, path=stage, layout=layout)[field],
-                                        decide.METHOD_OF[field])
+    pick = lambda layout, field: measured(build, "fastest", row_where(path=stage, layout=layout), field)
     pairs = {l: (pick(l, "back_to_back_us_each"), pick(l, "times_us")) for l in layouts}
     # one call over queued, each process's own ratio (the run measures both in turns)
     ratios = {l: decide.quotient(one, q) for l, (q, one) in pairs.items()}
@@ -210,8 +207,7 @@ def one_call_runs(build: Build) -> Statement:
         own, device = decide.samples(s["event_times_us"], decide.ONE_CALL), decide.samples(s["forward_device_us_each"], decide.DEVICE)
         holds &= above(own, device)
         if g:
-            other = across(build, "graphs", lambda res: row(res, path=g["path"], where=g["where"])["eager"]["times_us"],
-                           decide.ONE_CALL)
+            other = measured(build, "graphs", lambda res: row(res, path=g["path"], where=g["where"])["eager"], "times_us")
             parts.append(f"{label}'s is {own.text(us)} in its capture's run and {other.text(us)} in the CUDA-graph run "
                          f"of [What CUDA graphs and compile change](graphs-and-compile.md)")
             holds &= above(other, device)
@@ -221,7 +217,7 @@ def one_call_runs(build: Build) -> Statement:
     holds &= above(own, device)
     fast = next((r for r in build.run("fastest") if r["path"] == "cudnn" and r.get("layout", "BHSD") == "BHSD"), None)
     if fast:
-        other = across(build, "fastest", lambda res: row(res, path="cudnn", layout=fast.get("layout"))["times_us"], decide.ONE_CALL)
+        other = measured(build, "fastest", row_where(path="cudnn", layout=fast.get("layout")), "times_us")
         holds &= above(other, device)
         moved += ["cuDNN's at the long shape"] if decide.told_apart(own, other) else []
         parts.append(f"cuDNN's at B=1, S=8,192, D=128 is {own.text(us)} in its capture's run and {other.text(us)} in "
@@ -255,16 +251,14 @@ def _extra_near(path: str, against: str, layout: str, factor: float):
                 to=f"{path}: BHSD more, BSHD not told apart"),
            Flip("run-fastest.json", in_run("fastest", _extra_near(path, against, "BSHD", 2.0)), ADAPTS,
                 to=f"{path}: BHSD more, BSHD less"),
-           Flip("run-fastest.json", in_run("fastest", lambda rows: [  # its one call adds nothing: false
-               r.update(times_us=[statistics.median(r["back_to_back_us_each"])] * len(r["times_us"]))
-               for r in rows if r["path"] == path and r.get("back_to_back_us_each")]))])
+           Flip("run-fastest.json", in_run("fastest", _one_call_at_queued(path)))])  # its one call adds nothing: false
 def one_call_extra(build: Build, path, against) -> Statement:
     """What one call adds over a forward's back-to-back time in the fastest-forward run: `path`'s, in each of its
     layouts, against `against`'s in the same layout by the one rule (process by process); the other paths' extras
     given as numbers, in the run's order. One call's extra moves with the host's CPU from process to process, so
     no ranking of the paths by it is said."""
     keys = [(r["path"], r["layout"]) for r in build.run("fastest") if r.get("back_to_back_us_each") and r.get("times_us")]
-    pick = lambda k, f: across(build, "fastest", lambda res: row(res, path=k[0], layout=k[1])[f], decide.METHOD_OF[f])
+    pick = lambda k, f: measured(build, "fastest", row_where(path=k[0], layout=k[1]), f)
     one = {k: pick(k, "times_us") for k in keys}
     queued = {k: pick(k, "back_to_back_us_each") for k in keys}
     extra = {k: decide.difference(one[k], queued[k]) for k in keys}
@@ -297,7 +291,7 @@ def one_call_extra(build: Build, path, against) -> Statement:
                      lesson)
 
 
-@claim("cudnn-cpu-inside", reads=["cudnn"], flip=Flip("cudnn.trace.json.gz", _shrink_cpu_op("aten::_cudnn_attention_forward")))
+@claim("cudnn-cpu-inside", reads=["cudnn"], flip=Flip("cudnn.trace.json.gz", in_trace("cpu_op", "aten::_cudnn_attention_forward", 0.1)))
 def cudnn_cpu_inside(build: Build) -> Statement:
     """Where cuDNN's forward spends its CPU time: inside `_cudnn_attention_forward`, in the pictured forward."""
     _, shown = build.forwards("cudnn")

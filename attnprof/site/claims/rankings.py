@@ -6,11 +6,12 @@ from ...analysis import decide
 from ...model import names
 from ...model.stages import DEFAULT_SHAPE, STAGES
 from ...text import escape, shape as shape_text, us
-from ..build import Build, across, row
+from ..build import Build, row
 from ..words import DEVICE, MEDIAN, listed, per_process, short, within
 from .core import ADAPTS, Flip, Statement, claim
-from .edits import each, events, in_run, scale, scaled_row, setting, widened
+from .edits import each, in_run, scale, scaled_row, setting
 from .wording import apart, front, pct, times
+from ..pieces.runs import measured, row_where
 from ..pieces.timing import clock_of, timed_range
 
 
@@ -162,8 +163,7 @@ def layout_gap(build: Build, stage) -> Statement:
     """A stage is the fastest forward stored either way in the fastest-forward run (told apart from the
     next, the one rule), and its two layouts against each other."""
     rows = [r for r in build.run("fastest") if r.get("back_to_back_us_each")]
-    at = {(r["path"], r["layout"]): across(build, "fastest", lambda res, r=r: row(
-        res, path=r["path"], layout=r["layout"])["back_to_back_us_each"], decide.BACK_TO_BACK) for r in rows}
+    at = {(r["path"], r["layout"]): measured(build, "fastest", row_where(path=r["path"], layout=r["layout"])) for r in rows}
     fastest, nexts = True, []
     for layout in ("BSHD", "BHSD"):
         fastest &= front({p: v for (p, l), v in at.items() if l == layout}) == [stage]

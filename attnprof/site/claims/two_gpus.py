@@ -62,11 +62,10 @@ def causal_halves(build: Build) -> Statement:
     """Contiguous halves of a causal sequence: how many more (query, key) pairs the later half holds."""
     s = build.summary(names.cp_record(LONGEST_CP, balanced=False))
     first, last = (r["causal_pairs"] for r in s["ranks"])
-    text = (f"{last / first:.0f} times as many keys as rank 0's ({last:,} causal (query, key) pairs against "
-            f"{first:,})")
-    return Statement(text, decide.against(last / first, decide.CAUSAL_LATER_HALF, decide.COUNT_WITHIN) == "near",
-                     f"pairs {first} and {last}",
-                     lesson=f"{last / first:.0f} times as many keys as rank 0's")
+    lesson = f"{last / first:.0f} times as many keys as rank 0's"
+    return Statement(f"{lesson} ({last:,} causal (query, key) pairs against {first:,})",
+                     decide.against(last / first, decide.CAUSAL_LATER_HALF, decide.COUNT_WITHIN) == "near",
+                     f"pairs {first} and {last}", lesson=lesson)
 
 
 @claim("rotations-agree", reads=[names.cp_record(LONGEST_CP, rotate=r) for r in ("allgather", "alltoall")],
@@ -75,7 +74,7 @@ def causal_halves(build: Build) -> Statement:
 def rotations_agree(build: Build) -> Statement:
     """All-gather and all-to-all at the same length: the slower rank's one-call medians side by side."""
     a, b = (build.summary(names.cp_record(LONGEST_CP, rotate=r))["cp_event_median_us"] for r in ("allgather", "alltoall"))
-    text = f"the times agree to within {100 * abs(a / b - 1):.1f} % ({us(a)} and {us(b)}, one-call CUDA-event medians)"
-    return Statement(text, decide.against(abs(a / b - 1), decide.ROTATIONS_AGREE_WITHIN, decide.POINT_BAND) == "below",
-                     f"{a:.0f} and {b:.0f} µs",
-                     lesson=f"the times agree to within {100 * abs(a / b - 1):.1f} %")
+    lesson = f"the times agree to within {100 * abs(a / b - 1):.1f} %"
+    return Statement(f"{lesson} ({us(a)} and {us(b)}, one-call CUDA-event medians)",
+                     decide.against(abs(a / b - 1), decide.ROTATIONS_AGREE_WITHIN, decide.POINT_BAND) == "below",
+                     f"{a:.0f} and {b:.0f} µs", lesson=lesson)

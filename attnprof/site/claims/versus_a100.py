@@ -107,11 +107,8 @@ def math_gap(build: Build) -> Statement:
     """The math forward over the in-place forward: here against the post's A100."""
     ours = build.summary("math")["forward_device_us"] / build.summary("inplace")["forward_device_us"]
     theirs = hardware.FIGURES["math"]["forward_us"] / hardware.FIGURES["inplace"]["forward_us"]
-    text = (f"the math forward takes {ours:.1f} times as long as the in-place one here, against "
-            f"{theirs:.1f} times on the A100 (device time per forward on both, profiler)")
-    lesson = (f"the math forward takes {ours:.1f} times as long as the in-place one here, against {theirs:.1f} times "
-              f"on the A100")
-    return Statement(text, decide.against(ours, theirs, decide.A100_BAND * theirs) == "below",
+    lesson = f"the math forward takes {ours:.1f} times as long as the in-place one here, against {theirs:.1f} times on the A100"
+    return Statement(f"{lesson} (device time per forward on both, profiler)", decide.against(ours, theirs, decide.A100_BAND * theirs) == "below",
                      f"{name(build, 'math')} {ours:.2f}, A100 {theirs:.2f}", lesson=lesson)
 
 
@@ -121,8 +118,7 @@ def naive_ops_vs_a100(build: Build) -> Statement:
     s = build.summary("naive")
     memsets = sum(op["kind"] == "memset" for op in s["ops"])
     theirs = hardware.FIGURES["naive"]["ops"]
-    text = (f"here the list has {s['ops_per_forward']} entries because the Memset is counted too ({memsets} memset "
-            f"beside the post's {theirs} entries)")
-    return Statement(text, lesson=f"here the list has {s['ops_per_forward']} entries because the Memset is counted too",
+    lesson = f"here the list has {s['ops_per_forward']} entries because the Memset is counted too"
+    return Statement(f"{lesson} ({memsets} memset beside the post's {theirs} entries)", lesson=lesson,
                      holds=memsets == 1 and s["ops_per_forward"] == theirs + memsets,
                      rests_on=f"ours {s['ops_per_forward']} with {memsets} memset(s), the post's {theirs}")

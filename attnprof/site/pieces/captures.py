@@ -5,6 +5,8 @@ What a piece reads is declared where it is registered (see registry.py).
 """
 from __future__ import annotations
 
+import statistics
+
 from ...analysis import hardware, kernel_names, oplist, summary
 from ...analysis.flops import causal_flops, device_tflops, tflops
 from ...model.procedure import EVENT_REPS, SCHEDULE
@@ -13,7 +15,7 @@ from ...text import escape, dims, ms, shape, us
 from ..build import Build
 from ..render import plots, tables
 from ..words import CAPTURE_RUN, CPU, DEVICE, MEDIAN, ONE_CALL, count, listed, plain_title, short, title
-from ..registry import ALL, piece
+from ..registry import ALL, one_of, piece
 from .gpu import name as gpu_name
 from .timing import stream_line
 
@@ -100,13 +102,6 @@ def trace(build: Build, record, explained=None, caption=None, cpu_depth=None, ax
             + trace_controls(build, record, label))
 
 
-@piece("download", captures=1)
-def download(build: Build, record):
-    """A capture's trace controls on their own (every trace figure already carries them)."""
-    s = build.summary(record)
-    return trace_controls(build, record, f"{plain_title(s)}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}")
-
-
 def gemm_us(s: dict) -> float:
     """Device time of one forward's matmuls (the cuBLAS kernels)."""
     return sum(op["duration_us"] for op in s["ops"] if kernel_names.explain(op["name"])["library"].startswith("cuBLAS"))
@@ -135,11 +130,8 @@ VALUES = {
     "rel_err": lambda b, s: f"{s['rel_err']:.1e}",
     "device": lambda b, s: escape(s["device"]),
     "backend_ran": lambda b, s: kernel_names.fingerprint(op["name"] for op in s["ops"]),
-    "sdpa_choice": lambda b, s: escape(s["sdpa_choice"]),
     "occupancy": lambda b, s: ", ".join(f"{r['occupancy_pct']:.1f} %" for r in
                                         oplist.footprint_rows(s, b.device_properties(s["record"]))),
-    "peak_memory": lambda b, s: f"{s['peak_extra_bytes'] / 2**20:.0f} MiB",
-    "idle_share": lambda b, s: f"{100 * oplist.gaps(s).idle_share:.0f} %",
     "a100_ops": lambda b, s: str(hardware.FIGURES[s["stage"]]["ops"]),
     "scores_size": lambda b, s: f"{scores_bytes(s) / 2**20:.0f} MiB",
     "first_call": lambda b, s: ms(s["first_call_ms"]),
@@ -154,10 +146,6 @@ def scores_bytes(s: dict) -> int:
     return b * h * n * n * ITEMSIZE[s["dtype"]]
 
 
-def median_latency(g) -> float:
-    return sorted(g.launch_latency_us)[len(g.launch_latency_us) // 2]
-
-
 @piece("gaps", captures=1)
 def gaps(build: Build, record):
     """One line: how much of a profiled forward's span the GPU spent waiting for launches, and the
@@ -166,7 +154,7 @@ def gaps(build: Build, record):
     g = oplist.gaps(s)
     return (f"**Gaps** (profiled, [defined here](launch-bound.md#reading-the-gaps)): the GPU ran this "
             f"forward's ops for {us(g.busy_us)} of a {us(g.span_us)} span from first launch to last op end, idle "
-            f"**{100 * g.idle_share:.0f} %** of it. Median launch latency {us(median_latency(g))} per op (launch "
+            f"**{100 * g.idle_share:.0f} %** of it. Median launch latency {us(statistics.median_high(g.launch_latency_us))} per op (launch "
             f"call → op start under the profiler, time queued behind earlier ops included). The profiler slows "
             f"the CPU side, so these gaps are not a verdict." + stream_line(build, s["stage"], s["shape"], s))
 
@@ -179,7 +167,7 @@ def launch(build: Build, *records):
         s = build.summary(record)
         g = oplist.gaps(s)
         rows.append((title(s), shape(s["shape"]), us(g.busy_us), us(g.span_us), f"{100 * g.idle_share:.0f} %",
-                     us(median_latency(g)), us(s["cpu_forward_us"]), us(s["event_median_us"])))
+                     us(statistics.median_high(g.launch_latency_us)), us(s["cpu_forward_us"]), us(s["event_median_us"])))
     return (tables.table(["stage", "shape B×H×S×D", "GPU busy (profiled)", "span (profiled)",
                           "GPU idle (of the profiled span)", "median launch latency (profiled)",
                           "CPU time / forward (profiled)", f"one call ({CAPTURE_RUN})"], rows, "llrrrrrr")
@@ -197,33 +185,25 @@ def per_forward(build: Build, s: dict, quantity: str) -> str:
 @piece("value", captures=1, unavailable=True, inline=True)
 def value(build: Build, record, field):
     """One number from a capture, inline in prose, so no figure in the text is typed by hand."""
-    if field not in VALUES:
-        raise KeyError(f"unknown value {field!r} (known: {', '.join(VALUES)})")
-    return VALUES[field](build, build.summary(record))
+    return one_of(VALUES, field, "value")(build, build.summary(record))
 
 
 @piece("ratio", captures=2, inline=True)
-def ratio(build: Build, a, b, field="device"):
-    """How many times longer capture `a` took than `b`: device time per forward, or CPU time (field=cpu)."""
-    key = {"device": "forward_device_us", "cpu": "cpu_forward_us"}[field]
-    x = build.summary(a)[key] / build.summary(b)[key]
+def ratio(build: Build, a, b):
+    """How many times longer capture `a` took than `b`: device time per forward."""
+    x = build.summary(a)["forward_device_us"] / build.summary(b)["forward_device_us"]
     return f"{x:.2f}×" if x < 10 else f"{x:.1f}×"  # as diff's table gives it: 1.04×, not a rounded 1.0×
-
-
-@piece("a100-ratio", inline=True)
-def a100_ratio(build: Build, a, b):
-    """The same ratio from the post's A100 forward times."""
-    ta, tb = hardware.FIGURES[a]["forward_us"], hardware.FIGURES[b]["forward_us"]
-    return f"{ta / tb:.1f}×"
 
 
 @piece("footprint", captures=1)
 def footprint(build: Build, record, only=None):
-    """Each kernel's footprint and occupancy (measured beside theoretical where counters exist);
-    `only=TEXT` keeps the kernels whose name contains TEXT."""
-    measured = build.counters(record)
-    return tables.footprint(build.summary(record), build.device_properties(record),
-                            measured["kernels"] if measured else None, only)
+    """Each kernel's footprint and occupancy (measured beside theoretical where counters exist), one column
+    per kernel headed by its number in the op list; `only=TEXT` keeps the kernels whose name contains TEXT."""
+    counted = build.counters(record)
+    kernels, measured = tables.footprint_columns(build.summary(record), build.device_properties(record),
+                                                 counted["kernels"] if counted else None, only)
+    headers = ["op # in the list"] + [f"#{r['index']} {tables.kernel(r['name'])}" for r, _ in kernels]
+    return tables.footprint_table(headers, kernels, measured)
 
 
 @piece("footprint-compare", captures=ALL)
@@ -313,10 +293,9 @@ def compare(build: Build, *records):
         rows.append((title(s), tables.kernel(main["name"]), s["ops_per_forward"], per_forward(build, s, DEVICE),
                      f"{device_tflops(s):.0f}", f"{s['rel_err']:.1e}",
                      f"{len(kernels)} kernel(s); layout {s.get('layout', 'BHSD')}"))
-    b, h, n, d = build.summary(records[0])["shape"]
     return (tables.table(["stage", "longest kernel", "ops / forward", "device time / forward (profiler)",
                           "TFLOP/s (causal, device time)", "rel. error vs fp64", "notes"], rows, "llrrrr")
-            + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal. *Device time*: the sum of one profiled "
+            + f"\n\nShape {dims(build.summary(records[0])['shape'])}, bf16, causal. *Device time*: the sum of one profiled "
               f"forward's device op durations, the forward whose device time is the median of the profiled ones; "
               f"*TFLOP/s*: causal FLOPs (4·B·H·S²·D, halved by the mask) over that time." + tables.raw_reasons(reasons))
 
@@ -356,12 +335,11 @@ def kernel_compare(build: Build, *records):
                      f"{shape(k['grid'])} ({blocks / s['sm_count']:.2f} per SM)",
                      f"{k['threads']} ({k['threads'] // 128} warpgroup{'s' if k['threads'] >= 256 else ''})",
                      k["registers"], f"{k['shared_memory'] / 1024:.0f} KiB", k["blocks_per_sm"]))
-    b, h, n, d = build.summary(records[0])["shape"]
     return tables.table(["stage", "attention kernel", "device ops / forward", "kernel time (profiler)",
                          "TFLOP/s (profiler kernel time)",
                          "grid (blocks per SM)", "threads per block", "regs/thread", "smem/block", "blocks/SM"],
                         rows, "llrrrllrrr") + (
-        f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal; kernel time from the profiler's trace of the median "
+        f"\n\nShape {dims(build.summary(records[0])['shape'])}, bf16, causal; kernel time from the profiler's trace of the median "
         f"profiled forward; TFLOP/s counts causal FLOPs over that time.")
 
 

@@ -9,21 +9,15 @@ from ..render import tables
 from ..build import Build
 from ..registry import piece
 
-SIGN = {"same": "=", "changed": "~", "removed": "−", "added": "+"}
-
-
 def markdown(d: dict) -> str:
     a, b = d["a"], d["b"]
     name = lambda m: f"<code>{escape(m['record'])}</code>"
-    rows = [(label, compare._cell(key, fmt, a), compare._cell(key, fmt, b),
-             f"{d['ratios'][key]:.2f}×" if key in d["ratios"] and d["ratios"][key] is not None else "")
-            for label, key, fmt in compare.METRIC_ROWS]
-    ops = [(SIGN[r["status"]], r["a_index"] or "", r["b_index"] or "", escape(r["family"]),
+    ops = [(compare.SIGN[r["status"]], r["a_index"] or "", r["b_index"] or "", escape(r["family"]),
             tables.kernel(r["a_name"]) if r["a_name"] else "", us(r["a_us"]) if r["a_name"] else "",
             tables.kernel(r["b_name"]) if r["b_name"] else "", us(r["b_us"]) if r["b_name"] else "")
            for r in d["ops"]]
     c = d["counts"]
-    return (tables.table(["", f"A: {name(a)}", f"B: {name(b)}", "B ÷ A"], rows, "lrrr")
+    return (tables.table(["", f"A: {name(a)}", f"B: {name(b)}", "B ÷ A"], compare.metric_rows(d), "lrrr")
             + f"\n\nA is *{escape(a['title'])}*, B is *{escape(b['title'])}*; {_both(a, b)}. "
               f"Device and CPU time per forward come from the profiler (the median "
               f"profiled forward); one call is the CUDA-event median over single calls. A stream of calls is launch-bound when, "

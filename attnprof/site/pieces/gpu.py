@@ -6,7 +6,7 @@ from ...analysis import hardware
 from ...model import gpus
 from ...text import escape
 from ..build import Build, RecordUnusable
-from ..registry import piece
+from ..registry import one_of, piece
 
 SET = "run-hardware"  # the record whose GPU a page names unless told another: its device query gives the peaks
 
@@ -53,7 +53,6 @@ def peaks(hw: dict) -> dict:
 
 WHAT = {
     "name": name,  # "H200"
-    "device": lambda b, r: escape(device(b, r)),  # "NVIDIA H200", as the driver reports it
     "arch": arch,  # "Hopper"
     "sm": lambda b, r: gpus.sm(capability(b, r)),  # "sm_90", as kernel names write it
     "capability": lambda b, r: "{}.{}".format(*capability(b, r)),  # "9.0"
@@ -62,8 +61,6 @@ WHAT = {
 
 @piece("gpu", inline=True)
 def gpu(build: Build, what: str = "name", record: str = SET):
-    """The GPU of the records in a sentence: `gpu` (its name), `gpu arch`, `gpu sm`, `gpu capability`, `gpu device`;
+    """The GPU of the records in a sentence: `gpu` (its name), `gpu arch`, `gpu sm`, `gpu capability`;
     a record after it names that record's GPU (`gpu name cp-allgather-w2-1x16x131072x128`)."""
-    if what not in WHAT:
-        raise KeyError(f"unknown gpu {what!r} (known: {', '.join(WHAT)})")
-    return WHAT[what](build, record)
+    return one_of(WHAT, what, "gpu")(build, record)

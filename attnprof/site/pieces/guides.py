@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import re
 
-from ...analysis import aa, counters, decide
+from ...analysis import aa, counters, decide, timing
 from ...analysis.occupancy import REG_ALLOC_UNIT, SMEM_RESERVED_PER_BLOCK
+from ...model import names
 from ...model.stages import STAGES
 from ...text import escape
 from .. import notebooks
@@ -59,7 +60,7 @@ def counters_guide(build: Build):
           "runs them in use, not fixed for repeatable numbers).")
 
 
-def repeats_said(names) -> str:
+def repeats_said() -> str:
     """How many separate processes each run whose numbers a page compares is taken in (RUN_CODE's repeats):
     the largest group as "the others", the rest by name."""
     groups = {}
@@ -80,11 +81,9 @@ def decision_guide(build: Build):
     """When the pages call two measurements told apart, said once, its numbers read from the rule's code
     (analysis/decide.py, counters.BAND, timing.HOST_MARGIN, each run's repeats in model/names.RUN_CODE) and its
     false-decision rate measured on the records (analysis/aa.py)."""
-    from ...analysis import timing
-    from ...model import names
     paired, apart = aa_counts(build)
     rounds = [f"`run-{r}`" for r in names.RUNS if names.RUN_CODE[r].repeats > 1 and names.RUN_CODE[r].rounds]
-    taken = repeats_said(names)
+    taken = repeats_said()
     regimes = (decide.LAUNCH_BOUND, decide.GPU_BOUND)
     margins = tables.table(
         ["method"] + [f"{g}: {where}" for g in regimes for where in ("same processes", "different processes")],
@@ -129,7 +128,6 @@ def decision_guide(build: Build):
 def aa_counts(build: Build) -> tuple[list[int], list[int]]:
     """aa.aa over every run this site takes in several processes: the orders of its A/A comparisons, paired and
     apart (0: not told apart, as it should be)."""
-    from ...model import names
     paired, apart = [], []
     for run in names.RUNS:
         if names.RUN_CODE[run].repeats > 1:

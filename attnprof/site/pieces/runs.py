@@ -15,9 +15,10 @@ from ...model.procedure import SW_POWER_CAP
 from ...model.stages import LONG_SHAPE, select
 from ...text import escape, dims, shape, size, us
 from ..render import plots, tables
+from ..render.svg import PATH_COLOR
 from ..build import Build, across, row
-from ..words import FALLBACK_RUN, GRAPHS_RUN, ONE_CALL, count, listed, mhz, plain_title, short, title, within
-from ..registry import piece
+from ..words import FALLBACK_RUN, GRAPHS_RUN, ONE_CALL, count, listed, mhz, plain_title, short, sm_readings, title, within
+from ..registry import one_of, piece
 from .gpu import arch as gpu_arch, name as gpu_name, peaks
 
 LAYOUT_TITLES = {"BHSD": "[B, H, S, D]", "BSHD": "[B, S, H, D]"}  # how q, k, v sat in memory
@@ -33,11 +34,6 @@ def measured(build: Build, run: str, pick, samples: str = "back_to_back_us_each"
     repeat of the run, `samples` names the raw samples kept there (`times_us`: one call at a time), and so
     the method that had them (decide.METHOD_OF)."""
     return across(build, run, lambda result: pick(result)[samples], decide.METHOD_OF[samples])
-
-
-def not_told_apart(a: str, ra: decide.Range, b: str, rb: decide.Range, fmt=us) -> str:
-    """The words for two quantities the rule cannot tell apart, both ranges given."""
-    return f"{a} and {b} are not told apart ({ra.text(fmt)} against {rb.text(fmt)}, {ra.how}; {within(ra, rb)})"
 
 
 def row_where(**match):
@@ -61,17 +57,21 @@ def _sweep_grid(build, heads=True) -> str:
     return f"batch × S = {b * s:,} tokens" + (f", {h} heads" if heads else "")
 
 
+def _sweep_series(build, d, value) -> dict:
+    """The sweep at head dim `d`: one series a path that ran there, `value(row)` against S."""
+    return {plain_title(p): [(r["shape"][2], value(r)) for r in _sweep_points(build, d, p)]
+            for p in select(sweep=True) if _sweep_points(build, d, p)}
+
+
 def fig_sweep_tflops(build, d, frame=plots.CHART):
-    series = {plain_title(p): [(r["shape"][2], _value(r, "tflops_back_to_back")) for r in _sweep_points(build, d, p)]
-              for p in select(sweep=True) if _sweep_points(build, d, p)}
+    series = _sweep_series(build, d, lambda r: _value(r, "tflops_back_to_back"))
     peak = build.run("ceilings")["matmul_tflops"]
     return plots.line_chart(series, f"sequence length S ({_sweep_grid(build)})", "TFLOP/s (causal FLOPs)",
                             f"Forward throughput, head dim {d}, bf16, causal", hlines={"bf16 matmul, ceilings run": peak}, frame=frame)
 
 
 def fig_sweep_memory(build, d, frame=plots.CHART):
-    series = {plain_title(p): [(r["shape"][2], _value(r, "peak_extra_bytes") or None) for r in _sweep_points(build, d, p)]
-              for p in select(sweep=True) if _sweep_points(build, d, p)}
+    series = _sweep_series(build, d, lambda r: _value(r, "peak_extra_bytes") or None)
     return plots.line_chart(series, f"sequence length S ({_sweep_grid(build, heads=False)})", "memory allocated by one forward",
                             f"Peak memory of one forward, head dim {d}", log_y=True, y_unit="bytes", frame=frame)
 
@@ -120,7 +120,7 @@ def fig_recompile(build, frame=plots.CHART):
     name = "FlexAttention, one new shape after another"
     series = {name: [(p["shape"][2], p.get("tflops")) for p in r["points"]]}
     return plots.line_chart(series, "sequence length of each successive call", "TFLOP/s", "torch.compile's recompile limit",
-                            log_x=False, colors={name: plots.path_color(select(fresh_compile=True)[0])}, frame=frame)
+                            log_x=False, colors={name: PATH_COLOR[select(fresh_compile=True)[0]]}, frame=frame)
 
 
 FIGURES = {"sweep-tflops-d64": lambda b, f=plots.CHART: fig_sweep_tflops(b, 64, f),
@@ -135,9 +135,8 @@ FIGURES = {"sweep-tflops-d64": lambda b, f=plots.CHART: fig_sweep_tflops(b, 64, 
 @piece("figure")
 def figure(build: Build, name):
     """A chart of the measurement runs, as inline SVG, drawn wide and narrow (a phone's)."""
-    if name not in FIGURES:
-        raise KeyError(f"unknown figure {name!r} (known: {', '.join(FIGURES)})")
-    return plots.chart(lambda frame: FIGURES[name](build, frame))
+    draw = one_of(FIGURES, name, "figure")
+    return plots.chart(lambda frame: draw(build, frame))
 
 
 @piece("stamp", captures=1, kind="run")
@@ -148,20 +147,17 @@ def stamp_run(build: Build, record):
     return tables.environment(r, "Measured", f"run `{name}`: {took}")
 
 
-def clock_said(clocks: dict | None) -> str:
-    """The SM clock a run's samples were taken at (its rounds' NVML readings), for the words beside a rate."""
-    lo, hi = (clocks or {}).get("sm_mhz_min"), (clocks or {}).get("sm_mhz_max")
-    return "the SM clock unrecorded" if lo is None or hi is None else f"SM clock {mhz([lo, hi])}"
-
-
 def power_capped(clocks: dict | None) -> bool:
     """Whether NVML named the power cap among the reasons the SM clock was held down over a run's kept rounds."""
     return bool(((clocks or {}).get("throttle_reasons") or 0) & SW_POWER_CAP)
 
 
 def clock_condition(clocks: dict | None) -> str:
-    """clock_said, with the power cap named where NVML gave it: the condition a ceiling was measured under."""
-    return clock_said(clocks) + (", power-capped" if power_capped(clocks) else "")
+    """The SM clock a run's samples were taken at (its rounds' NVML readings), with the power cap named where NVML
+    gave it: the condition a ceiling was measured under."""
+    lo, hi = (clocks or {}).get("sm_mhz_min"), (clocks or {}).get("sm_mhz_max")
+    said = "the SM clock unrecorded" if lo is None or hi is None else f"SM clock {mhz([lo, hi])}"
+    return said + (", power-capped" if power_capped(clocks) else "")
 
 
 def matmul_said(build: Build, run: str) -> str:
@@ -169,8 +165,7 @@ def matmul_said(build: Build, run: str) -> str:
     than theirs (its highest reading below their lowest) and under the power cap, where the records say so; else
     the measured matmul rate. A share of it is read against this, never as a share of the hardware's peak."""
     mine = build.run("ceilings").get("clocks") or {}
-    theirs = [x for r in _rows(build, run) if r.get("clocks")
-              for x in (r["clocks"]["sm_mhz_min"], r["clocks"]["sm_mhz_max"]) if x is not None]
+    theirs = sm_readings(_rows(build, run))
     how = (["lower"] if mine.get("sm_mhz_max") is not None and theirs and mine["sm_mhz_max"] < min(theirs) else []) + (
         ["power-capped"] if power_capped(mine) else [])
     return f"a bf16 matmul measured at a {', '.join(how)} clock" if how else "the measured bf16 matmul rate"
@@ -326,8 +321,7 @@ def fastest(build: Build):
 def fastest_words(build: Build, rows: list[dict], peak: float) -> str:
     """Which forwards are fastest at the shape, overall and within each layout, by the one rule over their
     back-to-back times; those it cannot tell apart are named together, with their ranges."""
-    layout = lambda key: LAYOUT_TITLES[key[1]]
-    name = lambda key: f"{title(key[0])} on {layout(key)} inputs"
+    name = lambda key: f"{title(key[0])} on {LAYOUT_TITLES[key[1]]} inputs"
     times = {(r["path"], r.get("layout", "BHSD")): measured(build, "fastest", row_where(path=r["path"], layout=r.get("layout", "BHSD")))
              for r in rows}
     flops = causal_flops(rows[0]["shape"])
@@ -453,7 +447,8 @@ def concat_against_in_place(build: Build, r: dict) -> tuple[int, str]:
     cat = measured(build, "decode_step", lambda result: pick(result)["concat"])
     o = decide.order(cat, place)
     if o == 0:
-        return o, not_told_apart("the concatenating step", cat, "the in-place one", place)
+        return o, (f"the concatenating step and the in-place one are not told apart ({cat.text(us)} against "
+                   f"{place.text(us)}, {cat.how}; {within(cat, place)})")
     return o, (f"a step takes {cat.text(us)} with the concatenation against {place.text(us)} in place, "
                f"{r['ratio']:.2f}× as long ({cat.how})" + ("" if o > 0 else ": less time, not more"))
 
@@ -478,10 +473,15 @@ def decode_error(build: Build):
 
 def graph_gain(build: Build, i: int) -> str:
     """The one-call speedup of row `i` of the graphs run, where the rule tells the two calls apart."""
-    eager = measured(build, "graphs", lambda result: result[i]["eager"], "times_us")
-    graph = measured(build, "graphs", lambda result: result[i]["graph"], "times_us")
-    ratio = f"{eager.median / graph.median:.1f}×"
-    return ratio if decide.told_apart(eager, graph) else f"{ratio}, not told apart"
+    eager, graph = (measured(build, "graphs", lambda result: result[i][how], "times_us") for how in ("eager", "graph"))
+    return _times(eager, graph)
+
+
+def _times(a: decide.Range, b: decide.Range, apart: bool = False) -> str:
+    """How many times a's median is b's, "not told apart" added where the rule cannot tell them apart (unless
+    `apart` says they need not be)."""
+    ratio = f"{a.median / b.median:.1f}×"
+    return ratio if apart or decide.told_apart(a, b) else f"{ratio}, not told apart"
 
 
 GRAPH_PATHS = {"SDPA flash": "flash", "SDPA cuDNN": "cudnn", "naive, torch.compile": "naive_compiled"}
@@ -655,8 +655,7 @@ def against_fast_path(build: Build, r: dict) -> str:
     """A fallback case's one call over the fast path's (the run's first row), where the rule tells them apart."""
     fast = measured(build, "fallback", lambda result: result[0], "times_us")
     case = measured(build, "fallback", row_where(case=r["case"]), "times_us")
-    ratio = f"{case.median / fast.median:.1f}×"
-    return ratio if r is build.run("fallback")[0] or decide.told_apart(case, fast) else f"{ratio}, not told apart"
+    return _times(case, fast, r is build.run("fallback")[0])
 
 
 def _basis(build: Build, run: str) -> str:
@@ -750,7 +749,6 @@ HARDWARE = {  # what the records' GPU is and does, from the device query and mea
     "clock": lambda r: f"{r['query']['smi_clocks_max_sm_mhz']:,} MHz",
     "fp32": lambda r: f"{r['fp32_matmul_tflops']:.1f} TFLOP/s",  # a tenth, so that its share of the peak follows
     "fp32_bmm": lambda r: f"{r['fp32_bmm_tflops']:.0f} TFLOP/s",
-    "bf16_bmm": lambda r: f"{r['bf16_bmm_tflops']:.0f} TFLOP/s",
     "fp32_bmm_time": lambda r: us(r["fp32_bmm_us"]),
     "bf16_bmm_time": lambda r: us(r["bf16_bmm_us"]),
     "fp32_over_bf16": lambda r: f"{r['fp32_bmm_us'] / r['bf16_bmm_us']:.1f}×",
@@ -780,8 +778,7 @@ RUN_FACTS = {  # how a run measured, from its record, for the prose that describ
                                count),  # back-to-back runs kept per row and process
     "calls": lambda b, n: _span({r["back_to_back_calls"] for r in _rows(b, n) if "back_to_back_calls" in r}, count),
     # the SM clock (NVML) over the rounds kept, in every process
-    "sm_clock": lambda b, n: mhz([x for r in _rows(b, n) if r.get("clocks")
-                                   for x in (r["clocks"]["sm_mhz_min"], r["clocks"]["sm_mhz_max"]) if x is not None]),
+    "sm_clock": lambda b, n: mhz(sm_readings(_rows(b, n))),
     # the SM clock as each process ended measuring (its last NVML reading)
     "sm_clock_at_end": lambda b, n: mhz([p["gpu"][-1]["sm_mhz"] for p in (b.run_record(n).get("processes")
                                                                           or b.run(n).get("processes") or [])

@@ -17,7 +17,7 @@ from ...model.stages import DEFAULT_SHAPE, STAGES
 from ...text import escape, shape as shape_text, us
 from ..render import tables
 from ..build import Build, FalseStatement, RecordUnusable
-from ..words import ONE_CALL, TIMING_RUN, count, listed, mhz, short, title
+from ..words import ONE_CALL, TIMING_RUN, count, listed, mhz, short, sm_readings, title
 from ..registry import piece
 
 
@@ -52,16 +52,17 @@ def timed_range(build: Build, stage, shape, field="enqueue_us") -> decide.Range:
 def clock_of(build: Build, shape) -> str:
     """The SM clock the timing run's rounds at `shape` were kept at, over every process (its stages share their
     rounds): "SM clock 1,830–1,980 MHz over the rounds kept", or that NVML could not say."""
-    dims = [int(x) for x in (shape.split("x") if isinstance(shape, str) else shape)]
-    sm = [x for rep in build.repeats("timing") for r in rep["rows"] if r["shape"] == dims and "clocks" in r
-          for x in (r["clocks"]["sm_mhz_min"], r["clocks"]["sm_mhz_max"]) if x is not None]
+    sm = sm_readings(r for rep in build.repeats("timing") for r in rep["rows"] if r["shape"] == list(_dims(shape)))
     return f"SM clock {mhz(sm)} over the rounds kept" if sm else "the SM clock unrecorded"
 
 
+def _dims(shape) -> tuple:
+    """A shape of the timing run, given as "8x16x1024x64" or [8, 16, 1024, 64]."""
+    return tuple(int(x) for x in (shape.split("x") if isinstance(shape, str) else shape))
+
+
 def _record(stage: str, shape) -> str:
-    """The record name of a stage at a shape of the timing run ("8x16x1024x64" or [8, 16, 1024, 64])."""
-    dims = tuple(int(x) for x in (shape.split("x") if isinstance(shape, str) else shape))
-    return names.record_name(stage, dims)
+    return names.record_name(stage, _dims(shape))
 
 
 def where(s) -> str:
@@ -89,7 +90,7 @@ def _rounds_note(results: list[dict]) -> str:
         return ""
     shapes = {(i, tuple(r["shape"])): r for i, result in enumerate(results) for r in result["rows"] if "rounds" in r}
     dropped = sum(r["throttled"] for r in shapes.values())  # one count a shape and process: every stage shares it
-    sm = [x for r in measured for x in (r["clocks"]["sm_mhz_min"], r["clocks"]["sm_mhz_max"]) if x is not None]
+    sm = sm_readings(measured)
     clock = f"; the SM clock over the rounds kept: {mhz(sm)}" if sm else ""
     return (f"The stages of each shape were measured together, each once a round in a shuffled order. A round "
             f"whose SM clock, read before and after it, fell below {100 * THROTTLE:.0f} % of the GPU's maximum was "
@@ -108,13 +109,11 @@ def _method_note(build: Build) -> str:
 
 
 @piece("timing-table")
-def timing_table(build: Build, shape=None):
-    """Every stage of the timing run (at one shape, or all): the four unprofiled methods, the verdict for a stream
-    and the launch overhead of one call (the run's profiled CPU time is Methods' and the profiler verdict's)."""
+def timing_table(build: Build):
+    """Every stage of the timing run: the four unprofiled methods, the verdict for a stream and the launch
+    overhead of one call (the run's profiled CPU time is Methods' and the profiler verdict's)."""
     out = []
     for r in rows(build):
-        if shape and "x".join(map(str, r["shape"])) != shape:
-            continue
         one = timing.stats(r["one_call_us"])
         build.number(_record(r["stage"], r["shape"]), ONE_CALL, TIMING_RUN, us(one.median))
         cells = [spread(timing.stats(r[k])) if r.get(k) else "—" for k in ("back_to_back_us", "graph_us", "enqueue_us")]
@@ -214,7 +213,7 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
     directive = f"verdict {stage} {shape} {kind}"
     if kind == "stream":
         every, enqueue = repeated(build, stage, shape), timed_range(build, stage, shape)
-        said = timing.run_verdict(every, v)
+        said = timing.consensus(every) or v.stream
         if expect == said and not timing.settled(every):
             raise FalseStatement(f"the sentence `{directive}` expects {expect!r}, and the timing run says so, but not "
                                  f"in every repeat by the {timing.HOST_MARGIN:g}× margin that decides it "
@@ -368,7 +367,7 @@ def lone_call(build: Build):
 def timing_value(build: Build, what, stage=None, shape=None):
     """A figure of the timing run inline: inflation (the range over every row), tolerance and cpu_tolerance
     (the rule's floor against the GPU-only time and against the CPU enqueue), overheads SHAPE (the range of
-    one call's launch overhead at a shape), or one median of a row."""
+    one call's launch overhead at a shape), or one_call and enqueue, a row's medians."""
     if what == "inflation":  # the sentences around it say the profiler adds CPU time: hold them to it
         lo, hi = inflation_range(build)
         if lo <= 1:
@@ -384,11 +383,8 @@ def timing_value(build: Build, what, stage=None, shape=None):
         return f"{100 * timing.CPU_FLOOR:.0f} %"
     if what == "margin":
         return f"{timing.HOST_MARGIN:g}×"
-    if what in ("one_call", "back_to_back", "gpu_only", "enqueue", "overhead", "idle"):
-        v = timing.verdict(timing.find(build.run("timing")["rows"], stage, shape))
-        return us({"one_call": v.one_call.median, "back_to_back": v.back_to_back.median,
-                   "gpu_only": v.gpu_only.median, "enqueue": v.enqueue.median,
-                   "overhead": v.launch_overhead_us, "idle": v.gpu_idle_per_call_us}[what])
+    if what in ("one_call", "enqueue"):
+        return us(getattr(timing.verdict(timing.find(build.run("timing")["rows"], stage, shape)), what).median)
     raise KeyError(f"unknown timing value {what!r}")
 
 

@@ -11,12 +11,12 @@ from ...analysis.flops import causal_tflops
 from ...analysis.oplist import KIND_LABEL
 from ...model.procedure import BWD_FLOP_FACTOR, MEASURED_ONCE_TWO_GPU
 from ...model.stages import STAGES
-from ...text import escape, shape, size, us
+from ...text import dims, escape, shape, size, us
 from ..render import plots, tables
 from ..build import Build
 from ..words import title
 from .captures import trace_controls
-from ..registry import ALL, piece
+from ..registry import ALL, one_of, piece
 
 GRADIENTS = ("dq", "dk", "dv")
 
@@ -49,14 +49,13 @@ def compare_backward(build: Build, *records):
                      f"{s['backward_device_us'] / s['forward_device_us']:.1f}×",
                      f"{grad_error(s):.1e}"))
         forwards.append(f"    - {title(s)}: {us(s['forward_device_us'])}")
-    b, h, n, d = build.summary(records[0])["shape"]
     reps = build.summary(records[0])["settings"]["event_reps"]
     return (tables.table(["stage", "device ops / backward", "of them launched from the calling thread",
                           "device time / backward (profiler, sum of kernels)",
                           "one call: CUDA-event median (p10–p90)", f"TFLOP/s ({BWD_FLOP_FACTOR}× causal fwd FLOPs, one-call median)",
                           "backward ÷ forward (device time, same trace)",
                           "worst grad error vs fp64"], rows, "lrrrrrrr")
-            + f"\n\nShape B={b}, H={h}, S={n}, D={d}, bf16, causal. *Device time*: the durations of the backward's "
+            + f"\n\nShape {dims(build.summary(records[0])['shape'])}, bf16, causal. *Device time*: the durations of the backward's "
               f"device ops added up, from the profiler's trace of the median profiled backward. *Backward ÷ forward*: "
               f"over the device time of the forwards profiled before the backwards in that trace (the median of them), "
               f"so that both sides of the ratio come from one run. *One call*: CUDA events "
@@ -117,12 +116,7 @@ BWD_VALUES = {
     "ops": lambda s: str(s["ops_per_backward"]),
     "calling_thread": lambda s: str(s["ops_on_calling_thread_each"][0]),
     "device_time": lambda s: us(s["backward_device_us"]),
-    "forward_device_time": lambda s: us(s["forward_device_us"]),
     "event_median": lambda s: us(s["event_median_us"]),
-    "tflops": lambda s: f"{bwd_tflops(s):.0f}",
-    "held": lambda s: size(s["memory"]["held_after_forward_bytes"]),
-    "peak": lambda s: size(s["memory"]["peak_backward_bytes"]),
-    "grad_err": lambda s: f"{grad_error(s):.1e}",
     "largest_saved": lambda s: size(max(r["bytes"] for r in s["saved"] if r["what"] == "intermediate")),
     "row_stats": lambda s: size(next(r["bytes"] for r in s["saved"] if r["what"] == "intermediate"
                                      and len(r["shape"]) == 3)),  # one float per query row: B×H×S
@@ -132,9 +126,7 @@ BWD_VALUES = {
 @piece("value", captures=1, unavailable=True, inline=True, kind="backward")
 def value_backward(build: Build, record, field):
     """One number of a backward capture, inline in prose."""
-    if field not in BWD_VALUES:
-        raise KeyError(f"unknown value {field!r} (known: {', '.join(BWD_VALUES)})")
-    return BWD_VALUES[field](build.summary(record))
+    return one_of(BWD_VALUES, field, "value")(build.summary(record))
 
 
 @piece("key-averages", captures=1, kind="backward")
@@ -237,11 +229,7 @@ def stamp_cp(build: Build, record):
 
 RANK_VALUES = {  # value CP-RECORD rank0.exposed, rank1.hidden_pct ...
     "exposed": lambda r: us(r["overlap"]["exposed_us"]),
-    "comm": lambda r: us(r["overlap"]["communication_us"]),
-    "hidden": lambda r: us(r["overlap"]["overlap_us"]),
     "hidden_pct": lambda r: f"{100 * r['overlap']['hidden_fraction']:.0f} %",
-    "device": lambda r: us(r["forward_device_us"]),
-    "ops": lambda r: str(r["ops_per_forward"]),
 }
 CP_VALUES = {
     "speedup": lambda s: f"{s['speedup']:.2f}×",

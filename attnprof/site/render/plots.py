@@ -10,9 +10,9 @@ from ...analysis import kernel_names, trace as traces
 from ...analysis.oplist import KIND_LABEL
 from ...text import escape, us
 from ...model.stages import STAGES
+from ..words import count
 from .svg import BACKGROUND, CONNECTOR, FRAME, GRID, INK, MUTED, PATH_COLOR, ROLE, SERIES, el, header, hover
 
-W, H, LEFT, RIGHT, TOP, BOTTOM = 880, 400, 70, 24, 30, 50
 MUTED_TEXT = {"class": "attnprof-muted", "fill": MUTED}  # small print; the stylesheet gives it 4.5:1 in each scheme
 HALO = "paint-order: stroke; stroke: var(--md-default-bg-color, white); stroke-width: 4px; stroke-linejoin: round"
 
@@ -37,11 +37,16 @@ def time_ticks(end_us: float, width: float = 1040) -> list[tuple[float, str]]:
     return [(t, f"{round(t / 1000, 6):g} ms" if ms else f"{round(t, 6):g} µs") for t in ticks]
 
 
-def _tick_anchor(i: int, x: float, label: str, right_edge: float, char_w: float) -> str:
-    """The first tick's label starts at its tick; one that would run past the right edge ends at it."""
-    if i == 0:
-        return "start"
-    return "end" if x + len(label) * char_w / 2 > right_edge else "middle"
+def _time_axis(end_us: float, width: float, x, top: float, bottom: float, y: float, name: str, name_x) -> list[str]:
+    """A trace figure's time axis: a grid line from `top` to `bottom` at each tick, its label at `y` (the first
+    label starts at its tick; one that would run past the right edge ends at it), and the axis's `name` under
+    the labels, ending at `name_x`."""
+    def anchor(i, t, label):
+        return "start" if i == 0 else "end" if x(t) + len(label) * CHAR_W / 2 > width - 2 else "middle"
+    return [el("line", x1=f"{x(t):.1f}", y1=top, x2=f"{x(t):.1f}", y2=bottom, stroke=GRID)
+            + el("text", label, x=f"{x(t):.1f}", y=y, **MUTED_TEXT, text_anchor=anchor(i, t, label))
+            for i, (t, label) in enumerate(time_ticks(end_us, width))] + [
+        el("text", name, x=name_x, y=y + 16, **MUTED_TEXT, text_anchor="end")]
 
 
 TRACE_FONT, CHAR_W = 12, 6.8  # px; a generous average glyph width of the sans-serif at that size
@@ -188,13 +193,9 @@ def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth:
     height = legend_y + max(column_h) - 8
     parts = [header(width, height, f'{summary["stage"]} {what} trace', font_size=TRACE_FONT, css_class=variant),
              _lines(heading_lines, heading_x, 16, font_weight="bold")]
-    for i, (t, label) in enumerate(time_ticks(axis, width)):  # time axis at the bottom, clear of the launch connectors
-        tx = f"{x(t):.1f}"
-        parts.append(el("line", x1=tx, y1=y_cpu - 4, x2=tx, y2=y_axis - 14, stroke=GRID)
-                     + el("text", label, x=tx, y=y_axis, **MUTED_TEXT,
-                          text_anchor=_tick_anchor(i, x(t), label, width - 2, CHAR_W)))
-    parts.append(el("text", f"time since the {what} began (CPU clock)", x=f"{x(axis):.1f}", y=y_axis + 16,
-                    **MUTED_TEXT, text_anchor="end"))
+    # the time axis at the bottom, clear of the launch connectors
+    parts += _time_axis(axis, width, x, y_cpu - 4, y_axis - 14, y_axis, f"time since the {what} began (CPU clock)",
+                        f"{x(axis):.1f}")
     for name, y, h in (("CPU", y_cpu, row_h), ("launch", y_launch, launch_h), ("GPU", y_gpu, lane)):
         parts.append(el("text", name, x=4, y=f"{y + h / 2 + 4:.0f}", font_weight="bold"))
     mid = row_h / 2 + 3  # a label's baseline in its row
@@ -289,12 +290,8 @@ def _ranks_timeline(summary, trace: dict, width: int, variant: str) -> str:
     parts = [header(width, height, f'{summary["record"]}: ranks on one timeline', font_size=TRACE_FONT,
                     css_class=variant),
              _lines(heading, 4, 16, font_weight="bold") + _lines(sub, 4, 16 + 16 * len(heading))]
-    for i, (t, label) in enumerate(time_ticks(end, width)):
-        parts.append(el("line", x1=f"{x(t):.1f}", y1=top - 4, x2=f"{x(t):.1f}", y2=lanes_bottom, stroke=GRID)
-                     + el("text", label, x=f"{x(t):.1f}", y=lanes_bottom + 16, **MUTED_TEXT,
-                          text_anchor=_tick_anchor(i, x(t), label, width - 2, CHAR_W)))
-    parts.append(el("text", "time since the first rank's forward began", x=width - right, y=lanes_bottom + 32,
-                    **MUTED_TEXT, text_anchor="end"))
+    parts += _time_axis(end, width, x, top - 4, lanes_bottom, lanes_bottom + 16,
+                        "time since the first rank's forward began", width - right)
     for k, (r, f) in enumerate(zip(summary["ranks"], fwds)):
         y_comp = top + k * 2 * (row_h + 6)
         y_comm = y_comp + row_h + 4
@@ -341,16 +338,8 @@ class Frame:
 
 CHART = Frame(960, 400, 70, 12, 30, 50)
 CHART_NARROW = Frame(NARROW, 330, 62, 6, 30, 50, row=26, names=False)
-W, H, LEFT, RIGHT, TOP, BOTTOM = CHART.width, CHART.height, CHART.left, CHART.right, CHART.top, CHART.bottom
-CHART_CHAR_W = CHART.char_w
 LEGEND_X = 34  # the legend sits under the plot, from the left: on a phone it is on screen
 PATH_BY_TITLE = {stage.title: key for key, stage in STAGES.items()}
-NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
-
-
-def path_color(key: str) -> str:
-    """The one colour of an attention path (a stage's key) on every chart."""
-    return PATH_COLOR[key]
 
 
 def series_color(name: str, i: int) -> str:
@@ -614,7 +603,7 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
         row += f.row
         g = group_of.get(name)
         if g and name == g[-1]:
-            out.append(legend(el("text", f"↑ these {NUMBER_WORDS.get(len(g), len(g))} overlap: one striped line",
+            out.append(legend(el("text", f"↑ these {count(len(g))} overlap: one striped line",
                                  x=x + 26, y=row + 4, font_style="italic", **MUTED_TEXT)))
             row += f.row
     out.append("</g>" if shift else "")

@@ -2,12 +2,11 @@
 capture (key_averages, the op list and its diff, footprint, CPU side) with the boxes around them."""
 from __future__ import annotations
 
-from ...analysis import kernel_names, oplist
-from ...analysis.oplist import KIND_LABEL
+from ...analysis import counters as ncu, kernel_names, oplist
+from ...analysis.oplist import KEY_AVERAGES_HEADERS, KIND_LABEL
 from ...model.procedure import MEASURED_ONCE
 from ...text import escape, shape, size, us
 
-KEY_AVERAGES_HEADERS = ["Name", "Calls", "Self CPU", "CPU total", "Self CUDA", "CUDA total"]
 def unit(math_unit: str) -> str:
     """A decoded math unit as the pages write it: "CUDA cores", "Tensor Cores (wgmma)", "none"."""
     return math_unit.replace("cuda cores", "CUDA cores").replace("tensor cores", "Tensor Cores")
@@ -44,15 +43,13 @@ def kernel(name: str, printed=kernel_names.printed) -> str:
 
 def environment(record: dict, verb: str, detail: str) -> str:
     """The stamp of a capture or run: which GPU and software made it, and when."""
-    r = record
-    e = {k: escape(r[k]) for k in ("device", "capability", "date", "driver", "torch", "cuda", "cudnn", "triton")}
+    e = {k: escape(record[k]) for k in ("device", "capability", "date", "driver", "torch", "cuda", "cudnn", "triton")}
     return (f'!!! info "{verb} on {e["device"]} ({e["capability"]})"\n'
             f'    {e["date"]} · driver {e["driver"]} · torch {e["torch"]} · CUDA {e["cuda"]} · cuDNN {e["cudnn"]} · '
             f'Triton {e["triton"]} · {detail}')
 
 
-def stamp(summary) -> str:
-    s = summary
+def stamp(s) -> str:
     missing = f"\n\n{unavailable(s)}" if "unavailable" in s else ""
     detail = f'shape {escape(tuple(s["shape"]))} {escape(s["dtype"])}, causal · snippet hash {code(s["source_hash"])}'
     if "function" in s:  # a reader's capture: its file and function, and the hash of the file's code
@@ -156,10 +153,8 @@ def ops_diff(a, b, which: str) -> str:
     """The ops one forward has that the other lacks, then each forward's op count and device time: `which` forward
     of each (both the same kind, so that their difference is like with like), named beside the times."""
     removed, added = oplist.ops_diff(a, b)
-    rows = [("−", f"#{i} in {escape(a['stage'])}", KIND_LABEL[op["kind"]], us(op["duration_us"]), kernel(op["name"]))
-            for i, op in removed]
-    rows += [("+", f"#{i} in {escape(b['stage'])}", KIND_LABEL[op["kind"]], us(op["duration_us"]), kernel(op["name"]))
-             for i, op in added]
+    rows = [(sign, f"#{i} in {escape(s['stage'])}", KIND_LABEL[op["kind"]], us(op["duration_us"]), kernel(op["name"]))
+            for sign, s, ops in (("−", a, removed), ("+", b, added)) for i, op in ops]
     if not rows:
         return f"The two op lists are the same: {a['ops_per_forward']} ops each."
     saved = a["forward_device_us"] - b["forward_device_us"]
@@ -178,9 +173,8 @@ def footprint_columns(summary, props: dict, measured: list[dict] | None = None, 
     """Each kernel of one forward with what it asks of an SM: (footprint row, achieved occupancy) pairs, the
     achieved value measured by Nsight Compute (`measured`: a counters record's kernels, in launch order)
     where counters exist, else the trace's own estimate; and whether it was measured."""
-    from ...analysis.counters import paired
     rows = oplist.footprint_rows(summary, props)
-    pairs = paired(summary["ops"], measured) if measured is not None else None
+    pairs = ncu.paired(summary["ops"], measured) if measured is not None else None
     achieved = ([k.get("warps_active_pct") for _, k in pairs] if pairs else [r["achieved_occupancy"] for r in rows])
     return [(r, a) for r, a in zip(rows, achieved) if not only or only in r["name"]], bool(pairs)
 
@@ -211,15 +205,6 @@ def footprint_table(headers: list[str], kernels, measured: bool) -> str:
     return table(headers, body, "l" + "r" * len(kernels)) + "\n\n" + note
 
 
-def footprint(summary, props: dict, measured: list[dict] | None = None, only: str | None = None) -> str:
-    """One column per kernel, occupancy first: what each kernel asks of an SM, how many blocks fit, and
-    the achieved occupancy Nsight Compute measured (`measured`: a counters record's kernels, in launch
-    order), else the trace's own estimate. Columns are headed by the kernel's number in the op list."""
-    kernels, was_measured = footprint_columns(summary, props, measured, only)
-    headers = ["op # in the list"] + [f"#{r['index']} {kernel(r['name'])}" for r, _ in kernels]
-    return footprint_table(headers, kernels, was_measured)
-
-
 def counter_pct(kernel_: dict, key: str, space: str = "\u00a0") -> str:
     """One of Nsight Compute's percents of a kernel, to a tenth; a dash where it gave none."""
     return "—" if kernel_.get(key) is None else f"{kernel_[key]:.1f}{space}%"
@@ -228,19 +213,18 @@ def counter_pct(kernel_: dict, key: str, space: str = "\u00a0") -> str:
 def counters(record: dict, capture: dict) -> str:
     """Each kernel of one forward as Nsight Compute measured it: occupancy, pipes, throughput, verdict.
     Kernels are named as the capture names them where the two lists agree."""
-    from ...analysis import counters as c
-    pairs = c.paired(capture["ops"], record["kernels"]) or [({"name": k["name"]}, k) for k in record["kernels"]]
+    pairs = ncu.paired(capture["ops"], record["kernels"]) or [({"name": k["name"]}, k) for k in record["kernels"]]
     rows = []
     for op, k in pairs:
         pct = lambda key: counter_pct(k, key)
         dram = "—" if k.get("dram_bytes") is None else f"{pct('dram_throughput_pct')} ({size(k['dram_bytes'])})"
         rows.append((kernel(op["name"]), f"{pct('warps_active_pct')} of {pct('theoretical_occupancy_pct')} "
-                     f"({c.limiter(k) or '—'})", pct("tensor_pipe_pct"), pct("fma_pipe_pct"),
+                     f"({ncu.limiter(k) or '—'})", pct("tensor_pipe_pct"), pct("fma_pipe_pct"),
                      f"{pct('sm_throughput_pct')} / {pct('memory_throughput_pct')}", dram, pct("l2_hit_pct"),
-                     f"**{c.verdict(k)}**"))
+                     f"**{ncu.verdict(k)}**"))
     return (table(["kernel", "warps active of theoretical (limit)", "tensor pipe", "FP32 FMA pipe",
                    "SM / memory throughput", "DRAM (of peak, bytes)", "L2 hit", "verdict"], rows, "llrrllrl")
-            + f"\n\nMeasured by Nsight Compute {escape(c.version(record['ncu']))} on {escape(record['device'])}, {escape(record['date'])}, "
+            + f"\n\nMeasured by Nsight Compute {escape(ncu.version(record['ncu']))} on {escape(record['device'])}, {escape(record['date'])}, "
               f"over one forward with the clocks unlocked ([reading the columns and the verdict]({COUNTERS_GUIDE})).")
 
 
