@@ -30,6 +30,7 @@ class Build:
         self.strict = strict  # a strict build: a piece may name only records the site lists
         self._summaries, self._traces, self._runs, self._drawn, self._counters = {}, {}, {}, {}, {}
         self._pooled: dict[str, list | dict] = {}
+        self._made: dict = {}  # Build.once
         self._listed: set[str] | None = None
         self._read: dict = {}  # every file this build has read (records.reading)
         self.evidence: list[str] | None = None  # the page being rendered: what its lessons rest on (`fold`)
@@ -102,6 +103,16 @@ class Build:
     def read_forwards(self, record: str) -> list[trace.Forward]:
         self.summary(record)  # usable, or the box that says why not
         return self._load(records.forwards, record, self.folder)
+
+    def once(self, key: str, make):
+        """make(), once a build: what a piece derives from many records (the sets side by side, say)."""
+        if key not in self._made:
+            self._made[key] = make()
+        return self._made[key]
+
+    def of_set(self, folder) -> "Build":
+        """A build over another committed set of records (another GPU's), read once beside this one."""
+        return self.once(f"set {folder}", lambda: Build(folder, strict=self.strict))
 
     def link(self, record: str) -> str:
         """Where a record's files lie in the built site (captures/<set>), the set it is read from."""

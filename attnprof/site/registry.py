@@ -48,7 +48,7 @@ class Piece:
 PIECES: dict[str, dict[str | None, Piece]] = {}  # name -> kind -> piece
 PROFILED = ("backward", "own")  # kinds of profiled capture that a stage record's piece renders too
 MODULES = ("pieces.captures", "pieces.training", "pieces.runs", "pieces.guides", "pieces.timing", "pieces.compared",
-           "pieces.gpu", "claims")  # every module that registers pieces
+           "pieces.gpu", "pieces.same_chip", "claims")  # every module that registers pieces
 
 
 def piece(name: str, captures: int = 0, unavailable: bool = False, inline: bool = False, kind: str | None = None,

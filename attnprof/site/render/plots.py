@@ -502,7 +502,8 @@ def _end_labels(ends: list[tuple[str, float, float, str]], f: Frame, plot_right:
 
 def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True, log_y=False,
                hlines: dict | None = None, x_ticks=None, y_unit: str = "", colors: dict | None = None,
-               label_points: bool = False, labels_below: float | None = None, frame: Frame = CHART) -> str:
+               label_points: bool = False, labels_below: float | None = None, frame: Frame = CHART,
+               tips: dict | None = None) -> str:
     """series: {name: [(x, y), ...]}; points with y None are skipped (e.g. out of memory).
 
     A series named by a stage's title takes that path's colour (`colors` names others); y_unit "bytes"
@@ -512,7 +513,8 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
     draw one line are striped in their colours, listed together and said to overlap. Reference lines
     (`hlines`) are labelled where no series crosses the label; `label_points` writes each single-point
     series' name (or number) beside its point, below the height `labels_below` where one is given (a roof's,
-    which would otherwise run through a label beside a point near it)."""
+    which would otherwise run through a label beside a point near it). With `tips` ({name: one text a point}), each
+    series is a scatter of points, never joined, each point's hover (and tap) its own text."""
     f = frame
     fmt_y = size_tick if y_unit == "bytes" else _fmt
     pts = [(x, y) for s in series.values() for x, y in s if y is not None]
@@ -521,7 +523,7 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
     y0, y1 = (min(ys) / 1.5, max(ys) * 1.5) if log_y else (0, max(ys) * 1.1)
     number = {name: str(i) for i, name in enumerate(series, 1)}
     good = {name: [(x, y) for x, y in points if y is not None] for name, points in series.items()}
-    lines = [name for name in series if len(good[name]) > 1]
+    lines = [name for name in series if len(good[name]) > 1 and not tips]
     mark = (lambda name: name) if f.names else number.get
     gutter = 18 + max([len(mark(n)) * f.char_w for n in lines], default=0) if lines else 0
     plot_right = f.width - f.right - gutter
@@ -562,15 +564,16 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
                       stroke_dasharray="6,3"))
     dash = 10
     for name, points in series.items():
-        if len(drawn[name]) > 1:
+        if name in lines:
             path = " ".join(f"{'M' if j == 0 else 'L'}{x:.1f},{y:.1f}" for j, (x, y) in enumerate(drawn[name]))
             stripes = {}
             if name in group_of:  # one stripe of each colour in turn along the shared line
                 g = group_of[name]
                 stripes = {"stroke_dasharray": f"{dash},{dash * (len(g) - 1)}", "stroke_dashoffset": dash * g.index(name)}
             out.append(el("path", d=path, fill="none", stroke=color[name], stroke_width=2.5 if stripes else 2, **stripes))
-        for (x, y), (px, py) in zip(good[name], drawn[name]) if len(good[name]) <= 20 else []:  # a dense curve (the roof) needs no markers
-            tip = hover(f"{name}: {_fmt(x)} → {fmt_y(y) if y_unit else f'{y:.3g}'}")
+        marked = zip(good[name], drawn[name], (tips or {}).get(name) or [None] * len(good[name]))
+        for (x, y), (px, py), said in marked if len(good[name]) <= 20 or tips else []:  # a dense curve (the roof): no markers
+            tip = hover(said or f"{name}: {_fmt(x)} → {fmt_y(y) if y_unit else f'{y:.3g}'}")
             r = 3.5 if len(good[name]) == 1 else 3
             if f.names:
                 out.append(el("circle", tip, cx=f"{px:.1f}", cy=f"{py:.1f}", r=r, fill=color[name]))
@@ -596,9 +599,9 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
         n = len(good[name])
         key = "" if f.names else el("tspan", number[name], font_weight="bold") + " "
         x = 4 if not f.names else LEGEND_X
-        out.append(legend(("" if n == 1 else el("line", x1=x, y1=row, x2=x + 18, y2=row, stroke=color[name],
-                                                 stroke_width=2.5))
-                          + ("" if n > 20 else el("circle", cx=x + 9, cy=row, r=3.5, fill=color[name]))
+        out.append(legend(("" if n == 1 or tips else el("line", x1=x, y1=row, x2=x + 18, y2=row, stroke=color[name],
+                                                         stroke_width=2.5))
+                          + ("" if n > 20 and not tips else el("circle", cx=x + 9, cy=row, r=3.5, fill=color[name]))
                           + el("text", key + escape(name) + oom, x=x + 26, y=row + 4)))
         row += f.row
         g = group_of.get(name)
