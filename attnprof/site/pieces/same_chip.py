@@ -58,7 +58,7 @@ class Pair:
 
 
 def _gpu(build: Build) -> gpus.Gpu:
-    device = build.run_record("hardware")["device"]
+    device = build.summary(STAGES[0])["device"]
     row = gpus.row(device)
     if row is None:
         raise RecordUnusable(gpus.missing(device))
