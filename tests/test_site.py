@@ -165,15 +165,18 @@ def _on_another_gpu(folder, name: str):
             path.write_bytes(gzip.compress(raw) if path.suffix == ".gz" else raw)
 
 
-def test_a_site_built_from_another_gpus_records_names_that_gpu(tmp_path, build_site):
+def test_a_site_built_from_another_gpus_records_names_that_gpu(tmp_path, build_site, copy_project):
     """The same records said to be an H100's: every page names the H100 and no H200, outside the changelog, the
-    contributors' pages and folded details."""
+    contributors' pages and folded details. (The chapter that sets two GPUs side by side names both by design: it
+    is left out, as its claims would compare these records, an H200's, with the H100's own.)"""
     import re
     from attnprof.model import gpus
+    chapters = sorted(p.stem for p in (store.ROOT / "docs").glob("*.md") if p.stem not in ("index", "h100-vs-h200"))
+    tree = copy_project(tmp_path / "project", chapters)
     folder = tmp_path / "captures"
     shutil.copytree(store.CAPTURES, folder)
     _on_another_gpu(folder, H100)
-    r = build_site(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)})
+    r = build_site(tmp_path / "site", env_extra={"ATTNPROF_CAPTURES": str(folder)}, root=tree)
     assert r.returncode == 0, r.stderr[-5000:]
     named = {}
     for page in (tmp_path / "site").rglob("*.html"):

@@ -127,7 +127,7 @@ def _side(g: gpus.Gpu) -> dict[str, str]:
     """What the GPU table says of a GPU, as the chapter's first table sets two side by side."""
     return {"compute capability": "{}.{}".format(*g.capability), "SMs": str(g.sms),
             "highest SM clock": f"{g.max_sm_mhz:,} MHz", "bf16 Tensor Core peak (dense)": f"{g.tensor_tflops['bf16']:,g} TFLOP/s",
-            "FP32 peak (CUDA cores)": f"{g.fp32_tflops:g} TFLOP/s", "L2 cache": f"{g.l2_mb:g} MB" if g.l2_mb else "—",
+            "L2 cache": f"{g.l2_mb:g} MB" if g.l2_mb else "—",
             "memory": f"{g.memory_gb:g} GB", "memory bandwidth": f"{g.memory_gbs / 1000:g} TB/s"}
 
 
@@ -159,7 +159,7 @@ def same_chip_chart(build: Build):
     hlines = {"the same time": 1.0, f"the whole bandwidth ratio ({p.bandwidth_ratio:.2f}×)": p.bandwidth_ratio}
     return plots.chart(lambda frame: plots.line_chart(
         series, f"DRAM throughput on the {fast}, % of its peak (Nsight Compute)", f"time on the {slow} ÷ on the {fast}",
-        f"{len(counted)} kernels: how much slower each runs with less memory bandwidth", log_x=False, hlines=hlines,
+        f"{len(counted)} kernels: how much slower each runs with less memory bandwidth", log_x=False, log_y=True, hlines=hlines,
         x_ticks=[0, 20, 40, 60, 80, 100], frame=frame, tips=tips))
 
 
