@@ -130,13 +130,15 @@ GPUS = _row(
         notes="TDP configurable, 350 to 400 W"),
     Gpu("NVIDIA H200", "h200", "H200", (9, 0), sms=132, max_sm_mhz=1980, tensor_mhz=1830,
         tensor_tflops={"bf16": 989.5, "fp16": 989.5, "tf32": 494.7, "fp8": 1979}, fp32_tflops=67,
-        memory_gbs=4800, memory_gb=141, l2_mb=50, tdp_w=700,
+        memory_gbs=4800, memory_gb=141, l2_mb=60, tdp_w=700,
         sources={"https://www.nvidia.com/en-us/data-center/h200/":
                  "peaks of the H200 SXM (with sparsity: halved here), FP32, 141 GB HBM3e at 4.8 TB/s, 700 W",
                  "https://github.com/meta-pytorch/tritonbench/issues/78": "dense bf16 peak, 989.5 TFLOP/s",
-                 HOPPER_WHITEPAPER: "the GH100 of the H100 SXM5: 132 SMs, 50 MB L2",
+                 HOPPER_WHITEPAPER: "the GH100 of the H100 SXM5: 132 SMs",
                  "https://github.com/meta-pytorch/tritonbench/blob/main/tritonbench/utils/gpu_utils.py":
-                 "maximum SM clock, 1,980 MHz"}),
+                 "maximum SM clock, 1,980 MHz",
+                 "docs/captures/h200/run-hardware.json": "L2: 60 MiB (62,914,560 bytes), as the driver reports it; "
+                                                        "no NVIDIA page gives it"}),
     Gpu("NVIDIA GH200 480GB", "gh200", "GH200", (9, 0), sms=132, max_sm_mhz=1980, tensor_mhz=1830,
         tensor_tflops={"bf16": 989, "fp16": 989, "tf32": 494, "fp8": 1979}, fp32_tflops=67,
         memory_gbs=4000, memory_gb=96, l2_mb=None, tdp_w=1000,

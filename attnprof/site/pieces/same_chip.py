@@ -123,20 +123,30 @@ def ops(build: Build) -> tuple[Pair, tuple[Op, ...]]:
 
 # ---- the pieces ------------------------------------------------------------------------------------
 
-def _side(g: gpus.Gpu) -> dict[str, str]:
-    """What the GPU table says of a GPU, as the chapter's first table sets two side by side."""
-    return {"compute capability": "{}.{}".format(*g.capability), "SMs": str(g.sms),
-            "highest SM clock": f"{g.max_sm_mhz:,} MHz", "bf16 Tensor Core peak (dense)": f"{g.tensor_tflops['bf16']:,g} TFLOP/s",
-            "L2 cache": f"{g.l2_mb:g} MB" if g.l2_mb else "—",
-            "memory": f"{g.memory_gb:g} GB", "memory bandwidth": f"{g.memory_gbs / 1000:g} TB/s"}
+SIDE = {  # what the chapter's first table sets side by side: the figure, and how a cell says it
+    "compute capability": (lambda g: g.capability, lambda v: "{}.{}".format(*v)),
+    "SMs": (lambda g: g.sms, str),
+    "highest SM clock": (lambda g: g.max_sm_mhz, lambda v: f"{v:,} MHz"),
+    "bf16 Tensor Core peak (dense)": (lambda g: g.tensor_tflops["bf16"], lambda v: f"{v:,.0f} TFLOP/s"),
+    "L2 cache": (lambda g: g.l2_mb, lambda v: f"{v:g} MB" if v else "—"),
+    "memory": (lambda g: g.memory_gb, lambda v: f"{v:g} GB"),
+    "memory bandwidth": (lambda g: g.memory_gbs, lambda v: f"{v / 1000:g} TB/s"),
+}
+SAME_WITHIN = 0.01  # two vendors' figures of one chip that differ by their rounding are the same
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, tuple) or a is None or b is None:
+        return a == b
+    return abs(a - b) <= SAME_WITHIN * max(abs(a), abs(b))
 
 
 @piece("same-chip-gpus")
 def same_chip_gpus(build: Build):
     """The two GPUs from the GPU table: what is the same, what differs."""
     p = pair(build)
-    a, b = _side(p.fast_gpu), _side(p.slow_gpu)
-    rows = [(what, a[what], b[what], "same" if a[what] == b[what] else "differs") for what in a]
+    rows = [(what, say(get(p.fast_gpu)), say(get(p.slow_gpu)), "same" if _same(get(p.fast_gpu), get(p.slow_gpu)) else "differs")
+            for what, (get, say) in SIDE.items()]
     return tables.table(["", escape(p.fast_gpu.display), escape(p.slow_gpu.display), ""], rows, "lrrl")
 
 
@@ -160,7 +170,7 @@ def same_chip_chart(build: Build):
     return plots.chart(lambda frame: plots.line_chart(
         series, f"DRAM throughput on the {fast}, % of its peak (Nsight Compute)", f"time on the {slow} ÷ on the {fast}",
         f"{len(counted)} kernels: how much slower each runs with less memory bandwidth", log_x=False, log_y=True, hlines=hlines,
-        x_ticks=[0, 20, 40, 60, 80, 100], frame=frame, tips=tips))
+        x_ticks=[0, 20, 40, 60, 80, 100], x_range=(0, 100), frame=frame, tips=tips))
 
 
 @piece("same-chip-table")

@@ -503,7 +503,7 @@ def _end_labels(ends: list[tuple[str, float, float, str]], f: Frame, plot_right:
 def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True, log_y=False,
                hlines: dict | None = None, x_ticks=None, y_unit: str = "", colors: dict | None = None,
                label_points: bool = False, labels_below: float | None = None, frame: Frame = CHART,
-               tips: dict | None = None) -> str:
+               tips: dict | None = None, x_range: tuple[float, float] | None = None) -> str:
     """series: {name: [(x, y), ...]}; points with y None are skipped (e.g. out of memory).
 
     A series named by a stage's title takes that path's colour (`colors` names others); y_unit "bytes"
@@ -519,7 +519,7 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
     fmt_y = size_tick if y_unit == "bytes" else _fmt
     pts = [(x, y) for s in series.values() for x, y in s if y is not None]
     xs, ys = [p[0] for p in pts], [p[1] for p in pts] + list((hlines or {}).values())
-    x0, x1 = min(xs), max(xs)
+    x0, x1 = x_range or (min(xs), max(xs))
     y0, y1 = (min(ys) / 1.5, max(ys) * 1.5) if log_y else (0, max(ys) * 1.1)
     number = {name: str(i) for i, name in enumerate(series, 1)}
     good = {name: [(x, y) for x, y in points if y is not None] for name, points in series.items()}
