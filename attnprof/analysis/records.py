@@ -2,15 +2,9 @@
 
 A record holds what was measured (traces, raw samples, Nsight Compute's report, the stamp, the clocks); reading
 one (`load_summary`, `load_run`, `load_counters`) adds every figure derived from it, once while a build reads.
-A kind says which records of it the site renders, their names, their key (model/names.py), whether the
-committed one is usable (present, well formed, current), what retakes it. `check`, the build, `show` walk KINDS.
-
-    stage     `<stage>[-BxHxSxD][-dtype]`: one forward, profiled (measure/capture.py)
-    backward  `<stage>-bwd`: forward + backward, profiled (measure/backward.py)
-    cp        `cp-<rotation>[-unbalanced]-w<world>-1xHxSxD`: context parallelism, every rank (measure/context_parallel.py)
-    counters  `<record>.counters`: Nsight Compute over one forward of a stage record (measure/counters.py)
-    run       `run-<name>`: a measurement run (measure/runs.py)
-    own       `<file stem>.<function>`: a reader's attention, profiled like a stage (measure/own.py, own.py)
+A kind (stage, backward, cp, counters, run, own: model/names.py names each) says which records of it the site
+renders, their names and key, whether the committed one is usable (present, well formed, current) and what
+retakes it. `check`, the build and `show` walk KINDS.
 """
 from __future__ import annotations
 
