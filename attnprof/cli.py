@@ -179,9 +179,8 @@ def cmd_report(args) -> int:
 
 
 def cmd_check(args) -> int:
-    """Every record the site reads, and every checked sentence of its chapters (as the strict build
-    evaluates them; the sentences need nothing beyond the standard library, so this runs without the
-    docs extra too)."""
+    """Every record the site reads, and every checked sentence, as the strict build evaluates them (the
+    sentences need only the standard library, so this runs without the docs extra too)."""
     from .site import notebooks
     from .site.build import Build
     from .site.claims.core import false_statements

@@ -1,23 +1,16 @@
 """Regenerate: retake every record the site reads that is stale (or every one), with all the GPUs here.
 
-`python -m attnprof regenerate` and the build (ATTNPROF_RECAPTURE, site/hook.py) both come here. What a
-record needs is its kind's `Take` (records.py): one GPU for forward, backward and run records, Nsight
-Compute for counters, CP_WORLD GPUs for context parallelism, and the packages of any provider it runs.
-What this machine cannot take is named in one line each; the rest is taken by WORKERS_PER_GPU worker
-processes per GPU (attnprof/measure/worker.py, CUDA_VISIBLE_DEVICES set), each taking the next record from
-one queue, the longest first; a record that needs several GPUs runs first, alone, on all of them. The
-workers of a GPU share it, but never measure at once: each measuring section holds the GPU alone
-(measure/gpulock.py, a machine-wide lock per GPU), so while one measures the others import, load kernels
-and compile, on cores of their own (the measuring process's CPU-timed numbers are not moved by their
-compiles). Stage records come before the rest, in the table's order, all taken by each GPU's first worker
-(slot 0), which starts, like every worker, with empty compile caches: a stage's first call then pays its
-compilation, as it would in a fresh `python -m attnprof capture`; the other workers take the rest
-meanwhile. The records of a kind taken together (counters: one Nsight Compute child starts once for many
-records) are one job per GPU. A worker that makes no progress (its log does not grow) for TAKE_STALL_S
-seconds (a counters take, whose Nsight Compute child is silent until it ends: NCU_STALL_S) is stopped,
-SIGUSR1 first (faulthandler writes its stack and its processes' into their logs), and named in one line; its record keeps its existing capture and the others go on. Progress ("-- "
-lines from the workers' logs, with the seconds since the start) is relayed so the output is never silent
-for long. Nothing here imports torch: planning (and `--dry-run`) works on a machine without a GPU.
+`python -m attnprof regenerate` and the build (ATTNPROF_RECAPTURE, site/hook.py) both come here. A record
+needs its kind's `Take` (records.py): GPUs, Nsight Compute, the packages of any provider it runs; what this
+machine cannot take is named in one line each. WORKERS_PER_GPU worker processes per GPU (measure/worker.py)
+take the rest from one queue, longest first; a record needing several GPUs runs first, alone on all of them.
+A GPU's workers never measure at once (measure/gpulock.py): while one measures, the others import, load
+kernels and compile, on cores of their own. Stage records come first, in the table's order, all in each GPU's
+slot-0 worker, whose empty compile caches make a stage's first call pay its compilation as a fresh `capture`
+would. A kind taken together (counters: one Nsight Compute child for many) is one job per GPU. A worker whose
+log does not grow for TAKE_STALL_S (counters: NCU_STALL_S) is stopped, its stacks written first (SIGUSR1),
+and named in one line; its record keeps its capture. The workers' "-- " lines are relayed, so the output is
+never silent for long. Nothing here imports torch: planning (and `--dry-run`) works without a GPU.
 """
 from __future__ import annotations
 
@@ -44,18 +37,14 @@ from .model.stages import STAGES
 from .model.snippets import ROOT
 from .text import first_line, short, text_table
 
-# seconds a record of each kind takes, to hand out the longest first (a run record's own wall_s, where
-# it has one, is used instead)
+# seconds a record of each kind takes, to hand out the longest first (a run record's own wall_s overrides)
 ESTIMATE_S = {"run": 30.0, "cp": 60.0, "counters": 10.0, "backward": 6.0, "stage": 4.0, "own": 6.0}
-# worker processes per GPU: one measures while the others prepare (imports, compiles); more would only
-# wait for the GPU, and each holds a CUDA context and a compile pool
+# one measures while the others prepare; more would only wait for the GPU, each holding a context and compile pool
 WORKERS_PER_GPU = 3
-# a worker whose log does not grow for this long has hung: its stack is written, it is stopped, the others
-# go on. Every wait says so within it (gpulock.WAIT_SAY_S, repeat.SAY_EVERY_S), and a repeat that hangs is
-# stopped by its worker first (repeat.STALL_S); the longest silence seen in a take is ~80 s (Nsight Compute)
+# a worker whose log does not grow this long has hung: every wait says so within it (gpulock.WAIT_SAY_S,
+# repeat.SAY_EVERY_S; a hung repeat is stopped first, repeat.STALL_S); the longest silence seen is ~80 s
 TAKE_STALL_S = 180.0
-# Nsight Compute's child prints into its pipe, not the log, until it ends: ~80 s alone for every counters
-# record, longer beside other workers' compiles; its take may be silent this long
+# Nsight Compute's child prints to its pipe, not the log, until it ends (~80 s, longer beside compiles)
 NCU_STALL_S = 360.0
 STOP_GRACE_S = 3.0  # between SIGUSR1 (the stacks into the logs) and SIGKILL
 SAY_EVERY_S = 45.0  # a line of what is running when nothing else has been said for this long
@@ -83,8 +72,7 @@ def _nvidia_gpus() -> list[str]:
 
 
 def detect() -> Machine:
-    """This machine: its CUDA GPUs (as CUDA_VISIBLE_DEVICES lists them, if set), Nsight Compute, providers.
-    PyTorch is imported only where nvidia-smi shows a GPU."""
+    """This machine's CUDA GPUs (CUDA_VISIBLE_DEVICES's), Nsight Compute, providers; torch only where GPUs are."""
     needs = {p for s in STAGES.values() for p in s.needs}
     missing = frozenset(p for p in needs if importlib.util.find_spec(p) is None)
     ncu = shutil.which("ncu")
@@ -179,8 +167,7 @@ def plan(wanted: list[str], machine: Machine, folder=None) -> tuple[list[Job], d
 
 
 def assign(jobs: list[Job], devices) -> list[tuple[Job, tuple[str, ...]]]:
-    """Where each job is expected to run, as the queue hands them out when the estimates hold (for
-    `--dry-run`): a whole-machine job on every device, each other job on the device that frees first."""
+    """Where each job would run if the estimates hold (`--dry-run`): on the device that frees first, or all."""
     free = {d: 0.0 for d in devices}
     out = []
     for job in jobs:
@@ -197,11 +184,9 @@ def assign(jobs: list[Job], devices) -> list[tuple[Job, tuple[str, ...]]]:
 
 def run_jobs(jobs: list[Job], devices, take: Callable[[Job, tuple[str, ...]], str],
              progress: Callable[[str], None] | None = None, per_device: int = 1) -> list[Result]:
-    """Take every job: those that hold several GPUs first, one at a time on all `devices`; then the
-    others from one queue, `per_device` threads per device (slot.index 0, 1, ...), each taking the next
-    job as soon as it is free; the stage records only by each device's slot 0, before any other job.
-    `take(job, devices)` returns the outcome in a few words ("retaken", "failed: ..."); an exception is a
-    failed outcome, not the end of the others."""
+    """Take every job: the several-GPU ones first, on all `devices`; then the rest from one queue, `per_device`
+    threads per device (slot.index), stage records only in slot 0, before any other. `take(job, devices)` gives
+    the outcome in a few words ("retaken", "failed: ..."); an exception is a failed outcome, not the end."""
     devices = tuple(devices)
     lock = threading.Lock()
     results: list[Result] = []
@@ -256,8 +241,7 @@ def tree(pid: int, of: dict[int, int] | None = None) -> list[int]:
 
 
 def stop_tree(pid: int):
-    """SIGUSR1 to a process and everything under it (faulthandler writes each one's stack into its log),
-    then SIGKILL to all of them."""
+    """SIGUSR1 to a process and all under it (faulthandler logs each stack), then SIGKILL to all of them."""
     everyone = tree(pid)
     for sig in (signal.SIGUSR1, signal.SIGKILL):
         for p in everyone:
@@ -270,11 +254,9 @@ def stop_tree(pid: int):
 
 
 class Workers:
-    """The worker processes of one regeneration (attnprof/measure/worker.py): WORKERS_PER_GPU per GPU,
-    started together and kept for the next record; a job on several GPUs gets a process of its own. Each
-    is handed record names on stdin and answers one JSON line per record on a pipe of its own; what the
-    measuring code prints goes to its log in `log_dir`, whose "-- " lines are relayed through `say`. A
-    worker whose log does not grow for TAKE_STALL_S seconds is stopped (stop_tree) and named in one line."""
+    """A regeneration's worker processes (measure/worker.py): WORKERS_PER_GPU per GPU, kept between records,
+    one of its own for a job on several GPUs. Each reads record names on stdin and answers a JSON line each on
+    its own pipe; its output goes to its log in `log_dir`, whose "-- " lines are relayed through `say`."""
 
     module = "attnprof.measure.worker"  # what each worker runs (a test's fake speaks the same protocol)
 
@@ -307,8 +289,7 @@ class Workers:
         self.say(f"[{self.said - self.began:5.0f} s] {line}")
 
     def pids(self, devices) -> Path:
-        """The file naming these GPUs' workers, one pid a line (gpulock.QUIET_ENV: whom a quiet measurement
-        on them pauses)."""
+        """These GPUs' workers' pids, one a line (gpulock.QUIET_ENV: whom a quiet measurement pauses)."""
         return self.log_dir / f"{self.name((devices, 0)).removesuffix('-w0')}.pids"
 
     def holds(self, devices) -> Path:
@@ -316,9 +297,8 @@ class Workers:
         return self.pids(devices).with_suffix(".holds")
 
     def busy_text(self, devices, wall_s: float) -> str:
-        """How much of the regeneration's time these GPUs spent measuring, and on what most; then a table of
-        every take that held them, by when it first did (seconds since the workers started): what a shorter
-        regeneration would have to cut."""
+        """How much of the time these GPUs spent measuring, on what most, and a table of every take that held
+        them by when it first did: what a shorter regeneration would have to cut."""
         total, by = gpulock.holds(self.holds(devices))
         top = sorted(by.items(), key=lambda kv: -kv[1])[:3]
         first, count = {}, {}
@@ -331,9 +311,8 @@ class Workers:
                 + ("\n" + text_table(["held by", "first at s", "held s", "stretches"], rows) if rows else ""))
 
     def resume(self, devices, unless_marked_since: float | None = None):
-        """Let every process under these GPUs' workers go on (SIGCONT): a measurement that paused them and
-        ended without letting them go (it was killed) leaves none paused for good. Given the quiet mark it
-        read, it signals no one where a new quiet stretch has marked since (it began while this looked)."""
+        """SIGCONT to everything under these GPUs' workers, so that a killed quiet measurement leaves none
+        paused; none where a quiet stretch has marked since `unless_marked_since` (it began meanwhile)."""
         with self.lock:
             roots = [proc.pid for (d, _), (proc, _) in self.procs.items() if d == devices]
         of = gpulock.parents()
@@ -342,8 +321,7 @@ class Workers:
             gpulock._signal(everyone, signal.SIGCONT)
 
     def _unpause(self, resumed: dict):
-        """A quiet stretch lasts at most gpulock.QUIET_MAX_S: once its mark is older than that, whatever it
-        paused is let go (once a mark), whether or not any take's log grew meanwhile."""
+        """Let go (once a mark) what a quiet stretch paused, once its mark is older than gpulock.QUIET_MAX_S."""
         with self.lock:
             devices = {d for d, _ in self.procs}
         for d in devices:
@@ -371,8 +349,7 @@ class Workers:
         return proc, os.fdopen(read_fd, "r")
 
     def start(self, devices: tuple[str, ...]):
-        """The workers on these GPUs, if none is running (they import PyTorch while others work): one for
-        several GPUs, WORKERS_PER_GPU for one."""
+        """Start these GPUs' missing workers (one for several GPUs), to import PyTorch while others work."""
         with self.lock:
             for index in range(1 if len(devices) > 1 else WORKERS_PER_GPU):
                 if (devices, index) not in self.procs:
@@ -383,8 +360,7 @@ class Workers:
             return self.procs[(devices, 0)]
 
     def _heartbeat(self):
-        """A line of what is running whenever nothing has been said for SAY_EVERY_S seconds; no process left
-        paused by a quiet stretch that ended without letting it go (`_unpause`)."""
+        """Say what is running when nothing was said for SAY_EVERY_S; unpause what a quiet stretch left paused."""
         resumed = {}
         while not self.done.wait(5.0):
             self._unpause(resumed)
@@ -499,8 +475,7 @@ def parse_kinds(text: str | None) -> list[str] | None:
 
 
 def parse_skip(text: str | None, kinds: list[str] | None = None) -> set[str]:
-    """The records `--skip` leaves out (say, the sweep, to take it in a call of its own): each one the site
-    uses, of the kinds chosen."""
+    """The records `--skip` leaves out: each one the site uses, of the kinds chosen."""
     names = {n.strip() for n in (text or "").split(",") if n.strip()}
     used = records.used_records([k for k in records.KINDS if kinds is None or k.name in kinds])
     if bad := sorted(names - used):
@@ -581,8 +556,7 @@ def regenerate(wanted: list[str], out_dir=None, machine: Machine | None = None, 
 
 
 def _stop_on_term(previous=None):
-    """SIGTERM (a `timeout` around the call) ends the regeneration as Ctrl-C would, so its workers are
-    stopped; given what it returned, puts the previous handler back. Only the main thread can set it."""
+    """Make SIGTERM (a `timeout`) stop the workers as Ctrl-C does; given what it returned, undo it. Main thread only."""
     if threading.current_thread() is not threading.main_thread():
         return None
     if previous is not None:

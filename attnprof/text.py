@@ -60,16 +60,14 @@ def text_table(headers, rows) -> str:
                      + [fmt.format(*map(str, r)) for r in rows])
 
 
-# Markdown's own characters as numeric entities, so a name never starts a code span, a link, attr_list's
-# `{: ...}` (attributes on the cell or paragraph), a table column or a backslash escape. An underscore inside
-# a word (a kernel's name) starts no emphasis and is kept; one at either end of a word is encoded.
+# Markdown's own characters as entities, so a name never starts a code span, a link, attr_list's `{: ...}`, a
+# table column or an escape; an underscore inside a word (a kernel's name) is kept, one at a word's end encoded.
 MARKDOWN = {ord(c): f"&#{ord(c)};" for c in "\\`*[]{}|"}
 LONE_UNDERSCORE = re.compile(r"(?<!\w)_|_(?!\w)")
 
 
 def escape(value) -> str:
-    """A string from a record, a trace, a kernel's name or a reader's file or function, as it enters a page:
-    the one escape for HTML text, an attribute value (either quote), SVG and Markdown alike; one line. Escape
-    once, where the value enters the markup, never a value already escaped."""
+    """A string from a record, a trace or a reader's code as it enters a page, on one line: the one escape for
+    HTML text, attributes, SVG and Markdown alike, applied once, where the value enters the markup."""
     text = html.escape(str(value), quote=True).translate(MARKDOWN)
     return LONE_UNDERSCORE.sub("&#95;", text).replace("\r", " ").replace("\n", " ")

@@ -1,12 +1,9 @@
 """Two captures compared: `python -m attnprof diff A B`, the `align` piece and the notebooks' diff.
 
-A and B are records (`flash`, `window.flex`, `my.attention`: looked for in attnprof-captures/ or --captures DIR,
-then in the site's set of records) or captures by path (`attnprof-captures/x.f.json`).
-The op lists are aligned by kernel family (kind and the library that made the kernel, as kernel_names.explain
-decodes it): an op of the same family at the same place is the same op (the same name) or a changed one
-(another name); the rest were removed from A or added in B. Beside them: device and CPU time per
-forward, the launch-bound verdict (trace.Gaps, as the site defines it), TFLOP/s and numerics.
-Pure (no torch).
+A and B are records (`flash`, `my.attention`: looked for in the reader's captures, then the site's set) or
+paths of captures. The op lists are aligned by kernel family (the kind and library that made it): an op of
+the same family at the same place is the same op or a changed one; the rest were removed from A or added in
+B. Beside them: device and CPU time per forward, the stream verdict, TFLOP/s and numerics. Pure (no torch).
 """
 from __future__ import annotations
 
@@ -22,8 +19,7 @@ from .oplist import KIND_LABEL
 
 
 def folders(captures=None) -> list[Path]:
-    """Where a record name is looked for, in order: the reader's captures (`--captures DIR`; by default
-    attnprof-captures/ in the current folder, where `capture FILE.py:FUNCTION` writes), then the site's."""
+    """Where a record is looked for: the reader's captures (`--captures`; attnprof-captures/), then the site's."""
     mine, site = Path(captures or own.DEFAULT_OUT), Path(store.CAPTURES)
     return [site] if mine.resolve() == site.resolve() else [mine, site]
 
@@ -78,8 +74,7 @@ def family(op: dict) -> str:
 
 
 def align(a: dict, b: dict) -> list[dict]:
-    """One row per op of either list, in launch order: same, changed (same family, another name),
-    removed (only in A) or added (only in B); indices are 1-based, as the op lists number them."""
+    """One row per op of either list, in launch order: same, changed, removed or added (1-based indices)."""
     fa, fb = [family(op) for op in a["ops"]], [family(op) for op in b["ops"]]
     rows = []
     def row(status, i=None, j=None):
@@ -102,9 +97,8 @@ def align(a: dict, b: dict) -> list[dict]:
 
 
 def metrics(s: dict) -> dict:
-    """What diff sets side by side. The stream verdict is the capture's own (analysis/timing.py: back to back
-    against GPU only and CPU enqueue); `stream_gpu_only` says how GPU only was had, `stream_note` what the
-    verdict cell cannot (an estimate and why, or why there is none)."""
+    """What diff sets side by side; the stream verdict is the capture's own (timing.record_stream), with how GPU
+    only was had (`stream_gpu_only`) and what its cell cannot say (`stream_note`)."""
     g = oplist.gaps(s)
     st = timing.record_stream(s)
     label, note = st.label, st.note
@@ -124,8 +118,7 @@ def metrics(s: dict) -> dict:
 
 
 def decided(st: timing.Stream) -> bool:
-    """Whether a capture's stream verdict holds whatever the host's CPU pace within timing.HOST_MARGIN (the
-    rule of timing.Verdict.decided); a verdict that names no side setting the pace has nothing to decide."""
+    """Whether a capture's stream verdict is decided (timing.Verdict.decided); one naming no side always is."""
     if st.verdict not in ("GPU-bound", "launch-bound"):
         return True
     return timing.Verdict(st.verdict, None, st.back_to_back, st.gpu_only, st.enqueue, None, None).decided

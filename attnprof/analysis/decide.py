@@ -1,19 +1,15 @@
 """The one rule that decides every comparison and threshold a page states (pure, no torch).
 
-A quantity is a `Range`: measured in several independent repeats (separate processes, a fresh CUDA
-context each), the median of all their samples and the span of the repeats' medians, each repeat's median
-kept; measured in one process only, the median and p10–p90 of that process's samples.
+A quantity is a `Range`: over several independent repeats (separate processes), the median of all their
+samples and the span of the repeats' medians, each kept; in one process, the median and p10–p90.
 
-Two quantities of one run, measured in the same processes (interleaved, so a host's or a GPU's drift falls
-on both), are compared process by process: they are told apart when, in every process, one is beyond the
-other by its method's paired margin, on the same side. Where the run took its samples in rounds, each
-process's ratio is the median of its rounds' own ratios, the two samples of a round set against each other.
-Two quantities that were not measured together (two captures, two runs) are told apart only when their
-ranges do not overlap and their medians differ by the method's margin between processes besides, which is
-far wider for what the host's CPU sets. Otherwise a page says "not told apart" (within ±margin) and gives
-both ranges, words that hold whichever way a regeneration falls. A value set against a threshold is "near"
-it when its range reaches within the threshold's band, and is never flipped across it by a few tenths of a
-point.
+Two quantities of one run measured in the same processes (interleaved: drift falls on both) are told apart
+when, in every process, one is beyond the other by its method's paired margin, on the same side (in rounds:
+by the median of the rounds' own ratios). Two not measured together are told apart only when their ranges
+do not overlap and their medians differ by the method's margin between processes, far wider for what the
+host's CPU sets. Otherwise a page says "not told apart" and gives both ranges: words that hold whichever
+way a regeneration falls. A value is "near" a threshold when its range reaches within its band, so a few
+tenths of a point never flip it across.
 """
 from __future__ import annotations
 
@@ -32,12 +28,10 @@ REPEATS, SAMPLES = "repeats", "samples"  # a Range's basis
 # How a time was had: each method has margins of its own (MARGINS), since each moves by its own amount
 DEVICE, ONE_CALL, BACK_TO_BACK, ENQUEUE, GRAPH, CPU, WALL = (
     "device time", "one call", "back to back", "CPU enqueue", "graph replay", "CPU time", "host wall time")
-# The methods a run measured in rounds (measure/bench.py interleaved) takes a round at a time; the profiler's
-# (device time, CPU time) profile each path once, after its rounds
+# The methods a run in rounds (measure/bench.py interleaved) takes a round at a time; the profiler's come after
 IN_ROUNDS = (ONE_CALL, WALL, BACK_TO_BACK, ENQUEUE, GRAPH)
-# The regime a time was had in (analysis/timing.regime): launch-bound where, in some process, the CPU took as long
-# to enqueue a call as the GPU took to run it, or longer; GPU-bound where the GPU took longer in every process.
-# The host sets the pace of the first and the GPU that of the second, and a method moves by its own amount in each.
+# The regime (analysis/timing.regime): launch-bound where, in some process, enqueueing a call took the CPU at least
+# as long as the GPU took to run it; else GPU-bound. Each sets the pace its way, so each has margins of its own.
 LAUNCH_BOUND, GPU_BOUND = "launch-bound", "GPU-bound"
 
 
@@ -47,14 +41,11 @@ class Margin:
     apart: float  # two figures from different processes: how far one path's median moved between two processes
 
 
-# Each method's margins in each regime, as `python tools/drift.py` computes them from the regenerations of the
-# timing run measured in rounds, all but the one its record holds (a margin never judges the records it was
-# measured on; tests/test_decide.py holds these equal to drift.py's). Paired: the largest ratio, in one process,
-# between auto-dispatch and cuDNN, whose kernel auto runs (analysis/aa.py IDENTICAL), round by round where the
-# method is timed in rounds. Apart: the largest move of one path's median between two processes of one
-# regeneration. On the GPU's clock (device time, graph replay) a time moves by a few percent; what the host's CPU
-# sets (one call, CPU enqueue, CPU time) moves far more, most of all between processes, which is why those
-# comparisons are made in pairs, within each process.
+# Each method's margins per regime, from `python tools/drift.py` over the timing run's regenerations but the one
+# its record holds (a margin never judges the records it was measured on; tests/test_decide.py holds them equal).
+# Paired: the largest ratio in one process between auto-dispatch and cuDNN, which run one kernel (aa.py IDENTICAL).
+# Apart: the largest move of a path's median between two processes. The GPU's clock moves a few percent; what the
+# host's CPU sets moves far more, most of all between processes: hence comparisons in pairs, within each process.
 MARGINS = {ENQUEUE: {LAUNCH_BOUND: Margin(0.04, 1.08), GPU_BOUND: Margin(0.06, 0.93)},
            CPU: {LAUNCH_BOUND: Margin(1.22, 1.53), GPU_BOUND: Margin(1.88, 2.21)},
            BACK_TO_BACK: {LAUNCH_BOUND: Margin(0.04, 1.03), GPU_BOUND: Margin(0.02, 0.06)},
@@ -89,12 +80,10 @@ class Range:
     per: tuple[float, ...] = ()  # each process's median, in its run's process order (REPEATS only)
     run: str | None = None  # the run whose processes measured it: two ranges of one run are compared in pairs
     regime: str | None = None  # LAUNCH_BOUND or GPU_BOUND, where known: which of its method's margins apply
-    rounds: tuple[tuple[float, ...], ...] = field(default=(), repr=False)  # each process's samples as its rounds
-    #                                                                          took them (a run in rounds)
+    rounds: tuple[tuple[float, ...], ...] = field(default=(), repr=False)  # each process's samples by round
 
     def text(self, fmt: Callable[[float], str]) -> str:
-        """'12.3 µs [11.9–12.8 µs]': the median, then the range in brackets (a sentence often holds it in
-        parentheses), each through `fmt`, a unit once."""
+        """'12.3 µs [11.9–12.8 µs]' (brackets: a sentence often has parentheses around it), a unit once."""
         minus = lambda t: re.sub(r"(?<!\w)-(?=\d)", "−", t)  # a minus sign, not a hyphen, before a negative
         if self.lo == self.hi:
             return minus(fmt(self.median))
@@ -133,8 +122,7 @@ def of_samples(samples) -> Range:
 
 
 def of_repeats(values) -> Range:
-    """One value per independent repeat (each repeat's median): their median and their span. A single
-    repeat has no spread across repeats: use of_samples on its samples instead."""
+    """Each independent repeat's median: their median and span (one repeat: use of_samples instead)."""
     xs = [float(x) for x in values]
     if len(xs) < 2:
         raise ValueError(f"a range across repeats needs at least 2 repeats, and {len(xs)} were given")
@@ -142,12 +130,10 @@ def of_repeats(values) -> Range:
 
 
 def of(repeats: list, method: str | None = None, run: str | None = None, regime: str | None = None) -> Range:
-    """The range a comparison uses, from the samples of each repeat: where there are two or more repeats,
-    the median of all their samples (the median a table over the pooled repeats shows) and the span of
-    the repeats' own medians, each repeat's median kept (`per`) so that two ranges of one `run` are
-    compared process by process, and each repeat's samples too where that run took them in rounds; else the
-    median and p10–p90 of the one repeat's samples. `method` says how the samples were had (DEVICE, ONE_CALL,
-    ...), `regime` in which regime (LAUNCH_BOUND, GPU_BOUND), where known."""
+    """The range a comparison uses, from each repeat's samples: with two or more, their pooled median (what a
+    table shows) and the span of the repeats' medians, kept (`per`, and each repeat's rounds where `run` took
+    them) so that two ranges of one run compare process by process; else one repeat's median and p10–p90.
+    `method` (DEVICE, ONE_CALL, ...) and `regime` say how they were had, where known."""
     repeats = [list(r) for r in repeats if r]
     if len(repeats) >= 2:
         per = tuple(statistics.median(r) for r in repeats)
@@ -168,8 +154,7 @@ def paired(a: Range, b: Range) -> bool:
 
 
 def margin(a: Range, b: Range) -> float:
-    """The margin that decides a against b: the paired one of their methods in their regimes, or the one
-    between processes; MARGIN where neither says how it was had."""
+    """The margin deciding a against b: their methods' paired or between-process one; else MARGIN."""
     kinds = [margins_of(r.method, r.regime) for r in (a, b) if r.method in MARGINS]
     if not kinds:
         return MARGIN
@@ -177,9 +162,8 @@ def margin(a: Range, b: Range) -> float:
 
 
 def steps(a: Range, b: Range) -> list[float]:
-    """Each process's own step from b to a, for two ranges of one run: the log of their ratio, the median of its
-    rounds' own where both kept a sample a round alike (the two samples of a round were taken moments apart);
-    for values of either sign (differences), their difference as a share of the larger."""
+    """Each process's step from b to a (one run): the log of their ratio, its rounds' median where both have
+    rounds (a round's two samples were moments apart); for signed values, the difference over the larger."""
     if a.rounds and b.rounds and all(len(x) == len(y) for x, y in zip(a.rounds, b.rounds)):
         return [statistics.median(math.log(x / y) for x, y in zip(xs, ys)) for xs, ys in zip(a.rounds, b.rounds)]
     if min(a.per + b.per) > 0:
@@ -188,8 +172,7 @@ def steps(a: Range, b: Range) -> list[float]:
 
 
 def order(a: Range, b: Range, margin_: float | None = None) -> int:
-    """-1 when a is decidedly below b, 1 when decidedly above, 0 when they are not told apart (the rule in
-    this module's docstring); `margin_` overrides the methods' margin."""
+    """-1 (a decidedly below b), 1 (above) or 0 (not told apart), by this module's rule; `margin_` overrides."""
     m = margin(a, b) if margin_ is None else margin_
     if paired(a, b):
         each, bar = steps(a, b), math.log1p(m) if min(a.per + b.per) > 0 else m
@@ -209,9 +192,8 @@ def order(a: Range, b: Range, margin_: float | None = None) -> int:
 
 
 def held_by_margin(a: Range, b: Range) -> float | None:
-    """Where a and b are not told apart though their ranges do not overlap, which happens only to two paths
-    measured in separate processes: the margin that holds them together (how far one path's median has moved
-    between processes by their method). None wherever the ranges alone say it."""
+    """The margin that holds a and b together though their ranges do not overlap (only unpaired ranges);
+    None wherever the ranges alone say it."""
     if order(a, b) or paired(a, b) or not (a.hi < b.lo or b.hi < a.lo):
         return None
     return margin(a, b)
@@ -222,8 +204,7 @@ def told_apart(a: Range, b: Range, margin_: float | None = None) -> bool:
 
 
 def ranking(rows: dict[str, Range], margin_: float | None = None) -> list[list[str]]:
-    """Groups from the smallest to the largest, such that every name is told apart from every name of
-    another group; names not told apart (even through a chain of neighbours) share a group."""
+    """Groups, smallest first: names not told apart (even through a chain of neighbours) share a group."""
     groups: list[list[str]] = []
     for name in sorted(rows, key=lambda k: rows[k].median):
         tied = [i for i, g in enumerate(groups) if any(order(rows[m], rows[name], margin_) == 0 for m in g)]
@@ -235,8 +216,7 @@ def ranking(rows: dict[str, Range], margin_: float | None = None) -> list[list[s
 
 
 def against(value: Range | float, threshold: float, band: float) -> str:
-    """'above', 'below' or 'near' a threshold: near when the value's range reaches within `band`
-    (absolute) of it, on either side."""
+    """'above', 'below' or 'near' (the range reaches within `band`, absolute) a threshold."""
     r = value if isinstance(value, Range) else Range(value, value, value, 1, SAMPLES)
     if r.lo - band > threshold:
         return "above"
@@ -266,11 +246,9 @@ def point(x: float, method: str | None = None) -> Range:
 
 
 def quotient(a: Range, b: Range) -> Range:
-    """a ÷ b (a speedup, a share): the quotient of the medians, as a reader divides the two a table shows. Two
-    ranges of one run's processes give each process's own quotient (`per`), their span its range, reaching
-    to the quotient of the pooled medians where that falls just outside (a median is never shown outside its
-    brackets); otherwise the widest the quotient can be, from the ends of the two ranges. A ratio of two
-    times has no time method of its own."""
+    """a ÷ b, the medians' quotient as a reader divides them. Paired: each process's quotient (`per`), their span
+    stretched to hold the median (never shown outside its brackets); else the widest from the ranges' ends.
+    A ratio of two times has no time method of its own."""
     if paired(a, b):
         per, q = tuple(x / y for x, y in zip(a.per, b.per)), a.median / b.median
         return Range(q, min(*per, q), max(*per, q), len(per), REPEATS, None, per, a.run)
@@ -278,11 +256,8 @@ def quotient(a: Range, b: Range) -> Range:
 
 
 def difference(a: Range, b: Range) -> Range:
-    """a − b: the difference of the medians, as a reader subtracts the two a table shows. Two ranges of one
-    run's processes give each process's own difference (`per`), their span its range, reaching to the
-    difference of the pooled medians where that falls outside (a median is never shown outside its
-    brackets); otherwise the widest the difference can be, from the ends of the two ranges. The method and
-    the regime are theirs where they share them."""
+    """a − b, the medians' difference, with its range as `quotient` makes one; their method and regime where
+    they share them."""
     method = a.method if a.method == b.method else None
     regime = a.regime if a.regime == b.regime else None
     if paired(a, b):
@@ -291,15 +266,12 @@ def difference(a: Range, b: Range) -> Range:
     return Range(a.median - b.median, a.lo - b.hi, a.hi - b.lo, min(a.n, b.n), a.basis, method, regime=regime)
 
 
-# Thresholds a claim holds a value to (attnprof/site/claims), each through `against`. A value recorded without a
-# spread (one figure, one ratio of figures) is held to its threshold as it is (POINT_BAND); where it has a
-# range, the range decides.
+# Thresholds a claim holds a value to (site/claims), each through `against`: its range, or a figure as it is.
 POINT_BAND = 0.0  # a figure with no spread recorded crosses its threshold or does not: no band to be near in
 PARITY = 1.0  # a ratio of two times at parity: below it the first is faster, above it slower
 MOST = 0.5  # "most of": more than half
 QUEUED_NEAR = 0.25  # a long forward's one call within a quarter of its time queued: the launch is small beside it
-#                     (what one call adds over a queued forward moves with the host's CPU, by up to ~19 % of a
-#                     490 µs forward between processes; "small" means under a quarter of the forward)
+#                     (what one call adds moves with the host's CPU, by up to ~19 % of a 490 µs forward)
 LINEAR_WITHIN = 0.05  # a speedup within 5 % of the GPU count is "about linear" when no spread is recorded
 ROTATIONS_AGREE_WITHIN = 0.03  # two rotations' medians "agree" this close: MARGIN, what a host or a day moves a time
 UNION_WITHIN_CALL = 0.05  # the kernels' busy time lies "within" one call up to this much over the call's median (another call)

@@ -1,10 +1,6 @@
-"""Decoding kernel names: which library made a kernel, which unit does its math, and what the name
-says about dtype, target architecture and tile.
-
-Only what a name states is reported; anything it does not state is None, and a name that matches no
-rule is "unknown" rather than a guess. `printed` is a name as the profiler prints it, which tables and
-legends show; `label` is a short gloss of it (templates and arguments dropped, the functor that says what an
-ATen kernel does kept).
+"""Decoding kernel names: which library made a kernel, which unit does its math, and what the name says about
+dtype, target architecture and tile. Only what a name states is reported (else None; a name no rule matches is
+"unknown", never a guess). `printed` is a name as the profiler prints it; `label`, a short gloss of it.
 """
 from __future__ import annotations
 
@@ -61,22 +57,19 @@ TABLE_NAME_WIDTH = 55  # torch.profiler's key_averages().table(): the width of i
 
 
 def as_table(name: str) -> str:
-    """A name as `key_averages().table()` prints it: one of TABLE_NAME_WIDTH - 3 characters or more is cut there
-    and "..." added (torch/autograd/profiler_util.py)."""
+    """A name as `key_averages().table()` prints it, cut with "..." (torch/autograd/profiler_util.py)."""
     cut = TABLE_NAME_WIDTH - 3
     return name[:cut] + "..." if len(name) >= cut else name
 
 
 def printed(name: str) -> str:
-    """A kernel's name as the profiler prints it: whole where it is one identifier, as the trace holds it and
-    Perfetto shows it (`sm80_xmma_gemm_f32f32_…_ffma_…`); as `key_averages().table()` prints it where it is a C++
-    signature, whose template arguments run to hundreds of characters."""
+    """A kernel's name as the profiler prints it: whole where it is one identifier (as Perfetto shows it), cut as
+    `key_averages().table()` cuts it where it is a C++ signature (hundreds of characters of templates)."""
     return as_table(name) if re.search(r"[<( ]", name) else name
 
 
 def gloss(name: str) -> str | None:
-    """The readable gloss of a name (its `label`) where it says what the name as printed does not (`[Mul]`,
-    `fp32`); None where the printed name holds every part of it."""
+    """A name's `label` where it says what the printed name does not (`[Mul]`, `fp32`); else None."""
     short, shown = label(name), printed(name)
     return None if all(part in shown for part in re.split(r"[… ]+", short) if part) else short
 
@@ -256,8 +249,7 @@ BACKEND_BY_LIBRARY = {"FlashAttention-2": "flash", "memory-efficient attention":
 
 
 def fingerprint(op_names) -> str:
-    """The SDPA backend that ran, read off the kernels of one forward: a fused attention kernel names
-    its backend; a forward with none of them ran the math path."""
+    """The SDPA backend one forward's kernels show: a fused kernel names it; with none, the math path ran."""
     for name in op_names:
         library = explain(name)["library"]
         for prefix, backend in BACKEND_BY_LIBRARY.items():

@@ -1,18 +1,10 @@
 """Record kinds: every kind of committed record the site reads, in one table, and the one facade over a record.
 
-A record holds what was measured: the trace(s), raw samples, Nsight Compute's report, the environment stamp
-and the clocks. Reading one (`load_summary`, `load_run`, `load_counters`) gives it with every figure the
-build derives from those (op lists, device and CPU time per forward, medians, rates), computed once while a
-build reads. A kind says which records of it the site renders, what each is called, the key it was made under
-(what decides its numbers: model/names.py), whether the committed one is usable (present, of the right shape,
-current) and the command that retakes it. `check`, the strict build and `show` walk KINDS.
-
-    stage     `<stage>[-BxHxSxD][-dtype]`: one forward, profiled (measure/capture.py)
-    backward  `<stage>-bwd`: forward + backward, profiled (measure/backward.py)
-    cp        `cp-<rotation>[-unbalanced]-w<world>-1xHxSxD`: context parallelism, every rank (measure/context_parallel.py)
-    counters  `<record>.counters`: Nsight Compute over one forward of a stage record (measure/counters.py)
-    run       `run-<name>`: a measurement run (measure/runs.py)
-    own       `<file stem>.<function>`: a reader's attention, profiled like a stage (measure/own.py, own.py)
+A record holds what was measured (traces, raw samples, Nsight Compute's report, the stamp, the clocks); reading
+one (`load_summary`, `load_run`, `load_counters`) adds every figure derived from it, once while a build reads.
+A kind (stage, backward, cp, counters, run, own: model/names.py names each) says which records of it the site
+renders, their names and key, whether the committed one is usable (present, well formed, current) and what
+retakes it. `check`, the build and `show` walk KINDS.
 """
 from __future__ import annotations
 
@@ -33,16 +25,14 @@ from ..model.names import (CP_CONFIGS, CP_WORLD, PROFILED_LOOP, BACKWARD_LOOP, R
 from ..model.stages import counter_records, select, site_records
 
 # ---- reading: once per build ----------------------------------------------------------------------
-# While a build reads (`reading`, with the memo of its Build), each file is read, and each record derived,
-# once. Outside, every read reads.
+# While a build reads (`reading`, its Build's memo), each file is read and each record derived once.
 
 _memo: dict | None = None
 
 
 @contextlib.contextmanager
 def reading(memo: dict | None = None):
-    """Files read within this block are kept in `memo` (a Build's: made anew for every build, so nothing
-    read survives a rebuild); without one, in the memo already in use or else a new one."""
+    """Keep what is read in this block in `memo` (a Build's, new each build), or the memo in use, or a new one."""
     global _memo
     outer = _memo
     _memo = memo if memo is not None else outer if outer is not None else {}
@@ -53,8 +43,7 @@ def reading(memo: dict | None = None):
 
 
 def _once(key, read):
-    """read(); while a build is reading, what it gave the first time for `key`. A read that raises is
-    not kept (the next one raises again). What it gives is shared: never change it."""
+    """read(), once per `key` while a build reads (a raise is not kept); what it gives is shared: never change it."""
     if _memo is None:
         return read()
     if key not in _memo:
@@ -63,8 +52,7 @@ def _once(key, read):
 
 
 def _json(path, what="record", fix="") -> dict:
-    """store.read_json, once per file while a build reads; a record not of the shape every record has
-    (wellformed) raises one line naming the file, the field and the fix."""
+    """store.read_json, once per file while a build reads; a malformed record raises one line with the fix."""
     def read():
         data = store.read_json(path, what, fix)
         if why := wellformed.problem(data):
@@ -79,8 +67,7 @@ def load_trace(path) -> dict:
 
 
 def folder_of(record, folder=None) -> Path:
-    """Where a record is read from: `folder` (this set), or, for a record no one-GPU machine takes (two GPUs' worth)
-    that this set lacks, the first set that holds it; its page then names that set's GPU, from the record."""
+    """`folder` (this set), or for a two-GPU record it lacks, the first set holding it (its page names its GPU)."""
     folder = Path(folder or store.CAPTURES)
     if kind_of(record).take.gpus == 1 or folder.parent != store.SETS or store.summary_path(folder, record).exists():
         return folder
@@ -111,8 +98,7 @@ def _stored(record, folder) -> dict:
     return stored
 
 
-# A flip (site/claims/core.py) reads a record as if it said otherwise: `changed` applies its change to the record as
-# the build reads it (every figure derived), for as long as the block runs (tests/test_claims.py).
+# A flip (site/claims/core.py): `changed` edits a record as the build reads it, every figure derived, in its block.
 _changes: dict[tuple[str, str], Callable[[dict], None]] = {}
 
 
@@ -134,8 +120,7 @@ def _as_changed(folder, record, view: dict) -> dict:
 
 
 def load_summary(record, folder=None) -> dict:
-    """A profiled or two-GPU record as the pages read it: what it measured, and every figure derived from its
-    trace and samples (the median forward's ops, device and CPU time, op counts, event statistics)."""
+    """A profiled or two-GPU record as the pages read it, with every figure derived from its trace and samples."""
     folder = folder_of(record, folder)
     stored = _stored(record, folder)
     derive = {CP: _derive_cp, STAGE: _derive_profiled, BACKWARD: _derive_profiled, OWN: _derive_profiled}.get(kind_of(record))
@@ -189,8 +174,7 @@ def load_counters(record, folder=None) -> dict:
 
 
 def load_run(name, folder=None) -> dict:
-    """A committed measurement run (`run-<name>.json`), each process's result with its medians and rates
-    derived from its samples; a missing or corrupt one raises one line naming the fix."""
+    """A committed run (`run-<name>.json`), each process's result with its figures derived from its samples."""
     record = f"run-{name}"
     folder = folder or store.CAPTURES
     stored = _json(store.summary_path(folder, record), f"record of run {name!r}", RUN.fix(record))
@@ -204,8 +188,7 @@ def load_run(name, folder=None) -> dict:
 
 
 def _stale(record, folder) -> str | None:
-    """None when the committed record was made under the key its kind gives now (or is missing or
-    unreadable: the status says so); otherwise one line naming what changed and the fix."""
+    """None when the record is current (or unreadable: its status says so); else what changed, and the fix."""
     kind = kind_of(record)
     try:
         made = _json(store.summary_path(folder, record))
@@ -225,8 +208,7 @@ ECHOED = ("shape", "dtype", "world_size", "rotate", "load_balance", "backend", "
 
 
 def _mislabelled(record, made, kind) -> str | None:
-    """None when the settings a current record repeats at its top (shape, dtype...) are those its name and
-    key stand for; otherwise one line naming the field."""
+    """One line naming a setting a record repeats (ECHOED) that its name and key do not stand for; else None."""
     expected = kind.settings(record)
     for field_name in ECHOED:
         if field_name in made and field_name in expected and made[field_name] != expected[field_name]:
@@ -271,8 +253,7 @@ def _run_status(record, folder) -> str | None:
 
 @dataclass(frozen=True)
 class Take:
-    """What retaking one record of a kind needs beyond a CUDA GPU and PyTorch, and which function of
-    attnprof/measure/worker.py retakes it (`python -m attnprof regenerate` and the build use these)."""
+    """What retaking a record of a kind needs beyond a CUDA GPU and PyTorch (`regenerate` reads it)."""
     retake: str  # a function of attnprof/measure/worker.py: (record, out_dir) -> outcome
     gpus: int = 1  # GPUs one take holds; more than one: the whole machine, with nothing else running
     ncu: bool = False  # Nsight Compute (`ncu` on PATH)
@@ -293,13 +274,11 @@ class Kind:
     noun: str = "capture"  # what a message calls one record
 
     def key(self, record: str) -> str:
-        """The key a record of this kind is made under now: the token hash of the code it runs, the rows of
-        the stage table it runs, and its settings."""
+        """A record's key now: the token hash of the code and stage-table rows it runs, and its settings."""
         return make_key(source_hash_of(self.sources(record)) + row_hash(self.stages(record)), self.settings(record))
 
     def code(self, record: str) -> dict[str, str]:
-        """The token hash of each file (or shown section) the key hashes, and of each stage table row, stored
-        beside its key, so a stale one names what changed."""
+        """Each hashed file's (section's, row's) hash, stored beside the key: a stale record names what changed."""
         return ({p: source_hash_of([p]) for p in self.sources(record)}
                 | {f"the stage table's {s!r} row": row_hash([s]) for s in self.stages(record)})
 
@@ -349,8 +328,7 @@ def kind_of(record: str) -> Kind:
     return next(k for k in KINDS if k.owns(record))
 
 
-# what reading a record's fields raises when one is missing, or of a kind the code did not expect (its type and
-# emptiness are wellformed's): one line through `status`, never a traceback
+# what reading a missing or unexpected field raises: one line through `status`, never a traceback
 UNREADABLE = (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError, StopIteration, AttributeError)
 
 
@@ -376,9 +354,8 @@ def unreadable(error: BaseException) -> str:
 
 
 def problems(folder=None, kinds=KINDS) -> dict[str, str]:
-    """Every record the site reads that is missing, stale or unreadable, with why and the fix; and, where the
-    usable ones were taken on more than one GPU, those taken on another than most (one GPU per set of
-    records). Each file is read once (`reading`)."""
+    """Every record the site reads that is missing, stale or unreadable, with why and the fix, and any taken on
+    another GPU than most of its set (one GPU per set). Each file is read once (`reading`)."""
     folder = Path(folder or store.CAPTURES)
     with reading():
         found = {record: why for kind in kinds for record in kind.records() if (why := status(record, folder))}

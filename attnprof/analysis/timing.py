@@ -11,16 +11,13 @@ can derive it again:
     profiled       torch.profiler, as the captures run it: device time (sum of the forward's ops),
                    CPU time (the annotated range) and span (first launch to last op end)
 
-A stream of calls is launch-bound when its back-to-back time per call runs at the CPU's enqueue pace
-rather than at the GPU-only pace; GPU-bound in the opposite case; on the boundary when the two paces
-agree, so either can set it. A verdict is the run's where every independent repeat gives it; how far it
-reaches beyond this host is its `room`, how many times slower (or faster) another CPU could enqueue and
-give the same verdict, a number the pages state rather than a threshold they cross. A sentence that
-asserts a verdict needs it `settled`: room of HOST_MARGIN or more in every repeat. Two times agree when their
-medians differ by no more than the larger of a floor share of the larger median and half the sum of their
-p10–p90 spreads. The floor is REL_TOLERANCE against the GPU-only time and CPU_FLOOR against the CPU
-enqueue, whose pace moves more from one round to the next. One call's latency is a separate question: it is the GPU-only time plus the launch overhead that
-no stream hides.
+A stream of calls is launch-bound when its back-to-back time per call runs at the CPU's enqueue pace, GPU-bound
+when at the GPU-only pace, on the boundary when the two agree. A verdict is the run's where every independent
+repeat gives it; its `room` is how many times slower (or faster) another CPU could enqueue and give the same
+verdict, a number the pages state; a sentence asserting a verdict needs it `settled` (room of HOST_MARGIN or
+more). Two times agree when their medians differ by at most the larger of a floor share of the larger median
+(REL_TOLERANCE; CPU_FLOOR against the enqueue, whose pace moves more) and half their p10–p90 spreads' sum.
+One call's latency is another question: the GPU-only time plus the launch overhead no stream hides.
 """
 from __future__ import annotations
 
@@ -32,22 +29,19 @@ from . import decide
 from .stats import quantile
 
 REL_TOLERANCE = 0.05  # the floor of the tolerance: 5 % of the larger median
-# A stream's verdict names the side that sets its pace; it is decided only when that side is slower than
-# the other by HOST_MARGIN: then a host whose CPU enqueues twice as fast, or half as fast, gives the same verdict.
-# Closer than that, the verdict is this host's (the CPU's enqueue time moves from host to host and run to run).
+# A verdict is decided only where the pace-setting side is slower by HOST_MARGIN: a host enqueueing twice or half
+# as fast gives the same one. Closer, the verdict is this host's (enqueue times move from host to host).
 HOST_MARGIN = 2.0
 
 @dataclass(frozen=True)
 class Method:
-    """One way to time a forward: its name on the pages, how it is measured ({calls}: the calls of one
-    back-to-back run) and why it differs from the others."""
+    """A way to time a forward: its name, how ({calls}: one back-to-back run's calls), why it differs."""
     name: str
     how: str
     why: str
 
 
-# every timing method the site names, in the order the methods table lists them; the four unprofiled
-# ones (UNPROFILED) are the raw samples a verdict rests on
+# every timing method the site names, in the methods table's order; a verdict rests on the UNPROFILED ones
 METHODS = {
     "graph_us": Method("GPU only (CUDA-graph replay)", "events around one replay of a graph of the same calls, per call",
                        "the GPU's work alone: no CPU, no launch between calls"),
@@ -122,8 +116,7 @@ class Verdict:
 
     @property
     def decided(self) -> bool:
-        """Whether the verdict holds on any host whose CPU enqueues within HOST_MARGIN of this one's: the
-        pace-setting side slower than the other by HOST_MARGIN or more."""
+        """Whether the pace-setting side is slower by HOST_MARGIN: the verdict holds on hosts that close."""
         gpu, cpu = self.gpu_only.median, self.enqueue.median
         return (self.stream == "GPU-bound" and gpu >= HOST_MARGIN * cpu
                 or self.stream == "launch-bound" and cpu >= HOST_MARGIN * gpu)
@@ -135,16 +128,14 @@ class Verdict:
 
 
 def consensus(verdicts: list[Verdict]) -> str | None:
-    """The stream verdict every independent repeat gives, or None where they disagree (the pages then state
-    the verdict of their samples pooled, beside the repeats' own)."""
+    """The stream verdict every independent repeat gives, or None where they disagree."""
     kinds = {v.stream for v in verdicts}
     return kinds.pop() if len(kinds) == 1 else None
 
 
 def room(verdicts: list[Verdict]) -> float | None:
-    """How many times slower (GPU-bound) or faster (launch-bound) a CPU could enqueue and leave the verdict
-    every repeat gives as it is: the pace-setting side's time over the other's, in the repeat where the two
-    came closest. None where the repeats disagree, or where no one side sets the pace."""
+    """How many times slower (GPU-bound) or faster (launch-bound) a CPU could enqueue and keep the verdict: the
+    closest repeat's pace-setting time over the other; None where repeats disagree or no side sets the pace."""
     kind = consensus(verdicts) if verdicts else None
     if kind == "GPU-bound":
         return min(v.gpu_only.median / v.enqueue.median for v in verdicts)
@@ -186,8 +177,7 @@ def verdict(row: dict) -> Verdict:
 
 
 def record_verdict(summary: dict) -> Verdict | None:
-    """The stream verdict of a capture that kept its timing samples (`timing`, beside its one-call
-    `event_times_us`); None for one that did not, or whose forward could not be replayed as a graph."""
+    """The stream verdict of a capture's `timing` samples; None without them or a graph replay."""
     if "timing" not in summary or "graph_us" not in summary["timing"]:
         return None
     return verdict({**summary["timing"], "one_call_us": summary["event_times_us"], "stage": summary["record"],
@@ -199,10 +189,8 @@ GRAPH, ESTIMATE = "CUDA-graph replay", "profiler device time"  # how a capture's
 
 @dataclass(frozen=True)
 class Stream:
-    """What a capture's own samples say about a stream of its calls: the verdict, and the GPU-only time it
-    rests on (a CUDA-graph replay; where the forward could not be recorded into a graph, the profiler's
-    device time per forward, an estimate: the sum of its ops' durations, without the gaps a replay keeps);
-    or, where they cannot say, why not."""
+    """A capture's stream verdict and the GPU-only time it rests on: a graph replay, else an estimate (the
+    profiler's device time: its ops' durations, without the gaps a replay keeps); or why there is none."""
     verdict: str | None  # one of VERDICTS; None: not measured
     basis: str | None  # GRAPH or ESTIMATE
     back_to_back: Stats | None = None
@@ -247,9 +235,8 @@ def record_stream(summary: dict) -> Stream:
 
 
 def regime(rows: list[dict]) -> str | None:
-    """The regime a row's times were had in, over its processes (one row each): GPU-bound where in every process
-    the GPU took longer to run a call (GPU only) than the CPU took to enqueue it; launch-bound where in some process
-    it did not; None without both samples (which of a method's margins apply: analysis/decide.py)."""
+    """A row's regime over its processes (one row each; decide.py's margins): GPU-bound where GPU only exceeds the
+    CPU enqueue in every process, else launch-bound; None without both samples."""
     if not rows or not all(r and r.get("graph_us") and r.get("enqueue_us") for r in rows):
         return None
     gpu_longer = all(statistics.median(r["graph_us"]) > statistics.median(r["enqueue_us"]) for r in rows)

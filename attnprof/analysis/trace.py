@@ -1,14 +1,11 @@
 """Reading a torch.profiler Chrome trace: one annotated forward and the device work it launched.
 
-A forward is the CPU range of the `record_function` annotation. Its device work is every kernel,
-memcpy and memset whose correlation id matches a runtime/driver launch made inside that range on
-the same thread, in launch order. Nothing is ever divided by a step count.
-
-A backward is annotated the same way, but autograd runs it on its own thread: with `follow_autograd`
-the launches inside the range are also taken from every thread of the process that runs autograd's
-engine inside that range (`autograd::engine::evaluate_function: ...` ops), and only from those.
-A capture from several GPUs is one trace whose events carry their rank (`args.rank`); `rank_trace`
-gives one rank's events back, and `overlap` measures how much communication hid behind compute.
+A forward is the CPU range of the `record_function` annotation; its device work, every kernel, memcpy and
+memset launched inside that range on its thread (by correlation id), in launch order. Nothing is ever
+divided by a step count. Autograd runs a backward on its own thread: with `follow_autograd`, launches also
+come from every thread of the process running autograd's engine inside the range. A capture on several GPUs
+is one trace whose events carry their rank (`args.rank`; `rank_trace`); `overlap` measures how much
+communication hid behind compute.
 """
 from __future__ import annotations
 
@@ -85,8 +82,8 @@ def load(path: str | Path) -> dict:
 
 
 def _malformed(ev) -> str | None:
-    """Why an event cannot be read as the analysis reads it (None when it can): a complete event ("X") has a
-    name, and a start and a duration that are finite numbers, the duration at least zero."""
+    """Why an event cannot be read (None when it can): a complete event ("X") needs a name, a finite start and
+    a finite duration of at least zero."""
     if not isinstance(ev, dict):
         return "is not an object"
     if ev.get("ph") != "X":
@@ -118,8 +115,7 @@ def _nesting_depths(events):
 
 
 def _threads_of(events, ann, follow_autograd):
-    """(pid, tid) of the threads whose launches belong to the annotation `ann`: its own thread and,
-    when following autograd, each thread of its process running autograd's engine inside the range."""
+    """(pid, tid) of the threads whose launches are `ann`'s: its own, and autograd's engine's if followed."""
     own = (ann.get("pid"), ann.get("tid"))
     if not follow_autograd:
         return {own}
@@ -175,8 +171,7 @@ def median_forward(fwds: list[Forward]) -> Forward:
 
 
 def summarize(fwds: list[Forward]) -> dict:
-    """What a capture's pages read of its profiled forwards: the median forward's device ops (in launch
-    order) and CPU ops, its device time, the op count of every forward and their median CPU time."""
+    """What a capture's pages read of its profiled forwards: the median one's ops and device time, and all's."""
     chosen = median_forward(fwds)
     return {
         "ops_per_forward": len(chosen.ops),
@@ -191,8 +186,7 @@ def summarize(fwds: list[Forward]) -> dict:
 
 
 def summarize_backward(trace: dict, label: str, forward_label: str, bwds: list[Forward] | None = None) -> dict:
-    """What a backward capture's pages read of its trace: the median backward's device ops, counted on
-    autograd's engine thread (`bwds`, when already read), and what counting on the calling thread alone finds."""
+    """`summarize` for a backward, counted on autograd's thread (`bwds`, if read) and on the calling one alone."""
     bwds = bwds or forwards(trace, label, follow_autograd=True)
     chosen = median_forward(bwds)
     fwds = forwards(trace, forward_label)
@@ -220,10 +214,8 @@ def rank_trace(trace: dict, rank: int) -> dict:
 
 
 def merge_ranks(traces: list[dict]) -> dict:
-    """One trace from each rank's own trace: every event is tagged with its rank, and each process that
-    holds events is named after its rank (and sorted by it), so a trace viewer shows the ranks as lanes
-    of one timeline. Rank r runs on GPU r, so device lanes (pid = device index) do not collide; the
-    metadata of devices a rank never used is dropped."""
+    """One trace of the ranks' traces: each event tagged with its rank, each process named and sorted by it, so
+    a viewer shows the ranks as lanes of one timeline (rank r runs on GPU r: device pids do not collide)."""
     events = []
     for rank, t in enumerate(traces):
         used = {e.get("pid") for e in t["traceEvents"] if e.get("ph") != "M"}
@@ -243,8 +235,7 @@ def merge_ranks(traces: list[dict]) -> dict:
 
 
 def summarize_rank(merged: dict, rank: int, label: str) -> dict:
-    """What a context-parallel record says of one rank, from the merged trace: its median forward's
-    ops, their count in every forward, device and CPU time, and how much communication the compute hid."""
+    """`summarize` for one rank of the merged trace, and how much communication its compute hid."""
     fwds = forwards(rank_trace(merged, rank), label)
     chosen = median_forward(fwds)
     return {"ops_per_forward": len(chosen.ops), "ops_per_forward_each": [len(f.ops) for f in fwds],
@@ -272,11 +263,8 @@ def _length(intervals) -> float:
 
 
 def overlap(ops: list[DeviceOp]) -> dict:
-    """Communication time, and how much of it ran while a compute kernel ran on the same GPU.
-
-    Times are unions of intervals (two NCCL kernels at once count once): `communication_us` is the
-    time any NCCL kernel ran, `overlap_us` the part of it during which a compute kernel also ran,
-    `exposed_us` the rest, and `compute_us` the time any other kernel ran."""
+    """Communication time, and how much of it ran beside a compute kernel on the same GPU, as unions of
+    intervals (two NCCL kernels at once count once): `overlap_us` hidden, `exposed_us` the rest."""
     comm = _union((o.start_us, o.start_us + o.duration_us) for o in ops if o.kind == "kernel" and is_communication(o.name))
     comp = _union((o.start_us, o.start_us + o.duration_us) for o in ops if o.kind == "kernel" and not is_communication(o.name))
     both = []
@@ -292,10 +280,8 @@ def overlap(ops: list[DeviceOp]) -> dict:
 
 @dataclass
 class Gaps:
-    """Where one forward's GPU time went, read off its trace. The span runs from the first launch
-    on the CPU to the end of the last device op; the GPU is busy while any of the forward's ops
-    runs and idle for the rest of the span, waiting for the CPU to launch more work. A profiled span is
-    no verdict on what bounds a stream of calls: that comes from unprofiled timing (attnprof/analysis/timing.py)."""
+    """Where a forward's GPU time went, from the first launch to the last op's end: busy while any op runs,
+    else idle. No verdict on what bounds a stream of calls: that is unprofiled timing's (analysis/timing.py)."""
     span_us: float
     busy_us: float
     launch_latency_us: list[float]  # per op: its launch call's start on the CPU → its start on the GPU
@@ -332,6 +318,5 @@ def gaps(ops: list[DeviceOp]) -> Gaps:
 
 
 def busy_us(ops: list[dict]) -> float:
-    """The time at least one of `ops` (as a summary keeps them) ran: the union of their intervals, so
-    ops on two streams at once count once."""
+    """The time any of a summary's `ops` ran (ops on two streams at once count once)."""
     return _length(_union((o["start_us"], o["start_us"] + o["duration_us"]) for o in ops))

@@ -102,10 +102,9 @@ NO_CLOCKS = {"sm_mhz_min": None, "sm_mhz_median": None, "sm_mhz_max": None, "sm_
 
 
 def clocks(states: list, rounds: list | None = None) -> dict:
-    """The GPU's state over the rounds kept (clock.read's readings): SM clock min, median and max (MHz), the
-    GPU's maximum SM clock, the highest temperature (°C) and power (W), and the throttle reasons OR'd
-    (NVML's bits); None where NVML could not say. With `rounds` (each kept round's readings before and after
-    it), each round's lower SM clock besides, in the order of its samples (`sm_mhz_each`), where NVML gave all."""
+    """The GPU's state over the kept rounds (clock.read's readings): SM clock min, median, max and limit (MHz),
+    highest temperature (°C) and power (W), throttle reasons OR'd; None where NVML could not say. With `rounds`
+    (each round's readings before and after), each round's lower SM clock (`sm_mhz_each`), where NVML gave all."""
     def seen(key):
         return [s[key] for s in states if s and s.get(key) is not None]
     sm, reasons = seen("sm_mhz"), seen("throttle_reasons")
@@ -132,21 +131,15 @@ def throttled(state) -> bool:
 
 def interleaved(arms: dict, rounds: int, seed: int | None = None, reader=None, warm: bool = True,
                 drop: bool = True) -> dict:
-    """Several prepared arms measured in `rounds` rounds, each arm once per round, in an order shuffled anew
-    each round (random.Random(seed); a fresh seed, recorded, when none is given), so that drift of the host or
-    the GPU falls on every arm alike. `arms` maps a name to a zero-argument function that measures that arm
-    once and returns {field: samples (a list) or one sample}. The GPU's state is read before and after each
-    round (`reader`, clock.read by default): a clock beside every sample. With `drop` (where rounds are
-    compared), a round with a reading whose SM clock is below THROTTLE of the maximum is dropped for every arm
-    and counted, and the next round waits THROTTLE_RECOVERY_S first, as NVBench does; where every round fell
-    below it, none is dropped, for a run never fails for its clock (`clocks` gives the clock it ran at).
-    Without `drop` (a rate at the clock the GPU holds under its power cap: the ceilings), every round is kept.
-    With `warm`, one round before them all is measured and dropped, so that the first kept round follows
-    work, not the idle of preparation.
-
-    Returns {name: {field: kept samples, ..., "rounds": kept, "throttled": dropped, "clocks": clocks(kept
-    rounds' readings), "seed": seed}}; an arm that raises RuntimeError (out of memory included) is {"error": why}
-    from then on."""
+    """Prepared arms (name: a function measuring it once, giving {field: samples or one sample}) measured in
+    `rounds` rounds, each once a round in an order shuffled anew (random.Random(seed), a fresh seed recorded),
+    so drift falls on every arm alike. The GPU's state is read before and after each round (`reader`). With
+    `drop`, a round whose SM clock fell below THROTTLE of the maximum is dropped for every arm and counted, and
+    the next waits THROTTLE_RECOVERY_S, as NVBench does; unless every round fell, for a run never fails for its
+    clock. Without `drop` (the ceilings: a rate at the power cap's clock) every round is kept. With `warm`, a
+    dropped first round makes the first kept one follow work, not the idle of preparation. Returns {name:
+    {field: kept samples, ..., "rounds", "throttled", "clocks", "seed"}}; an arm raising RuntimeError (out of
+    memory included) is {"error": why}."""
     reader = reader or clock.read
     seed = random.SystemRandom().randrange(2**32) if seed is None else seed
     rng, live, failed = random.Random(seed), dict(arms), {}
@@ -187,9 +180,8 @@ def interleaved(arms: dict, rounds: int, seed: int | None = None, reader=None, w
 
 
 def settle(run, reader=None, max_s: float = 3.0, step_s: float = 0.1) -> dict:
-    """Run `run` (one batch of work) in steps of `step_s` until the SM clock stops falling (two readings in a
-    row no lower than the one before), at most `max_s` seconds; without a clock to read, one step. Returns
-    {"settle_s": seconds spent, "settled": whether the clock stopped falling before the time ran out}."""
+    """Run `run` in steps of `step_s` until the SM clock stops falling (two readings no lower), at most `max_s`
+    (one step without a clock): {"settle_s": seconds spent, "settled": whether it stopped in time}."""
     reader = reader or clock.read
     start, last, steady = time.perf_counter(), None, 0
     while True:
@@ -222,13 +214,10 @@ def _arm(forward, context, chunk: int, calls: int):
 
 def together(forwards: dict, calls: int = 5, rounds: int = TOGETHER_ROUNDS, seed: int | None = None,
              contexts: dict | None = None, budget_us: float = 300_000.0, one_call: bool = True) -> dict:
-    """Named prepared forwards, each measured as `measure` measures one, but interleaved (`interleaved`), so
-    the paths a page compares are measured in pairs: as many one-call samples as fit the time budget
-    (adaptive_reps, rounded down to a whole number a round; none without `one_call`), one back-to-back run
-    of `calls` a round, and the peak memory of one forward after. `contexts` maps a name to a context
-    manager's factory its calls run under (a stage's backend pin). Returns {name: measure's fields (no
-    median_us, times_us or reps without `one_call`) and interleaved's rounds, throttled, clocks and seed}; a
-    forward out of memory is {"oom": True}, one that fails otherwise {"error": why}."""
+    """Named forwards measured as `measure` does, but `interleaved`, so the paths a page compares are paired:
+    one-call samples fitting the budget (none without `one_call`), a back-to-back run of `calls` a round, then
+    one forward's peak memory. `contexts`: a name's context manager factory (a stage's backend pin). Returns
+    {name: measure's fields and interleaved's}; out of memory is {"oom": True}, another failure {"error": why}."""
     context = lambda name: (contexts or {}).get(name) or contextlib.nullcontext
     out, arms, reps = {}, {}, {}
     for name, forward in forwards.items():
@@ -239,9 +228,8 @@ def together(forwards: dict, calls: int = 5, rounds: int = TOGETHER_ROUNDS, seed
             out[name] = {"error": f"{type(e).__name__}: {first_line(e)}"[:300]}
             continue
         reps[name], arms[name] = chunk * rounds, _arm(forward, context(name), chunk, calls)
-    # no warm round: with one-call samples every forward ran just now (adaptive_reps), so the first round's
-    # clock follows work; without them (the sweep), each back-to-back run starts with an untimed call, and the
-    # first round may run at a clock an idle GPU left high, for every arm alike
+    # no warm round: every forward just ran (adaptive_reps); without one-call samples (the sweep) the first
+    # round may run at a clock an idle GPU left high, for every arm alike
     out |= interleaved(arms, rounds, seed=seed, warm=False) if arms else {}
     for name in arms:
         m = out[name]

@@ -1,13 +1,10 @@
 """Capture: run one stage on a CUDA GPU under torch.profiler and write its record.
 
-The one capture path: the environment stamp, the measured tail of a forward (`measure_forward`, which a
-reader's capture reuses), the keep-the-good-capture rule and the loop over stages here are what forward,
-backward (backward.py) and readers' (own.py) captures share; the profiled loop is profiling.py.
-A capture measures holding its GPU alone (measure/gpulock.py: other processes may prepare meanwhile).
-Per record this writes two files into the captures folder, as a pair (both or neither, each through a
-temp file + rename): `<record>.json` (summary) and `<record>.trace.json.gz` (the Chrome trace). A stage
-that cannot run here keeps its existing capture (it is recorded as unavailable, with the reason, only
-where it has none, or when asked); a stage that fails never touches any stage's files.
+The stamp, `measure_forward`, the keep-the-good-capture rule and the loop over stages here are what forward,
+backward and readers' captures share; the profiled loop is profiling.py. A capture holds its GPU alone
+(gpulock.py) and writes `<record>.json` and `<record>.trace.json.gz` as a pair (both or neither). A stage
+that cannot run keeps its existing capture (recorded unavailable only where it has none, or when asked); one
+that fails touches no stage's files.
 """
 from __future__ import annotations
 
@@ -63,8 +60,7 @@ def head(stage, record, shape, dtype_name, settings, label) -> dict:
 
 
 def capture_stage(name, shape, dtype_name, out_dir, record_unavailable=False) -> dict:
-    """Capture one stage; returns its summary (also written). Raises nothing for a backend that cannot
-    run: that returns what `cannot_run` did."""
+    """Capture one stage; its summary (also written), or `cannot_run`'s for a backend that cannot run."""
     stage = get_stage(name)
     out_dir = Path(out_dir)
     summary = head(stage, names.record_name(name, shape, dtype_name), shape, dtype_name,
@@ -102,9 +98,8 @@ def capture_stage(name, shape, dtype_name, out_dir, record_unavailable=False) ->
 
 
 def measure_forward(forward) -> tuple[dict, dict]:
-    """What every forward capture measures once its output is checked: the profiled trace (returned to be
-    written; the pages read its forwards off it) and unprofiled timing: the CUDA-event samples, what a
-    stream of calls waits for (analysis/timing.py), the allocator's peak, and the profiler's own key_averages."""
+    """(trace, measured) of a checked forward: the profiled trace, CUDA-event samples, the stream's samples,
+    the allocator's peak and the profiler's key_averages."""
     events, averages = profiled(forward_step(forward))
     times = bench.time_forward(forward, reps=EVENT_REPS, warmup=0)
     return events, {"timing": timing.stream(forward), "peak_extra_bytes": bench.peak_extra_bytes(forward),
@@ -117,9 +112,8 @@ def plain_reason(provider: str, reason: str) -> str:
 
 
 def cannot_run(out_dir, summary, reason, record_unavailable=False) -> dict:
-    """A stage that cannot run here. An existing capture of it is kept as it is, and the result says
-    so; "unavailable" with the reason is recorded only where none exists (or only an older record of
-    its being unavailable), or when asked."""
+    """A stage that cannot run here: an existing capture is kept (the result says so); "unavailable" with the
+    reason is recorded only where none, or only an unavailable one, exists, or when asked."""
     existing = records.existing_capture(summary["record"], out_dir)
     if existing is not None and "unavailable" not in existing and not record_unavailable:
         return {"stage": summary["stage"], "record": summary["record"], "reason": reason,
@@ -131,8 +125,7 @@ def cannot_run(out_dir, summary, reason, record_unavailable=False) -> dict:
 
 
 def each(stage_names, take, record_of, what="capture") -> list[dict]:
-    """take(name) for every stage name, after checking them all; one that fails is reported in one
-    line and costs no other stage its record, nor itself its old one."""
+    """take(name) for every stage, names checked first; one that fails is one line and costs no record."""
     for name in stage_names:
         get_stage(name)  # a bad name is reported before anything else
     require_cuda()

@@ -1,10 +1,7 @@
-"""The GPU's state as NVML reports it, read between measurements (each round of bench.interleaved) and as a
-repeat's process begins and ends measuring (measure/repeat.py): its SM and memory clocks, the SM clock's
-maximum, its temperature, power and the reasons its clocks are held down (NVML's bitmask).
-
-`read()` opens NVML and the device's handle once (the device torch uses, found by its PCI bus id) and
-returns None wherever NVML cannot say: no CUDA GPU, no nvidia-ml-py (`pynvml`), a driver that refuses. A
-query the driver refuses alone is None in the result.
+"""The GPU's state as NVML reports it (SM and memory clocks, the SM clock's maximum, temperature, power, the
+reasons its clocks are held down), read around each round of bench.interleaved and each repeat's measuring.
+`read()` opens NVML and torch's device (by PCI bus id) once; None where NVML cannot say (no GPU, no `pynvml`,
+a refusing driver), and a query refused alone is None in the result.
 """
 from __future__ import annotations
 

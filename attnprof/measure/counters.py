@@ -1,12 +1,10 @@
 """Hardware counters on a CUDA GPU: one forward of each stage record under Nsight Compute.
 
-`collect` runs this module as a child under `ncu`, one child per GPU for all the records it is given
-(Python, PyTorch and each provider's compiler then start once, not once per record). For each record
-the child profiles a marker kernel (counters.MARKER), warms the forward up outside the profiled
-ranges, then runs exactly one forward between cudaProfilerStart and cudaProfilerStop, so ncu profiles
-that forward's kernels and nothing else (`--profile-from-start off`); the markers cut ncu's report into
-one report per record. Clocks are left as they are (`--clock-control none`), so durations compare with
-the captures'.
+`collect` runs this module as one child under `ncu` per GPU for all its records (Python, PyTorch and the
+compilers start once). For each record the child profiles a marker kernel (counters.MARKER), which cuts the
+report into one per record, warms the forward up, then runs exactly one forward between cudaProfilerStart and
+cudaProfilerStop (`--profile-from-start off`). Clocks are left as they are (`--clock-control none`), so
+durations compare with the captures'.
 """
 from __future__ import annotations
 

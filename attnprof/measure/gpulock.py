@@ -1,29 +1,21 @@
 """One measurement at a time on a GPU, machine-wide: `with measuring("run-timing"):` around every section
-whose numbers the GPU's being alone decides (a run's measuring part, measure/repeat.py `watched`; a
-capture, a counters take, measure/worker.py).
+whose numbers the GPU's being alone decides (a run's measuring part, repeat.py `watched`; a capture, a
+counters take, worker.py).
 
-The lock is an flock on a file under tempfile.gettempdir() named by the GPU's PCI bus id, so every process
-on the machine that measures on that GPU (the workers of `regenerate`, a run's repeats, a `capture` by
-hand) takes turns, and a process that dies lets go of it with its file descriptors. What overlaps a
-measurement is other processes' preparation only: importing, loading kernels, compiling.
+The lock is an flock on a file in tempfile.gettempdir() named by the GPU's PCI bus id: every process that
+measures on that GPU takes turns, and one that dies lets go with its file descriptors. Only other
+processes' preparation (imports, kernel loading, compiles) overlaps a measurement.
 
-- Re-entrant within a process; a process started while its parent holds the lock (an Nsight Compute child,
-  steady's own repeats started inside its measured call) measures under its parent's hold (HELD_ENV).
-- CPU-timed numbers (the CPU side of a profile, a stream's enqueue times, a first call's compile) would be
-  moved by another process compiling on every core. Under `regenerate` (MEASURE_CPUS_ENV and
-  PREPARE_CPUS_ENV set) a process measures on cores of its own and prepares on the others, so a
-  neighbour's compile never runs on the measuring cores (they still share the caches and the memory bus).
-- Separate cores still share the host's caches, memory bus and clock boost (and in a virtual machine, cores
-  the guest cannot see), so under `regenerate` (QUIET_ENV set) a CPU-timed measurement is also quiet: every
-  other process sharing its GPU (that GPU's workers and everything under them, its own ancestors and
-  descendants aside) is paused (SIGSTOP) while it measures and let go on (SIGCONT) when it ends or lets go
-  of the GPU, and at the latest after QUIET_MAX_S (a stretch that long measures more than the CPU, and a
-  paused process may hold a lock the measurement waits for). A paused process prints nothing: the
-  watchdogs read `quieted()` as progress.
-- Under `regenerate` (HOLDS_ENV set) each stretch the GPU was held is written down as it ends, so the
-  regeneration can say how much of its time the GPU spent measuring (`holds`).
-- A process waiting for the lock says so every WAIT_SAY_S seconds, naming the holder: a wait is progress,
-  not a hang (the regeneration's watchdog reads these lines).
+- Re-entrant; a child started under its parent's hold (Nsight Compute, steady's repeats) measures under it
+  (HELD_ENV).
+- Under `regenerate` (MEASURE_CPUS_ENV, PREPARE_CPUS_ENV) a process measures on cores of its own and
+  prepares on the others, so a neighbour's compile never moves CPU-timed numbers by running on its cores.
+- Cores still share caches, the memory bus and clock boost (and a VM's unseen cores), so with QUIET_ENV a
+  CPU-timed measurement also pauses (SIGSTOP) every other process sharing its GPU, its own ancestors and
+  descendants aside, until it ends or lets go, at most QUIET_MAX_S (a paused process may hold a lock it
+  waits for). Watchdogs read `quieted()` as progress, since a paused process prints nothing.
+- With HOLDS_ENV each stretch the GPU was held is written down as it ends (`holds`).
+- A process waiting for the lock names the holder every WAIT_SAY_S seconds: a wait is not a hang.
 """
 from __future__ import annotations
 
@@ -50,8 +42,7 @@ _held = {"depth": 0, "file": None, "what": "", "quiet": False, "paused": None, "
 
 
 def gpu_id() -> str:
-    """The PCI bus id of this process's GPU (unique on the machine, whatever CUDA_VISIBLE_DEVICES says),
-    "none" without one; torch is asked only if this process has imported it."""
+    """This process's GPU's PCI bus id (unique on the machine), or "none"; asks torch only if imported."""
     if os.environ.get(ID_ENV):
         return os.environ[ID_ENV]
     torch = sys.modules.get("torch")
@@ -184,8 +175,7 @@ def descendants(pid: int, of: dict[int, int] | None = None) -> list[int]:
 
 
 def neighbours() -> list[int]:
-    """The processes a quiet measurement pauses: the pids QUIET_ENV's file names and everything under them,
-    but this process, its ancestors and its descendants; none where QUIET_ENV is not set."""
+    """Whom a quiet measurement pauses: QUIET_ENV's pids and all under them, but this process's own line."""
     try:
         roots = [int(p) for p in Path(os.environ[QUIET_ENV]).read_text().split()]
     except (KeyError, OSError, ValueError):
@@ -199,8 +189,7 @@ def neighbours() -> list[int]:
 
 
 def quieted(pids_file: str | None = None) -> float:
-    """When (time.time()) a quiet measurement on this GPU last began or ended; 0 where none has. A watchdog
-    reads a process paused meanwhile as waiting, not hung."""
+    """When (time.time()) a quiet measurement on this GPU last began or ended (a watchdog's progress); 0: never."""
     try:
         return os.stat(f"{pids_file or os.environ[QUIET_ENV]}.quiet").st_mtime
     except (KeyError, OSError):
@@ -246,9 +235,8 @@ def _resume(paused):
 
 @contextlib.contextmanager
 def measuring(what: str, cpu_timed: bool = True, quiet: bool | None = None):
-    """Hold this GPU alone for a measurement (see the module's docstring); on the measuring cores where it
-    times anything on the CPU, on every core where it does not (Nsight Compute's child). Quiet (the other
-    processes sharing the GPU paused) where it times anything on the CPU, unless `quiet` says otherwise."""
+    """Hold this GPU alone for a measurement, on the measuring cores, and quiet unless `quiet` says otherwise,
+    where it times anything on the CPU (`cpu_timed`); on every core where not (Nsight Compute's child)."""
     if _held["depth"]:
         _held["depth"] += 1
         try:
@@ -277,8 +265,8 @@ def measuring(what: str, cpu_timed: bool = True, quiet: bool | None = None):
 
 @contextlib.contextmanager
 def released():
-    """Inside `measuring`: let go of the GPU for a stretch that measures nothing (a compile, a kernel's
-    loading), then take it again. Nothing where this process holds it under its parent's hold."""
+    """Inside `measuring`: let go of the GPU while nothing is measured (a compile), then take it again; nothing
+    under a parent's hold."""
     file, what = _held["file"], _held["what"]
     if file is None:
         yield
@@ -302,8 +290,7 @@ TOPOLOGY = Path("/sys/devices/system/cpu")  # cpuN/topology/thread_siblings_list
 
 
 def siblings(cpu: int, topology: Path | None = None) -> set[int]:
-    """The hardware threads that share `cpu`'s core (itself included), as Linux lists them; itself alone
-    where it cannot say."""
+    """The hardware threads of `cpu`'s core, itself included (itself alone where Linux cannot say)."""
     try:
         text = ((topology or TOPOLOGY) / f"cpu{cpu}" / "topology" / "thread_siblings_list").read_text().strip()
     except OSError:
@@ -316,9 +303,8 @@ def siblings(cpu: int, topology: Path | None = None) -> set[int]:
 
 
 def split_cpus(cpus, topology: Path | None = None) -> tuple[list[int], list[int]]:
-    """This machine's cores, split: whole cores, a quarter of them (at least 2), to measure on, and the
-    other cores to prepare on; a measuring core's other hardware threads are left idle, so no compile
-    shares a core with a CPU-timed measurement. All of them to both where there are fewer than 8."""
+    """The cores split: whole cores, a quarter (at least 2), to measure on, their other threads left idle so
+    no compile shares one; the rest to prepare on. All to both where there are fewer than 8."""
     cpus = sorted(cpus)
     if len(cpus) < 8:
         return cpus, cpus

@@ -1,11 +1,8 @@
 """Capture a reader's own attention function with the stages' lens.
 
-`python -m attnprof capture path/to/file.py:function` imports the function, calls it as
-function(q, k, v) (or function(q, k, v, mask) with --mask), checks its output against the same function
-run in float64 on the same inputs, and takes it through the stages' capture path (capture.py: the same
-profiling loop, timings and pair write), keyed by the token hash of the reader's file.
-Everything that can go wrong with the reader's input is one CaptureError line, raised before anything
-is written.
+`python -m attnprof capture path/to/file.py:function` calls function(q, k, v) (with --mask, also the mask),
+checks it against itself in float64, and takes it through the stages' capture path (capture.py). Anything
+wrong with the reader's input is one CaptureError line, raised before anything is written.
 """
 from __future__ import annotations
 

@@ -2,18 +2,13 @@
 
     python -m attnprof.measure.repeat MODULE.FUNCTION OUT_JSON [ARG ...]
 
-runs `attnprof.measure.MODULE.FUNCTION(*ARGS)` and writes its result, as JSON, to OUT_JSON. `Started`
-starts one such process per repeat, all at once: each imports what it needs and starts CUDA, and where
-FUNCTION is a generator, runs it to its first `yield` (the preparation: inputs, loading, compiling).
-Then each says it is ready and waits; only when every one is ready do they measure, one after the other,
-so no process measures while another one starts or compiles. Each measures holding its GPU alone
-(measure/gpulock.py): other processes on the machine (other records' workers) may prepare meanwhile, and
-measure only in turn. What the measuring code prints goes to this process's output (a regeneration's log).
-A process that makes no progress (prints nothing, its log does not grow) for STALL_S seconds is stopped:
-first SIGUSR1, on which faulthandler writes every thread's stack into its log, then SIGKILL, and one line
-names it and its log (kept). A repeat measures the kernels, not their compilation: the
-repeats share this process's compile caches (Inductor's and Triton's folders, as the environment names
-them) and FlashAttention-4's on-disk cache of compiled kernels.
+runs `attnprof.measure.MODULE.FUNCTION(*ARGS)` and writes its result, as JSON, to OUT_JSON. `Started` starts
+one such process per repeat, all at once; each starts CUDA and prepares (a generator FUNCTION: up to its first
+`yield`), says it is ready and waits. Only when all are ready do they measure, one after the other, each
+holding its GPU alone (gpulock.py), so none measures while another starts or compiles. A process whose log
+does not grow for STALL_S seconds is stopped (SIGUSR1 first: faulthandler logs its stacks) and named in one
+line, its log kept. A repeat measures the kernels, not their compilation: the repeats share this process's
+compile caches (Inductor's, Triton's) and FlashAttention-4's on-disk cache of compiled kernels.
 """
 from __future__ import annotations
 
@@ -36,9 +31,8 @@ from . import clock, gpulock
 from ..model import store
 from ..text import first_line
 
-# a repeat that prints nothing and whose log does not grow for this long, preparing or measuring, has hung
-# (the slowest legitimate silence seen: a cold FlexAttention compile of the sweep's points, ~30 s; a wait
-# for the GPU says so every gpulock.WAIT_SAY_S); a regeneration's take waits longer (regenerate.TAKE_STALL_S)
+# a repeat silent this long has hung (the longest silence seen: a cold FlexAttention compile, ~30 s; a wait for
+# the GPU says so every gpulock.WAIT_SAY_S); a regeneration's take waits longer (regenerate.TAKE_STALL_S)
 STALL_S = 150.0
 STOP_GRACE_S = 3.0  # between SIGUSR1 (the stack into the log) and SIGKILL
 SAY_EVERY_S = 30.0  # a line while waiting on the repeats, so the log is never silent for long
@@ -54,9 +48,8 @@ def env() -> dict:
 
 
 def measured(function, *args, ready=lambda: None):
-    """function(*args), where measuring starts only after `ready()` returns (say, once other processes are
-    ready too): a generator function prepares up to its `yield` first, so its preparation (loading,
-    compiling) may overlap the others'; a plain function measures from its first line, so it is called after."""
+    """function(*args), measuring only after `ready()` returns: a generator prepares up to its `yield` first
+    (overlapping the others' preparation); a plain function measures from its first line, so runs after."""
     if not inspect.isgeneratorfunction(function):
         ready()
         return function(*args)
@@ -71,11 +64,9 @@ def measured(function, *args, ready=lambda: None):
 
 
 def watched(function, *args, ready=lambda: None, order: int = 0, what: str = "", alone: bool = True) -> tuple:
-    """function(*args), measured as `measured` measures it, and this process's identity beside its result:
-    its pid and start, its place in the order the processes measured in, when it measured, and the
-    GPU's state as it began and as it ended (clock.read). It measures holding the GPU alone (gpulock),
-    unless `alone` is False (a run whose numbers no neighbour moves, or whose own processes take the GPU),
-    and quiet unless the function says `quiet = False` (gpulock.measuring)."""
+    """(`measured`'s result, this process's identity: pid, start, place in the order, when it measured, the
+    GPU's state before and after). It holds the GPU alone unless `alone` is False (a run no neighbour moves, or
+    whose own processes take the GPU), and quiet unless the function says `quiet = False`."""
     began = {}
     what = what or getattr(function, "__name__", "a measurement")
     with contextlib.ExitStack() as hold:
@@ -91,8 +82,7 @@ def watched(function, *args, ready=lambda: None, order: int = 0, what: str = "",
 
 
 def stop(pid: int, why: str, log, what: str) -> str:
-    """Stop a process that made no progress: SIGUSR1 first (faulthandler writes every thread's stack into
-    its log), then SIGKILL; say so in one line naming it and its log. Returns why, in a few words."""
+    """Stop a hung process (SIGUSR1: its stacks into its log; then SIGKILL) and say so; why, in a few words."""
     try:
         os.kill(pid, signal.SIGUSR1)
         time.sleep(STOP_GRACE_S)
@@ -111,12 +101,10 @@ def _size(path) -> int:
 
 
 class Started:
-    """`times` processes running `function` (MODULE.FUNCTION under attnprof/measure/), started together;
-    `ready()` waits until each is ready to measure, `results()` lets them measure one at a time (a
-    context manager: a process still running at its end is stopped). `first` is the place in the measuring
-    order of the first of them (1 where this process measures first); `identities` holds, after
-    `results()`, each one's identity (`watched`), None for one that failed. `what` names them in the log
-    (the run's record). `stopped` lists those stopped for making no progress (their logs are kept)."""
+    """`times` processes running `function` (MODULE.FUNCTION under measure/), started together; `ready()` waits
+    for all, `results()` lets them measure one at a time (a context manager: stops any left). `first` is the
+    first one's place in the order; `identities`, after `results()`, each one's (`watched`'s, None: failed);
+    `what` names them in the log; `stopped` lists those stopped for making no progress (logs kept)."""
 
     def __init__(self, function: str, times: int, *args: str, first: int = 0, what: str = ""):
         self.folder = Path(tempfile.mkdtemp(prefix="attnprof-repeat-", dir=os.environ.get(LOG_DIR_ENV) or None))
@@ -134,8 +122,7 @@ class Started:
         return f"{self.what} repeat {self.first + i}"
 
     def ready(self):
-        """Wait until every process is ready to measure (or will never be), all at once: a process that
-        prints nothing and whose log does not grow for STALL_S seconds is stopped."""
+        """Wait until every process is ready to measure (or never will be), stopping any silent for STALL_S."""
         said = {i: b"" for i in range(len(self.processes)) if i not in self.why}
         last = {i: (time.monotonic(), _size(self.processes[i][2])) for i in said}
         told, quiet = time.monotonic(), gpulock.quieted()

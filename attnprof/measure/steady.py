@@ -1,10 +1,8 @@
 """The fastest forward at steady state, repeated in separate processes.
 
-One stage (the stage table's `steady` one) at the long shape, in its own layout: in each of REPEATS fresh
-processes (a fresh CUDA context; measure/repeat.py: prepared together, measured one at a time), warm up
-back to back for WARMUP_S seconds so the clocks settle, then RUNS runs of CALLS forwards queued back to back, and in the same process a bf16
-matmul's back-to-back rate, the peak the forward is set against. Only raw samples are kept; the site
-draws medians, the range across processes and TFLOP/s from them.
+The stage table's `steady` stage at the long shape, in each of REPEATS fresh processes (repeat.py): warmed up
+back to back for WARMUP_S seconds so the clocks settle, then RUNS runs of CALLS forwards queued back to back,
+and a bf16 matmul's back-to-back rate beside it, the peak it is set against. Only raw samples are kept.
 """
 from __future__ import annotations
 

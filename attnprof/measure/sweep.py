@@ -1,8 +1,6 @@
-"""Scaling sweeps on a GPU: every attention path over sequence length and head dim, the two
-ceilings that bound them (bf16 matmul rate, copy bandwidth), and the fastest forward we can find.
-
-Everything here is measured in the same run and written as one JSON record with the environment
-stamp. An out-of-memory point is recorded as OOM; a path that cannot load is recorded with its reason.
+"""Scaling sweeps on a GPU: every attention path over sequence length and head dim, the two ceilings that
+bound them (bf16 matmul rate, copy bandwidth), and the fastest forward we can find. An out-of-memory point
+is recorded as OOM; a path that cannot load, with its reason.
 """
 from __future__ import annotations
 
@@ -56,10 +54,8 @@ def _each(run, calls: int, tf32: bool | None = None):
 
 
 def _rates(warm, arms: dict, rounds: int, seed) -> dict:
-    """The rates' samples at the clock the GPU holds under its power cap: `warm` (a matmul) run until the SM clock
-    stops falling (bench.settle, at most 3 s), then `arms` interleaved (bench.interleaved), every round kept
-    however low its clock (a ceiling is the rate the GPU sustains, the clock it held its caption); `<arm>_us_each`
-    for each, the rounds, the SM clock over them (clocks), the seed and the settling."""
+    """The rates' samples at the clock the GPU holds under its power cap: `warm` run until the clock settles,
+    then `arms` interleaved, every round kept (a ceiling is the rate the GPU sustains, its clock its caption)."""
     settled = bench.settle(warm)
     measured = bench.interleaved(arms, rounds, seed=seed, warm=False, drop=False)
     failed = next((m["error"] for m in measured.values() if "error" in m), None)
@@ -84,10 +80,8 @@ def ceilings(device="cuda", rounds=CEILING_ROUNDS, seed=None) -> dict:
 
 
 def hardware(device="cuda", rounds=CEILING_ROUNDS, seed=None) -> dict:
-    """What this GPU is (a device query) and the rates that explain the math backend against the naive
-    forward: FP32 GEMM on CUDA cores (TF32 off), the same at the math backend's batched shape, the bf16
-    GEMM at the naive forward's shape, and copy bandwidth (read + write); at the settled clock the GPU holds
-    under its power cap, the SM clock they ran at kept beside them (`clocks`)."""
+    """This GPU's device query and the rates that explain the math backend against the naive forward: FP32 GEMM
+    (TF32 off), the same at math's batched shape, the bf16 one at naive's, and copy bandwidth; as `ceilings`."""
     import subprocess
     props = torch.cuda.get_device_properties(device)
     query = {k: getattr(props, k) for k in ("name", "major", "minor", "multi_processor_count", "total_memory",
@@ -140,10 +134,8 @@ def inputs(shape, dtype, layout="BHSD"):
 
 
 def prepared(path: str, shape, dtype=torch.bfloat16, layout="BHSD", fresh: bool = True):
-    """One path at one shape, made ready to time (inputs drawn, kernel loaded, compiled, called once): its row
-    and its forward, or its row alone where it cannot run (OOM or unavailability as results). A stage that
-    compiles per shape starts from nothing compiled, unless `fresh` is False (the sweep, under
-    `static_compiles`, keeps every shape's compile)."""
+    """One path at one shape made ready to time (loaded, compiled, called once): (row, forward), or (row, None)
+    where it cannot run. A per-shape compile starts from nothing unless `fresh` is False (the sweep's)."""
     stage = STAGES[path]
     row = {"path": path, "shape": list(shape), "layout": layout}
     if stage.fresh_compile and fresh:  # past torch.compile's recompile limit it would run eagerly
@@ -174,9 +166,8 @@ def _failed(row: dict, why: str) -> dict:
 
 def timed_together(ready: list, calls: int, rounds: int = bench.TOGETHER_ROUNDS, seed=None,
                    one_call: bool = True) -> list[dict]:
-    """Prepared paths ((row, forward) pairs, `prepared`'s) timed interleaved, each under its stage's context
-    (bench.together; back to back only without `one_call`), with its TFLOP/s; a path that could not be
-    prepared keeps its row."""
+    """`prepared`'s (row, forward) pairs timed interleaved (bench.together), each under its stage's context,
+    with TFLOP/s; a path that could not be prepared keeps its row."""
     forwards = {i: forward for i, (_, forward) in enumerate(ready) if forward is not None}
     contexts = {i: STAGES[ready[i][0]["path"]].context for i in forwards}
     measured = bench.together(forwards, calls, rounds, seed, contexts, one_call=one_call)
@@ -201,16 +192,13 @@ def point(path: str, shape, dtype=torch.bfloat16, layout="BHSD", calls=5) -> dic
 
 
 def loads(path: str) -> bool:
-    """Whether a path's preparation is a compile or a kernel's loading (its stage compiles per shape or comes
-    from a provider), which the sweep runs with the GPU let go."""
+    """Whether preparing a path compiles or loads a kernel, which the sweep does with the GPU let go."""
     return STAGES[path].fresh_compile or STAGES[path].provider != "PyTorch"
 
 
 @contextlib.contextmanager
 def static_compiles(shapes: int):
-    """torch.compile specialising on each shape and keeping every one: no shape made dynamic after it
-    changed, and room for several compiles a shape under the recompile limit (past it, dynamo would run
-    the function eagerly)."""
+    """torch.compile keeping a static compile of every shape, under a recompile limit that leaves room."""
     config = torch._dynamo.config
     limit = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
     with config.patch({"automatic_dynamic_shapes": False, limit: max(getattr(config, limit), 2 * shapes + 8)}):
@@ -218,16 +206,12 @@ def static_compiles(shapes: int):
 
 
 def sweep(paths=None, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, heads=HEADS, seed=None):
-    """Every path at every shape, a shape at a time: every path prepared, then all of them timed back to back,
-    interleaved (timed_together), so the paths a point compares are measured in pairs. A generator (measure/repeat.py):
-    the paths whose preparation is a compile or a kernel's loading (`loads`: FlexAttention, SageAttention,
-    FlashAttention-4) are prepared at every shape before its `yield`, while other processes measure; each
-    shape's compile is kept (static_compiles), and a compile while timing fails the point rather than being
-    timed. The memory-hungry paths (naive, in-place, math: up to 69 GB, and the OOM points) prepare at
-    their shape, holding the GPU, since an out-of-memory point is a result and depends on what else holds
-    memory. Their verdicts have a wide margin: in-place at S=32768 fits with ~70 GB to spare and math there
-    needs more than the whole GPU, while what the prepared paths and other processes hold (contexts, a few
-    GB of inputs) is far less."""
+    """Every path at every shape, a shape at a time, timed back to back and interleaved (timed_together). A
+    generator (repeat.py): the paths that compile or load (`loads`) are prepared at every shape before its
+    `yield`, while others measure, each compile kept; a compile while timing fails the point. The memory-hungry
+    paths (naive, in-place, math: up to 69 GB) prepare at their shape holding the GPU, as an OOM point depends
+    on what else holds memory; their verdicts have a wide margin (in-place at S=32768 fits with ~70 GB to
+    spare, math needs more than the GPU), far beyond what the prepared paths and other processes hold."""
     paths = paths or select(sweep=True)
     shapes = [(max(1, tokens // s), heads, s, d) for d in head_dims for s in seq_lens]
     with static_compiles(len(shapes)):
@@ -249,20 +233,16 @@ def sweep(paths=None, seq_lens=SEQ_LENS, head_dims=HEAD_DIMS, tokens=TOKENS, hea
     return rows
 
 
-# not quiet (measure/gpulock.py): the sweep's comparisons are back-to-back device time at sizes where the GPU,
-# not the CPU, sets the pace, and a quiet sweep would pause every other process's preparation for minutes
+# not quiet (gpulock.py): the GPU sets its back-to-back times' pace, and quiet would pause the others for minutes
 sweep.quiet = False
 
 FASTEST_ROUNDS = bench.TOGETHER_ROUNDS  # the fastest run's rounds (bench.together's)
 
 
 def fastest(shape=LONG_SHAPE, paths=None, bshd_paths=None, calls=50, rounds=FASTEST_ROUNDS, seed=None):
-    """Every fused path at the target shape, timed back to back (the stream's throughput: `calls`
-    forwards queued, so the first launch's latency is spread thin), on contiguous [B, H, S, D]
-    inputs; the fastest again on inputs stored [B, S, H, D], the layout FlashAttention-4 takes
-    without a transpose (SDPA's backends then read transposed views). Every path and layout is timed
-    interleaved with the others (timed_together). A generator (measure/repeat.py): every path is loaded
-    and compiled before the first is timed."""
+    """Every fused path at the target shape, `calls` queued back to back (the first launch spread thin), all
+    interleaved, on contiguous [B, H, S, D] inputs and, for some, stored [B, S, H, D] (FlashAttention-4's layout;
+    SDPA reads transposed views). A generator (repeat.py): every path is loaded and compiled before any is timed."""
     paths = paths or select(fused=True, sweep=True)
     bshd_paths = bshd_paths or select(fused=True, sweep=True, bshd_too=True)
     ready = ([prepared(path, shape, layout="BHSD") for path in paths]
@@ -272,9 +252,8 @@ def fastest(shape=LONG_SHAPE, paths=None, bshd_paths=None, calls=50, rounds=FAST
 
 
 def recompile_limit(seq_lens=(256, 384, 512, 640, 768, 896, 1024, 1152, 1280, 1408, 1536), heads=16, d=64) -> dict:
-    """FlexAttention called at one new shape after another, never resetting torch.compile: each
-    new shape recompiles, until the recompile limit is reached and dynamo quietly runs the function
-    eagerly (which for flex_attention materialises the scores)."""
+    """FlexAttention at one new shape after another, never reset: each recompiles until the recompile limit,
+    past which dynamo quietly runs it eagerly (flex_attention then materialises the scores)."""
     torch._dynamo.reset()
     config = torch._dynamo.config
     limit = getattr(config, "recompile_limit", getattr(config, "cache_size_limit", None))

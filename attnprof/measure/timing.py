@@ -1,12 +1,9 @@
 """One forward under every timing method, in one run: unprofiled (one call, back to back, GPU only,
 CPU enqueue) and profiled (device time, CPU time, span), with the raw samples of each.
 
-The forwards are the stage table's own (`Stage.prepare`, each measurement under its `Stage.context`). The
-stages of one shape are measured interleaved, in rounds (bench.interleaved), so that drift of the host or the
-GPU falls on every stage alike; then each is profiled. A capture's own stream samples (`stream`) are taken
-alone, as before. The verdicts are
-drawn from these samples by attnprof/analysis/timing.py, which needs no torch. On a machine without a CUDA GPU
-the same code runs on the CPU (wall clock for events, no graph), to try it at a tiny size.
+The forwards are the stage table's own. A shape's stages are measured interleaved, in rounds, so that drift
+falls on every stage alike, then each is profiled; a capture's own `stream` samples are taken alone. The
+verdicts are analysis/timing.py's (no torch). Without a CUDA GPU it runs on the CPU (wall clock, no graph).
 """
 from __future__ import annotations
 
@@ -28,11 +25,9 @@ CALLS, REPS, ONE_CALL_REPS = 20, 30, 50
 
 
 def queued(forward, calls: int, reps: int) -> tuple[list[float], list[float], list[float]]:
-    """`reps` runs of `calls` forwards enqueued on an idle GPU without a synchronize: per call, the
-    CUDA-event time of the run (back to back), the host's wall time of the enqueue loop itself (CPU
-    enqueue), and that of its second half alone (were the GPU's queue to fill, launches late in the
-    loop would wait for the GPU, and the second half would slow to the GPU's pace). Each run starts
-    after a synchronize, so the queue is empty when it begins."""
+    """`reps` runs of `calls` forwards enqueued on an idle GPU without a synchronize, per call: CUDA-event time
+    (back to back), the enqueue loop's wall time (CPU enqueue), and its second half's (slower were the GPU's
+    queue to fill and late launches to wait for it)."""
     per_call, enqueue, late = [], [], []
     half = calls // 2
     for _ in range(reps):
@@ -70,16 +65,14 @@ def wall_one_call(forward, reps: int) -> list[float]:
 
 
 def graph_only(forward, calls: int, reps: int) -> list[float]:
-    """Per call, CUDA-event time of one replay of a CUDA graph holding `calls` forwards: the GPU's
-    work with no CPU work between the calls."""
+    """Per call, one replay of a CUDA graph of `calls` forwards: the GPU's work, no CPU work between calls."""
     replay = load_snippet("graphed").graphed(lambda: [forward() for _ in range(calls)])  # as the graph stages do
     replay()
     return [t / calls for t in bench.time_forward(replay, reps=reps, warmup=1)]
 
 
 def profiled(forward) -> dict:
-    """The forward profiled exactly as a capture profiles it: per annotated forward, device time
-    (sum of its ops), CPU time (the annotated range) and span (first launch to last op end)."""
+    """Per forward profiled as a capture profiles it: device time, CPU time and span."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "trace.json"
         profile_quietly(forward, path)
@@ -108,9 +101,8 @@ def _error(e: BaseException) -> str:
 
 
 def _prepared(name: str, shape, calls: int):
-    """One stage at one shape made ready to time: inputs drawn, its forward prepared and called 5 times, and
-    the CUDA graph of `calls` forwards that GPU only replays, recorded (where it can be; else why not).
-    Returns (row, forward, replay); forward None where it could not be prepared (the row says why)."""
+    """(row, forward, replay): one stage at one shape prepared and called 5 times, and GPU only's graph of
+    `calls` forwards recorded where it can be; forward None where it could not be prepared (the row says why)."""
     stage = STAGES[name]
     row = {"stage": name, "shape": list(shape), "dtype": "bf16", "calls": calls}
     try:
@@ -137,9 +129,8 @@ def _prepared(name: str, shape, calls: int):
 
 
 def _arm(stage, forward, replay, calls: int, one_call: int):
-    """One round's samples of one stage, under its own context: `one_call` one-call samples (CUDA events, and
-    the host's wall clock), one queued run (back to back, CPU enqueue and its second half) and, where it has
-    a graph, one replay (GPU only, per call)."""
+    """One round's samples of one stage, under its context: `one_call` one-call samples, one queued run and,
+    where it has a graph, one replay."""
     def measure() -> dict:
         with stage.context(), torch.no_grad():
             out = {"one_call_us": bench.time_forward(forward, reps=one_call, warmup=1),
@@ -152,11 +143,8 @@ def _arm(stage, forward, replay, calls: int, one_call: int):
 
 
 def timing(points=None, calls=CALLS, rounds=ROUNDS, one_call_per_round=ONE_CALL_PER_ROUND, seed=None):
-    """Every (stage, shape) of `points` (the stage table's timing points) under every timing method. The stages
-    of one shape are measured together, interleaved (bench.interleaved: `rounds` rounds, each stage once per
-    round, in a shuffled order, a round at a throttled clock dropped for all), then each is profiled. A
-    generator (measure/repeat.py): it yields once every stage of every shape is prepared (loaded, compiled,
-    graphed)."""
+    """Every (stage, shape) of `points` under every timing method, a shape's stages interleaved in `rounds`
+    rounds (bench.interleaved), then each profiled. A generator (repeat.py): it yields once all are prepared."""
     points = points or timing_points()
     ready = {}
     for name, shape in points:

@@ -3,18 +3,15 @@ the GPUs it is given (CUDA_VISIBLE_DEVICES), through the same code as `capture`,
 
     python -m attnprof.measure.worker OUT_DIR FD
 
-It reads one JSON line per take from stdin ({"records": [NAME, ...]}: one record, or several of a kind
-taken together) and answers each with one JSON line on file descriptor FD ({"records": [...], "outcome": ...}); what the measuring code prints goes to its own
-stdout and stderr (the regeneration's log). The outcome is "retaken", "unavailable here: why" (a record
-of why it cannot run, written with the current key), "kept the old record: why" or "failed: why".
-Each kind's `Take.retake` in analysis/records.py names its function here.
+It reads a JSON line per take on stdin ({"records": [NAME, ...]}: one, or several of a kind taken together)
+and answers each on file descriptor FD ({"records": [...], "outcome": ...}); its output goes to its log. The
+outcome is "retaken", "unavailable here: why" (a record of why, under the current key), "kept the old record:
+why" or "failed: why". Each kind's `Take.retake` (analysis/records.py) names its function here.
 
-Several workers share a GPU under `regenerate`; each measures holding the GPU alone (measure/gpulock.py):
-a run in each of its processes' measuring parts (measure/repeat.py), a stage's capture from its first call
-(timed, compile included) to its last sample (measure/capture.py), every other take whole (Nsight Compute
-locks the GPU's clocks while it profiles, so a counters take holds the GPU throughout). A line starting "-- " says each
-take's start and end (the regeneration relays them); on SIGUSR1 faulthandler writes every thread's stack
-into this worker's log (a regeneration's watchdog sends it before stopping a worker that hung).
+A GPU's workers each measure holding it alone (gpulock.py): a run in its processes' measuring parts, a stage's
+capture from its first call (compile included) to its last sample, every other take whole (Nsight Compute
+locks the clocks while it profiles). "-- " lines say each take's start and end (the regeneration relays
+them); on SIGUSR1 faulthandler writes every thread's stack into the log (before a hung worker is stopped).
 """
 from __future__ import annotations
 
@@ -94,8 +91,7 @@ def take_cp(record, out_dir) -> str:
 
 def take(record_names: list[str], out_dir) -> str:
     kind = records.kind_of(record_names[0])
-    # what an earlier record compiled stays with the function's code (torch.compile marks sizes it saw
-    # change as dynamic, and the next compile of that code is a dynamic one): each record starts afresh
+    # each record starts afresh: after an earlier record's compile, torch.compile would compile sizes as dynamic
     torch._dynamo.reset()
     what = record_names[0] if len(record_names) == 1 else f"{len(record_names)} {kind.name} records"
     try:

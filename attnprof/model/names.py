@@ -57,12 +57,10 @@ def make_key(source_hash: str, record_settings: dict) -> str:
 
 
 # ---- what keys each record ----------------------------------------------------------------------
-# A record's key is what decides its numbers: the token hash of the snippets (and kernel repositories) it
-# runs, of the measuring code's sections a page shows (the profiled loop), the rows of the stage table it
-# runs, and its settings, which hold the procedure's named constants and its version (model/procedure.py,
-# PROCEDURE: bumped by hand when the way of measuring changes). The rest of the measuring code, the analysis
-# and the site are not in it: editing them stales nothing. Paths are relative to the repository (read from
-# snippets.SNIPPETS and CODE_ROOT: a test points them at a copy).
+# A record's key is what decides its numbers: the token hash of the snippets and kernel repositories it runs,
+# of the measuring code's sections a page shows, of its stage table rows, and its settings (procedure.py's
+# constants and PROCEDURE, bumped by hand when the way of measuring changes). Editing the rest stales nothing.
+# Paths are relative to the repository (snippets.SNIPPETS and CODE_ROOT: a test points them at a copy).
 
 CODE_ROOT = ROOT
 MEASURE = "attnprof/measure"
@@ -73,10 +71,9 @@ DECODE_LOOP = f"{MEASURE}/serving.py:decode"  # the decode step End to end shows
 
 @dataclass(frozen=True)
 class Run:
-    """A measurement run: the function that makes it (`module.function` in attnprof/measure/), the stages it
-    measures (`select` facts, or a tuple of names) and other snippets it loads, the measuring code's sections
-    a page shows of it, and how many independent repeats (separate processes) it takes: more than one where a
-    page's conclusion compares its numbers."""
+    """A measurement run: its function (`module.function` in measure/), the stages it measures (`select` facts,
+    or names), other snippets it loads, its measuring code's sections a page shows, and its repeats (processes:
+    more than one where a conclusion compares its numbers)."""
     function: str
     stages: dict | tuple | None = None
     snippets: tuple[str, ...] = ()
@@ -206,8 +203,7 @@ def repo_paths(stages) -> tuple[str, ...]:
 
 
 def profiled_sources(code):
-    """The files a stage, backward or counters record runs: its stage's snippets and kernel repository,
-    then `code`."""
+    """The files a stage, backward or counters record runs: its snippets and kernel repository, then `code`."""
     def sources(record):
         stage = parsed(record)[0]
         return snippet_paths(get_stage(stage).snippets) + repo_paths([stage]) + tuple(code)

@@ -1,11 +1,8 @@
 """A reader's own attention, captured with the stages' lens: names, keys and staleness of its captures.
 
-Pure (no torch): records.py (the `own` kind), the site and `diff`/`report` read these;
-attnprof/measure/own.py writes them.
-A reader's capture is named `<file stem>.<function>` (with `-BxHxSxD` and `-dtype` as stage records
-are), keyed by the token hash of the reader's file and of the profiled loop it runs
-(names.PROFILED_LOOP) and the capture settings, and
-written as the same summary + trace pair as a stage's. OWN_RECORDS lists the ones the site renders.
+Pure (no torch); measure/own.py writes them. A reader's capture is named `<file stem>.<function>` (with
+`-BxHxSxD` and `-dtype` as stage records are), keyed by the token hash of the reader's file and of the
+profiled loop and the settings, and written as a stage's pair. OWN_RECORDS lists the ones the site renders.
 """
 from __future__ import annotations
 

@@ -9,16 +9,13 @@ BWD_LABEL = "attention_backward"  # ... and around every profiled backward
 WARMUP_CALLS = 10
 EVENT_REPS = 50
 SCHEDULE = dict(wait=1, warmup=1, active=3, repeat=1)
-# Independent repeats (separate processes) of a run whose numbers a conclusion compares. Three are enough for the
-# CPU side's 10-15 % effects where a run times its paths in rounds and the rule compares them round by round
-# (analysis/decide.py steps): in place against naive by CPU enqueue (12-20 % in each process) and cuDNN against
-# flash (9-19 %) are decided in each of the 11 committed regenerations of the timing run measured in rounds.
+# Independent repeats (processes) of a run whose numbers a conclusion compares. Three decide the CPU side's 10-15 %
+# effects compared round by round (decide.steps): in place against naive by CPU enqueue (12-20 % a process) and
+# cuDNN against flash (9-19 %) are decided in each of the 11 committed regenerations of the timing run in rounds.
 RUN_REPEATS = 3
-# ... of a run whose conclusions two processes decide as three do: `python tools/fewer.py` over the six
-# regenerations 19d58c5 to d2acc5e, any two of three processes of the sweep, fastest, fallback, decode, e2e,
-# graphs and backward runs (together) change none of the site's 72 conclusions, and the A/A rates stay at
-# 97 % or more (97.5 % paired, 99 % apart once the sweep keeps no one-call samples); the timing and
-# decode_step runs' conclusions do change with two (cpu-rank, decode-error). A new run starts at RUN_REPEATS.
+# ... of a run two processes decide as three do (`python tools/fewer.py`, regenerations 19d58c5 to d2acc5e): any
+# two of three of the sweep, fastest, fallback, decode, e2e, graphs and backward runs change none of 72 conclusions,
+# A/A rates at 97 % or more; timing's and decode_step's do change (cpu-rank, decode-error). New runs: RUN_REPEATS.
 FEW_REPEATS = 2
 STEADY_REPEATS = 5  # the steady run's processes (measure/steady.py): the fastest forward's spread across them
 # A round of interleaved measurements (measure/bench.py interleaved) with an SM clock reading, before or after it, below
@@ -29,8 +26,7 @@ THROTTLE = 0.75
 # After a round dropped at a throttled clock, the next waits this long for the clock to recover: NVBench's default,
 # "--throttle-recovery-delay <value>: Set the GPU throttle recovery delay in seconds. Default is 0.05 seconds." (the same page)
 THROTTLE_RECOVERY_S = 0.05
-# The bit of NVML's clocks-event reasons (a record's clocks.throttle_reasons, OR'd over its rounds) that says the
-# driver held the SM clock down to stay within the power limit: nvmlClocksEventReasonSwPowerCap
+# NVML's clocks-event reason bit (in clocks.throttle_reasons) for the power cap: nvmlClocksEventReasonSwPowerCap
 SW_POWER_CAP = 0x4
 BWD_FLOP_FACTOR = 2.5  # backward FLOPs counted as 2.5x the forward's (five matmuls against two)
 
@@ -55,8 +51,7 @@ METRICS = {
 }
 
 
-# What a capture measures once and keeps no data to recompute from (the output itself, the allocator's
-# peak, the first call's clock); everything else in a record follows from its trace or raw samples.
+# What a capture measures once, with no data to recompute it from; the rest follows from its trace or samples.
 MEASURED_ONCE = {"rel_err": "relative error against float64", "grad_rel_err": "the gradients' relative errors",
                  "peak_extra_bytes": "peak memory", "memory": "memory held and peaks",
                  "first_call_ms": "the first call's time", "saved": "what autograd saved for the backward",
@@ -65,13 +60,11 @@ MEASURED_ONCE = {"rel_err": "relative error against float64", "grad_rel_err": "t
                  "worst_row": "verification's worst row",
                  "device_ops": "a fallback case's profiled ops", "device_us": "a fallback case's profiled device time",
                  "cpu_us": "a fallback case's profiled CPU time"}
-# What a two-GPU record measured once as well: its CUDA-event medians, kept without their samples (the
-# capture code that keys these records keeps none); check bounds them instead (analysis/confirm.py).
+# ... and a two-GPU record: its CUDA-event medians, kept without samples; check bounds them instead.
 MEASURED_ONCE_TWO_GPU = {"event_median_us": "each rank's and the single GPU's CUDA-event median (kept without "
                                             "samples: bounded by each rank's profiled forward and the sweep's flash rate)"}
-# The raw samples every median, percentile and rate is recomputed from: data, not derived figures.
-# `back_to_back_us` is samples in a timing row (beside `enqueue_us`, from the same loops); elsewhere it is the
-# median of `back_to_back_us_each`, a number, never pooled.
+# The raw samples every median, percentile and rate is recomputed from. `back_to_back_us` is samples in a timing
+# row; elsewhere it is the median of `back_to_back_us_each`, a number, never pooled.
 RAW_SAMPLES = ("event_times_us", "times_us", "timing", "one_call_us", "one_call_wall_us", "back_to_back_us_each",
                "back_to_back_us", "enqueue_us", "enqueue_late_us", "graph_us", "profiled")
 

@@ -1,9 +1,8 @@
 """The stage table: every attention variant the site profiles, what it runs and what the site does with it.
 
-A stage is everything `capture` needs to run one attention variant (the snippet file, whose token hash
-keys its records, and a `prepare` that turns inputs into a zero-argument forward) and every fact that
-other code would otherwise list: its group, shapes, colour, sweep, backward and counters membership,
-how it takes a mask. Named shapes live here too. Nothing here needs a GPU.
+A stage is what `capture` needs to run one variant (its snippet, whose token hash keys its records, and a
+`prepare` making a zero-argument forward) and every fact other code would otherwise list (group, shapes,
+colour, runs it is in, how it takes a mask). Named shapes live here too. Nothing here needs a GPU.
 """
 from __future__ import annotations
 
@@ -53,8 +52,7 @@ class Stage:
     causal_corner: str = "top-left"  # where its causal mask is aligned when queries outnumber keys
     tolerance: str | None = None  # "int8" for a quantized kernel; None: the dtype's tolerance
     bshd_too: bool = False  # the fastest-forward run also feeds it inputs stored [B, S, H, D]
-    fresh_compile: bool = False  # compiled per shape: measure/sweep.py `prepared` resets torch.compile first
-    #                              (the sweep instead keeps every shape's compile, under a raised recompile limit)
+    fresh_compile: bool = False  # compiled per shape: sweep.py `prepared` resets torch.compile (the sweep keeps all)
     steady: bool = False  # the fastest forward: timed at steady state in separate processes (the steady run)
     color: str | None = None  # its colour in every chart
     short: str = ""  # its name inside a sentence ("cuDNN", "FlashAttention-4"); the title when empty
@@ -76,8 +74,7 @@ class Stage:
 
     @property
     def row(self) -> dict:
-        """The facts of its row that say what it runs and what its pages say it ran: hashed into the key of
-        every record that runs it, so that an edit of its backend, layout or setup stales them."""
+        """The facts saying what it runs, hashed into the key of every record that runs it: an edit stales them."""
         facts = ("name", "title", "snippet", "backend", "provider", "layout", "wrap", "takes_mask", "causal_corner",
                  "tolerance", "short")
         return {f: getattr(self, f) for f in facts} | {"setup": self.setup and self.setup.__name__}
@@ -103,8 +100,7 @@ class Stage:
         return forward
 
     def context(self):
-        """Entered once around a whole capture: pins the SDPA backend, so the pinning itself is not
-        part of each profiled forward."""
+        """Entered once around a capture, pinning the SDPA backend outside each profiled forward."""
         if self.snippet == "sdpa":
             return load_snippet("sdpa").only(self.backend)
         return contextlib.nullcontext()
@@ -208,8 +204,7 @@ def providers() -> list[str]:
 
 
 def site_records() -> list[tuple[str, tuple]]:
-    """Every forward capture the site renders, as (stage, shape), shape by shape; `check` and the build
-    look for exactly these."""
+    """Every forward capture the site renders (and `check` looks for), as (stage, shape), shape by shape."""
     return [(s.name, shape) for key, shape in SHAPES.items() for s in STAGES.values() if key in s.shapes]
 
 

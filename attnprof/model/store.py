@@ -1,10 +1,8 @@
 """Records on disk: where they live and how they are read and written (atomically, in pairs).
 
-Records live in one set per GPU, `docs/captures/<set>/`, named by the GPU table's short name for the GPU that took
-them (h200, h100, a100...). ATTNPROF_GPU picks the set that `check`, `show`, the builds and `serve` read; without
-it, the set of this machine's GPU where nvidia-smi names one, else the published site's, h200. ATTNPROF_CAPTURES
-points them at another folder altogether (tests use it). File I/O only; what a record is called, what keys it and
-when it is stale is `records.py`.
+Records live in one set per GPU, `docs/captures/<set>/`, by the GPU table's short name (h200, h100...).
+ATTNPROF_GPU picks the set everything reads; without it, this machine's GPU's where nvidia-smi names one, else
+the published h200. ATTNPROF_CAPTURES points at another folder altogether (tests). File I/O only.
 """
 from __future__ import annotations
 

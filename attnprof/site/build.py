@@ -1,6 +1,5 @@
-"""What one site build reads, read once: capture summaries, traces, run records, and the captures
-that cannot be used. A new Build is made for every build, so nothing read survives a rebuild; the
-files its check (`problems`) read are not read again (records.reading)."""
+"""What one site build reads, read once (records.reading, its check's files too): summaries, traces, runs,
+and what cannot be used. A new Build is made for every build, so nothing read survives a rebuild."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,9 +10,8 @@ from ..analysis import decide, derived, stats, trace
 
 
 class RecordUnusable(Exception):
-    """A record a piece reads is missing, stale or inconsistent (the message says why and the fix): the
-    one error a piece may render as a box; the strict build fails on it through `problems`. One that is
-    not `known` (a record the site does not list, which `check` never looks at) fails a strict build here."""
+    """A record a piece reads is not usable (the message: why, and the fix): the one error a piece may render
+    as a box. One not `known` to `check` (a record the site does not list) fails a strict build here."""
 
     def __init__(self, why: str, known: bool = True):
         super().__init__(why)
@@ -37,8 +35,7 @@ class Build:
         self.numbers: dict[tuple[str, str, str], set[str]] = {}  # (record, quantity, method) -> as pages state it
 
     def fold(self, lesson: str, evidence: str) -> str:
-        """A conclusion as a page shows it: its lesson in the prose, with a marker that opens its evidence (ranges,
-        method, processes, shape), which the page keeps folded (the extension gathers it, `EVIDENCE`). Outside a
+        """A conclusion's lesson with a marker opening its evidence, folded on the page (`EVIDENCE`); outside a
         page (`conclusions`, a report), the lesson with its evidence after it."""
         if self.evidence is None:
             return f"{lesson} (evidence: {evidence})"
@@ -46,8 +43,7 @@ class Build:
         return f"{lesson}[^{EVIDENCE}{len(self.evidence)}]"
 
     def number(self, record: str, quantity: str, method: str, text: str) -> str:
-        """`text`, a quantity of `record` as a page states it, noted under its quantity and method (words.QUANTITIES,
-        words.METHODS), so that a test can hold every page to one number per quantity and method."""
+        """`text`, noted under its record, quantity and method: a test holds pages to one number for each."""
         self.numbers.setdefault((record, quantity, method), set()).add(text)
         return text
 
@@ -93,8 +89,7 @@ class Build:
         return self._traces[record]
 
     def forwards(self, record: str) -> tuple[list[trace.Forward], trace.Forward]:
-        """The profiled forwards (or backwards) of a capture, and the one its page draws: the median one, whose
-        device time is the figure every page gives (its trace figure, op list, CPU side and gaps)."""
+        """A capture's profiled forwards (or backwards), and the median one, which every page of it draws."""
         if record not in self._drawn:
             fwds = self.read_forwards(record)
             self._drawn[record] = fwds, trace.median_forward(fwds)
@@ -122,8 +117,7 @@ class Build:
         return self.trace(record)["deviceProperties"][0]
 
     def counters(self, record: str) -> dict | None:
-        """The counters record of a capture, or None where there is none usable (missing, stale, inconsistent);
-        checked and read once per build."""
+        """A capture's counters record, or None where none is usable; checked and read once per build."""
         if record not in self._counters:
             name = f"{record}.counters"
             usable = name not in self.problems and not self._load(records.status, name, self.folder)
@@ -131,8 +125,8 @@ class Build:
         return self._counters[record]
 
     def counters_of(self, record: str) -> dict:
-        """The counters record of a capture, for a piece that shows them: a capture the site has no counters
-        record of is a piece's mistake in a strict build, an unusable one a box."""
+        """A capture's counters record for a piece that shows them: one not listed fails a strict build, one
+        not usable renders a box."""
         if self.strict and not self.listed(f"{record}.counters"):
             raise self.unlisted(f"{record}.counters")
         measured = self.counters(record)
@@ -143,9 +137,8 @@ class Build:
         return measured
 
     def run(self, name: str) -> list | dict:
-        """The result of a committed measurement run (`run-<name>.json`), over all its repeats where it was
-        taken in several processes (stats.pooled); a name the site does not run is the code's mistake,
-        whatever the records hold."""
+        """A committed run's result (`run-<name>.json`), pooled over its repeats (stats.pooled); a name the site
+        does not run is the code's mistake, whatever the records hold."""
         if name not in names.RUNS:
             raise ValueError(f"no measurement run named {name!r} (the site's runs: {', '.join(names.RUNS)})")
         if f"run-{name}" in self.problems:
@@ -162,8 +155,7 @@ class Build:
         return self._pooled[name]
 
     def repeats(self, name: str) -> list:
-        """The result of each independent repeat of a run (separate processes), the first process's first; one
-        item for a run taken once. `run(name)` pools them."""
+        """Each independent repeat's result of a run (one for a run taken once); `run(name)` pools them."""
         self.run(name)
         return [self._runs[name]["result"]] + list(self._runs[name].get("repeats", []))
 
@@ -178,10 +170,8 @@ def row(rows: list[dict], **match) -> dict:
 
 
 def across(build: Build, run: str, pick, method: str | None = None) -> decide.Range:
-    """A run's samples, `pick(result)`, in each of its repeats: the range across repeats where there
-    are two or more, else p10–p90 of the one (analysis/decide.py). A measurement that one repeat lacks
-    (it ran out of memory or could not run in that process) makes the run unusable, with its fix. `method`
-    (decide.ONE_CALL, ...) says how the samples were had: two ranges of one run are compared process by process."""
+    """The range (decide.of) of a run's samples, `pick(result)` in each repeat, had by `method`; one a repeat
+    lacks (out of memory, or could not run there) makes the run unusable, with its fix."""
     found, missing = [], 0
     for result in build.repeats(run):
         try:

@@ -1,15 +1,9 @@
-"""The pieces as a Python-Markdown extension, so any site that runs Python-Markdown (MkDocs, Zensical)
-renders the same chapters.
-
-A chapter asks for a piece with an HTML comment, `<!-- attnprof: PIECE ARG... -->`; the extension
-replaces it with Markdown made from the committed captures. A comment that starts a line may be
-indented (inside tabs and admonitions): every line of the piece is indented like it. Figures are
-inline SVG, passed through as raw HTML. List it under `markdown_extensions` as `attnprof.site.extension`.
-
-Under MkDocs the hook hands every page the build's one Build. Zensical runs no hook and makes a Markdown
-instance per page: there the pages share one Build per process, made again when a file it depends on
-changes (`zensical serve`), and `zensical build --strict` (the flag, or `strict: true` in mkdocs.yml)
-refuses records and notebooks that are not usable, as the MkDocs hook does.
+"""The pieces as a Python-Markdown extension (`attnprof.site.extension`), so MkDocs and Zensical render the
+same chapters. A chapter asks for a piece with `<!-- attnprof: PIECE ARG... -->`, replaced by Markdown made
+from the committed captures, every line indented like the comment (inside tabs and admonitions); figures
+are inline SVG, passed through as raw HTML. Under MkDocs the hook hands every page the build's one Build.
+Zensical runs no hook: its pages share one Build per process, made again when a file it reads changes, and
+`zensical build --strict` refuses unusable records and notebooks, as the MkDocs hook does.
 """
 from __future__ import annotations
 
@@ -60,9 +54,8 @@ class PiecesPreprocessor(Preprocessor):
         return SVG.sub(lambda m: self.md.htmlStash.store(m.group(0)), text)  # SVG is HTML, not Markdown
 
     def malformed(self, directive: str, why: str) -> str:
-        """A comment that starts like a directive but is not one (its colon missing): an error in a strict
-        build, a warning otherwise (the page lacks its piece, as it would with the HTML comment left in).
-        A directive naming an unknown piece fails every build (registry.lookup)."""
+        """A comment like a directive but for its colon: an error in a strict build, else a warning (the page
+        lacks its piece). A directive naming an unknown piece fails every build (registry.lookup)."""
         line = f"{' '.join(directive.split())} is not a directive the site renders: {why}"
         if self.build.strict:
             raise PieceError(line)
@@ -107,10 +100,8 @@ LONG_TITLE = re.compile(r' title="([^"]{%d,})"' % 100)
 
 
 class NamesOnce(Postprocessor):
-    """A long title attribute (a kernel's full name, the hover text of its short one) kept once per page:
-    every later copy of the same text becomes data-same="K", pointing at the first, data-name="K", and
-    docs/javascripts/names.js copies the text back when the page loads. A chapter that lists the same
-    kernels in its op list, its decoded kernels and its counters sends each long name once."""
+    """A long title attribute (a kernel's full name) sent once per page: each later copy becomes data-same="K",
+    pointing at the first's data-name="K", and docs/javascripts/names.js copies the text back on load."""
 
     def run(self, text: str) -> str:
         found = [m.group(1) for m in LONG_TITLE.finditer(text)]
@@ -135,9 +126,8 @@ TAG = re.compile(r"(<[^>]*>)")
 
 
 class Unbroken(Postprocessor):
-    """Words a line must not break inside, at their hyphen or dash ("GPU-bound", "8.8e-03", "33.9–42.1"), held together by a
-    span the stylesheet keeps on one line, and a number with its unit ("12.5 %"), by a no-break space;
-    only in text, never in a tag, code block or script."""
+    """Words a line must not break at their hyphen or dash ("GPU-bound", "8.8e-03", "33.9–42.1") in a span kept
+    on one line, and a number and its unit ("12.5 %") by a no-break space; in text only, never code or tags."""
 
     def run(self, text: str) -> str:
         out, skip = [], 0
@@ -157,8 +147,7 @@ class Unbroken(Postprocessor):
 
 class PiecesExtension(Extension):
     def __init__(self, **kwargs):
-        # build: the Build of this site build, passed in by the MkDocs hook; without it, each Markdown
-        # instance reads the captures afresh (a default that is a Build, not None, is kept as given)
+        # build: from the MkDocs hook; a default that is a Build, not None, is kept as given
         self.config = {"build": [{}, "the Build whose captures to read (made here when not given)"],
                        "names_once": [True, "each long title once per page, the copies filled in by names.js, and "
                                              "words held together at their hyphen (a site's pages, not a report)"]}
@@ -180,8 +169,7 @@ _shared: tuple[tuple, Build] | None = None
 
 
 def _zensical_strict() -> bool:
-    """Whether this process is `zensical build --strict` (or Zensical with `strict: true`): Zensical hands its
-    flag to no extension, so it is read off the command line."""
+    """Whether this is `zensical build --strict` (or `strict: true`), read off the command line and config."""
     if "zensical" not in sys.modules:
         return False
     from zensical.config import get_config

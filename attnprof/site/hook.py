@@ -1,14 +1,11 @@
 """The MkDocs hook: only what needs MkDocs itself. The pieces are a Markdown extension (extension.py).
 
-Before a build, records are retaken where this machine can take them, as ATTNPROF_RECAPTURE says:
-`auto` (default: every record that is missing, stale or inconsistent, where a GPU is present),
-`always` (every record the site reads that this machine can take) or `never`; what it cannot take
-is named in one line each (attnprof/regenerate.py, as `python -m attnprof regenerate`). A strict
-build refuses records that are still missing, corrupt or stale, in one line each; a plain build
-renders them as boxes. Each build hands the extension a fresh Build, so a rebuild under `mkdocs
-serve` reads the captures again. The notebooks are committed files (site/notebooks.py): a strict build
-refuses one that is stale, as `check` does; MkDocs renders each notebook itself (mkdocs-jupyter) where
-Zensical renders the Markdown page beside it, so the nav, which names the pages, is pointed at the notebooks.
+Before a build, records are retaken where this machine can (regenerate.py), as ATTNPROF_RECAPTURE says:
+`auto` (default: those not usable, where a GPU is present), `always` (every one) or `never`. A strict build
+refuses records still not usable, in one line each; a plain build renders them as boxes. Each build hands
+the extension a fresh Build, so a rebuild under `mkdocs serve` reads the captures again. A strict build
+refuses a stale notebook (site/notebooks.py), as `check` does; MkDocs renders each notebook itself
+(mkdocs-jupyter) where Zensical renders the Markdown page beside it, so the nav is pointed at the notebooks.
 """
 from __future__ import annotations
 
@@ -32,18 +29,15 @@ PAGES = f"{notebooks.OUT.name}/"  # where the notebooks and their pages lie unde
 
 
 def _regenerate(mode: str):
-    """Retake what this machine can (`auto`: the records that are not usable; `always`: every record the
-    site reads), through the same code as `python -m attnprof regenerate`; name in one line each what
-    it cannot take. `auto` looks only where nvidia-smi shows a GPU (importing torch is most of a CPU
-    build's time)."""
+    """Retake what this machine can, as `python -m attnprof regenerate` does; `auto` looks only where
+    nvidia-smi shows a GPU (importing torch is most of a CPU build's time)."""
     if mode == "never" or (mode == "auto" and not shutil.which("nvidia-smi")):
         return
     from attnprof import regenerate
     wanted = regenerate.wanted_records(every=mode == "always")
     if not wanted:
         return
-    # info, not warning: a record it cannot take that is still current must not fail a strict build; one
-    # that is not usable is refused below with its fix
+    # info, not warning: a current record it cannot take must not fail a strict build (an unusable one is refused below)
     done = regenerate.regenerate(wanted, store.CAPTURES, say=log.info)
     for r in done.results:
         log.info("%s (%s, GPU %s): %.1f s, %s", r.record, r.kind, ",".join(r.devices), r.seconds, r.outcome)
@@ -52,15 +46,13 @@ def _regenerate(mode: str):
 
 
 def on_startup(command, dirty):
-    # The modules and the config (some hundred thousand objects) live as long as the process: keep the
-    # collector's full collections during the build from walking them again and again
+    # the modules and config (~100,000 objects) live as long as the process: spare them the full collections
     gc.freeze()
 
 
 def on_shutdown():
-    # The interpreter collects more than once while it exits, each time walking everything the build still
-    # holds (about half a second on two cores); frozen objects are not walked, and cycles among them are left
-    # to the exit rather than collected
+    # the interpreter collects several times while exiting, each walking all the build holds (~0.5 s on two
+    # cores); frozen objects are not walked, their cycles left to the exit
     gc.freeze()
 
 

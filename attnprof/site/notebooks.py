@@ -1,13 +1,9 @@
-"""One notebook per stage chapter, written from the literate template notebook.py.tmpl and committed
-under docs/notebooks/, beside the Markdown page that shows it under Zensical.
+"""One notebook per stage chapter, written from the literate template notebook.py.tmpl and committed under
+docs/notebooks/, beside the Markdown page Zensical renders it through (the `notebook` piece).
 
-Nothing here is a hand-kept copy: the template's include lines are filled with the snippets and the
-profiling loop of attnprof/measure/capture.py, as the chapters' are. The notebooks run on any CUDA
-GPU at the post's shape and on a CPU at a small shape. Each file names, in its metadata, a hash of
-everything it shows (the template, each included section, the stage's row), so `check` and both strict
-builds refuse a notebook that is not what its sources make now, and say which source changed;
-`python -m attnprof notebooks` writes them again. MkDocs renders the notebook itself (mkdocs-jupyter);
-Zensical renders the page beside it, which the `notebook` piece fills from the same file.
+No hand-kept copy: the template's include lines are filled with the snippets and the profiling loop, as the
+chapters' are. Each file's metadata hashes everything it shows (template, sections, stage row), so `check`
+and both strict builds refuse a stale notebook naming what changed; `python -m attnprof notebooks` rewrites.
 """
 from __future__ import annotations
 
@@ -83,8 +79,7 @@ def file_text(stage: Stage) -> str:
 
 
 def page_text(stage: Stage) -> str:
-    """The Markdown page beside the notebook: Zensical renders it (the `notebook` piece reads the notebook);
-    under MkDocs the hook leaves it out and mkdocs-jupyter renders the notebook itself."""
+    """The Markdown page Zensical renders beside the notebook (under MkDocs the hook leaves it out)."""
     return (f"<!-- Written by `python -m attnprof notebooks`: Zensical's page of {stage.name}.ipynb "
             f"(MkDocs renders the notebook itself). -->\n\n<!-- attnprof: notebook {stage.name} -->\n")
 
@@ -111,8 +106,7 @@ def write_all(out: Path = OUT) -> list[Path]:
 
 
 def problem(stage: Stage, out: Path = OUT) -> str | None:
-    """None when the stage's notebook and page are what their sources make now; otherwise one line naming
-    the file, what changed and the fix."""
+    """None when the stage's notebook and page are current; else one line: the file, what changed, the fix."""
     for path, text in files(stage, out).items():
         name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
         try:

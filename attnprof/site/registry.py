@@ -8,16 +8,12 @@ A piece is a function `(build, *args, **keywords) -> Markdown`, registered with 
     @piece("compare", captures=ALL)            # every argument is a record
     @piece("glance")                           # no record named: reads runs or many captures itself
 
-One name, one meaning: `ops`, `stamp`, `value`, `trace`... render any kind of record, and the
-dispatcher picks the function registered for the kind of the record named (records.kind_of), and
-for a backward or a reader's record without one of its own, the stage record's (all are profiled
-captures). The
-function for kind K of piece P is named P (stage records) or P_K. MODULES lists every module that
-registers pieces; `load()` imports them, once, explicitly.
+One name, one meaning: `ops`, `stamp`, `value`, `trace`... render any kind of record, the function picked by
+the named record's kind (a backward's or reader's record without its own takes the stage record's); for kind
+K, piece P's function is named P (stage records) or P_K. `load()` imports MODULES, once, explicitly.
 
-A piece over records renders as a box when one of them cannot be used (missing, corrupt, stale),
-and as a "Did not run" note, with the recorded reason, when its capture says so, unless it is declared to render for an unavailable
-stage (`unavailable=True`). Any other error is the piece's own fault and fails the build.
+A piece over records renders a box where one is not usable, and a "Did not run" note with the recorded
+reason where its capture did not run (unless `unavailable=True`). Any other error fails the build.
 """
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""One capture as a page of its own, through the site's pieces and its Markdown extension.
+"""One capture as a page of its own, through the site's pieces and its Markdown extension (no MkDocs).
 
-`python -m attnprof report RECORD [--against STAGE] -o page.html` writes one standalone HTML page
-(Python-Markdown with the site's extension; no MkDocs): the stamp, the op list, the gaps, one forward's
-trace figure with its Open-in-Perfetto control (the trace travels inside the page as a data: URL, so the
-page opens offline), the kernels decoded, key_averages, and with --against the `align` comparison.
-`attnprof.display(record)` renders the same pieces inline in Jupyter.
+`python -m attnprof report RECORD [--against STAGE] -o page.html` writes one standalone HTML page, the trace
+inside it as a data: URL so that it opens offline; `attnprof.display(record)` renders the same in Jupyter.
 """
 from __future__ import annotations
 
@@ -52,9 +49,8 @@ PAGE_CSS = "body { margin: 0; } main.attnprof-report { max-width: 1360px; margin
 
 
 class Captures(Build):
-    """A Build whose records may come from different folders (a reader's captures beside the site's):
-    each record is read from the folder it was found in. Every record is checked before it is added
-    (compare.load: present, not a record of a stage that could not run, and what its trace says)."""
+    """A Build over records from several folders (a reader's beside the site's), each read where it was found
+    and checked as it is added (compare.load)."""
 
     def __init__(self):
         super().__init__(store.CAPTURES, problems={})
@@ -97,8 +93,7 @@ def page_markdown(record: str, against: str | None = None, title: str = "") -> s
 
 
 def render(build: Captures, text: str) -> str:
-    """Markdown with directives to HTML, through the site's extension, then made self-contained:
-    each trace and summary a data: URL, links into the site's chapters kept as their text."""
+    """Markdown to self-contained HTML: traces and summaries as data: URLs, links to chapters as their text."""
     try:  # the measure extra installs both (pyproject.toml); nothing of MkDocs is needed
         import markdown
         from .extension import PiecesExtension
@@ -168,9 +163,8 @@ class Failure(Display):
 
 
 def from_trace(path, shape, dtype_name: str = "bf16", rel_err: float | None = None, name: str = "this-gpu") -> tuple[dict, dict]:
-    """(summary, trace) of a profile written by the stages' loop (measure/profiling.profile_forward) outside attnprof,
-    e.g. by a "Run it yourself" notebook: what trace.summarize reads off it, and what it cannot (no CUDA-event
-    timing; the numerics only when given)."""
+    """(summary, trace) of a profile the stages' loop wrote outside attnprof (a "Run it yourself" notebook):
+    what trace.summarize reads off it; no CUDA-event timing, the numerics only when given."""
     events = traces.load(path)
     props = (events.get("deviceProperties") or [{}])[0]
     summary = {"record": name, "stage": name, "title": f"Your profile on {props.get('name', 'the CPU')}",
@@ -182,11 +176,10 @@ def from_trace(path, shape, dtype_name: str = "bf16", rel_err: float | None = No
 
 def display(record, against: str | None = None, shape=None, dtype_name: str = "bf16", rel_err: float | None = None,
             captures=None) -> Display:
-    """The site's pieces for `record` inline in Jupyter. `record` is a record (looked for in `captures`, by
-    default attnprof-captures/, then in the site's set of records), the path of a capture's .json, or a trace written
-    by profile_forward (then give its `shape`). With `against`, the two op lists and
-    trace figures side by side, then the `align` comparison. Where the Markdown stack is missing, it shows
-    the one line `report` prints, not a traceback."""
+    """The site's pieces for `record` inline in Jupyter: a record (looked for in `captures`, by default
+    attnprof-captures/, then in the site's set), a capture's .json, or a trace profile_forward wrote (give its
+    `shape`). With `against`, the two op lists and traces side by side, then the `align` comparison. Without
+    the Markdown stack, it shows the one line `report` prints, not a traceback."""
     try:
         return _display(record, against, shape, dtype_name, rel_err, captures)
     except CaptureError as e:

@@ -1,14 +1,10 @@
 """Sentences that rank, compare, multiply or judge, each computed from the records and checked by the build.
 
-A chapter asks for one with `<!-- attnprof: say NAME -->`. Each statement is a small function of the
-build that returns a `Statement`: its lesson (plain words, at most two numbers, at most LESSON_WORDS words:
-what the page says in its prose), its evidence (the numbers filled in from the records, each with its
-method, range, processes and shape: what the page folds), and whether the records bear out the words typed
-in both. A statement the records contradict stops the build with one line that names it and quotes it.
-
-This module is the machinery (Statement, Flip, Claim, `claim`, `check`, `say`, `false_statements`, and the
-truth conditions of conclusion pieces, `condition` and `hold`); the claims themselves live one module a
-topic beside it, imported by the package.
+A chapter asks for one with `<!-- attnprof: say NAME -->`: a function of the build returning a `Statement`,
+its lesson (the prose: plain words, few numbers), its evidence (the numbers from the records with their
+method, range, processes and shape: what the page folds), and whether the records bear out both. One the
+records contradict stops the build with one line that names and quotes it. This module is the machinery
+(claims, `check`, `say`, and the truth conditions of conclusion pieces); the claims live one module a topic.
 """
 from __future__ import annotations
 
@@ -39,8 +35,7 @@ FALSE, ADAPTS = "false", "adapts"
 
 @dataclass(frozen=True)
 class Flip:
-    """A change to a copy of one record that a claim must answer: by turning false (FALSE), or, for words
-    that follow the records, by words for another outcome that still hold (ADAPTS)."""
+    """A change to a copy of one record that a claim must answer: turning false, or (ADAPTS) words that hold."""
     file: str  # the file it changes in the captures folder: "fa4-bwd.json", "run-timing.json", "naive.trace.json.gz"
     change: Callable[[dict], None]  # changes the file's JSON in place
     then: str = FALSE
@@ -54,8 +49,7 @@ class Flip:
 
 @dataclass(frozen=True)
 class Claim:
-    """One checked sentence: the records it reads and the flips that must turn it, for its arguments
-    on a page, and `says`, which returns its words for what the records give and whether they hold."""
+    """One checked sentence: `says` (its words and whether they hold), the records it reads, its flips."""
     name: str
     says: Callable[..., Statement]
     reads: Callable[..., list[str]]
@@ -70,10 +64,8 @@ def _listed(v) -> list:
 
 
 def _of_args(fn: Callable, x) -> Callable[..., list]:
-    """A claim's `reads` or `flips`: given as is, or as a function of some of the claim's arguments, named as
-    the claim's function names them. The page's arguments are bound to that function's signature, its
-    defaults applied, and each parameter `x` names is passed from there: a default is written once, on
-    the function (a `*rest` parameter takes the rest of the page's arguments)."""
+    """A claim's `reads` or `flips`: as is, or a function of the claim's arguments by name, bound to the claim's
+    signature with its defaults, so a default is written once, on the function (`*rest` takes the rest)."""
     if not callable(x):
         return lambda *a, **k: _listed(x)
     signature, wanted = inspect.signature(fn), inspect.signature(x).parameters
@@ -108,9 +100,8 @@ def _register(table: dict[str, Claim], what: str, name: str, reads, flip):
 
 
 def claim(name: str, reads, flip):
-    """Register the function below as the claim `name`: `reads`, the records it reads, and `flip`, one
-    Flip or several, each given as is or as a function of some of the claim's arguments, by their names
-    in the function's signature (whose defaults apply: `lambda stage: ...` beside `def f(build, stage, tile="128")`)."""
+    """Register the function below as the claim `name`, with the records it `reads` and its Flip(s), each as is
+    or a function of its arguments by name (`lambda stage: ...` beside `def f(build, stage, tile="128")`)."""
     return _register(CLAIMS, "claim", name, reads, flip)
 
 
@@ -118,11 +109,9 @@ CONDITIONS: dict[str, Claim] = {}  # piece name -> the truth condition of a conc
 
 
 def condition(piece_name: str, reads, flip):
-    """Register the function below as the truth condition of the conclusion piece `piece_name` where a page
-    gives it no `expect=`: a function of the piece's own arguments returning a `Statement` whose `text` is
-    what the piece renders, `holds` whether the records bear out what the page says around it, and
-    `outcome` the words it chose; `reads` and `flip` as a claim's (see `claim`). `check` holds every such
-    piece on the pages to it."""
+    """Register the function below as the truth condition of the conclusion piece `piece_name` without
+    `expect=`: of the piece's arguments, a `Statement` (`text` what it renders, `holds` whether the page's words
+    around it hold, `outcome` the words it chose); `reads` and `flip` as `claim`'s. `check` holds pages to it."""
     return _register(CONDITIONS, "condition", piece_name, reads, flip)
 
 
@@ -153,18 +142,15 @@ def check(build: Build, name: str, *args, **keywords) -> Statement:
 
 @piece("say", inline=True, conclusion=True)
 def say(build: Build, name, *args, **keywords):
-    """A computed sentence, checked against the records (see CLAIMS); some take a stage: its lesson in the
-    prose, its evidence folded (Build.fold)."""
+    """A computed sentence checked against the records (CLAIMS): its lesson in the prose, its evidence folded."""
     s = check(build, name, *args, **keywords)
     return build.fold(s.lesson, s.text)
 
 
 def false_statements(build: Build, docs: Path) -> list[str]:
-    """Every `say` of the chapters under `docs`, every piece told what to find (`expect=`), and every
-    conclusion piece held to a truth condition (CONDITIONS), that the
-    records contradict or that cannot be said, one line each naming its page, as the strict build finds
-    them (`check` runs this; a sentence over a record that `check` already lists as unusable is left to
-    that line)."""
+    """Every `say`, `expect=` and conditioned conclusion under `docs` that the records contradict or that cannot
+    be said, a line each naming its page, as the strict build finds them (`check` runs this; one over a record
+    `check` already lists as unusable is left to that line)."""
     from ..registry import directives, expand, split
     found = []
     for page in sorted(docs.rglob("*.md")):
@@ -184,5 +170,3 @@ def false_statements(build: Build, docs: Path) -> list[str]:
                 found.append(f"{page.relative_to(docs.parent)}: <!-- attnprof: {piece_name} {' '.join(args)} -->: "
                              f"{records.unreadable(e)}")
     return found
-
-

@@ -136,4 +136,3 @@ def a100(build: Build, stage: str = "inplace") -> Statement:
     lesson = f"they predict {guess:,.0f} µs for the post's A100, close to the {said:,.0f} µs it measured"
     return Statement(text, decide.against(guess / said, 1.0, A100_WITHIN) == "near", lesson=lesson,
                      rests_on=f"{guess:.0f} µs predicted, {said:.0f} µs measured")
-

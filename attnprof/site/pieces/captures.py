@@ -1,7 +1,5 @@
-"""The pieces over stage captures: `<!-- attnprof: ops naive mark=Memcpy -->` and so on.
-
-Each is a function of the build's committed captures that returns Markdown (the trace, inline SVG).
-What a piece reads is declared where it is registered (see registry.py).
+"""The pieces over stage captures (`<!-- attnprof: ops naive mark=Memcpy -->`, ...): each gives Markdown from
+the build's committed captures, and declares what it reads where it is registered (registry.py).
 """
 from __future__ import annotations
 
@@ -42,8 +40,7 @@ def ops(build: Build, record, mark=None):
 
 @piece("diff", captures=2)
 def diff(build: Build, a, b):
-    """What one forward's op list has that the other's lacks: the forwards drawn (the median ones), whose op lists
-    their chapters show, their device times noted as those op lists state them."""
+    """What one drawn (median) forward's op list has that the other's lacks, device times noted as theirs."""
     shown = {record: build.summary(record) for record in (a, b)}
     for record, s in shown.items():
         build.number(record, DEVICE, MEDIAN, us(s["forward_device_us"]))
@@ -54,8 +51,7 @@ TRACE_GUIDE = "reading-a-profile.md#the-trace"  # where a trace figure and its c
 
 
 def trace_controls(build: Build, record: str, label: str) -> str:
-    """The controls every trace figure carries: Open in Perfetto (docs/javascripts/perfetto.js hands the
-    committed trace to ui.perfetto.dev; without JavaScript it is a plain download), the file, its summary."""
+    """A trace figure's controls: Open in Perfetto (perfetto.js; without JavaScript a download), file, summary."""
     at = build.link(record)
     return (f"[:material-chart-timeline: Open in Perfetto]({at}/{record}.trace.json.gz)"
             f"{{ .md-button .attnprof-perfetto data-title=\"{escape(label)}\" }} "
@@ -84,11 +80,9 @@ def drawn_piece(build: Build, record):
 
 @piece("trace", captures=1)
 def trace(build: Build, record, explained=None, caption=None, cpu_depth=None, axis=None):
-    """One forward (or backward) as a figure, its caption, and its controls. `explained=here` on the page
-    that explains trace figures leaves out the link to that explanation; `caption=folded` leaves out the
-    caption, which the chapter then gives among its details (the `drawn` piece); `cpu_depth=N` draws the
-    CPU lane's nested ops N levels deep; `axis=A,B` draws it on one time axis with the traces of A and B (the
-    longest of their spans), so that traces compared on a page compare by their lengths."""
+    """One forward (or backward) as a figure, its caption and controls. `explained=here`: no link to the
+    explanation; `caption=folded`: the caption left to the chapter's details (`drawn`); `cpu_depth=N`: the CPU
+    lane N levels deep; `axis=A,B`: one time axis with A's and B's traces, so their lengths compare."""
     s = build.summary(record)
     what = s.get("pass", "forward")
     label = f"{plain_title(s)}, one {what}: {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
@@ -148,8 +142,7 @@ def scores_bytes(s: dict) -> int:
 
 @piece("gaps", captures=1)
 def gaps(build: Build, record):
-    """One line: how much of a profiled forward's span the GPU spent waiting for launches, and the
-    verdict of the unprofiled timing run where it measured this stage and shape."""
+    """How much of a profiled forward's span the GPU waited for launches, and the timing run's verdict."""
     s = build.summary(record)
     g = oplist.gaps(s)
     return (f"**Gaps** (profiled, [defined here](launch-bound.md#reading-the-gaps)): the GPU ran this "
@@ -197,8 +190,7 @@ def ratio(build: Build, a, b):
 
 @piece("footprint", captures=1)
 def footprint(build: Build, record, only=None):
-    """Each kernel's footprint and occupancy (measured beside theoretical where counters exist), one column
-    per kernel headed by its number in the op list; `only=TEXT` keeps the kernels whose name contains TEXT."""
+    """Each kernel's footprint and occupancy, a column each by its op-list number; `only=TEXT` filters names."""
     counted = build.counters(record)
     kernels, measured = tables.footprint_columns(build.summary(record), build.device_properties(record),
                                                  counted["kernels"] if counted else None, only)
@@ -208,8 +200,7 @@ def footprint(build: Build, record, only=None):
 
 @piece("footprint-compare", captures=ALL)
 def footprint_compare(build: Build, *records):
-    """The main kernel of several captures in one footprint table, each column headed by its stage (the op
-    numbers of another page's list would mean nothing here)."""
+    """Several captures' main kernels in one footprint table, each column headed by its stage."""
     measured = [build.counters(record) for record in records]
     if not all(measured):  # one row of achieved occupancy means one method: the trace's estimate for all
         measured = [None] * len(records)
@@ -226,8 +217,7 @@ def footprint_compare(build: Build, *records):
 
 @piece("counter", captures=1, inline=True)
 def counter(build: Build, record, kernel, field):
-    """One measured counter, inline in prose: `counter math xmma_gemm fma_pipe_pct` gives the field of
-    every kernel whose name holds `xmma_gemm`, in launch order."""
+    """`counter math xmma_gemm fma_pipe_pct`: that field of every kernel whose name holds `xmma_gemm`, inline."""
     measured = build.counters_of(record)
     if field not in measured["kernels"][0]:
         raise KeyError(f"unknown counter {field!r} (known: {', '.join(measured['kernels'][0])})")
@@ -279,8 +269,7 @@ def dispatch(build: Build, record):
 
 @piece("compare", captures=ALL, unavailable=True)
 def compare(build: Build, *records):
-    """Several captures side by side: what ran, how long its kernels took, how fast, how accurate. Time and
-    rate are one method's, the device time of the median profiled forward, so the two columns rank alike."""
+    """Several captures side by side: what ran, how long, how fast (one method, so they rank alike), how accurate."""
     rows, reasons = [], []
     for record in records:
         s = build.summary(record)
@@ -320,8 +309,7 @@ def side_by_side(build: Build, *records):
 
 @piece("kernel-compare", captures=ALL)
 def kernel_compare(build: Build, *records):
-    """The attention kernel of several captures side by side: device time, rate, launch grid and
-    what each block asks of an SM (all read from the captures' traces)."""
+    """Several captures' attention kernels: device time, rate, launch grid and what a block asks of an SM."""
     rows = []
     for record in records:
         s = build.summary(record)

@@ -1,6 +1,5 @@
-"""Pieces over the measurement runs (sweeps, ceilings, serving shapes, verification), for the
-chapters beyond the post: tables, and charts as inline SVG. Each reads committed `run-*.json`
-records; nothing is typed in by hand."""
+"""Pieces over the measurement runs (sweeps, ceilings, serving shapes, verification): tables and charts, each
+read from committed `run-*.json` records, nothing typed in by hand."""
 from __future__ import annotations
 
 import statistics
@@ -27,12 +26,9 @@ DEFAULT_PRICE = 3.50  # $ per GPU-hour: an assumption the reader changes on the 
 
 # ---- a measurement's range, as the one rule (analysis/decide.py) takes it -----------------------------
 
-
-
 def measured(build: Build, run: str, pick, samples: str = "back_to_back_us_each") -> decide.Range:
-    """The range of one measurement of a run: `pick(result)` finds its row (or part of a row) in each independent
-    repeat of the run, `samples` names the raw samples kept there (`times_us`: one call at a time), and so
-    the method that had them (decide.METHOD_OF)."""
+    """The range of one measurement of a run: `pick(result)` finds its row (or part) in each repeat, `samples`
+    names the raw samples there (`times_us`: one call at a time), and so their method (decide.METHOD_OF)."""
     return across(build, run, lambda result: pick(result)[samples], decide.METHOD_OF[samples])
 
 
@@ -153,17 +149,15 @@ def power_capped(clocks: dict | None) -> bool:
 
 
 def clock_condition(clocks: dict | None) -> str:
-    """The SM clock a run's samples were taken at (its rounds' NVML readings), with the power cap named where NVML
-    gave it: the condition a ceiling was measured under."""
+    """The SM clock (NVML) of a run's rounds, and the power cap where NVML named it: a ceiling's condition."""
     lo, hi = (clocks or {}).get("sm_mhz_min"), (clocks or {}).get("sm_mhz_max")
     said = "the SM clock unrecorded" if lo is None or hi is None else f"SM clock {mhz([lo, hi])}"
     return said + (", power-capped" if power_capped(clocks) else "")
 
 
 def matmul_said(build: Build, run: str) -> str:
-    """What the ceilings run's bf16 matmul is, set beside forwards of `run`: a matmul measured at a lower clock
-    than theirs (its highest reading below their lowest) and under the power cap, where the records say so; else
-    the measured matmul rate. A share of it is read against this, never as a share of the hardware's peak."""
+    """The ceilings run's bf16 matmul in words, beside forwards of `run`: measured at a lower clock than theirs
+    and power-capped, where the records say so. A share of it is never a share of the hardware's peak."""
     mine = build.run("ceilings").get("clocks") or {}
     theirs = sm_readings(_rows(build, run))
     how = (["lower"] if mine.get("sm_mhz_max") is not None and theirs and mine["sm_mhz_max"] < min(theirs) else []) + (
@@ -272,8 +266,7 @@ def roofline_table(build: Build):
 
 @piece("counters-roofline")
 def counters_roofline(build: Build):
-    """Each fused path at the long shape placed by what Nsight Compute measured: its DRAM bytes and the
-    duration of its kernels, against the ridge point of the ceilings run."""
+    """Each fused path at the long shape by Nsight Compute's DRAM bytes and kernel time, against the ridge."""
     c = build.run("ceilings")
     ridge = c["matmul_tflops"] * 1e3 / c["copy_gbs"]  # FLOP per byte where the two roofs meet
     rows = []
@@ -319,8 +312,7 @@ def fastest(build: Build):
 
 
 def fastest_words(build: Build, rows: list[dict], peak: float) -> str:
-    """Which forwards are fastest at the shape, overall and within each layout, by the one rule over their
-    back-to-back times; those it cannot tell apart are named together, with their ranges."""
+    """The fastest forwards, overall and per layout, by the one rule; those not told apart named together."""
     name = lambda key: f"{title(key[0])} on {LAYOUT_TITLES[key[1]]} inputs"
     times = {(r["path"], r.get("layout", "BHSD")): measured(build, "fastest", row_where(path=r["path"], layout=r.get("layout", "BHSD")))
              for r in rows}
@@ -403,8 +395,7 @@ def decode_steps(build: Build) -> list[dict]:
 
 @piece("decode-step")
 def decode_step(build: Build):
-    """One decode step of the layer with a static cache written in place, and the same step concatenating
-    the cache, both timed without the profiler."""
+    """A decode step with a static cache written in place, and concatenating it, timed without the profiler."""
     rows = [(r["batch"], f"{r['kv_len']:,}", size(r["cache_bytes"]), r["backend"], us(r["median_us"]),
              us(r["back_to_back_us"]), us(r.get("graph", {}).get("back_to_back_us")), decode_stream(build, r)[0],
              us(r["concat"]["back_to_back_us"]), f"{r['ratio']:.1f}×")
@@ -440,8 +431,7 @@ def decode_share(build: Build):
 
 
 def concat_against_in_place(build: Build, r: dict) -> tuple[int, str]:
-    """The concatenating step against the in-place one at one row of the decode-step run, by the one rule:
-    (decide.order of the two, the words for it)."""
+    """The concatenating step against the in-place one at a decode-step row: (decide.order, the words)."""
     pick = row_where(batch=r["batch"], kv_len=r["kv_len"])
     place = measured(build, "decode_step", pick)
     cat = measured(build, "decode_step", lambda result: pick(result)["concat"])
@@ -455,8 +445,7 @@ def concat_against_in_place(build: Build, r: dict) -> tuple[int, str]:
 
 @piece("decode-error", inline=True, conclusion=True)
 def decode_error(build: Build):
-    """What concatenating the cache on every step costs against writing it in place, in one sentence,
-    from the run that measured both steps, decided by the one rule at the largest and the smallest ratio."""
+    """What concatenating the cache costs against writing it in place, at the largest and smallest ratio."""
     worst = max(decode_steps(build), key=lambda r: r["ratio"])
     best = min(decode_steps(build), key=lambda r: r["ratio"])
     o, said = concat_against_in_place(build, worst)
@@ -478,8 +467,7 @@ def graph_gain(build: Build, i: int) -> str:
 
 
 def _times(a: decide.Range, b: decide.Range, apart: bool = False) -> str:
-    """How many times a's median is b's, "not told apart" added where the rule cannot tell them apart (unless
-    `apart` says they need not be)."""
+    """a's median over b's, "not told apart" added where the rule cannot tell them apart (unless `apart`)."""
     ratio = f"{a.median / b.median:.1f}×"
     return ratio if apart or decide.told_apart(a, b) else f"{ratio}, not told apart"
 
@@ -488,8 +476,7 @@ GRAPH_PATHS = {"SDPA flash": "flash", "SDPA cuDNN": "cudnn", "naive, torch.compi
 
 
 def graphs_record(r: dict) -> str:
-    """The record a row of the graphs run times, by stage and shape (a decode step's cache length added), under
-    which its one call is noted (Build.number)."""
+    """The record a graphs run's row times (plus a decode step's cache length): its one call's note (Build.number)."""
     stage = GRAPH_PATHS.get(r["path"], r["path"])
     name = record_name(stage, tuple(r["shape"])) if stage in GRAPH_PATHS.values() else f"{stage} {shape(r['shape'])}"
     return f"{name}, KV {r['kv_len']}" if r.get("kv_len") else name
@@ -548,11 +535,9 @@ STREAM_RUN = "a stream of eager steps (a run of its own)"  # the header of the c
 
 
 def decode_stream(build: Build, r: dict) -> tuple[str, str]:
-    """Who sets the pace of a stream of eager decode steps (analysis/timing.py), across the run's processes, in a
-    word or two for a table's cell (decided only where every process gives the verdict by the margin); and the
-    stream's own measurement the verdict rests on, each over the processes: its back-to-back time, GPU only and
-    the CPU enqueue with its range, for the note folded under the table. The stream is timed apart from the
-    steps timed in turns, so its back-to-back time is its own."""
+    """Who sets the pace of a stream of eager decode steps (analysis/timing.py) across the processes, for a
+    table's cell (settled only where every process says so by the margin); and, for the folded note, the times
+    it rests on: the stream's own (timed apart from the steps in turns), GPU only and the CPU enqueue."""
     pick = row_where(batch=r["batch"], kv_len=r["kv_len"])
     every = [timing.verdict({**pick(result)["stream"], "one_call_us": pick(result)["times_us"], "stage": "decode step",
                              "shape": [r["batch"]]}) for result in build.repeats("decode_step")]
@@ -578,8 +563,7 @@ def stream_times(build: Build) -> str:
 
 
 def _stream_note(build: Build) -> str:
-    """What the stream column is, read from the run's own samples: a measurement apart from the steps timed in
-    turns, which is why its back-to-back time is not theirs."""
+    """What the stream column is: a measurement apart from the steps timed in turns (so its time is not theirs)."""
     runs = {len(r["stream"]["back_to_back_us"]) for r in build.repeats("decode_step")[0] if "stream" in r}
     return (f"*{STREAM_RUN.capitalize()}*: taken in each process before the steps timed in turns, "
             f"{listed([str(n) for n in sorted(runs)])} runs of eager steps queued back to back. Each is timed by "
@@ -590,8 +574,7 @@ def _stream_note(build: Build) -> str:
 
 
 def stream_against_one_call(build: Build, r: dict) -> str | None:
-    """Where a stream of SDPA layers ran decidedly slower per layer than one layer at a time (the one rule over
-    back-to-back runs and single calls): the words for it; None where it did not, or cannot be told apart."""
+    """Words where a stream of SDPA layers ran decidedly slower per layer than single calls; else None."""
     pick = lambda result: row_where(batch=r["batch"], seq=r["seq"])(result)["sdpa_layer"]
     stream, one = measured(build, "e2e", pick), measured(build, "e2e", pick, "times_us")
     if decide.order(stream, one) <= 0:
@@ -639,8 +622,7 @@ def cost(build: Build, layers="32"):
 
 
 def _cost_row(phase: str, what: str, layer: decide.Range, tokens: int, stream: str, layers: int) -> str:
-    """One row of the cost table: $ per million tokens from the median time, and from the range's ends (the
-    cell's data attributes, which cost.js reads again when the reader changes the price)."""
+    """A cost table row: $ per million tokens from the median and the range's ends (cost.js reprices them)."""
     rate = lambda t: tokens / (t * 1e-6) / layers  # tokens/s of the model at one layer's time t
     dollars = lambda tps: DEFAULT_PRICE / 3600 / tps * 1e6
     ends = [f"{dollars(rate(t)):.3f}" for t in (layer.lo, layer.hi)]
@@ -709,8 +691,7 @@ def _worst_row(r: dict) -> str:
 
 @piece("verify")
 def verify_table(build: Build):
-    """Every check of the verification run: those that fail in the table a reader sees, grouped by path (a path's
-    other checks beside its failures); the paths that pass everywhere in a table folded under it."""
+    """The checks of every path that fails somewhere, grouped by path; those of the others folded under them."""
     checks = build.run("verify")
     failing = {r["path"] for r in checks if r["status"] == "fail"}
     paths = list(dict.fromkeys(r["path"] for r in checks))
@@ -777,8 +758,7 @@ RUN_FACTS = {  # how a run measured, from its record, for the prose that describ
     "runs": lambda b, n: _span({len(r["back_to_back_us_each"]) for r in _rows(b, n) if "back_to_back_us_each" in r},
                                count),  # back-to-back runs kept per row and process
     "calls": lambda b, n: _span({r["back_to_back_calls"] for r in _rows(b, n) if "back_to_back_calls" in r}, count),
-    # the SM clock (NVML) over the rounds kept, in every process
-    "sm_clock": lambda b, n: mhz(sm_readings(_rows(b, n))),
+    "sm_clock": lambda b, n: mhz(sm_readings(_rows(b, n))),  # the SM clock (NVML) over every process's kept rounds
     # the SM clock as each process ended measuring (its last NVML reading)
     "sm_clock_at_end": lambda b, n: mhz([p["gpu"][-1]["sm_mhz"] for p in (b.run_record(n).get("processes")
                                                                           or b.run(n).get("processes") or [])
@@ -788,8 +768,7 @@ RUN_FACTS = {  # how a run measured, from its record, for the prose that describ
 
 @piece("value", captures=1, inline=True, kind="run")
 def value_run(build: Build, record, field):
-    """One figure of a run inline in prose: of the records' GPU (run-hardware: the device query or a measurement),
-    or of how a run measured (RUN_FACTS), so that no count or clock in the text is typed by hand."""
+    """A run's figure inline (run-hardware's HARDWARE, any run's RUN_FACTS): no count or clock typed by hand."""
     if record == "run-hardware" and field in HARDWARE:
         return HARDWARE[field](build.run("hardware"))
     if field not in RUN_FACTS:
@@ -834,8 +813,7 @@ def hardware_table(build: Build):
 
 
 def steady_rates(build: Build) -> list[tuple[float, float]]:
-    """(TFLOP/s of the forward, TFLOP/s of the matmul) in each process of the steady run that finished:
-    causal FLOPs over the median of its runs queued back to back, and the matmul's the same way."""
+    """(forward, matmul) TFLOP/s of each finished process of the steady run, from back-to-back medians."""
     r = build.run("steady")
     out = []
     for rep in r["repeats"]:
@@ -848,8 +826,7 @@ def steady_rates(build: Build) -> list[tuple[float, float]]:
 
 @piece("steady", inline=True, conclusion=True)
 def steady(build: Build):
-    """The fastest forward at steady state: its median and range across separate processes, and its share
-    of the matmul rate measured in the same processes."""
+    """The fastest forward at steady state across processes, and its share of the matmul measured beside it."""
     r = build.run("steady")
     rates = steady_rates(build)
     if not rates:

@@ -1,9 +1,7 @@
-"""Pieces over the timing run (`run-timing.json`): one forward under every timing method, and the
-launch-bound / GPU-bound verdict drawn from unprofiled measurements (attnprof/analysis/timing.py).
-
-A verdict in prose is a claim: `<!-- attnprof: verdict cudnn 8x16x1024x64 stream expect=GPU-bound -->`
-renders the sentence with the numbers it rests on, and fails the build, naming the sentence, when
-the data give another verdict.
+"""Pieces over the timing run (`run-timing.json`): one forward under every timing method, and the launch-bound
+/ GPU-bound verdict of unprofiled measurements (analysis/timing.py). A verdict in prose is a claim:
+`<!-- attnprof: verdict cudnn 8x16x1024x64 stream expect=GPU-bound -->` renders the sentence with its numbers,
+and fails the build, naming the sentence, when the data give another verdict.
 """
 from __future__ import annotations
 
@@ -26,8 +24,7 @@ def rows(build: Build) -> list[dict]:
 
 
 def judged(r: dict) -> bool:
-    """Whether a row has a verdict: samples of every unprofiled method (GPU only needs its CUDA graph, which a
-    forward that cannot be recorded into one, `graph_error`, lacks)."""
+    """Whether a row has every unprofiled method's samples (no GPU only where its CUDA graph failed)."""
     return all(r.get(k) for k in timing.UNPROFILED)
 
 
@@ -42,16 +39,14 @@ def repeated(build: Build, stage, shape) -> list[timing.Verdict]:
 
 
 def timed_range(build: Build, stage, shape, field="enqueue_us") -> decide.Range:
-    """A row's samples (the CPU enqueue per call, unless `field` says otherwise; `device_us` and `cpu_us` are its
-    profiled part's) across the run's repeats (or p10–p90 of its one process), in the row's regime."""
+    """A row's `field` (`device_us`, `cpu_us`: its profiled part's) across the run's repeats, in its regime."""
     found = [timing.find(rep["rows"], stage, shape) for rep in build.repeats("timing")]
     at = (aa.PROFILED, field) if field in (found[0].get(aa.PROFILED) or {}) else (field,)
     return aa.ranges("run-timing", [f for f in found if "error" not in f and at in aa.fields(f)], at)
 
 
 def clock_of(build: Build, shape) -> str:
-    """The SM clock the timing run's rounds at `shape` were kept at, over every process (its stages share their
-    rounds): "SM clock 1,830–1,980 MHz over the rounds kept", or that NVML could not say."""
+    """"SM clock 1,830–1,980 MHz over the rounds kept" at `shape` over every process, or that it is unrecorded."""
     sm = sm_readings(r for rep in build.repeats("timing") for r in rep["rows"] if r["shape"] == list(_dims(shape)))
     return f"SM clock {mhz(sm)} over the rounds kept" if sm else "the SM clock unrecorded"
 
@@ -82,9 +77,7 @@ def _signed(x: float) -> str:
 
 
 def _rounds_note(results: list[dict]) -> str:
-    """How the stages of a shape were measured together, where the run kept its rounds (measure/bench.py
-    interleaved): in rounds, the clock read around each, a round at a throttled clock dropped for all (counted over
-    every process); and the SM clock over the rounds kept."""
+    """How a shape's stages were measured together in rounds (bench.interleaved), where the run kept them."""
     measured = [r for result in results for r in result["rows"] if "rounds" in r]
     if not measured:
         return ""
@@ -110,8 +103,7 @@ def _method_note(build: Build) -> str:
 
 @piece("timing-table")
 def timing_table(build: Build):
-    """Every stage of the timing run: the four unprofiled methods, the verdict for a stream and the launch
-    overhead of one call (the run's profiled CPU time is Methods' and the profiler verdict's)."""
+    """Every stage of the timing run: the four unprofiled methods, the stream's verdict, the launch overhead."""
     out = []
     for r in rows(build):
         one = timing.stats(r["one_call_us"])
@@ -204,9 +196,8 @@ UNDECIDED_CALL = "launch and kernels not told apart"  # one call within the one 
 
 @piece("verdict", inline=True, conclusion=True)
 def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
-    """A verdict in prose, with its evidence: kind=stream (launch-bound, GPU-bound, on the boundary),
-    kind=call (one call's latency and its launch overhead) or kind=profiler (the CPU side's inflation).
-    With expect=..., the build fails when the data say otherwise."""
+    """A verdict in prose, with its evidence: kind=stream, kind=call (one call's launch overhead) or
+    kind=profiler (the CPU side's inflation). With expect=..., the build fails when the data say otherwise."""
     expect = expect.replace("_", " ") if expect else None
     r = timing.find(build.run("timing")["rows"], stage, shape)
     v = timing.verdict(r)
@@ -264,8 +255,7 @@ def queue_check(build: Build):
 
 
 def inflation_range(build: Build) -> tuple[float, float]:
-    """Profiled CPU time per forward over unprofiled CPU enqueue per call (Verdict.profiler_inflation), over
-    every row."""
+    """Verdict.profiler_inflation's lowest and highest over every row."""
     x = [timing.stats(r["profiled"]["cpu_us"]).median / timing.stats(r["enqueue_us"]).median for r in rows(build)
          if (r.get("profiled") or {}).get("cpu_us") and r.get("enqueue_us")]
     return min(x), max(x)
@@ -286,9 +276,8 @@ def _margin(build: Build, every: list[timing.Verdict]) -> str:
 
 
 def _room(groups: list[list[timing.Verdict]]) -> str:
-    """How far the verdict all these stages share (each a list of its processes' verdicts) reaches beyond this
-    host: a CPU how many times slower (GPU-bound) or faster (launch-bound) would give the same, in the process
-    and stage where the two sides came closest. Nothing where no one side sets the pace in every process."""
+    """How far the verdict these stages share (each its processes' verdicts) reaches beyond this host, where the
+    two sides came closest (timing.room); nothing where no one side sets the pace in every process."""
     rooms = [(timing.room(every), every) for every in groups]
     if not rooms or any(n is None for n, _ in rooms):
         return ""
@@ -302,10 +291,8 @@ def _room(groups: list[list[timing.Verdict]]) -> str:
 
 @piece("verdicts", inline=True, conclusion=True)
 def verdicts(build: Build, shape, expect=None):
-    """Every stage of the timing run at one shape, as one sentence: "efficient, flash, … are all
-    **GPU-bound** in a stream"; with expect=..., the build fails unless every one of them is, by the margin
-    that decides it in every repeat. Stages whose verdict is this host's (closer than the margin, or not
-    the same in every repeat) are said apart."""
+    """Every stage at one shape in one sentence ("efficient, flash, … are all **GPU-bound** in a stream"), those
+    not the same in every repeat said apart; with expect=..., the build fails unless every one settles on it."""
     expect = expect.replace("_", " ") if expect else None
     every = {short(r["stage"]): repeated(build, r["stage"], shape) for r in _at(build, shape)}
     if not every:
@@ -335,8 +322,7 @@ def verdicts(build: Build, shape, expect=None):
 
 @piece("lone-call", inline=True)
 def lone_call(build: Build):
-    """Where one call's median came out shorter than GPU only per call (a negative launch overhead), said as it
-    is: decidedly shorter by the one rule, or not told apart from it."""
+    """Where one call came out shorter than GPU only per call: decidedly, or not told apart."""
     below = []
     for r in verdict_rows(build):
         one, gpu = (timed_range(build, r["stage"], r["shape"], f) for f in ("one_call_us", "graph_us"))
@@ -365,9 +351,8 @@ def lone_call(build: Build):
 
 @piece("timing-value", inline=True)
 def timing_value(build: Build, what, stage=None, shape=None):
-    """A figure of the timing run inline: inflation (the range over every row), tolerance and cpu_tolerance
-    (the rule's floor against the GPU-only time and against the CPU enqueue), overheads SHAPE (the range of
-    one call's launch overhead at a shape), or one_call and enqueue, a row's medians."""
+    """A figure of the timing run inline: inflation, tolerance, cpu_tolerance, margin, overheads SHAPE (the
+    launch overheads' range there), or a row's one_call and enqueue medians."""
     if what == "inflation":  # the sentences around it say the profiler adds CPU time: hold them to it
         lo, hi = inflation_range(build)
         if lo <= 1:
@@ -389,9 +374,8 @@ def timing_value(build: Build, what, stage=None, shape=None):
 
 
 def stream_line(build: Build, stage: str, shape, summary: dict | None = None) -> str:
-    """The stream verdict of a capture's stage and shape from the timing run, for the gaps line; for a
-    reader's capture (`summary` given, a stage the run does not measure), its own samples' verdict or why
-    it has none; otherwise "" when the run has no row for it."""
+    """The timing run's stream verdict at a capture's stage and shape, for the gaps line ("" without a row); a
+    reader's capture (`summary`) gets its own samples'."""
     try:
         r = timing.find(build.run("timing")["rows"], stage, list(shape))
     except (ValueError, RecordUnusable):  # no row, or no usable run: the gaps line goes without this sentence

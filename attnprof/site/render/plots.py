@@ -1,5 +1,4 @@
-"""The figures, drawn as inline SVG from measured values: one forward's trace as a timeline, line
-charts over sequence length, and a roofline."""
+"""The figures, inline SVG drawn from measured values: one forward's trace, line charts, a roofline."""
 from __future__ import annotations
 
 import math
@@ -29,8 +28,7 @@ def nice_step(span_us: float, most: int = 10) -> float:
 
 
 def time_ticks(end_us: float, width: float = 1040) -> list[tuple[float, str]]:
-    """The ticks of a time axis from 0 to end_us drawn `width` px wide, one at least every 80 px: (µs,
-    label), labelled with as few digits as they need in one unit ("0 ms", "20 ms"; "0 µs", "2.5 µs")."""
+    """(µs, label) ticks of a time axis to end_us, at most one per 80 px, in one unit ("0 ms", "2.5 µs")."""
     step = nice_step(end_us, max(3, min(10, int(width // 80))))
     ticks = [i * step for i in range(int(end_us // step) + 1)]
     ms = ticks[-1] >= 1000
@@ -38,9 +36,8 @@ def time_ticks(end_us: float, width: float = 1040) -> list[tuple[float, str]]:
 
 
 def _time_axis(end_us: float, width: float, x, top: float, bottom: float, y: float, name: str, name_x) -> list[str]:
-    """A trace figure's time axis: a grid line from `top` to `bottom` at each tick, its label at `y` (the first
-    label starts at its tick; one that would run past the right edge ends at it), and the axis's `name` under
-    the labels, ending at `name_x`."""
+    """A trace figure's time axis: grid lines from `top` to `bottom`, tick labels at `y` kept inside the
+    figure's edges, and the axis's `name` under them, ending at `name_x`."""
     def anchor(i, t, label):
         return "start" if i == 0 else "end" if x(t) + len(label) * CHAR_W / 2 > width - 2 else "middle"
     return [el("line", x1=f"{x(t):.1f}", y1=top, x2=f"{x(t):.1f}", y2=bottom, stroke=GRID)
@@ -62,8 +59,7 @@ def _fit(text: str, room: float) -> str | None:
 
 
 def label_groups(centres: list[float]) -> list[list[int]]:
-    """Indices of neighbouring labels grouped so that no two labels overlap: each group is labelled
-    once, as a range ("5–10"), centred on its members."""
+    """Neighbouring labels' indices grouped so that none overlap; a group is labelled once ("5–10")."""
     groups = [[i] for i in range(len(centres))]
     def box(g):
         text = str(g[0] + 1) if len(g) == 1 else f"{g[0] + 1}–{g[-1] + 1}"
@@ -96,9 +92,8 @@ def wrap(text: str, room: float, char_w: float = CHAR_W) -> list[str]:
 
 
 def wrap_name(text: str, room: float, char_w: float = CHAR_W) -> list[str]:
-    """`text` (a kernel's name, which has few spaces) broken into lines of at most `room` px, after a space,
-    underscore, comma, colon or bracket where it can be, anywhere where a run has none; joined again, the lines
-    are the text."""
+    """`text` (a kernel's name: few spaces) in lines of at most `room` px, broken after a space, _ , : < or (
+    where it can be, anywhere else where it cannot; joined again, the lines are the text."""
     n = max(int(room // char_w), 8)
     lines = [""]
     for piece in re.findall(r"[^ _,:<(]*[ _,:<(]?", text):
@@ -119,8 +114,7 @@ def _lines(lines: list[str], x, y, step: int = 16, **attrs) -> str:
 
 
 def op_title(i: int, op) -> str:
-    """A GPU op's hover text: its number, readable name (kernel_names.label) and time on the first line, then its
-    full name, of which the legend shows the start as the profiler prints it."""
+    """A GPU op's hover text: its number, readable name and time, then its full name (the legend cuts it)."""
     short = kernel_names.label(op.name)
     head = f"{i}. {short} {us(op.duration_us)}"
     return head if short == op.name else f"{head}\n{op.name}"
@@ -130,34 +124,25 @@ CPU_DEPTH = 3  # how deep the CPU lane draws nested ops by default
 
 
 def timeline(summary, fwd: traces.Forward, width: int = 1040, cpu_depth: int = CPU_DEPTH, axis_us: float = 0) -> str:
-    """The trace figure: the timeline drawn at `width` px for a wide column, and again at NARROW px for a
-    phone, where the stylesheet shows that one instead, fitted to the screen's width. The CPU lane draws
-    nested ops `cpu_depth` levels deep (a model's layer nests modules deeper than a figure can show). Its time
-    axis spans the forward, or `axis_us` where that is longer: the span of a trace it is compared with, so that
-    the two are drawn to one scale."""
+    """The trace figure, drawn at `width` px and at NARROW px for a phone (the stylesheet shows one). The CPU
+    lane goes `cpu_depth` levels deep (a model's layer nests deeper than a figure can show); the time axis
+    spans at least `axis_us`, a compared trace's span, so that the two share one scale."""
     return ('<div class="attnprof-trace">' + _timeline(summary, fwd, width, "attnprof-wide", cpu_depth, axis_us) + "\n"
             + _timeline(summary, fwd, NARROW, "attnprof-narrow", cpu_depth, axis_us) + "</div>")
 
 
 
 def drawn_span(fwd) -> float:
-    """What a trace figure spans, in µs: from the start of the forward's annotation to the end of its last GPU op
-    (or of the annotation, if that ends later)."""
+    """A trace figure's span in µs: from the annotation's start to the end of its last GPU op or its own."""
     return max([fwd.cpu_us] + [o.start_us + o.duration_us for o in fwd.ops])
 
 def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth: int = CPU_DEPTH,
               axis_us: float = 0) -> str:
-    """One forward (or backward) as a timeline: CPU ops (nested) above their launches, GPU ops below,
-    and the GPU's idle gaps between the first launch and the last op's end shaded in the GPU lane.
-    A backward capture's launches are followed onto autograd's thread, as its op list was counted.
-
-    Drawn at `width` px with 12 px text, to be shown at its own size or larger; a narrow one (a phone's)
-    wraps its heading and lists the legend in one column from the left edge, its GPU ops' hover text borrowed
-    from the wide one's by docs/javascripts/names.js (a full name is sent once). GPU ops are numbered as in
-    the op list; a number sits in its bar when the bar has room, under it otherwise, and neighbours too
-    close for separate numbers share one range label. The legend names every op (its full name on hover
-    or tap). Text takes the page's colour (dark or light).
-    """
+    """One forward (or backward) as a timeline: nested CPU ops above their launches, GPU ops below, the GPU's
+    idle gaps shaded; a backward's launches are followed onto autograd's thread, as its op list counted them.
+    Drawn at `width` px with 12 px text. A narrow one (a phone's) lists the legend in one column and borrows
+    its hover text from the wide one's (docs/javascripts/names.js: a full name is sent once). GPU ops are
+    numbered as in the op list, in their bar or under it, too-close neighbours sharing one range label."""
     what = summary.get("pass", "forward")
     cpu = [op for op in fwd.cpu_ops if op.depth <= cpu_depth]
     end = drawn_span(fwd)
@@ -259,19 +244,14 @@ RANK_LANES = {"attention": (SERIES[0], "attention kernel"), "other": (SERIES[1],
 
 
 def ranks_timeline(summary, trace: dict, width: int = 880) -> str:
-    """The ranks figure at `width` px for a wide column and at NARROW px for a phone (the stylesheet
-    shows one of the two)."""
+    """The ranks figure at `width` px and at NARROW px for a phone (the stylesheet shows one)."""
     return ('<div class="attnprof-trace attnprof-ranks">' + _ranks_timeline(summary, trace, width, "attnprof-wide")
             + "\n" + _ranks_timeline(summary, trace, NARROW, "attnprof-narrow") + "</div>")
 
 
 def _ranks_timeline(summary, trace: dict, width: int, variant: str) -> str:
-    """One forward on every rank of a capture on several GPUs, on the trace's one clock: per rank a
-    compute lane and a communication (NCCL) lane. The forward shown is the same step on every rank,
-    the one whose device time is rank 0's median.
-
-    Drawn at `width` px (the narrowest a chart is shown, so it never shrinks) with 12 px text; the
-    legend is stacked under the lanes at the left, where a phone shows it without scrolling."""
+    """One forward on every rank, on the trace's one clock: a compute and an NCCL lane per rank, each rank's
+    same step (rank 0's median). The legend is stacked under the lanes at the left, where a phone shows it."""
     per_rank = [traces.forwards(traces.rank_trace(trace, r["rank"]), summary["label"]) for r in summary["ranks"]]
     pick = per_rank[0].index(traces.median_forward(per_rank[0]))
     fwds = [f[pick] for f in per_rank]
@@ -318,9 +298,8 @@ def _ranks_timeline(summary, trace: dict, width: int, variant: str) -> str:
 
 @dataclass(frozen=True)
 class Frame:
-    """The drawing of a chart: its width, the plot's height and margins, its text size and legend rows.
-    A chart is drawn twice, wide and narrow (a phone's, fitted to its column); the wide one names each
-    series at its line's end, the narrow one numbers it there and in the legend."""
+    """How a chart is drawn: wide, naming each series at its line's end, or narrow (a phone's), numbering it
+    there and in the legend."""
     width: int
     height: int  # to the bottom of the x axis's label; the legend comes under it
     left: int
@@ -395,8 +374,7 @@ def _thinned(ticks: list, fx, room: float) -> list:
 
 
 def overlapping(drawn: dict[str, list[tuple[float, float]]], tolerance: float = 2.0) -> list[list[str]]:
-    """Groups of series that draw one line: the same number of points, each within `tolerance` px of
-    the other's. Only groups of two or more."""
+    """Groups (two or more) of series that draw one line: every point within `tolerance` px of the other's."""
     groups: list[list[str]] = []
     for name, pts in drawn.items():
         if len(pts) < 2:
@@ -412,16 +390,14 @@ def overlapping(drawn: dict[str, list[tuple[float, float]]], tolerance: float = 
 
 
 def _crosses(box, drawn, margin: float = 3) -> bool:
-    """Whether any drawn series (its segments, and its markers' radius) passes within `margin` px of
-    box (x0, y0, x1, y1)."""
+    """Whether any drawn series (segments and markers) passes within `margin` px of box (x0, y0, x1, y1)."""
     x0, y0, x1, y1 = box[0] - margin, box[1] - margin, box[2] + margin, box[3] + margin
     inside = lambda x, y: x0 <= x <= x1 and y0 <= y <= y1
     for pts in drawn.values():
         if any(inside(*p) for p in pts):
             return True
         for (ax, ay), (bx, by) in zip(pts, pts[1:]):
-            # the points tried below lie on the segment, so none is inside a box its extent misses
-            # (the 0.001 px covers their rounding)
+            # a box the segment's extent misses (0.001 px: rounding) holds none of its points tried below
             if (min(ax, bx) > x1 + 0.001 or max(ax, bx) < x0 - 0.001
                     or min(ay, by) > y1 + 0.001 or max(ay, by) < y0 - 0.001):
                 continue
@@ -432,9 +408,8 @@ def _crosses(box, drawn, margin: float = 3) -> bool:
 
 
 def _reference_label(name: str, y: float, drawn, f: Frame, plot_right: float) -> str:
-    """The label of a reference line at pixel height y: above or below it, at the left or the right,
-    the first place no series crosses, on a backing of the page's colour; none where every place is
-    crossed (the legend under the plot names the line)."""
+    """A reference line's label at height y: at the first place above or below it that no series crosses,
+    on the page's colour; none where every place is crossed (the legend names the line)."""
     w = len(name) * f.char_w + 6
     bottom = f.height - f.bottom
     places = [(x, top) for x in range(f.left + 4, int(plot_right - 4 - w) + 1, 2) for top in (y - 17, y + 3)
@@ -464,9 +439,8 @@ def spread(ys: list[float], gap: float, lo: float, hi: float) -> list[float]:
 
 
 def _point_labels(points: list[tuple[str, float, float, str]], f: Frame, plot_right: float, top: float) -> list[str]:
-    """Names written beside single points (name, x, y, colour): to the left of a point in the right half
-    of the plot and to the right otherwise, spread apart vertically where points sit close, none above `top`,
-    with a leader line from the point to its moved label."""
+    """Names beside single points (name, x, y, colour), on the side towards the plot's middle, spread apart
+    where points sit close (none above `top`), each with a leader line from its point."""
     out, gap = [], f.font + 2
     mid = (f.left + plot_right) / 2
     clusters: dict[tuple[bool, int], list] = {}
@@ -485,9 +459,8 @@ def _point_labels(points: list[tuple[str, float, float, str]], f: Frame, plot_ri
 
 
 def _end_labels(ends: list[tuple[str, float, float, str]], f: Frame, plot_right: float) -> list[str]:
-    """Each line's name (or number) at its end (name, x, y, colour), in the room right of the plot,
-    spread apart vertically where lines end close together, with a leader from the end to its label
-    (dotted across the plot where a line stops short of the right edge)."""
+    """Each line's name (or number) right of the plot (name, x, y, colour), spread apart where lines end
+    close, with a leader from the end, dotted where a line stops short of the right edge."""
     out = []
     ends = sorted(ends, key=lambda e: e[2])
     ys = spread([e[2] for e in ends], f.font + 2, f.top, f.height - f.bottom)
@@ -504,17 +477,12 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
                hlines: dict | None = None, x_ticks=None, y_unit: str = "", colors: dict | None = None,
                label_points: bool = False, labels_below: float | None = None, frame: Frame = CHART,
                tips: dict | None = None, x_range: tuple[float, float] | None = None) -> str:
-    """series: {name: [(x, y), ...]}; points with y None are skipped (e.g. out of memory).
-
-    A series named by a stage's title takes that path's colour (`colors` names others); y_unit "bytes"
-    ticks the y axis in MiB and GiB. Each line is named at its end, right of the plot (numbered, in a
-    narrow frame, as in the legend), so that no series is told by its colour alone. The legend sits
-    under the plot, one entry a row from the left, so a phone shows it without scrolling; series that
-    draw one line are striped in their colours, listed together and said to overlap. Reference lines
-    (`hlines`) are labelled where no series crosses the label; `label_points` writes each single-point
-    series' name (or number) beside its point, below the height `labels_below` where one is given (a roof's,
-    which would otherwise run through a label beside a point near it). With `tips` ({name: one text a point}), each
-    series is a scatter of points, never joined, each point's hover (and tap) its own text."""
+    """series: {name: [(x, y), ...]}, points with y None skipped (e.g. out of memory). `colors` colours
+    series no stage's title names; y_unit "bytes" ticks in MiB and GiB. Each line is named (or numbered) at
+    its end, so no series is told by colour alone; the legend sits under the plot, one entry a row, where a
+    phone shows it; series drawing one line are striped and said to overlap. `label_points` names each
+    single point beside it, below `labels_below` (a roof's height) where given. With `tips` ({name: a text
+    a point}), each series is an unjoined scatter, each point hovering its own text. `x_range` fixes the x axis."""
     f = frame
     fmt_y = size_tick if y_unit == "bytes" else _fmt
     pts = [(x, y) for s in series.values() for x, y in s if y is not None]
