@@ -52,7 +52,7 @@ def test_a_corrupt_capture_fails_the_strict_build_in_one_line(tmp_path, build_si
 
 def test_fused_chapter_shows_what_ran_and_what_could_not(site):
     page = (site / "fused" / "index.html").read_text()
-    assert "did not run: <code>get_kernel</code> could not reach the Hugging Face Hub, so no kernel was loaded" in page
+    assert "did not run: <code>get_kernel</code> could not ask the Hugging Face Hub whether the publisher is trusted, so no kernel was loaded" in page
     assert page.count("<td>did not run</td>") >= 2  # the hub, at both shapes
     body = page.split("<article", 1)[1].split("</article>", 1)[0]
     raw = "could not verify publisher trust status"  # the provider's own words: only inside a collapsed block

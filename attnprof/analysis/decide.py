@@ -286,4 +286,5 @@ RECOMPILE_CLIFF = 2.0  # the cliff: a call at half the rate of the shape before,
 FMA_OVER_TENSOR = 10.0  # FP32 matmuls "on the CUDA cores": the FMA pipe at least 10× as busy as the tensor pipe
 TENSOR_PIPE_FLOOR = 0.1  # % of the tensor pipe below which a counter reads as idle (its own noise)
 ACHIEVED_NEAR_THEORETICAL = 0.9  # achieved occupancy "near" its theoretical: at least 90 % of it (warps retire unevenly)
+DECODE_AT_COPY = 0.8  # a decode step that reads its cache at 80 % of the copy rate or more is bound by those bytes
 STEADY_WITHIN = MARGIN  # a steady-state rate stands as one number when every process lies this close to the median

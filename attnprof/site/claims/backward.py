@@ -44,8 +44,8 @@ def bwd_over_forward(build: Build) -> Statement:
             f"every fused backend's backward costs more than its forward, from {times(fused[lo])} ({title(lo)}) to "
             f"{times(fused[hi])} ({title(hi)}); the unfused ones, whose forward was already slow, "
             f"{times(min(unfused.values()))} to {times(max(unfused.values()))}.")
-    lesson = (f"Every fused backend's backward takes {times(fused[lo])} to {times(fused[hi])} the device time of its "
-              f"forward, more than any unfused one's")
+    lesson = (f"A fused backward recomputes the probabilities, so it takes {times(fused[lo])} to {times(fused[hi])} "
+              f"its forward's device time, more than any unfused one")
     holds = (decide.against(min(fused.values()), max(unfused.values()), decide.POINT_BAND) == "above"
              and decide.against(min(fused.values()), decide.BACKWARD_OVER_FORWARD, decide.POINT_BAND) == "above")
     return Statement(text, holds, lesson=lesson,

@@ -103,7 +103,7 @@ def gemm_us(s: dict) -> float:
 
 def _a100_ratio(s: dict) -> str:
     ref = hardware.FIGURES[s["stage"]]["forward_us"]
-    return f"{ref / s['forward_device_us']:.1f}×" if ref else "—"
+    return f"{ref / s['forward_device_us']:.2f}×" if ref else "—"
 
 
 VALUES = {

@@ -49,8 +49,11 @@ def _value(row, key):
 
 def _sweep_grid(build, heads=True) -> str:
     """What every point of the sweep shares, from its rows: the tokens per forward (batch × S) and the heads."""
-    b, h, s, _ = build.run("sweep")[0]["shape"]
-    return f"batch × S = {b * s:,} tokens" + (f", {h} heads" if heads else "")
+    shapes = [r["shape"] for r in build.run("sweep")]
+    b, h, s, _ = shapes[0]
+    on_grid = [n for bb, _, n, _ in shapes if bb * n == b * s]  # past the grid's longest length, batch 1
+    past = f" up to S={max(on_grid):,}, batch 1 beyond" if len(on_grid) < len(shapes) else ""
+    return f"batch × S = {b * s:,} tokens{past}" + (f", {h} heads" if heads else "")
 
 
 def _sweep_series(build, d, value) -> dict:
@@ -662,8 +665,8 @@ def fallback(build: Build):
     return tables.table(["inputs", "backend that ran (kernels)", "device ops / forward",
                          f"one call (median, {FALLBACK_RUN})", "vs the fast path (one call)"], out, "llrrr") + (
         f"\n\nShape {'×'.join(map(str, fast['shape']))} unless the case changes it; bf16 unless it says otherwise. "
-        f"A case is *not told apart* from the fast path where their one-call ranges ({_basis(build, 'fallback')}) "
-        f"overlap or their medians lie within {100 * decide.MARGIN:.0f} % of each other.")
+        f"One call: {_basis(build, 'fallback')}; *not told apart*: within the timing's noise "
+        f"([the rule](methods.md#when-two-numbers-are-told-apart)).")
 
 
 @piece("fallback-reasons")

@@ -111,7 +111,8 @@ def timing_table(build: Build):
         cells = [spread(timing.stats(r[k])) if r.get(k) else "—" for k in ("back_to_back_us", "graph_us", "enqueue_us")]
         if judged(r):  # a row without GPU-only samples (no CUDA graph) has no verdict: shown as measured
             v = timing.verdict(r)
-            said = (f"**{v.stream}**", _signed(v.launch_overhead_us))
+            every = "" if timing.consensus(repeated(build, r["stage"], r["shape"])) else ", not in every process"
+            said = (f"**{v.stream}**{every}", _signed(v.launch_overhead_us))
         else:
             said = ("no verdict (no CUDA graph)", "—")
         out.append((short(r["stage"]), shape_text(r["shape"]), spread(one), *cells, *said))

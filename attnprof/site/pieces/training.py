@@ -77,8 +77,8 @@ def saved(build: Build, *records):
             rows.append((title(s), escape(s.get("unavailable") or s.get("saved_unavailable")), *["—"] * 3))
             continue
         big = [r for r in s["saved"] if r["what"] not in ("q", "k", "v", "output", "scalar")]
-        items = "<br>".join(f"{escape(r['what'])} {shape(r['shape']) or 'scalar'} {escape(r['dtype'])} ({size(r['bytes'])})"
-                            for r in big) or "—"
+        items = "<br>".join(f"{'' if r['what'] == 'intermediate' else escape(r['what']) + ' '}"  # the header says what
+                            f"{shape(r['shape']) or 'scalar'} {escape(r['dtype'])} ({size(r['bytes'])})" for r in big) or "—"
         inputs = ", ".join(sorted({r["what"] for r in s["saved"] if r["what"] in ("q", "k", "v", "output")}))
         m = s["memory"]
         rows.append((title(s), items, inputs or "—", size(m["held_after_forward_bytes"]), size(m["peak_backward_bytes"])))
@@ -256,7 +256,8 @@ def value_cp(build: Build, record, field):
 @piece("trace", captures=1, kind="cp")
 def trace_cp(build: Build, record):
     s = build.summary(record)
-    label = f"{s['title']}: {s['world_size']} × {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
+    balance = "" if s["load_balance"] else ", load balancer off"
+    label = f"{s['title']}{balance}: {s['world_size']} × {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
     return (f"{plots.ranks_timeline(s, build.trace(record))}\n\n"
             f"*One forward on each rank, lined up on the trace's clock: per rank, its compute kernels and its NCCL "
             f"kernels. Hover a bar for its name and duration. The file holds every rank (Perfetto shows them as "

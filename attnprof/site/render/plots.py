@@ -260,8 +260,9 @@ def _ranks_timeline(summary, trace: dict, width: int, variant: str) -> str:
     left, right, row_h = 122, 12, 20
     scale = (width - left - right) / end
     x = lambda t: left + t * scale
+    balance = "" if summary["load_balance"] else ", load balancer off"
     heading = wrap(f'One forward on each of {len(fwds)} ranks, S={summary["shape"][2]:,}, rotation '
-                   f'{summary["rotate"]}:', width - 4 - right, CHAR_W * 1.08)
+                   f'{summary["rotate"]}{balance}:', width - 4 - right, CHAR_W * 1.08)
     sub = wrap(f"{us(end)} from the first rank's annotation to the last GPU op", width - 4 - right)
     top = 48 + 16 * (len(heading) + len(sub) - 2)
     lanes_bottom = top + len(fwds) * 2 * (row_h + 6)
@@ -555,6 +556,10 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
         out += _point_labels([(mark(name), *drawn[name][0], color[name]) for name in series if len(drawn[name]) == 1],
                              f, plot_right, top)
     out += _end_labels([(mark(name), *drawn[name][-1], color[name]) for name in lines], f, plot_right)
+    for name in lines:  # where a line stops because the next point ran out of memory, the chart says so there
+        if len(good[name]) < len(series[name]):
+            px, py = drawn[name][-1]
+            out.append(el("text", "OOM", x=f"{px + 6:.1f}", y=f"{py - 6:.1f}", fill=color[name], font_weight="bold"))
     row = legend_top + f.row / 2
     def legend(body: str) -> str:  # one row of the legend, f.row apart: as far as tap targets are
         return el("g", body, **{"class": "attnprof-legend"})

@@ -74,9 +74,8 @@ def why_unavailable(raw: str) -> str:
     if "No module named" in raw or "ModuleNotFoundError" in raw:
         return "its Python package was not installed where it was captured"
     if "kernels hub" in raw and ("trust" in raw or "connect" in raw.lower()):
-        # kernels' first request asks the Hub about the publisher; when the Hub cannot be reached it reports
-        # that as a failure to verify the publisher's trust status
-        return "`get_kernel` could not reach the Hugging Face Hub, so no kernel was loaded"
+        # kernels' first request asks the Hub about the publisher; offline, that request fails
+        return "`get_kernel` could not ask the Hugging Face Hub whether the publisher is trusted, so no kernel was loaded"
     if "out of memory" in raw.lower():
         return "it ran out of GPU memory"
     return "it failed to load or to run (the recorded reason says how)"

@@ -1,0 +1,55 @@
+"""Claims of the chapter on serving shapes: shared K/V heads, decode over a cache, requests of mixed lengths."""
+from __future__ import annotations
+
+from ...analysis import decide
+from ...text import escape, size
+from ..build import Build
+from .core import Flip, Statement, claim
+from .edits import in_first_process, in_run
+from .wording import pct
+
+def _gqa_extra_equal(result):
+    """enable_gqa's peak extra memory made the repeated copies' (what the claim says it saves)."""
+    rows = {r["way"].startswith("enable_gqa"): r for r in result}
+    rows[True]["peak_extra_bytes"] = rows[False]["peak_extra_bytes"]
+
+
+def _largest_decode_slower(result):
+    """The largest cache's step made four times as slow, so it reads at a quarter of its rate."""
+    r = max((r for r in result if "back_to_back_us_each" in r), key=lambda r: r["batch"] * r["kv_len"])
+    r["back_to_back_us_each"] = [4 * x for x in r["back_to_back_us_each"]]
+
+
+def _packed_padded(result):
+    """Every packed batch made to compute the padded batch's FLOPs."""
+    padded = next(r for r in result if r["computed_flops"] > r["useful_flops"])
+    for r in result:
+        r["computed_flops"] = padded["computed_flops"]
+
+
+@claim("serving-answers", reads=["run-gqa", "run-decode", "run-varlen", "run-ceilings"],
+       flip=[Flip("run-gqa.json", in_first_process("gqa", _gqa_extra_equal)),
+             Flip("run-decode.json", in_run("decode", _largest_decode_slower)),
+             Flip("run-varlen.json", in_first_process("varlen", _packed_padded))])
+def serving_answers(build: Build) -> Statement:
+    """The three guesses of the serving chapter answered: enable_gqa takes less extra memory than repeating K and V;
+    the largest decode cache is read at DECODE_AT_COPY of the copy rate or more; padding computes FLOPs that the
+    packed batches do not."""
+    gqa = {r["way"].startswith("enable_gqa"): r for r in build.run("gqa")}
+    step = max((r for r in build.run("decode") if "gbs" in r), key=lambda r: r["kv_bytes"])
+    share = step["gbs"] / build.run("ceilings")["copy_gbs"]
+    varlen = build.run("varlen")
+    padded = [r for r in varlen if r["computed_flops"] > r["useful_flops"]]
+    wasted = max((1 - r["useful_flops"] / r["computed_flops"] for r in padded), default=0.0)
+    packed = [r for r in varlen if r not in padded]
+    holds = (gqa[True]["peak_extra_bytes"] < gqa[False]["peak_extra_bytes"] and decide.against(share, decide.DECODE_AT_COPY, decide.POINT_BAND) == "above"
+             and bool(padded) and bool(packed))
+    text = (f"GQA: peak extra memory {size(gqa[True]['peak_extra_bytes'])} with `enable_gqa=True`, "
+            f"{size(gqa[False]['peak_extra_bytes'])} repeating K and V first. Decode: the largest cache "
+            f"({size(step['kv_bytes'])}, batch {step['batch']}, {step['kv_len']:,} tokens) read at {pct(share)} of "
+            f"the copy rate, back to back. Variable length: padding to the longest spends {pct(wasted)} of the "
+            f"forward's FLOPs on padding; {' and '.join(dict.fromkeys(escape(r['way']) for r in packed))} spend none")
+    lesson = (f"Let SDPA read shared heads, which saves memory; a long decode step runs near copy bandwidth, bound "
+              f"by bytes; padding these requests wastes {pct(wasted)} of FLOPs, packing none")
+    return Statement(text, holds, f"extra {gqa[True]['peak_extra_bytes']} vs {gqa[False]['peak_extra_bytes']}, "
+                                  f"decode share {share:.2f}, wasted {wasted:.2f}, packed {len(packed)}", lesson=lesson)
