@@ -156,7 +156,7 @@ def test_the_rank_timeline_never_shrinks_below_its_drawn_size():
     wide, narrow = ET.fromstring(html).findall(f"{NS}svg")
     css = (ROOT / "docs" / "stylesheets" / "extra.css").read_text()
     min_width = float(re.search(r"\.attnprof-ranks svg\.attnprof-wide \{ min-width: (\d+)px", css).group(1))
-    assert html.startswith('<div class="attnprof-trace attnprof-ranks">')
+    assert html.startswith('<div class="attnprof-trace attnprof-ranks" data-search-exclude="">')
     assert wide.get("class") == "attnprof-wide" and narrow.get("class") == "attnprof-narrow"
     assert float(wide.get("viewBox").split()[2]) <= min_width and wide.get("font-size") == "12"
     assert float(narrow.get("viewBox").split()[2]) == plots.NARROW <= 390 and narrow.get("font-size") == "12"

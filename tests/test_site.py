@@ -29,6 +29,13 @@ def test_naive_marks_the_memcpy_and_inplace_shows_the_computed_diff(site):
     assert "#4 in naive" in inplace and "device time saved" in inplace
 
 
+def test_search_finds_the_prose_and_not_the_figures_labels(site):
+    """The search index holds a chapter's words, not the axis labels and legends drawn in its figures."""
+    docs = json.loads((site / "search" / "search_index.json").read_text())["docs"]
+    naive = " ".join(d["text"] for d in docs if d["location"].startswith("naive/"))
+    assert "masked_fill" in naive and "launch tick" not in naive and "time since" not in naive
+
+
 def test_notebooks_are_built_and_downloadable(site):
     for stage in ladder():
         assert (site / "notebooks" / stage / "index.html").exists()

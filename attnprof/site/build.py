@@ -29,6 +29,7 @@ class Build:
         self._summaries, self._traces, self._runs, self._drawn, self._counters = {}, {}, {}, {}, {}
         self._pooled: dict[str, list | dict] = {}
         self._made: dict = {}  # Build.once
+        self._status: dict[str, str | None] = {}  # Build.problem, record by record
         self._listed: set[str] | None = None
         self._read: dict = {}  # every file this build has read (records.reading)
         self.evidence: list[str] | None = None  # the page being rendered: what its lessons rest on (`fold`)
@@ -58,6 +59,15 @@ class Build:
             self._problems = self._load(records.problems, self.folder)
         return self._problems
 
+    def problem(self, record: str) -> str | None:
+        """Why `record` cannot be used, or None: from `problems` where the whole set was checked, else checked
+        alone (another set read beside this one reads a few of its records)."""
+        if self._problems is not None:
+            return self._problems.get(record)
+        if record not in self._status:
+            self._status[record] = self._load(records.status, record, self.folder)
+        return self._status[record]
+
     def listed(self, record: str) -> bool:
         """Whether the site lists `record` (so `check` and the strict build hold it to its data)."""
         if self._listed is None:
@@ -71,13 +81,13 @@ class Build:
     def summary(self, record: str) -> dict:
         if self.strict and not self.listed(record):
             raise self.unlisted(record)
-        if record in self.problems:  # as for a run: what `check` lists is never read
-            raise RecordUnusable(self.problems[record])
+        if why := self.problem(record):  # as for a run: what `check` lists is never read
+            raise RecordUnusable(why)
         if record not in self._summaries:
             try:
                 self._summaries[record] = self._load(records.load_summary, record, self.folder)
             except (store.CaptureMissing, ValueError) as e:
-                raise RecordUnusable(str(e), known=record in self.problems) from None
+                raise RecordUnusable(str(e), known=self.problem(record) is not None) from None
         return self._summaries[record]
 
     def is_unavailable(self, record: str) -> bool:
@@ -120,7 +130,7 @@ class Build:
         """A capture's counters record, or None where none is usable; checked and read once per build."""
         if record not in self._counters:
             name = f"{record}.counters"
-            usable = name not in self.problems and not self._load(records.status, name, self.folder)
+            usable = not self.problem(name) and not self._load(records.status, name, self.folder)
             self._counters[record] = self._load(records.load_counters, record, self.folder) if usable else None
         return self._counters[record]
 
@@ -131,9 +141,9 @@ class Build:
             raise self.unlisted(f"{record}.counters")
         measured = self.counters(record)
         if measured is None:
-            raise RecordUnusable(self.problems.get(f"{record}.counters")
-                                 or records.status(f"{record}.counters", self.folder) or f"no counters of {record!r}",
-                                 known=f"{record}.counters" in self.problems)
+            why = self.problem(f"{record}.counters")
+            raise RecordUnusable(why or records.status(f"{record}.counters", self.folder) or f"no counters of {record!r}",
+                                 known=why is not None)
         return measured
 
     def run(self, name: str) -> list | dict:
@@ -141,8 +151,8 @@ class Build:
         does not run is the code's mistake, whatever the records hold."""
         if name not in names.RUNS:
             raise ValueError(f"no measurement run named {name!r} (the site's runs: {', '.join(names.RUNS)})")
-        if f"run-{name}" in self.problems:
-            raise RecordUnusable(self.problems[f"run-{name}"])
+        if why := self.problem(f"run-{name}"):
+            raise RecordUnusable(why)
         if name not in self._runs:
             try:
                 self._runs[name] = self._load(records.load_run, name, self.folder)

@@ -30,11 +30,6 @@ def _ran(start: str, backend: str | None = None):
     return in_run("fallback", edit)
 
 
-def _other(build: Build) -> str:
-    """A backend the boolean mask's case did not run, for the flip that makes it leave the fast path's."""
-    return next(b for b in ("math", "efficient", "flash") if b != build.run("fallback")[0]["ran"])
-
-
 @claim("fallback-answers", reads=["run-fallback"],
        flip=[Flip("run-fallback.json", _as_fast(MASK)), Flip("run-fallback.json", _as_fast(LARGE[0])),
              Flip("run-fallback.json", _ran(LARGE[1])),

@@ -704,7 +704,7 @@ def verify_table(build: Build):
     out = _verify_rows(shown) if shown else "Every check passes."
     if passing:
         folded = _verify_rows(passing).replace("\n", "\n    ")
-        out += (f'\n\n??? note "The {len(passing)} checks of the paths that pass everywhere: '
+        out += (f'\n\n??? note "The checks of the paths that pass everywhere: '
                 f'{listed([escape(p) for p in dict.fromkeys(r["path"] for r in passing)])}"\n    {folded}')
     return out
 

@@ -127,7 +127,7 @@ def timeline(summary, fwd: traces.Forward, width: int = 1040, cpu_depth: int = C
     """The trace figure, drawn at `width` px and at NARROW px for a phone (the stylesheet shows one). The CPU
     lane goes `cpu_depth` levels deep (a model's layer nests deeper than a figure can show); the time axis
     spans at least `axis_us`, a compared trace's span, so that the two share one scale."""
-    return ('<div class="attnprof-trace">' + _timeline(summary, fwd, width, "attnprof-wide", cpu_depth, axis_us) + "\n"
+    return ('<div class="attnprof-trace" data-search-exclude="">' + _timeline(summary, fwd, width, "attnprof-wide", cpu_depth, axis_us) + "\n"
             + _timeline(summary, fwd, NARROW, "attnprof-narrow", cpu_depth, axis_us) + "</div>")
 
 
@@ -245,7 +245,7 @@ RANK_LANES = {"attention": (SERIES[0], "attention kernel"), "other": (SERIES[1],
 
 def ranks_timeline(summary, trace: dict, width: int = 880) -> str:
     """The ranks figure at `width` px and at NARROW px for a phone (the stylesheet shows one)."""
-    return ('<div class="attnprof-trace attnprof-ranks">' + _ranks_timeline(summary, trace, width, "attnprof-wide")
+    return ('<div class="attnprof-trace attnprof-ranks" data-search-exclude="">' + _ranks_timeline(summary, trace, width, "attnprof-wide")
             + "\n" + _ranks_timeline(summary, trace, NARROW, "attnprof-narrow") + "</div>")
 
 
@@ -589,7 +589,7 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
 
 def chart(draw) -> str:
     """A chart drawn twice, `draw(frame)`: wide, and narrow for a phone (the stylesheet shows one)."""
-    return '<div class="attnprof-figure">' + draw(CHART) + "\n" + draw(CHART_NARROW) + "</div>"
+    return '<div class="attnprof-figure" data-search-exclude="">' + draw(CHART) + "\n" + draw(CHART_NARROW) + "</div>"
 
 
 def roofline(peak_tflops: float, bandwidth_gbs: float, points: list[tuple[str, float, float]], title: str,
