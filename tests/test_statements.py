@@ -144,10 +144,10 @@ def test_the_cpu_ranking_follows_the_unprofiled_enqueue_samples(copy):
     build = copy("run-timing.json", scale("cudnn", 10.0))
     said = check(build, "cpu-rank", "cudnn", "flash", "efficient")
     assert said.outcome == "the most expensive of these here"
-    assert said.text.endswith("so the most expensive of cuDNN, flash and memory-efficient")
+    assert said.text.endswith("so the most expensive among cuDNN, flash and memory-efficient")
     build = copy("run-timing.json", scale("cudnn", 0.01))
     text = check(build, "cpu-rank", "cudnn", "flash", "efficient").text
-    assert text.endswith("so the cheapest of cuDNN, flash and memory-efficient") and "below flash's" in text
+    assert text.endswith("so the cheapest among cuDNN, flash and memory-efficient") and "below flash's" in text
 
 
 def test_two_compiled_variants_with_different_kernels_are_said_to_differ(copy):

@@ -126,7 +126,7 @@ def reduce_overhead(build: Build, reduce="naive_reduce", default="naive_compiled
                     "the capture does not split it)" if decide.against(share, decide.MOST, decide.POINT_BAND) == "below"
                     else "they account for most of it"))
     own = any(op["kind"] == "memcpy" for op in sd["ops"])
-    lesson = (f"the graph replay with its copies takes {us(a.median)} per forward against {us(b.median)} for the "
+    lesson = (f"in their captures, the graph replay takes {us(a.median)} per forward against {us(b.median)} for the "
               f"default mode: " + {1: "slower", -1: "faster", 0: "not told apart, since one call varies this much "
                                    "between processes" if held_together(a, b) else "the two are not told apart"}[place])
     return Statement(text, bool(copies) and not own, f"{a} against {b}, copies {sum(copies):.1f} µs, "

@@ -143,7 +143,7 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
             else "not the most expensive of these here" if words["below"]
             else "this run cannot rank it among them" if len(words["not told apart from"]) == n
             else f"tied with {' and '.join(tied)} as the most expensive of these here")
-    shown = rank.replace("of these here", f"of {listed([short(s) for s in (stage, *others)])}")
+    shown = rank.replace("of these here", f"among {listed([short(s) for s in (stage, *others)])}")
     text = (f"by unprofiled CPU enqueue (host clock, back-to-back calls, per forward, {mine.how}, "
             f"{shape_text(DEFAULT_SHAPE)}, {clock_of(build, DEFAULT_SHAPE)}), {short(stage)} takes {mine.text(us)}: "
             f"{said}, so {shown}")

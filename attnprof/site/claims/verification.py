@@ -39,5 +39,5 @@ def verify_answers(build: Build) -> Statement:
     text = (f"{sum(r['status'] == 'pass' for r in bf16)} of {len(bf16)} bf16 checks "
             f"of rows with keys pass ({len({r['path'] for r in bf16})} paths, tolerance "
             f"{bf16[0]['tolerance']:.0e}); on a fully masked row, {said} (every dtype checked)")
-    lesson = f"In bf16 every path agrees with float64; on a fully masked row, {said}"
+    lesson = f"Every path agrees with float64 in bf16 wherever a row sees keys; where it sees none, {said}"
     return Statement(text, bool(bf16) and not failed, f"failed {failed}, wrote {wrote}", said, lesson)

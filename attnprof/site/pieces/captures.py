@@ -92,7 +92,9 @@ def trace(build: Build, record, explained=None, caption=None, cpu_depth=None, ax
     span = max((plots.drawn_span(build.forwards(r)[1]) for r in others), default=0)
     scaled = (f"*Drawn on one time axis with the trace{'s' if len(others) > 1 else ''} of "
               f"{listed([title(r) for r in others])}, so their lengths compare.*\n\n" if others else "")
-    return (f"{plots.timeline(s, build.forwards(record)[1], cpu_depth=depth, axis_us=span)}\n\n{scaled}{said}"
+    idle = (f"The GPU sat idle, waiting for this {what}'s next launch, for {100 * oplist.gaps(s).idle_share:.0f} % of "
+            f"its span: the shaded stretches of the GPU lane.\n\n")
+    return (f"{plots.timeline(s, build.forwards(record)[1], cpu_depth=depth, axis_us=span)}\n\n{idle}{scaled}{said}"
             + trace_controls(build, record, label))
 
 
@@ -154,18 +156,19 @@ def gaps(build: Build, record):
 
 @piece("launch", captures=ALL)
 def launch(build: Build, *records):
-    """Gaps across profiled captures: busy, span, idle share, launch latency, CPU time, event median."""
+    """Gaps across profiled captures: busy, span, idle share, launch latency, CPU time (one call: the timing
+    table's, on the same page)."""
     rows = []
     for record in records:
         s = build.summary(record)
         g = oplist.gaps(s)
         rows.append((title(s), shape(s["shape"]), us(g.busy_us), us(g.span_us), f"{100 * g.idle_share:.0f} %",
-                     us(statistics.median_high(g.launch_latency_us)), us(s["cpu_forward_us"]), us(s["event_median_us"])))
+                     us(statistics.median_high(g.launch_latency_us)), us(s["cpu_forward_us"])))
     return (tables.table(["stage", "shape B×H×S×D", "GPU busy (profiled)", "span (profiled)",
                           "GPU idle (of the profiled span)", "median launch latency (profiled)",
-                          "CPU time / forward (profiled)", f"one call ({CAPTURE_RUN})"], rows, "llrrrrrr")
-            + f"\n\nbf16, causal; profiled columns from each stage's capture ({count(SCHEDULE['active'])} profiled "
-              f"forwards, the one with the median device time), the last from the capture's {EVENT_REPS} unprofiled calls.")
+                          "CPU time / forward (profiled)"], rows, "llrrrrr")
+            + f"\n\nbf16, causal; from each stage's capture ({count(SCHEDULE['active'])} profiled forwards, the one "
+              f"with the median device time).")
 
 
 def per_forward(build: Build, s: dict, quantity: str) -> str:

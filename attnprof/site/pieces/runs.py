@@ -501,8 +501,8 @@ def graphs(build: Build):
                          "one call, graph replay (CUDA-event median)", "speedup",
                          "back to back per call, op by op (CUDA events)", "back to back per call, graph (CUDA events)"],
                         rows, "llrrrrr") + (
-        f"\n\nA speedup is *not told apart* where the two one-call ranges ({GRAPHS_RUN}; {_basis(build, 'graphs')}) overlap or "
-        f"their medians lie within {100 * decide.MARGIN:.0f} % of each other.")
+        f"\n\nOne call: {GRAPHS_RUN}, {_basis(build, 'graphs')}; *not told apart*: within the timing's noise "
+        f"([the rule](methods.md#when-two-numbers-are-told-apart)).")
 
 
 @piece("varlen")

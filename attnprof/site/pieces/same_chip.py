@@ -128,7 +128,7 @@ SIDE = {  # what the chapter's first table sets side by side: the figure, and ho
     "SMs": (lambda g: g.sms, str),
     "highest SM clock": (lambda g: g.max_sm_mhz, lambda v: f"{v:,} MHz"),
     "bf16 Tensor Core peak (dense)": (lambda g: g.tensor_tflops["bf16"], lambda v: f"{v:,.0f} TFLOP/s"),
-    "L2 cache": (lambda g: g.l2_mb, lambda v: f"{v:g} MB" if v else "—"),
+    "L2 cache (as the vendor publishes it)": (lambda g: g.l2_mb, lambda v: f"{v:g} MB" if v else "—"),
     "memory": (lambda g: g.memory_gb, lambda v: f"{v:g} GB"),
     "memory bandwidth": (lambda g: g.memory_gbs, lambda v: f"{v / 1000:g} TB/s"),
 }

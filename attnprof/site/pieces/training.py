@@ -235,6 +235,7 @@ CP_VALUES = {
     "speedup": lambda s: f"{s['speedup']:.2f}×",
     "pair_shares": lambda s: " and ".join(f"{100 * r['causal_pairs'] / sum(x['causal_pairs'] for x in s['ranks']):.0f} %"
                                           for r in s["ranks"]),
+    "last_share": lambda s: f"{100 * s['ranks'][-1]['causal_pairs'] / sum(x['causal_pairs'] for x in s['ranks']):.0f} %",
     "single": lambda s: us(s["single_gpu"]["event_median_us"]),
     "cp": lambda s: us(s["cp_event_median_us"]),
 }

@@ -186,7 +186,8 @@ def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth:
     mid = row_h / 2 + 3  # a label's baseline in its row
     parts.append(el("rect", hover(f'{summary["label"]} {us(fwd.cpu_us)}'), x=f"{x(0):.1f}", y=y_cpu,
                     width=f"{fwd.cpu_us * scale:.1f}", height=row_h - 2, fill=ROLE["span"])
-                 + el("text", escape(summary["label"]), x=f"{x(0) + 4:.1f}", y=f"{y_cpu + mid:.0f}", fill="#222"))
+                 + el("text", escape(_fit(summary["label"], fwd.cpu_us * scale - 6) or ""), x=f"{x(0) + 4:.1f}",
+                      y=f"{y_cpu + mid:.0f}", fill="#222"))  # within its bar: past it, dark text on a dark page
     for op in cpu:
         y = y_cpu + op.depth * row_h
         w = max(op.duration_us * scale, 1)
@@ -461,16 +462,17 @@ def _point_labels(points: list[tuple[str, float, float, str]], f: Frame, plot_ri
 
 def _end_labels(ends: list[tuple[str, float, float, str]], f: Frame, plot_right: float) -> list[str]:
     """Each line's name (or number) right of the plot (name, x, y, colour), spread apart where lines end
-    close, with a leader from the end, dotted where a line stops short of the right edge."""
+    close, with a leader from the end; a line that stops short of the right edge has none (it would read as the
+    line going on), its name at its height."""
     out = []
     ends = sorted(ends, key=lambda e: e[2])
     ys = spread([e[2] for e in ends], f.font + 2, f.top, f.height - f.bottom)
     lx = plot_right + 16
     for (name, x, y, color), ly in zip(ends, ys):
-        short = plot_right - x > 8
-        out.append(el("path", d=f"M{x + 4:.1f},{y:.1f} L{plot_right + 2:.1f},{y:.1f} L{lx - 3:.1f},{ly:.1f}",
-                      fill="none", stroke=color, stroke_width=1.5, **({"stroke_dasharray": "1,3"} if short else {}))
-                   + el("text", escape(name), x=f"{lx:.1f}", y=f"{ly + 4:.1f}", font_weight="bold"))
+        leader = "" if plot_right - x > 8 else el(
+            "path", d=f"M{x + 4:.1f},{y:.1f} L{plot_right + 2:.1f},{y:.1f} L{lx - 3:.1f},{ly:.1f}", fill="none",
+            stroke=color, stroke_width=1.5)
+        out.append(leader + el("text", escape(name), x=f"{lx:.1f}", y=f"{ly + 4:.1f}", font_weight="bold"))
     return out
 
 
@@ -558,8 +560,9 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
     out += _end_labels([(mark(name), *drawn[name][-1], color[name]) for name in lines], f, plot_right)
     for name in lines:  # where a line stops because the next point ran out of memory, the chart says so there
         if len(good[name]) < len(series[name]):
-            px, py = drawn[name][-1]
-            out.append(el("text", "OOM", x=f"{px + 6:.1f}", y=f"{py - 6:.1f}", fill=color[name], font_weight="bold"))
+            missing = next(x for x, y in series[name] if y is None and x > good[name][-1][0])
+            out.append(el("text", "OOM", x=f"{fx(missing):.1f}", y=f"{drawn[name][-1][1] + 4:.1f}", fill=color[name],
+                          font_weight="bold", text_anchor="middle"))
     row = legend_top + f.row / 2
     def legend(body: str) -> str:  # one row of the legend, f.row apart: as far as tap targets are
         return el("g", body, **{"class": "attnprof-legend"})
