@@ -497,7 +497,7 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
     lines = [name for name in series if len(good[name]) > 1 and not tips]
     mark = (lambda name: name) if f.names else number.get
     gutter = 18 + max([len(mark(n)) * f.char_w for n in lines], default=0) if lines else 0
-    plot_right = f.width - f.right - gutter
+    plot_right = min(f.width - f.right - gutter, f.width - len(_fmt(x1)) * f.char_w / 2 - 2)  # the last tick whole
     bottom = f.height - f.bottom
     y_tick_values = byte_ticks(y0, y1) if y_unit == "bytes" else _ticks(y0, y1, log_y)
     left = max(f.left, 26 + max(len(fmt_y(t)) for t in y_tick_values) * f.char_w)  # the y axis's name, then its ticks
