@@ -52,14 +52,12 @@ def end_to_end(build: Build):
                                       "times_us")
     ratios = [decide.quotient(layer(r, "naive_layer"), layer(r, "sdpa_layer")) for r in e]
     gain = spanning([q.scaled(lambda x: 100 * (x - 1)) for q in ratios])
-    whence = ("by each process's own one-call ratio" if all(q.per for q in ratios) else "from the ends of the one-call ranges")
     g = [r["throughput_gain_pct"] for r in e]
     return ("1. naive → fused attention: 20–40 % end-to-end throughput", ARTICLES,
             f"+{min(g):.0f} % to +{max(g):.0f} % for one random-weight decoder layer at "
             + " to ".join(f"B={r['batch']}, S={r['seq']}" for r in (e[0], e[-1]))
-            + f" (+{gain.lo:.0f} % to +{gain.hi:.0f} % {whence}, {gain.how})",
-            f"{verdict(gain, 20, 40)}, for one layer: a whole model's share of attention, and so its gain, is "
-            "not measured here")
+            + f" (+{gain.lo:.0f} % to +{gain.hi:.0f} % across {gain.n} process{'es' if gain.n > 1 else ''})",
+            f"{verdict(gain, 20, 40)} (one layer, not a whole model)")
 
 
 def softmax_time(build: Build):
@@ -224,13 +222,13 @@ def elementwise_memory_bound(build: Build):
     said = [(kernel_names.label(op["name"]), counters.verdict(k)) for op, k in kernels]
     memory = [n for n, v in said if v == "memory-bound"]
     near = Counter(n for n, v in said if v == counters.NEAR)
-    rest = Counter(f"{n} ({v})" for n, v in said if v not in ("memory-bound", counters.NEAR))
+    rest = Counter(v for n, v in said if v not in ("memory-bound", counters.NEAR))  # by verdict: a short cell
     listed = lambda c: ", ".join(f"{k}× {what}" for what, k in sorted(c.items()))
     return ("PyTorch's elementwise kernels are memory-bound (they do little arithmetic per byte)",
             "the usual reading of a profile",
             f"{len(memory)} of the {len(kernels)} elementwise kernels of the naive, in-place and math forwards are "
             f"memory-bound" + (f"; {sum(near.values())} lie {_band()} ({listed(near)})" if near else "")
-            + (f"; the others: {listed(rest)}" if rest else ""),
+            + (f"; the others: {', '.join(f'{k} {v}' for v, k in sorted(rest.items()))}" if rest else ""),
             share_verdict(len(memory), len(kernels), sum(near.values())))
 
 
