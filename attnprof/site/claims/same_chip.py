@@ -8,7 +8,7 @@ from __future__ import annotations
 from ...analysis import decide, hardware, kernel_names
 from ...model import gpus, store
 from ..build import Build
-from ..pieces.same_chip import STAGES, STAGES_TITLE, Op, Pair, ops
+from ..pieces.same_chip import LONG_ENOUGH_US, STAGES, STAGES_TITLE, Op, Pair, ops
 from .core import Flip, Statement, claim
 from .edits import in_trace
 from .wording import pct, times
@@ -17,7 +17,6 @@ UNFUSED = ("naive", "inplace", "math")  # the forwards that write their scores t
 MEMORY_BOUND_AT = 80.0  # % of DRAM peak on the GPU with more bandwidth: a kernel that mostly moves bytes
 COMPUTE_AT = 30.0  # ... under which a kernel mostly computes (or waits), its bytes a small part of its time
 WHOLE_RATIO_NEAR = 0.1  # "about the whole bandwidth ratio": within a tenth of it
-LONG_ENOUGH_US = 10.0  # a kernel shorter than this is its launch and its fixed costs more than its bytes
 # what every claim here reads of this set (the other set is read as committed): its captures, their counters, its GPU
 READS = [*STAGES, *(f"{s}.counters" for s in STAGES), "run-hardware"]
 

@@ -21,6 +21,9 @@ STAGES = [*ladder(), *providers()]  # every ladder stage and provider, at the po
 STAGES_TITLE = {s: TABLE[s].title for s in STAGES}
 
 
+LONG_ENOUGH_US = 10.0  # a kernel shorter than this is its launch and its fixed costs more than its bytes
+
+
 @dataclass(frozen=True)
 class Op:
     stage: str
@@ -159,7 +162,7 @@ def same_chip_chart(build: Build):
     """Every kernel counted on the GPU with more memory: its time with less memory over its time with more, against
     its DRAM throughput; the two lines a kernel sits between (the same time; the whole bandwidth ratio)."""
     p, rows = ops(build)
-    counted = [o for o in rows if o.dram_pct is not None]
+    counted = [o for o in rows if o.dram_pct is not None and o.fast.median >= LONG_ENOUGH_US]
     series, tips = {}, {}
     for o in counted:
         name = STAGES_TITLE[o.stage]
@@ -169,7 +172,7 @@ def same_chip_chart(build: Build):
     hlines = {"the same time": 1.0, f"the whole bandwidth ratio ({p.bandwidth_ratio:.2f}×)": p.bandwidth_ratio}
     return plots.chart(lambda frame: plots.line_chart(
         series, f"DRAM throughput on the {fast}, % of its peak (Nsight Compute)", f"time on the {slow} ÷ on the {fast}",
-        f"{len(counted)} kernels: how much slower each runs with less memory bandwidth", log_x=False, log_y=True, hlines=hlines,
+        f"{len(counted)} kernels of {LONG_ENOUGH_US:.0f} µs or more: how much slower each runs with less memory bandwidth", log_x=False, log_y=True, hlines=hlines,
         x_ticks=[0, 20, 40, 60, 80, 100], x_range=(0, 100), frame=frame, tips=tips))
 
 
