@@ -7,7 +7,7 @@ from ...model import names
 from ...model.stages import DEFAULT_SHAPE, STAGES
 from ...text import escape, shape as shape_text, us
 from ..build import Build, row
-from ..words import DEVICE, MEDIAN, listed, per_process, short, within
+from ..words import DEVICE, MEDIAN, TIMING_RUN, listed, per_process, short, within
 from .core import ADAPTS, Flip, Statement, claim
 from .edits import each, in_run, scale, scaled_row, setting
 from .wording import apart, front, pct, times
@@ -90,7 +90,7 @@ def between(build: Build, stage, slower, faster) -> Statement:
             f"against {b.text(us)} for {short(slower)} and {c.text(us)} for {short(faster)}: "
             f"{times(b.median / a.median)} faster than the first, {times(a.median / c.median)} slower than the second")
     lesson = (f"{times(b.median / a.median)} faster than {short(slower)} and {times(a.median / c.median)} slower than "
-              f"{short(faster)}, one call each")
+              f"{short(faster)}, one call each in {TIMING_RUN}")
     return Statement(text, decide.order(c, a) == -1 and decide.order(a, b) == -1, f"{a} between {c} and {b}",
                      lesson=lesson)
 
