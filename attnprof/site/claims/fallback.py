@@ -39,10 +39,10 @@ def fallback_answers(build: Build) -> Statement:
     large cases each on a backend other than the fast path's, decidedly slower (one call, the one rule)."""
     rows = build.run("fallback")
     fast = rows[0]
-    time = lambda r: measured(build, "fallback", row_where(case=r["case"]), "times_us")
     mask, large = _case(rows, MASK), [_case(rows, c) for c in LARGE]
-    ratio = lambda r: time(r).median / time(fast).median
-    slower = {r["case"]: decide.order(time(r), time(fast)) > 0 for r in [mask, *large]}
+    time = {r["case"]: measured(build, "fallback", row_where(case=r["case"]), "times_us") for r in (fast, mask, *large)}
+    ratio = lambda r: time[r["case"]].median / time[fast["case"]].median
+    slower = {r["case"]: decide.order(time[r["case"]], time[fast["case"]]) > 0 for r in [mask, *large]}
     keeps = "keeps" if mask["ran"] == fast["ran"] else "leaves"
     holds = all(slower.values()) and all(r["ran"] != fast["ran"] for r in large)
     name = lambda r: escape(short(r["ran"]))
@@ -50,7 +50,7 @@ def fallback_answers(build: Build) -> Statement:
             f"{name(fast)} ({fast['device_ops']}), one call {ratio(mask):.1f}× as long; "
             + "; ".join(f"{escape(r['case'])} ran {name(r)}, {ratio(r):.1f}× as long" for r in large)
             + " (a wider head also does more work: part of its time is the head, not the backend)"
-            + f" (one call, CUDA events, {time(fast).how})")
+            + f" (one call, CUDA events, {time[fast['case']].how})")
     lesson = (f"A boolean mask {keeps} {name(fast)} but runs {ratio(mask):.1f}× as long; a head too wide or fp32 "
               f"inputs leave it for {listed(sorted({name(r) for r in large}))}, decidedly slower")
     return Statement(text, holds, f"slower {slower}, ran {[r['ran'] for r in (fast, mask, *large)]}", keeps, lesson)

@@ -129,8 +129,12 @@ CLAIMS = [end_to_end, softmax_time, flash_speed, flash_long, silent_fallback, nu
 
 @piece("claims")
 def claims(build: Build):
-    return tables.table(["claim", "made by", f"our {gpu_name(build)} measurement", "verdict"],
-                        [claim(build) for claim in CLAIMS])
+    return tables.table(["claim", "made by", f"our {gpu_name(build)} measurement", "verdict"], _rows(build))
+
+
+def _rows(build: Build) -> list[tuple]:
+    """Each article claim's row (claim, made by, measurement, verdict), computed once a build."""
+    return build.once("published claims", lambda: [claim(build) for claim in CLAIMS])
 
 
 def _fast_path_everywhere(result):
@@ -143,15 +147,13 @@ def _fast_path_everywhere(result):
 def claims_tally(build: Build) -> Statement:
     """The guess of Claims, tested answered: how many claimed figures come out larger here, agree or come out
     smaller, and how many of the warnings are confirmed (the table's verdicts, counted)."""
-    verdicts = [row[3] for row in (c(build) for c in CLAIMS)]
+    verdicts = [row[3] for row in _rows(build)]
     parts = [p for v in verdicts for p in v.split(";")]
     larger, agree, smaller = (sum(w in p for p in parts) for w in ("ours is larger", "agrees", "ours is smaller"))
     confirmed = sum(v.startswith("confirmed") for v in verdicts)
-    s = lambda n, one, more: one if n == 1 else more
-    said = (f"{count(larger)} of the claimed figures come out larger, {count(agree)} {s(agree, 'agrees', 'agree')} and "
-            f"{count(smaller) if smaller else 'none'} {'comes' if smaller < 2 else 'come'} out smaller; "
-            f"{count(confirmed)} "
-            f"{s(confirmed, 'warning is', 'warnings are')} confirmed")
+    said = (f"{count(larger)} of the claimed figures come out larger, {count(agree)} {'agrees' if agree == 1 else 'agree'} "
+            f"and {count(smaller) if smaller else 'none'} {'comes' if smaller < 2 else 'come'} out smaller; "
+            f"{count(confirmed)} {'warning is' if confirmed == 1 else 'warnings are'} confirmed")
     return Statement(f"On the {gpu_name(build)}, {said} (the table's verdict column, counted)", True,
                      f"verdicts {verdicts}", f"{larger}/{agree}/{smaller}/{confirmed}",
                      f"On the {gpu_name(build)}, {said}")

@@ -231,11 +231,16 @@ RANK_VALUES = {  # value CP-RECORD rank0.exposed, rank1.hidden_pct ...
     "exposed": lambda r: us(r["overlap"]["exposed_us"]),
     "hidden_pct": lambda r: f"{100 * r['overlap']['hidden_fraction']:.0f} %",
 }
+def _pair_shares(s: dict) -> list[str]:
+    """Each rank's share of the causal (query, key) pairs, as a page gives it."""
+    total = sum(r["causal_pairs"] for r in s["ranks"])
+    return [f"{100 * r['causal_pairs'] / total:.0f} %" for r in s["ranks"]]
+
+
 CP_VALUES = {
     "speedup": lambda s: f"{s['speedup']:.2f}×",
-    "pair_shares": lambda s: " and ".join(f"{100 * r['causal_pairs'] / sum(x['causal_pairs'] for x in s['ranks']):.0f} %"
-                                          for r in s["ranks"]),
-    "last_share": lambda s: f"{100 * s['ranks'][-1]['causal_pairs'] / sum(x['causal_pairs'] for x in s['ranks']):.0f} %",
+    "pair_shares": lambda s: " and ".join(_pair_shares(s)),
+    "last_share": lambda s: _pair_shares(s)[-1],
     "single": lambda s: us(s["single_gpu"]["event_median_us"]),
     "cp": lambda s: us(s["cp_event_median_us"]),
 }

@@ -184,10 +184,11 @@ def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth:
     for name, y, h in (("CPU", y_cpu, row_h), ("launch", y_launch, launch_h), ("GPU", y_gpu, lane)):
         parts.append(el("text", name, x=4, y=f"{y + h / 2 + 4:.0f}", font_weight="bold"))
     mid = row_h / 2 + 3  # a label's baseline in its row
+    span_label = _fit(summary["label"], fwd.cpu_us * scale - 6)  # within its bar: past it, dark text on a dark page
     parts.append(el("rect", hover(f'{summary["label"]} {us(fwd.cpu_us)}'), x=f"{x(0):.1f}", y=y_cpu,
                     width=f"{fwd.cpu_us * scale:.1f}", height=row_h - 2, fill=ROLE["span"])
-                 + el("text", escape(_fit(summary["label"], fwd.cpu_us * scale - 6) or ""), x=f"{x(0) + 4:.1f}",
-                      y=f"{y_cpu + mid:.0f}", fill="#222"))  # within its bar: past it, dark text on a dark page
+                 + (el("text", escape(span_label), x=f"{x(0) + 4:.1f}", y=f"{y_cpu + mid:.0f}", fill="#222")
+                    if span_label else ""))
     for op in cpu:
         y = y_cpu + op.depth * row_h
         w = max(op.duration_us * scale, 1)
