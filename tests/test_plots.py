@@ -145,8 +145,16 @@ def test_series_that_draw_one_line_are_striped_and_said_to_overlap():
     assert len(striped) == 5 and len({p.get("stroke-dashoffset") for p in striped}) == 5
     assert len({p.get("stroke") for p in striped}) == 5
     assert any("these five overlap" in (t.text or "") for t in root.iter(f"{NS}text"))
-    assert plots.overlapping({"a": [(0, 0), (10, 0)], "b": [(0, 1), (10, 1.5)], "c": [(0, 9), (10, 9)]}) == [["a", "b"]]
+    assert plots.overlapping({"a": [(0, 0), (.5, 0)], "b": [(0, .003), (.5, .005)], "c": [(0, .05), (.5, .05)]}) == [["a", "b"]]
     assert not any("overlap" in (t.text or "") for t in svg_of("sweep-tflops-d128").iter(f"{NS}text"))
+
+
+@pytest.mark.parametrize("name", ["sweep-memory-d128", "sweep-memory-d64"])
+def test_a_phone_chart_says_the_same_lines_overlap_as_the_wide_one(name):
+    html = plots.chart(lambda frame: findings.FIGURES[name](BUILD, frame))
+    said = [[t.text for t in svg.iter(f"{NS}text") if "overlap" in (t.text or "")]
+            for svg in ET.fromstring(html).iter(f"{NS}svg")]
+    assert len(said) == 2 and said[0] == said[1] and said[0], said
 
 
 def test_the_rank_timeline_never_shrinks_below_its_drawn_size():

@@ -126,9 +126,9 @@ def reduce_overhead(build: Build, reduce="naive_reduce", default="naive_compiled
                     "the capture does not split it)" if decide.against(share, decide.MOST, decide.POINT_BAND) == "below"
                     else "they account for most of it"))
     own = any(op["kind"] == "memcpy" for op in sd["ops"])
-    lesson = (f"in their captures, the graph replay takes {us(a.median)} per forward against {us(b.median)} for the "
-              f"default mode: " + {1: "slower", -1: "faster", 0: "not told apart, since one call varies this much "
-                                   "between processes" if held_together(a, b) else "the two are not told apart"}[place])
+    lesson = ("one call of the graph replay with its copies is " +
+              {1: "slower than", -1: "faster than", 0: "not told apart from"}[place] + " one of the default mode" +
+              (": one call moves between processes by more than they differ" if place == 0 and held_together(a, b) else ""))
     return Statement(text, bool(copies) and not own, f"{a} against {b}, copies {sum(copies):.1f} µs, "
                      f"the default mode's own copies: {own}", apart(a, b), lesson)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ...analysis import decide, kernel_names, oplist
 from ...text import escape, us
 from ..build import Build
-from ..words import short
+from ..words import listed, short
 from ..pieces.captures import scores_bytes
 from ..pieces.runs import clock_condition
 from .core import Flip, Statement, claim
@@ -90,6 +90,27 @@ def same_op_time(build: Build, a, b, launched_by) -> Statement:
             f"{apart} one kernel's time can move between two captures: {verdict}")
     return Statement(text, side != -1, f"{ta:.1f} and {tb:.1f} µs", lesson=f"{us(tb)} against {us(ta)}: {verdict}",
                      outcome=outcome)
+
+
+def _renamed(part: str, to: str):
+    """A trace whose kernels' names have `part` replaced by `to` (a flip of what a name says)."""
+    def change(t):
+        for e in t["traceEvents"]:
+            if e.get("cat") == "kernel":
+                e["name"] = e["name"].replace(part, to)
+    return change
+
+
+@claim("gemm-unit", reads=lambda stage: [stage],
+       flip=lambda stage: Flip(f"{stage}.trace.json.gz", _renamed("_ffma_", "_hmma_")))
+def gemm_unit(build: Build, stage) -> Statement:
+    """Which unit a forward's matmuls run on, as their kernel names say: math's guess about Tensor Cores."""
+    gemms = [op["name"] for _, op in _matmuls(build.summary(stage))]
+    units = {kernel_names.explain(name)["math_unit"] for name in gemms}
+    lesson = ("its matmuls in fp32 on CUDA cores, not Tensor Cores" if units == {kernel_names.CUDA_CORES}
+              else "its matmuls on Tensor Cores" if units == {kernel_names.TENSOR} else "its matmuls on mixed units")
+    text = f"{lesson}: the {len(gemms)} cuBLAS kernels' names say {listed(sorted(units))}"
+    return Statement(text, units == {kernel_names.CUDA_CORES}, ", ".join(sorted(units)), lesson=lesson)
 
 
 @claim("more-ops", reads=lambda a, b: [a, b], flip=lambda a: Flip(f"{a}.json", lambda s: s.update(ops_per_forward=1)))

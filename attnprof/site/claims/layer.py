@@ -34,8 +34,7 @@ def layer_around(build: Build, record: str = SDPA) -> Statement:
             f"`{kernel_names.label(kernel['name'])}`, {us(kernel['duration_us'])}. The other "
             f"{len(s['ops']) - 1}, the projections, RoPE and the casts, take {us(rest)}, "
             f"{times(rest / kernel['duration_us'])} the attention kernel's time ({_where(s)}).")
-    lesson = (f"Most of the layer's device time is spent around its attention kernel: {us(rest)} of other ops "
-              f"against {us(kernel['duration_us'])} of attention")
+    lesson = f"The layer spends most device time around its attention kernel, {us(rest)} against {us(kernel['duration_us'])}"
     return Statement(text, len(attention) == 1 and rest > kernel["duration_us"], lesson=lesson,
                      rests_on=f"{len(attention)} attention kernels; {rest:.1f} µs around {kernel['duration_us']:.1f} µs")
 
@@ -81,7 +80,6 @@ def layer_idle(build: Build, record: str = SDPA) -> Statement:
             f"{one.text(us)} (CUDA events, the capture's own run, median and p10–p90 of {one.n} calls) against "
             f"{device.text(us)} of device time ({_where(s)}): the rest of the call is the CPU's work of launching "
             f"them")
-    lesson = (f"Under `{escape(s['function'])}` the GPU waits for launches for most of the layer's profiled span, and "
-              f"one call, timed without the profiler, takes {times(one.median / device.median)} the layer's device time")
+    lesson = f"under `{escape(s['function'])}` the GPU waits for launches most of the profiled span"
     return Statement(text, g.idle_share > 0.5 and above(one, device), lesson=lesson,
                      rests_on=f"idle {g.idle_share:.2f} of the span; one call {one}, device {device}")

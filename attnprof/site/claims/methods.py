@@ -85,13 +85,13 @@ def rates(build: Build, stage) -> Statement:
         short_run = queued[layout]
         o = decide.order(steady[3], short_run)
         outcome += {1: ", steady lower", 0: ", steady not told apart", -1: ", steady higher"}[o]
-        loaded = f", {f(steady[0])} after seconds of load,"
+        loaded = ", not told apart after seconds of load," if o == 0 else f", {f(steady[0])} after seconds of load,"
         held = (f" After seconds of load it runs at {f(steady[0])} TFLOP/s, "
                 + {1: "below", 0: "not told apart from", -1: "above"}[o]
                 + f" the short runs' rate stored {_layout(layout)} ({steady[3].text(us)} against {short_run.text(us)} per "
                   f"forward{held_together(steady[3], short_run)}); how much of the difference the clock makes is not "
                   f"measured.")
-    lesson = f"{short(stage)}'s rate is {first}{loaded} and {second}"
+    lesson = f"{short(stage)} runs {first}{loaded} and {second}"
     text += (f" Set side by side by the one rule, its rate is {first}, and {second}"
              + (f", down to {f(min(one_call))}." if lower else ".") + held)
     return Statement(text, -1 not in slower, lesson=lesson, outcome=outcome,  # one call never beats its own queue

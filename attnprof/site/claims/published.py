@@ -221,17 +221,14 @@ def elementwise_memory_bound(build: Build):
     kernels = [(op, k) for record in ("naive", "inplace", "math")
                for op, k in counters.paired(build.summary(record)["ops"], build.counters(record)["kernels"]) or []
                if kernel_names.explain(op["name"])["library"] == "ATen elementwise"]
-    said = [(kernel_names.label(op["name"]), counters.verdict(k)) for op, k in kernels]
-    memory = [n for n, v in said if v == "memory-bound"]
-    near = Counter(n for n, v in said if v == counters.NEAR)
-    rest = Counter(v for n, v in said if v not in ("memory-bound", counters.NEAR))  # by verdict: a short cell
-    listed = lambda c: ", ".join(f"{k}× {what}" for what, k in sorted(c.items()))
+    said = Counter(counters.verdict(k) for _, k in kernels)  # by verdict: a short cell
+    memory, near = said.pop("memory-bound", 0), said.pop(counters.NEAR, 0)
     return ("PyTorch's elementwise kernels are memory-bound (they do little arithmetic per byte)",
             "the usual reading of a profile",
-            f"{len(memory)} of the {len(kernels)} elementwise kernels of the naive, in-place and math forwards are "
-            f"memory-bound" + (f"; {sum(near.values())} lie {_band()} ({listed(near)})" if near else "")
-            + (f"; the others: {', '.join(f'{k} {v}' for v, k in sorted(rest.items()))}" if rest else ""),
-            share_verdict(len(memory), len(kernels), sum(near.values())))
+            f"{memory} of the {len(kernels)} elementwise kernels of the naive, in-place and math forwards are "
+            f"memory-bound" + (f"; {near} lie {_band()}" if near else "")
+            + (f"; the others: {', '.join(f'{k} {v}' for v, k in sorted(said.items()))}" if said else ""),
+            share_verdict(memory, len(kernels), near))
 
 
 def fused_compute_bound(build: Build):

@@ -195,6 +195,20 @@ def _slower_rows(stage: str, layout: str, factor: float):
     return edit
 
 
+@claim("no-faster", reads=lambda a, b: [a, b], flip=lambda a: Flip(f"{a}.json", each("forward_device_us", 0.3)))
+def no_faster(build: Build, a, b) -> Statement:
+    """`a`'s forward takes no less device time than `b`'s (profiler, the one rule over each one's profiled
+    forwards): the same, not told apart, or more."""
+    ta, tb = (decide.samples(build.summary(r)["forward_device_us_each"], decide.DEVICE) for r in (a, b))
+    side = decide.order(ta, tb)
+    name = lambda r: short(r) if r in STAGES else f"<code>{escape(r)}</code>"
+    verdict = {1: "slower", 0: "not told apart", -1: "faster"}[side]
+    text = (f"{name(a)}'s forward takes {ta.text(us)} of device time, {name(b)}'s {tb.text(us)}: {verdict} "
+            f"(profiler, median and p10–p90 of each capture's profiled forwards)")
+    return Statement(text, side != -1, f"{ta.median:.1f} and {tb.median:.1f} µs: {verdict}",
+                     lesson=f"no faster than {name(b)}'s forward")
+
+
 @claim("least-device", reads=lambda leader, others: [leader, *others],
        flip=lambda leader, others: [Flip(f"{leader}.json", each("forward_device_us", 3.0)),  # another leads
                                     Flip(f"{others[0]}.json", setting(shape=[1, 1, 64, 64]))])  # another shape
@@ -213,6 +227,6 @@ def least_device(build: Build, leader, *others) -> Statement:
             f"{times[runner].text(us)}" + (f"; then {listed(rest)}" if rest else "")
             + f" (profiler, median and p10–p90 of each capture's profiled forwards, "
               f"{shape_text(build.summary(leader)['shape'])})")
-    lesson = f"{name(leader)}'s forward takes the least device time, {said[leader]} against {said[runner]} for {name(runner)}"
+    lesson = f"{name(leader)} takes the least device time, {said[leader]} against {said[runner]} for {name(runner)}"
     return Statement(text, alike and first == [leader] and all(t.n > 1 for t in times.values()),
                      f"first {first}; alike: {alike}; profiled forwards {[t.n for t in times.values()]}", lesson=lesson)

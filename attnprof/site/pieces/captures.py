@@ -7,7 +7,7 @@ import statistics
 
 from ...analysis import hardware, kernel_names, oplist, summary
 from ...analysis.flops import causal_flops, device_tflops, tflops
-from ...model.procedure import EVENT_REPS, SCHEDULE
+from ...model.procedure import SCHEDULE
 from ...model.stages import DEFAULT_SHAPE, ITEMSIZE, STAGES, ladder, select
 from ...text import escape, dims, ms, shape, us
 from ..build import Build
@@ -337,19 +337,17 @@ def kernel_compare(build: Build, *records):
 @piece("providers")
 def providers(build: Build):
     """Every third-party provider: where it comes from, its layout, and whether its capture ran it."""
-    rows, reasons = [], []
+    rows = []
     for name in select(group="provider"):
         st = STAGES[name]
         if name in build.problems:
             status = f"capture not usable: {escape(build.problems[name])}"
         elif build.is_unavailable(name):
-            raw = build.summary(name)["unavailable"]
-            status = f"{tables.NOT_RUN}: {tables.why_unavailable(raw)}"
-            reasons.append((st.title, raw))
+            status = f"{tables.NOT_RUN} (its section says why)"
         else:
             status = f"ran (captured on {escape(build.summary(name)['device'])})"
         rows.append((st.title, st.provider, f"`snippets/{st.snippet}.py`", st.layout, status))
-    return tables.table(["provider", "from", "code", "layout it takes", "status"], rows) + tables.raw_reasons(reasons)
+    return tables.table(["provider", "from", "code", "layout it takes", "status"], rows)
 
 
 @piece("compile", captures=1)
@@ -361,14 +359,14 @@ def compile_time(build: Build, record):
             f"shape {shape(s['shape'])}).")
 
 
-LESSONS = {
-    "naive": "one kernel per line of Python, plus a hidden copy from the out-of-place masked_fill",
-    "inplace": "in place removes the copy; the N×N scores still make several trips through memory",
-    "math": "SDPA's reference path: upcasts to fp32, rebuilds the mask every call, many small kernels",
-    "efficient": "one fused kernel; the N×N matrix never reaches memory",
-    "flash": "one fused FlashAttention-2 kernel, low occupancy by design",
-    "cudnn": "cuDNN's fused kernel, launched through the driver API",
-    "auto": "what SDPA picks by itself on this GPU",
+GISTS = {  # each rung in a few words: its chapter says the rest
+    "naive": "a kernel per line, plus a copy",
+    "inplace": "the copy gone",
+    "math": "fp32, mask rebuilt per call",
+    "efficient": "one fused kernel",
+    "flash": "one fused kernel (FlashAttention-2)",
+    "cudnn": "fused kernel, driver-API launch",
+    "auto": "SDPA's own pick",
 }
 
 
@@ -386,11 +384,11 @@ def glance(build: Build):
             continue
         rows.append((link, s["ops_per_forward"], per_forward(build, s, DEVICE), per_forward(build, s, ONE_CALL),
                      per_forward(build, s, CPU), f"{100 * oplist.gaps(s).idle_share:.0f} %", f"{device_tflops(s):.0f}",
-                     f"{s['rel_err']:.1e}", LESSONS[name]))
+                     f"{s['rel_err']:.1e}", GISTS[name]))
     return tables.table(
         ["stage", "ops / forward", "device time / forward (profiler)", f"one call ({CAPTURE_RUN})",
          "CPU time / forward (profiler)", "GPU idle (of span, profiler)", "TFLOP/s (causal, device time)",
-         "rel. error vs fp64", "lesson"], rows, "lrrrrrrr") + (
+         "rel. error vs fp64", "in short"], rows, "lrrrrrrr") + (
         f"\n\nShape {dims(DEFAULT_SHAPE)} (the post's), bf16, causal; each stage's capture, its own run.")
 
 

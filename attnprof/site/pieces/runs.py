@@ -374,8 +374,8 @@ def decode(build: Build):
          f"{r['gbs']:.0f}" if "gbs" in r else "OOM", f"{100 * r['gbs'] / copy:.0f} %" if "gbs" in r else "—")
         for r in build.run("decode")], "rrlrrrr") + (
         f"\n\nSDPA alone: one query token per sequence against K and V of the stated length, {_heads(build.run('decode'))}, "
-        f"bf16. Time per step: {_queued(build, 'decode')}. Copy bandwidth: the device copy ceiling of "
-        f"[Roofline](roofline.md), {copy:,.0f} GB/s at {clock_condition(build.run('ceilings').get('clocks'))}.")
+        f"bf16; a step's time is the median of steps queued back to back. Copy bandwidth: the device copy ceiling "
+        f"of [Roofline](roofline.md), {copy:,.0f} GB/s.")
 
 
 def _queued(build: Build, run: str) -> str:
@@ -501,8 +501,7 @@ def graphs(build: Build):
                          "one call, graph replay (CUDA-event median)", "speedup",
                          "back to back per call, op by op (CUDA events)", "back to back per call, graph (CUDA events)"],
                         rows, "llrrrrr") + (
-        f"\n\nOne call: {GRAPHS_RUN}, {_basis(build, 'graphs')}; *not told apart*: within the timing's noise "
-        f"([the rule](methods.md#when-two-numbers-are-told-apart)).")
+        "\n\n*Not told apart*: within the timing's noise ([the rule](methods.md#when-two-numbers-are-told-apart)).")
 
 
 @piece("varlen")
@@ -665,8 +664,7 @@ def fallback(build: Build):
     return tables.table(["inputs", "backend that ran (kernels)", "device ops / forward",
                          f"one call (median, {FALLBACK_RUN})", "vs the fast path (one call)"], out, "llrrr") + (
         f"\n\nShape {'×'.join(map(str, fast['shape']))} unless the case changes it; bf16 unless it says otherwise. "
-        f"One call: {_basis(build, 'fallback')}; *not told apart*: within the timing's noise "
-        f"([the rule](methods.md#when-two-numbers-are-told-apart)).")
+        f"*Not told apart*: within the timing's noise ([the rule](methods.md#when-two-numbers-are-told-apart)).")
 
 
 @piece("fallback-reasons")

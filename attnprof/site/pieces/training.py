@@ -14,7 +14,7 @@ from ...model.stages import STAGES
 from ...text import dims, escape, shape, size, us
 from ..render import plots, tables
 from ..build import Build
-from ..words import title
+from ..words import listed, title
 from .captures import trace_controls
 from ..registry import ALL, one_of, piece
 
@@ -264,7 +264,12 @@ def trace_cp(build: Build, record):
     s = build.summary(record)
     balance = "" if s["load_balance"] else ", load balancer off"
     label = f"{s['title']}{balance}: {s['world_size']} × {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
+    idle = [100 * x for x in plots.rank_idle_shares(s, build.trace(record))]
+    shares = [f"Rank 0's GPU sat idle for {idle[0]:.0f} % of this step"] + [
+        f"rank {r['rank']}'s for {x:.0f} %" for r, x in zip(s["ranks"][1:], idle[1:])]
     return (f"{plots.ranks_timeline(s, build.trace(record))}\n\n"
+            f"{listed(shares)} (the empty stretches of their lanes, from the first rank's annotation to the last "
+            f"GPU op).\n\n"
             f"*One forward on each rank, lined up on the trace's clock: per rank, its compute kernels and its NCCL "
             f"kernels. Hover a bar for its name and duration. The file holds every rank (Perfetto shows them as "
             f"processes *rank 0* and *rank 1*).*\n\n" + trace_controls(build, record, label))

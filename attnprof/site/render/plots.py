@@ -38,11 +38,12 @@ def time_ticks(end_us: float, width: float = 1040) -> list[tuple[float, str]]:
 def _time_axis(end_us: float, width: float, x, top: float, bottom: float, y: float, name: str, name_x) -> list[str]:
     """A trace figure's time axis: grid lines from `top` to `bottom`, tick labels at `y` kept inside the
     figure's edges, and the axis's `name` under them, ending at `name_x`."""
-    def anchor(i, t, label):
-        return "start" if i == 0 else "end" if x(t) + len(label) * CHAR_W / 2 > width - 2 else "middle"
+    def anchor(t, label):
+        half = len(label) * CHAR_W / 2
+        return "start" if x(t) - half < 2 else "end" if x(t) + half > width - 2 else "middle"
     return [el("line", x1=f"{x(t):.1f}", y1=top, x2=f"{x(t):.1f}", y2=bottom, stroke=GRID)
-            + el("text", label, x=f"{x(t):.1f}", y=y, **MUTED_TEXT, text_anchor=anchor(i, t, label))
-            for i, (t, label) in enumerate(time_ticks(end_us, width))] + [
+            + el("text", label, x=f"{x(t):.1f}", y=y, **MUTED_TEXT, text_anchor=anchor(t, label))
+            for t, label in time_ticks(end_us, width)] + [
         el("text", name, x=name_x, y=y + 16, **MUTED_TEXT, text_anchor="end")]
 
 
@@ -212,7 +213,7 @@ def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth:
                      + el("rect", "" if narrow else hover(op_title(i, op)), x=f"{gx:.1f}", y=y_gpu,
                           width=f"{gw - 1 if gw > 4 else gw:.1f}", height=lane, fill=ROLE[op.kind],
                           **{"class": "attnprof-gpu-op"}))  # a hairline between neighbours
-        inside = _fit(f"{i} {kernel_names.label(op.name)}", gw - 6) or (str(i) if gw >= len(str(i)) * CHAR_W + 6 else None)
+        inside = _fit(f"{i} {kernel_names.printed(op.name)}", gw - 6) or (str(i) if gw >= len(str(i)) * CHAR_W + 6 else None)
         if inside:
             parts.append(el("text", escape(inside), x=f"{gx + 3:.1f}", y=f"{y_gpu + lane / 2 + 4:.0f}", fill="white"))
         else:
@@ -251,14 +252,27 @@ def ranks_timeline(summary, trace: dict, width: int = 880) -> str:
             + "\n" + _ranks_timeline(summary, trace, NARROW, "attnprof-narrow") + "</div>")
 
 
-def _ranks_timeline(summary, trace: dict, width: int, variant: str) -> str:
-    """One forward on every rank, on the trace's one clock: a compute and an NCCL lane per rank, each rank's
-    same step (rank 0's median). The legend is stacked under the lanes at the left, where a phone shows it."""
+def rank_forwards(summary, trace: dict):
+    """The step a ranks figure draws: each rank's same forward (rank 0's median), the first annotation's start on
+    the trace's clock, and the step's span in µs from there to the last GPU op."""
     per_rank = [traces.forwards(traces.rank_trace(trace, r["rank"]), summary["label"]) for r in summary["ranks"]]
     pick = per_rank[0].index(traces.median_forward(per_rank[0]))
     fwds = [f[pick] for f in per_rank]
     t0 = min(f.start_ts for f in fwds)
-    end = max(f.start_ts - t0 + max(o.start_us + o.duration_us for o in f.ops) for f in fwds)
+    return fwds, t0, max(f.start_ts - t0 + max(o.start_us + o.duration_us for o in f.ops) for f in fwds)
+
+
+def rank_idle_shares(summary, trace: dict) -> list[float]:
+    """Per rank, the share of the drawn step in which its GPU ran none of its ops (the empty stretches of its lanes)."""
+    fwds, _, end = rank_forwards(summary, trace)
+    return [1 - traces.busy_us([{"start_us": o.start_us, "duration_us": o.duration_us} for o in f.ops]) / end
+            for f in fwds]
+
+
+def _ranks_timeline(summary, trace: dict, width: int, variant: str) -> str:
+    """One forward on every rank, on the trace's one clock: a compute and an NCCL lane per rank, each rank's
+    same step (rank 0's median). The legend is stacked under the lanes at the left, where a phone shows it."""
+    fwds, t0, end = rank_forwards(summary, trace)
     left, right, row_h = 122, 12, 20
     scale = (width - left - right) / end
     x = lambda t: left + t * scale
@@ -376,8 +390,9 @@ def _thinned(ticks: list, fx, room: float) -> list:
     return ticks[::stride]
 
 
-def overlapping(drawn: dict[str, list[tuple[float, float]]], tolerance: float = 2.0) -> list[list[str]]:
-    """Groups (two or more) of series that draw one line: every point within `tolerance` px of the other's."""
+def overlapping(drawn: dict[str, list[tuple[float, float]]], tolerance: float = 0.006) -> list[list[str]]:
+    """Groups (two or more) of series that draw one line: every point within `tolerance` of the other's, in
+    fractions of the plot's width and height (about 2 px of a wide chart's), so a phone's chart groups the same."""
     groups: list[list[str]] = []
     for name, pts in drawn.items():
         if len(pts) < 2:
@@ -506,7 +521,8 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
     fx, fy = _scale(x0, x1, log_x, f.left, plot_right), _scale(y0, y1, log_y, bottom, f.top)
     color = {name: (colors or {}).get(name) or series_color(name, i) for i, name in enumerate(series)}
     drawn = {name: [(fx(x), fy(y)) for x, y in g] for name, g in good.items()}
-    groups = overlapping(drawn)
+    groups = overlapping({name: [((x - f.left) / (plot_right - f.left), (y - f.top) / (bottom - f.top)) for x, y in p]
+                          for name, p in drawn.items()})
     group_of = {name: g for g in groups for name in g}
     order = []  # the legend's order: the series', each overlapping group together at its first member
     for name in series:
@@ -574,7 +590,7 @@ def line_chart(series: dict, x_label: str, y_label: str, title: str, log_x=True,
     for name in order:
         oom = "" if len(good[name]) == len(series[name]) else " (OOM past the last point)"
         n = len(good[name])
-        key = "" if f.names else el("tspan", number[name], font_weight="bold") + " "
+        key = "" if f.names or tips else el("tspan", number[name], font_weight="bold") + " "  # a scatter marks no number
         x = 4 if not f.names else LEGEND_X
         out.append(legend(("" if n == 1 or tips else el("line", x1=x, y1=row, x2=x + 18, y2=row, stroke=color[name],
                                                          stroke_width=2.5))
