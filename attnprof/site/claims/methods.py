@@ -72,7 +72,7 @@ def rates(build: Build, stage) -> Statement:
     outcome = ("alike" if set(apart) == {0} else "kernel" if set(apart) == {-1} else "mixed") + (
         ", one call lower" if set(slower) == {1} else ", one call not told apart")
     # in short runs: the fastest run's tens of milliseconds of queued forwards, apart from the steady run's
-    first = {"alike": f"about {f(profiler)} TFLOP/s by its kernel alone and back to back in short runs",
+    first = {"alike": f"about {f(profiler)} TFLOP/s by its kernel alone and in short back-to-back runs",
              "kernel": f"{f(profiler)} TFLOP/s by its kernel alone, above back to back in short runs",
              "mixed": f"{f(profiler)} TFLOP/s by its kernel alone, matched back to back in one layout only"
              }[outcome.split(",")[0]]

@@ -375,7 +375,7 @@ def decode(build: Build):
         for r in build.run("decode")], "rrlrrrr") + (
         f"\n\nSDPA alone: one query token per sequence against K and V of the stated length, {_heads(build.run('decode'))}, "
         f"bf16; a step's time is the median of steps queued back to back. Copy bandwidth: the device copy ceiling "
-        f"of [Roofline](roofline.md), {copy:,.0f} GB/s.")
+        f"of [Roofline](roofline.md), {copy:,.0f} GB/s at {clock_condition(build.run('ceilings').get('clocks'))}.")
 
 
 def _queued(build: Build, run: str) -> str:
@@ -501,7 +501,8 @@ def graphs(build: Build):
                          "one call, graph replay (CUDA-event median)", "speedup",
                          "back to back per call, op by op (CUDA events)", "back to back per call, graph (CUDA events)"],
                         rows, "llrrrrr") + (
-        "\n\n*Not told apart*: within the timing's noise ([the rule](methods.md#when-two-numbers-are-told-apart)).")
+        f"\n\n*One call*: {GRAPHS_RUN}. *Not told apart*: within the timing's noise "
+        f"([the rule](methods.md#when-two-numbers-are-told-apart)).")
 
 
 @piece("varlen")
