@@ -55,7 +55,9 @@ METHODS = {
     "one_call_us": Method("one call (CUDA events)", "events around one call on an idle GPU, then a synchronize",
                           "GPU only plus the launch: the CPU's work before the first kernel and the launch latency"),
     "one_call_wall_us": Method("one call (host clock)", "wall time of the call and the synchronize after it",
-                               "the same interval seen from Python: from the call to the synchronize's return"),
+                               "seen from Python, in calls of its own: it starts at the call, while the events' "
+                               "interval starts when the GPU passes the start event, a little earlier, so it can "
+                               "come out shorter"),
     "enqueue_us": Method("CPU enqueue (host clock)", "wall time to enqueue the {calls} back-to-back calls, per call",
                          "the CPU's pace: dispatch and launch calls, no waiting on the GPU"),
     "profiled_cpu": Method("profiled CPU time (torch.profiler)", "the annotated range on the CPU thread",

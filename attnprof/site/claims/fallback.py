@@ -52,5 +52,5 @@ def fallback_answers(build: Build) -> Statement:
             + " (a wider head also does more work: part of its time is the head, not the backend)"
             + f" (one call, CUDA events, {time[fast['case']].how})")
     lesson = (f"A boolean mask {keeps} {name(fast)} but runs {ratio(mask):.1f}× as long; a head too wide or fp32 "
-              f"inputs leave it for {listed(sorted({name(r) for r in large}))}, decidedly slower")
+              f"inputs leave it for {listed(sorted({name(r) for r in large}))} and run slower")
     return Statement(text, holds, f"slower {slower}, ran {[r['ran'] for r in (fast, mask, *large)]}", keeps, lesson)

@@ -165,9 +165,10 @@ def hopper_compute_bound(build: Build) -> Statement:
             f"threshold less its {counters.BAND:g}-point band; "
             f"the others are {', '.join(sorted(others))}, their busier unit at most "
             f"{max((busier[s][0] for s in kernels if s not in reach), default=0):.1f} %")
-    lesson = (f"Only the {count(len(hopper))} kernels written for {built_for}, "
+    lesson = (f"None is bound by memory; only the {count(len(hopper))} kernels written for {built_for}, "
               f"{' and '.join(short(s) + chr(39) + 's' for s in hopper)}, come to the compute-bound threshold")
-    return Statement(text, sorted(reach) == sorted(hopper) and "compute-bound" in reach.values(), lesson=lesson,
+    return Statement(text, sorted(reach) == sorted(hopper) and "compute-bound" in reach.values()
+                     and "memory-bound" not in verdicts.values(), lesson=lesson,
                      rests_on=f"verdicts {verdicts}, {built_for} kernels {hopper}")
 
 

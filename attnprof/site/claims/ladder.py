@@ -42,6 +42,24 @@ def longest_op(build: Build, stage, launched_by) -> Statement:
                      rests_on=f"longest op {i} launched by {_aten(s, op)}, matmul {mm['duration_us']:.1f} µs")
 
 
+def _no_copies(t):
+    t["traceEvents"] = [e for e in t["traceEvents"] if e.get("cat") != "gpu_memcpy"]
+
+
+@claim("unasked-copy", reads=lambda stage: [stage], flip=lambda stage: Flip(f"{stage}.trace.json.gz", _no_copies))
+def unasked_copy(build: Build, stage) -> Statement:
+    """The device copy no line of a forward's code asks for: the Memcpy an out-of-place op makes through `clone`."""
+    s = build.summary(stage)
+    copies = [(i, op, oplist.launching_path(s, op)) for i, op in enumerate(s["ops"], 1) if op["kind"] == "memcpy"]
+    if len(copies) != 1:
+        return Statement(f"{len(copies)} copies in the forward", False, f"{len(copies)} memcpy ops")
+    i, op, path = copies[0]
+    outer = path[0].removeprefix("aten::") if path else "?"
+    lesson = f"a Memcpy no line asks for: `{outer}` copying the scores"
+    return Statement(f"op {i}, {lesson} through `clone` ({us(op['duration_us'])}; launched from {' → '.join(path)})",
+                     "aten::clone" in path, " → ".join(path), lesson=lesson)
+
+
 @claim("copy-cost", reads=lambda stage, against: [stage, against, "run-hardware"],
        flip=Flip("run-hardware.json", in_run("hardware", lambda r: r.update(copy_us_each=scale(r["copy_us_each"], 2.0)))))
 def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:

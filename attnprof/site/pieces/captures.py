@@ -92,8 +92,8 @@ def trace(build: Build, record, explained=None, caption=None, cpu_depth=None, ax
     span = max((plots.drawn_span(build.forwards(r)[1]) for r in others), default=0)
     scaled = (f"*Drawn on one time axis with the trace{'s' if len(others) > 1 else ''} of "
               f"{listed([title(r) for r in others])}, so their lengths compare.*\n\n" if others else "")
-    idle = (f"The GPU sat idle, waiting for this {what}'s next launch, for {100 * oplist.gaps(s).idle_share:.0f} % of "
-            f"its span: the shaded stretches of the GPU lane.\n\n")
+    idle = (f"From the first launch to the last op's end, the GPU ran none of this {what}'s ops for "
+            f"{100 * oplist.gaps(s).idle_share:.0f} % of the time: the shaded stretches of the GPU lane.\n\n")
     return (f"{plots.timeline(s, build.forwards(record)[1], cpu_depth=depth, axis_us=span)}\n\n{idle}{scaled}{said}"
             + trace_controls(build, record, label))
 
@@ -323,12 +323,12 @@ def kernel_compare(build: Build, *records):
         blocks = summary.blocks(k)
         rows.append((title(s), tables.kernel(k["name"]), s["ops_per_forward"], us(time),
                      f"{tflops(causal_flops(s['shape']), time):.0f}",
-                     f"{shape(k['grid'])} ({blocks / s['sm_count']:.2f} per SM)",
+                     f"{shape(k['grid'])} ({blocks / s['sm_count']:.2f} × the SMs)",
                      f"{k['threads']} ({k['threads'] // 128} warpgroup{'s' if k['threads'] >= 256 else ''})",
                      k["registers"], f"{k['shared_memory'] / 1024:.0f} KiB", k["blocks_per_sm"]))
     return tables.table(["stage", "attention kernel", "device ops / forward", "kernel time (profiler)",
                          "TFLOP/s (profiler kernel time)",
-                         "grid (blocks per SM)", "threads per block", "regs/thread", "smem/block", "blocks/SM"],
+                         "grid (blocks ÷ SMs)", "threads per block", "regs/thread", "smem/block", "blocks resident per SM"],
                         rows, "llrrrllrrr") + (
         f"\n\nShape {dims(build.summary(records[0])['shape'])}, bf16, causal; kernel time from the profiler's trace of the median "
         f"profiled forward; TFLOP/s counts causal FLOPs over that time.")

@@ -6,7 +6,7 @@ import statistics
 from math import prod
 
 from ...analysis import decide, hardware, reasons, summary, timing
-from ...analysis.counters import BOUND_AT, verdict as counter_verdict
+from ...analysis.counters import BAND, BOUND_AT, verdict as counter_verdict
 from ...analysis.flops import causal_flops, min_bytes, naive_bytes, tflops
 from ...model import gpus
 from ...model.names import counted_at, record_name
@@ -291,7 +291,8 @@ def counters_roofline(build: Build):
                           "verdict (longest kernel)"], rows, "lrrrrrrl")
             + f"\n\nShape {dims(LONG_SHAPE)}, bf16, causal; FLOPs by the causal model (4·B·H·S²·D/2), "
               f"bytes and kernel time measured by Nsight Compute over one forward. The verdict reads the busier of SM "
-              f"and memory throughput against Nsight Compute's {BOUND_AT:g} % threshold, not the tensor pipe. Memory "
+              f"and memory throughput against Nsight Compute's {BOUND_AT:g} % threshold (within {BAND:g} points of it: "
+              f"*near the threshold*), not the tensor pipe. Memory "
               f"throughput is the busiest level of the memory system, caches included, so it can be high while DRAM's "
               f"is low ([Reading a profile](reading-a-profile.md#hardware-counters) defines each column). The ridge "
               f"point of the measured ceilings is {ridge:.0f} FLOP per byte.")
@@ -410,10 +411,12 @@ def decode_step(build: Build):
                          "concatenated ÷ in place"], rows, "rrrlrrrlrr") + (
         f"\n\nOne step of the decoder layer (model width {d['d_model']}, {d['heads']} heads, head dim "
         f"{d['d_model'] // d['heads']}, bf16): one new token per sequence, every sequence with {d['kv_len']:,} cached "
-        f"tokens. Back to back, in place, concatenated and as one CUDA graph: {_queued(build, 'decode_step')}, "
-        f"the three timed in turns. *Which time to read*: back to back, in place, is the pace of a stream of steps "
+        f"tokens. *Which time to read*: back to back, in place, is the pace of a stream of steps "
         f"as a serving engine runs them. One CUDA graph is that pace where the engine replays the step as a graph. "
-        f"One step is a single step's latency, launch included. " + _stream_note(build) + "\n\n" + stream_times(build))
+        f"One step is a single step's latency, launch included.\n\n"
+        f'??? note "How the steps were timed"\n    Back to back, in place, concatenated and as one CUDA graph: '
+        f"{_queued(build, 'decode_step')}, the three timed in turns. " + _stream_note(build) + "\n\n"
+        + stream_times(build))
 
 
 @piece("decode-share", inline=True)
@@ -501,8 +504,9 @@ def graphs(build: Build):
                          "one call, graph replay (CUDA-event median)", "speedup",
                          "back to back per call, op by op (CUDA events)", "back to back per call, graph (CUDA events)"],
                         rows, "llrrrrr") + (
-        f"\n\n*One call*: {GRAPHS_RUN}. *Not told apart*: within the timing's noise "
-        f"([the rule](methods.md#when-two-numbers-are-told-apart)).")
+        f"\n\n*One call*: {GRAPHS_RUN}." + (
+            " *Not told apart*: within the timing's noise ([the rule](methods.md#when-two-numbers-are-told-apart))."
+            if any("not told apart" in str(cell) for row in rows for cell in row) else ""))
 
 
 @piece("varlen")
@@ -528,10 +532,10 @@ def e2e(build: Build):
             continue
         rows.append((r["batch"], f"{r['seq']:,}", us(r["naive_layer"]["median_us"]),
                      us(r["sdpa_layer"]["median_us"]), f"{r['naive_attention_share_pct']:.0f} %",
-                     f"{r['sdpa_attention_share_pct']:.0f} %", f"+{r['throughput_gain_pct']:.0f} %"))
+                     f"{r['sdpa_attention_share_pct']:.0f} %", f"{r['layer_speedup']:.1f}×"))
     return tables.table(["batch", "S", "layer, naive attention (one call, CUDA-event median)",
                          "layer, SDPA (one call, CUDA-event median)", "attention's share (naive)",
-                         "attention's share (SDPA)", "layer throughput gain"], rows, "rrrrrrr")
+                         "attention's share (SDPA)", "layer, naive ÷ SDPA"], rows, "rrrrrrr")
 
 
 STREAM_RUN = "a stream of eager steps (a run of its own)"  # the header of the cell decode_stream fills
@@ -612,16 +616,13 @@ def cost(build: Build, layers="32"):
     note = ("" if not slower else
             "\n\n" + build.fold("A stream of layers ran slower per layer than one layer at a time", "; ".join(slower)) +
             ". Why, the run cannot say; the table uses the stream's time.")
-    prefill, decode = _basis(build, "e2e"), _basis(build, "decode_step")  # two runs: each says its own count
-    times_basis = (f"the {decode} in brackets" if prefill == decode else
-                   f"prefill, the {prefill}; decode, the {decode}; in brackets")
     return (f'<div class="attnprof-price"><label>$ per GPU-hour: <input type="number" id="attnprof-price" '
             f'value="{DEFAULT_PRICE:.2f}" step="0.10" min="0"></label></div>\n\n'
             f'<table><thead><tr><th>phase</th><th>batch</th><th>one layer, back to back (CUDA events, per call)</th>'
             f'<th>tokens/s per {gpu_name(build, "run-e2e")} ({layers} layers)</th><th>{STREAM_RUN}</th>'
             f'<th>$ per million tokens</th></tr></thead><tbody>{body}</tbody></table>\n\n'
-            f'Times: {times_basis}. Tokens/s and dollars follow from the median; the bracketed dollars, where '
-            f'they differ, from the fastest and the slowest process.' + note)
+            f'Times: medians, in brackets the range across the runs\' processes. Tokens/s and dollars follow from the '
+            f'median; the bracketed dollars, where they differ, from the fastest and the slowest process.' + note)
 
 
 def _cost_row(phase: str, what: str, layer: decide.Range, tokens: int, stream: str, layers: int) -> str:
@@ -641,11 +642,6 @@ def against_fast_path(build: Build, r: dict) -> str:
     fast = measured(build, "fallback", lambda result: result[0], "times_us")
     case = measured(build, "fallback", row_where(case=r["case"]), "times_us")
     return _times(case, fast, r is build.run("fallback")[0])
-
-
-def _basis(build: Build, run: str) -> str:
-    """What a run's ranges are: across its repeats, or one process's p10–p90."""
-    return decide.how(len(build.repeats(run)))
 
 
 @piece("fallback")
@@ -807,11 +803,13 @@ def hardware_table(build: Build):
                           f"{a.name.removeprefix('NVIDIA ')} peak (NVIDIA)", f"{gpu} ÷ {a.display}, peak to peak"],
                          rows, "lrrrr")
             + f"\n\n{a.display} figures are NVIDIA's published peaks ([datasheet]({gpus.A100_DATASHEET}); L2 and SM "
-              f"count from the [architecture whitepaper]({gpus.A100_WHITEPAPER})). The {gpu}'s peaks are computed from "
-              f"its device query by the formulas that give the {a.display}'s datasheet figures, so each ratio compares "
-              f"a peak with a peak. FP32: SMs × FP32 lanes per SM ({lanes} on the {a.display}, {p['lanes']} on "
-              f"{gpu_arch(build)}) × 2 per fused multiply-add × clock. Bandwidth: 2 transfers per memory clock × bus "
-              f"width. A measured {gpu} rate set against an {a.display} peak would mix the two methods.")
+              f"count from the [architecture whitepaper]({gpus.A100_WHITEPAPER})); the {gpu}'s, the same peaks "
+              f"computed from its device query.\n\n"
+              f'??? note "How the {gpu}\'s peaks are computed"\n'
+              f"    By the formulas that give the {a.display}'s datasheet figures, so each ratio compares a peak with a "
+              f"peak. FP32: SMs × FP32 lanes per SM ({lanes} on the {a.display}, {p['lanes']} on {gpu_arch(build)}) × 2 "
+              f"per fused multiply-add × clock. Bandwidth: 2 transfers per memory clock × bus width. A measured {gpu} "
+              f"rate set against an {a.display} peak would mix the two methods.")
 
 
 def steady_rates(build: Build) -> list[tuple[float, float]]:

@@ -90,15 +90,15 @@ def _rounds_note(results: list[dict]) -> str:
             f"dropped for all ({dropped} dropped{clock}). ")
 
 
-def _method_note(build: Build) -> str:
+def _method_note(build: Build, profiled: bool = True) -> str:
     r, processes = build.run("timing"), len(build.repeats("timing"))
     pooled = f", in each of {processes} separate processes, pooled" if processes > 1 else ""
     return (f"Unprofiled times ({TIMING_RUN}) are medians with p10–p90 in brackets, in the median's unit. One call: over "
             f"{r['one_call_reps']} calls{pooled}. Back to back, GPU only and CPU enqueue: per call, over {r['reps']} runs of "
             f"{r['calls']} calls each{pooled}. {_rounds_note(build.repeats('timing'))}"
-            f"Profiled CPU time: the annotated range of each of the {count(SCHEDULE['active'])} forwards this run profiles "
-            f"(torch.profiler, as the captures do; a chapter's own capture is another run and gives its own "
-            f"numbers). bf16, causal.")
+            + (f"Profiled CPU time: the annotated range of each of the {count(SCHEDULE['active'])} forwards this run "
+               f"profiles (torch.profiler, as the captures do; a chapter's own capture is another run and gives its own "
+               f"numbers). " if profiled else "") + "bf16, causal.")
 
 
 @piece("timing-table")
@@ -118,7 +118,8 @@ def timing_table(build: Build):
         out.append((short(r["stage"]), shape_text(r["shape"]), spread(one), *cells, *said))
     return (tables.table(["stage", "shape", "one call (events)", "back to back (events)",
                           "GPU only (graph)", "CPU enqueue (host clock)", "a stream is", "launch overhead"], out, "llrrrrlr")
-            + "\n\nShape B×H×S×D; launch overhead: one call less GPU only. " + _method_note(build))
+            + "\n\nShape B×H×S×D; medians, p10–p90 in brackets; launch overhead: one call less GPU only.\n\n"
+            + '??? note "How the timing run measured"\n    ' + _method_note(build, profiled=False))
 
 
 def _cell(x: timing.Stats | None) -> str:

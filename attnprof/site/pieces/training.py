@@ -55,15 +55,15 @@ def compare_backward(build: Build, *records):
                           "one call: CUDA-event median (p10–p90)", f"TFLOP/s ({BWD_FLOP_FACTOR}× causal fwd FLOPs, one-call median)",
                           "backward ÷ forward (device time, same trace)",
                           "worst grad error vs fp64"], rows, "lrrrrrrr")
-            + f"\n\nShape {dims(build.summary(records[0])['shape'])}, bf16, causal. *Device time*: the durations of the backward's "
-              f"device ops added up, from the profiler's trace of the median profiled backward. *Backward ÷ forward*: "
-              f"over the device time of the forwards profiled before the backwards in that trace (the median of them), "
-              f"so that both sides of the ratio come from one run. *One call*: CUDA events "
+            + f"\n\nShape {dims(build.summary(records[0])['shape'])}, bf16, causal; each backward the median profiled one."
+              + '\n\n??? note "How the columns were measured, and the forwards the ratios divide by"\n'
+              f"    *Device time*: the durations of the backward's device ops added up, from the profiler's trace. "
+              f"*Backward ÷ forward*: over the device time of the forwards profiled before the backwards in that trace "
+              f"(the median of them), so that both sides of the ratio come from one run. *One call*: CUDA events "
               f"around one `backward()` call, synchronised, {reps} calls, each after a fresh forward (no profiler). The "
-              f"backward's FLOPs are counted as {BWD_FLOP_FACTOR} times the causal forward's (two matmuls forward; five backward, one "
-              f"of them recomputing QKᵀ), a convention, not a count of what each kernel does."
-              + '\n\n??? note "The forwards the ratios divide by: device time of the forwards in each backward\'s trace"\n'
-              + "\n".join(forwards))
+              f"backward's FLOPs are counted as {BWD_FLOP_FACTOR} times the causal forward's (two matmuls forward; five "
+              f"backward, one of them recomputing QKᵀ), a convention, not a count of what each kernel does. The "
+              f"forwards' device time in each backward's trace:\n\n" + "\n".join(forwards))
 
 
 @piece("saved", captures=ALL, unavailable=True, kind="backward")
@@ -84,11 +84,13 @@ def saved(build: Build, *records):
         rows.append((title(s), items, inputs or "—", size(m["held_after_forward_bytes"]), size(m["peak_backward_bytes"])))
     return tables.table(["stage", "saved besides the inputs and output (shape, dtype, size)", "inputs / output saved",
                          "held from forward to backward", "peak during backward"], rows, "lllrr") + (
-        "\n\nOne row per tensor autograd saved, as `torch.autograd.graph.saved_tensors_hooks` saw it; a tensor saved "
+        "\n\n*Held from forward to backward*: memory allocated by the forward and still live when it returns (the "
+        "output and what autograd saved). *Peak during backward*: the most allocated during `backward()` beyond what "
+        "was live before the forward, the three gradients included.\n\n"
+        '??? note "How the saved tensors were listed"\n'
+        "    One row per tensor autograd saved, as `torch.autograd.graph.saved_tensors_hooks` saw it; a tensor saved "
         "under two shapes (a view for the batched matmul) is listed twice but occupies memory once, which the "
-        "measured columns show. *Held from forward to backward*: memory allocated by the forward and still live when "
-        "it returns (the output and what autograd saved). *Peak during backward*: the most allocated during "
-        "`backward()` beyond what was live before the forward, the three gradients included.")
+        "measured columns show.")
 
 
 @piece("ops", captures=1, kind="backward")
@@ -260,16 +262,21 @@ def value_cp(build: Build, record, field):
 
 
 @piece("trace", captures=1, kind="cp")
-def trace_cp(build: Build, record):
+def trace_cp(build: Build, record, axis=None):
+    """The ranks of one step on one timeline; `axis=A,B`: one time axis with A's and B's, so their lengths compare."""
     s = build.summary(record)
+    others = [r for r in (axis or "").split(",") if r and r != record]
+    span = max((plots.rank_forwards(build.summary(r), build.trace(r))[2] for r in others), default=0)
     balance = "" if s["load_balance"] else ", load balancer off"
     label = f"{s['title']}{balance}: {s['world_size']} × {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
     idle = [100 * x for x in plots.rank_idle_shares(s, build.trace(record))]
     shares = [f"Rank 0's GPU sat idle for {idle[0]:.0f} % of this step"] + [
         f"rank {r['rank']}'s for {x:.0f} %" for r, x in zip(s["ranks"][1:], idle[1:])]
-    return (f"{plots.ranks_timeline(s, build.trace(record))}\n\n"
+    scaled = (f"*Drawn on one time axis with the step of {listed([f'`{r}`' for r in others])}, so their lengths "
+              f"compare.*\n\n"
+              if others else "")
+    return (f"{plots.ranks_timeline(s, build.trace(record), axis_us=span)}\n\n{scaled}"
             f"{listed(shares)} (the empty stretches of their lanes, from the first rank's annotation to the last "
             f"GPU op).\n\n"
-            f"*One forward on each rank, lined up on the trace's clock: per rank, its compute kernels and its NCCL "
-            f"kernels. Hover a bar for its name and duration. The file holds every rank (Perfetto shows them as "
-            f"processes *rank 0* and *rank 1*).*\n\n" + trace_controls(build, record, label))
+            f"*Hover a bar for its name and duration. The file holds every rank (Perfetto shows them as processes "
+            f"*rank 0* and *rank 1*).*\n\n" + trace_controls(build, record, label))

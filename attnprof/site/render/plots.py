@@ -154,8 +154,7 @@ def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth:
     scale = (width - left - right) / axis if axis else 1
     x = lambda t: left + t * scale
     depth_rows = max([o.depth for o in cpu], default=0)
-    heading = (f'One {what} of {summary["stage"]}: {us(end)} from the start of the annotation to the end of its '
-               f'last GPU op')
+    heading = f'One {what} of {summary["stage"]}, from the start of its annotation to the end of its last GPU op'  # the axis gives the span
     heading_x = 4 if narrow else left
     heading_lines = wrap(heading, width - heading_x - right, CHAR_W * 1.08)  # bold runs wider
     y_cpu = 34 + 16 * (len(heading_lines) - 1)
@@ -246,10 +245,12 @@ RANK_LANES = {"attention": (SERIES[0], "attention kernel"), "other": (SERIES[1],
               "nccl": (SERIES[2], "NCCL kernel")}
 
 
-def ranks_timeline(summary, trace: dict, width: int = 880) -> str:
-    """The ranks figure at `width` px and at NARROW px for a phone (the stylesheet shows one)."""
-    return ('<div class="attnprof-trace attnprof-ranks" data-search-exclude="">' + _ranks_timeline(summary, trace, width, "attnprof-wide")
-            + "\n" + _ranks_timeline(summary, trace, NARROW, "attnprof-narrow") + "</div>")
+def ranks_timeline(summary, trace: dict, width: int = 880, axis_us: float = 0) -> str:
+    """The ranks figure at `width` px and at NARROW px for a phone (the stylesheet shows one); its time axis
+    spans at least `axis_us`, a compared figure's step, so that the two share one scale."""
+    return ('<div class="attnprof-trace attnprof-ranks" data-search-exclude="">'
+            + _ranks_timeline(summary, trace, width, "attnprof-wide", axis_us)
+            + "\n" + _ranks_timeline(summary, trace, NARROW, "attnprof-narrow", axis_us) + "</div>")
 
 
 def rank_forwards(summary, trace: dict):
@@ -269,12 +270,13 @@ def rank_idle_shares(summary, trace: dict) -> list[float]:
             for f in fwds]
 
 
-def _ranks_timeline(summary, trace: dict, width: int, variant: str) -> str:
+def _ranks_timeline(summary, trace: dict, width: int, variant: str, axis_us: float = 0) -> str:
     """One forward on every rank, on the trace's one clock: a compute and an NCCL lane per rank, each rank's
     same step (rank 0's median). The legend is stacked under the lanes at the left, where a phone shows it."""
     fwds, t0, end = rank_forwards(summary, trace)
     left, right, row_h = 122, 12, 20
-    scale = (width - left - right) / end
+    axis = max(end, axis_us)
+    scale = (width - left - right) / axis
     x = lambda t: left + t * scale
     balance = "" if summary["load_balance"] else ", load balancer off"
     heading = wrap(f'One forward on each of {len(fwds)} ranks, S={summary["shape"][2]:,}, rotation '
@@ -287,7 +289,7 @@ def _ranks_timeline(summary, trace: dict, width: int, variant: str) -> str:
     parts = [header(width, height, f'{summary["record"]}: ranks on one timeline', font_size=TRACE_FONT,
                     css_class=variant),
              _lines(heading, 4, 16, font_weight="bold") + _lines(sub, 4, 16 + 16 * len(heading))]
-    parts += _time_axis(end, width, x, top - 4, lanes_bottom, lanes_bottom + 16,
+    parts += _time_axis(axis, width, x, top - 4, lanes_bottom, lanes_bottom + 16,
                         "time since the first rank's forward began", width - right)
     for k, (r, f) in enumerate(zip(summary["ranks"], fwds)):
         y_comp = top + k * 2 * (row_h + 6)
@@ -352,9 +354,13 @@ def _scale(lo, hi, log, a, b):
 
 
 def _ticks(lo, hi, log, most: int = 8):
-    if log:
-        return [10 ** e * m for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
-                for m in (1, 2, 5) if lo <= 10 ** e * m <= hi]
+    if log:  # 1, 2, 5 a decade; finer where the axis spans too little of one for three ticks
+        for ms in ((1, 2, 5), (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8)):
+            ticks = [round(10 ** e * m, 10) for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+                     for m in ms if lo <= 10 ** e * m <= hi]
+            if len(ticks) >= 3:
+                break
+        return ticks
     step = 10 ** math.floor(math.log10((hi - lo) or 1)) / 2
     while (hi - lo) / step > most:
         step *= 2
