@@ -248,17 +248,6 @@ def test_the_varlen_table_has_a_note_column_only_where_a_row_has_a_note(copy):
     assert header.rstrip(" |").endswith("note")
 
 
-def test_the_cost_tables_times_say_each_runs_own_process_count(copy):
-    from attnprof.analysis import decide
-    build = copy("e2e", lambda result: None)
-    prefill, decode = (len(build.repeats(run)) for run in ("e2e", "decode_step"))
-    assert prefill != decode  # the committed runs: two processes for prefill, three for decode
-    said = findings.cost(build)
-    assert f"Times: prefill, the {decide.how(prefill)}; decode, the {decide.how(decode)}; in brackets." in said
-    same = copy("e2e", lambda result: None, repeat=True)  # one more process of prefill: as many as decode
-    assert len(same.repeats("e2e")) == decode and f"Times: the {decide.how(decode)} in brackets." in findings.cost(same)
-
-
 def test_the_decode_tables_stream_cell_shows_the_back_to_back_time_its_verdict_rests_on(copy):
     """A stream runs no faster than its CPU enqueues it: the stream cell of each eager decode row says its verdict in
     a word, and the note folded under the table gives the stream run's own back-to-back time (over its processes)

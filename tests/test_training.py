@@ -264,7 +264,7 @@ def test_each_backward_over_forward_ratio_follows_from_the_two_times_its_row_giv
     assert us(build.summary("efficient-bwd")["forward_device_us"]) != us(build.summary("efficient")["forward_device_us"])
     number = lambda text: float(text.replace(",", "").split()[0]) * (1000 if text.split()[-1] == "ms" else 1)
     cells = [[c.strip() for c in l.split("|")[1:-1]] for l in table.splitlines() if l.startswith("| [")]
-    folded = table.split('??? note "The forwards the ratios divide by')[1]
+    folded = table.split('??? note "How the columns were measured, and the forwards the ratios divide by')[1]
     forwards = [l.split(": ", 1)[1] for l in folded.splitlines() if l.startswith("    - ")]
     assert len(cells) == len(forwards) == len(records.BACKWARD.records())
     for cell, forward in zip(cells, forwards):
@@ -303,5 +303,5 @@ def test_chapters_render_from_the_committed_captures(site):
     assert "Captured on NVIDIA H200" in bwd and "attnprof:" not in bwd
     two = (site / "two-gpus" / "index.html").read_text()
     assert "ncclDevKernel_AllGather_RING_LL" in two and "<code>SendRecv</code>" in two
-    assert "attnprof:" not in two and two.count('aria-label="cp-') == 4  # both rank timelines, inline, each drawn wide and narrow
+    assert "attnprof:" not in two and two.count('aria-label="cp-') == 6  # three rank timelines, inline, each drawn wide and narrow
     assert "rank 0 NCCL" in two and "rank 1 compute" in two

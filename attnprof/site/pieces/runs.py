@@ -291,8 +291,8 @@ def counters_roofline(build: Build):
                           "verdict (longest kernel)"], rows, "lrrrrrrl")
             + f"\n\nShape {dims(LONG_SHAPE)}, bf16, causal; FLOPs by the causal model (4·B·H·S²·D/2), "
               f"bytes and kernel time measured by Nsight Compute over one forward. The verdict reads the busier of SM "
-              f"and memory throughput against Nsight Compute's {BOUND_AT:g} % threshold (within {BAND:g} points of it: "
-              f"*near the threshold*), not the tensor pipe. Memory "
+              f"and memory throughput against Nsight Compute's {BOUND_AT:g} % threshold, not the tensor pipe; within "
+              f"{BAND:g} points of it, *near the threshold*. Memory "
               f"throughput is the busiest level of the memory system, caches included, so it can be high while DRAM's "
               f"is low ([Reading a profile](reading-a-profile.md#hardware-counters) defines each column). The ridge "
               f"point of the measured ceilings is {ridge:.0f} FLOP per byte.")
