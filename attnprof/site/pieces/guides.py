@@ -50,14 +50,14 @@ def counters_guide(build: Build):
         ("SM / memory throughput", "the busiest unit of the SMs, and of the memory system, as a share of its peak"),
         ("DRAM (of peak, bytes)", "device-memory throughput as a share of its peak, and the bytes moved"),
         ("L2 hit", "the share of lookups in the L2 cache that found their data there, without going to device memory"),
-        ("verdict", f"*compute-bound* or *memory-bound*: whichever of SM and memory throughput is higher, once it "
-                    f"reaches {counters.BOUND_AT:.0f} % of its peak; *latency-bound* when neither does (the kernel "
-                    f"waits on something other than a busy unit); *{counters.NEAR}* when the busier of the two lies "
-                    f"within {counters.BAND:g} points of {counters.BOUND_AT:.0f} %, where a second measurement can "
-                    f"fall on either side; *{counters.BOTH}* when both pass it within {counters.BAND:g} points of "
-                    f"each other"),
-    ]) + ("\n\nEach percentage is of that unit's peak, measured over one forward with the clocks unlocked (as the GPU "
-          "runs them in use, not fixed for repeatable numbers).")
+        ("verdict", f"which of SM and memory throughput reaches {counters.BOUND_AT:.0f} % of its peak (below "
+                    f"it: *latency-bound*)"),
+    ]) + (f"\n\nEach percentage is of that unit's peak, measured over one forward with the clocks unlocked (as the GPU "
+          f"runs them in use, not fixed for repeatable numbers). The *verdict* names the busier of SM and memory "
+          f"throughput, *compute-bound* or *memory-bound*, once it reaches {counters.BOUND_AT:.0f} % of its peak; "
+          f"*latency-bound* when neither does (the kernel waits on something other than a busy unit). Within "
+          f"{counters.BAND:g} points of {counters.BOUND_AT:.0f} % it is *{counters.NEAR}*, where a second measurement "
+          f"can fall on either side; *{counters.BOTH}* when both pass it within {counters.BAND:g} points of each other.")
 
 
 def repeats_said() -> str:
