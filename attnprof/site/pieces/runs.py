@@ -2,6 +2,7 @@
 read from committed `run-*.json` records, nothing typed in by hand."""
 from __future__ import annotations
 
+import re
 import statistics
 from math import prod
 
@@ -666,13 +667,21 @@ def fallback(build: Build):
 
 @piece("fallback-reasons")
 def fallback_reasons(build: Build):
+    """Per case, each reason PyTorch gave and the backends it refused with it: the reason's first sentence (the
+    values it got follow in the full message, on hover), and the function that checked."""
     rows = []
     for r in build.run("fallback"):
+        refused: dict[str, list[str]] = {}
         for backend, e in r.get("eligibility", {}).items():
             if not e["eligible"]:
-                why = "; ".join(dict.fromkeys(reasons.clean(x) for x in e["reasons"]))
-                rows.append((escape(r["case"]), backend, escape(why[:400])))
-    return tables.table(["inputs", "backend refused", "PyTorch's reason (can_use_*, debug=True)"], rows)
+                refused.setdefault("; ".join(dict.fromkeys(reasons.clean(x) for x in e["reasons"])), []).append(backend)
+        for why, backends in refused.items():
+            check = re.search(r"\(function (\w+)\)", why)
+            said = re.split(r"(?<=\.) Got |(?<=[a-z0-9)]\.) (?=[A-Z])| \(function ", why)[0].rstrip(".") + "."
+            rows.append((escape(r["case"]), ", ".join(backends),
+                         f'<span title="{escape(why)}">{escape(said)}</span>'
+                         + (f" (`{check.group(1)}`)" if check else "")))
+    return tables.table(["inputs", "backends refused", "PyTorch's reason (can_use_*, debug=True)"], rows)
 
 
 def _worst_row(r: dict) -> str:
