@@ -136,8 +136,8 @@ def bwd_host(build: Build, stage) -> Statement:
             f"inflates that CPU time, so read it as an upper bound), more than its kernels take, so its one-call "
             f"time there ({us(s['event_median_us'])}, p10 to p90 {us(s['event_p10_us'])} to {us(s['event_p90_us'])}) "
             f"follows the CPU, not the GPU.")
-    lesson = (f"{short(stage)}'s backward spends {us(s['cpu_backward_us'])} on the CPU under the profiler for "
-              f"{us(s['backward_device_us'])} of kernels, so its one-call time follows the CPU")
+    lesson = (f"{short(stage)}'s backward spends more time on the CPU than in its "
+              f"{us(s['backward_device_us'])} of kernels, so one call, {us(s['event_median_us'])}, follows the CPU")
     host = decide.against(s["cpu_backward_us"] / s["backward_device_us"], decide.PARITY, decide.POINT_BAND) == "above"
     paced = decide.against(s["event_median_us"] / s["backward_device_us"], decide.HOST_BOUND_CALL, decide.POINT_BAND) == "above"
     return Statement(text, host and paced, lesson=lesson,

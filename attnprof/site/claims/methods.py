@@ -85,7 +85,7 @@ def rates(build: Build, stage) -> Statement:
         short_run = queued[layout]
         o = decide.order(steady[3], short_run)
         outcome += {1: ", steady lower", 0: ", steady not told apart", -1: ", steady higher"}[o]
-        loaded = ", not told apart after seconds of load," if o == 0 else f", {f(steady[0])} after seconds of load,"
+        loaded = f", {f(steady[0])} after seconds of load" + (" (not told apart)," if o == 0 else ",")
         held = (f" After seconds of load it runs at {f(steady[0])} TFLOP/s, "
                 + {1: "below", 0: "not told apart from", -1: "above"}[o]
                 + f" the short runs' rate stored {_layout(layout)} ({steady[3].text(us)} against {short_run.text(us)} per "

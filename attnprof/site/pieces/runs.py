@@ -521,7 +521,7 @@ def varlen(build: Build):
         + (tables.why_unavailable(r["unavailable"]) if "unavailable" in r else "",) * noted
         for r in rows], "llrr")
     table += tables.raw_reasons((r["way"], r["unavailable"]) for r in rows if "unavailable" in r)
-    return table + (f"\n\n{len(lengths)} sequences, {min(lengths)} to {max(lengths)} tokens "
+    return table + (f"\n\n{len(lengths)} sequences, {min(lengths):,} to {max(lengths):,} tokens "
                     f"({sum(lengths):,} in all), {_heads(rows)}, bf16.")
 
 
@@ -662,6 +662,7 @@ def fallback(build: Build):
     return tables.table(["inputs", "backend that ran (kernels)", "device ops / forward",
                          f"one call (median, {FALLBACK_RUN})", "vs the fast path (one call)"], out, "llrrr") + (
         f"\n\nShape {'×'.join(map(str, fast['shape']))} unless the case changes it; bf16 unless it says otherwise. "
+        f"A wider head also does more work, so part of its factor is the head, not the backend. "
         f"*Not told apart*: within the timing's noise ([the rule](methods.md#when-two-numbers-are-told-apart)).")
 
 
@@ -708,7 +709,7 @@ def verify_table(build: Build):
     out = _verify_rows(shown) if shown else "Every check passes."
     if passing:
         folded = _verify_rows(passing).replace("\n", "\n    ")
-        out += (f'\n\n??? note "The checks of the paths that pass everywhere: '
+        out += (f'\n\n??? note "The checks of the paths that pass wherever they run: '
                 f'{listed([escape(p) for p in dict.fromkeys(r["path"] for r in passing)])}"\n    {folded}')
     return out
 

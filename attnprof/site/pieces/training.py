@@ -84,13 +84,11 @@ def saved(build: Build, *records):
         rows.append((title(s), items, inputs or "—", size(m["held_after_forward_bytes"]), size(m["peak_backward_bytes"])))
     return tables.table(["stage", "saved besides the inputs and output (shape, dtype, size)", "inputs / output saved",
                          "held from forward to backward", "peak during backward"], rows, "lllrr") + (
-        "\n\n*Held from forward to backward*: memory allocated by the forward and still live when it returns (the "
+        "\n\nA tensor saved under two shapes (a view for the batched matmul) is listed twice but occupies memory "
+        "once. *Held from forward to backward*: memory allocated by the forward and still live when it returns (the "
         "output and what autograd saved). *Peak during backward*: the most allocated during `backward()` beyond what "
-        "was live before the forward, the three gradients included.\n\n"
-        '??? note "How the saved tensors were listed"\n'
-        "    One row per tensor autograd saved, as `torch.autograd.graph.saved_tensors_hooks` saw it; a tensor saved "
-        "under two shapes (a view for the batched matmul) is listed twice but occupies memory once, which the "
-        "measured columns show.")
+        "was live before the forward, the three gradients included (the list: `torch.autograd.graph."
+        "saved_tensors_hooks`).")
 
 
 @piece("ops", captures=1, kind="backward")
@@ -197,7 +195,8 @@ def ranks(build: Build, record):
                          "device ops / forward", "attention kernels", "device time / forward (profiler, sum of ops)",
                          "GPU busy / forward (profiler, union of ops)", "NCCL time",
                          "one call: CUDA-event median"], rows, "rlrrlrrlr") + (
-        f"\n\nShape {shape(s['shape'])} in all, bf16, causal. *Device time* adds up the durations of the rank's "
+        f"\n\nRotation {s['rotate']}, load balancer {'on' if s['load_balance'] else 'off'}; shape {shape(s['shape'])} "
+        f"in all, bf16, causal. *Device time* adds up the durations of the rank's "
         "ops in its median profiled forward; ops on two streams at once count twice, so it can exceed the time "
         "the call took. *GPU busy* counts the time at least one op ran (the union of their intervals). "
         "*NCCL time* is the time any NCCL kernel ran on that GPU during the forward; *hidden* is the part of it "
@@ -272,8 +271,9 @@ def trace_cp(build: Build, record, axis=None):
     idle = [100 * x for x in plots.rank_idle_shares(s, build.trace(record))]
     shares = [f"Rank 0's GPU sat idle for {idle[0]:.0f} % of this step"] + [
         f"rank {r['rank']}'s for {x:.0f} %" for r, x in zip(s["ranks"][1:], idle[1:])]
-    scaled = (f"*Drawn on one time axis with the step of {listed([f'`{r}`' for r in others])}, so their lengths "
-              f"compare.*\n\n"
+    step = lambda r: (f"the {'balanced' if build.summary(r)['load_balance'] else 'unbalanced'} "
+                      f"{build.summary(r)['rotate']} step at S={build.summary(r)['shape'][2]:,}")
+    scaled = (f"*Drawn on one time axis with {listed([step(r) for r in others])}, so their lengths compare.*\n\n"
               if others else "")
     return (f"{plots.ranks_timeline(s, build.trace(record), axis_us=span)}\n\n{scaled}"
             f"{listed(shares)} (the empty stretches of their lanes, from the first rank's annotation to the last "
