@@ -177,7 +177,7 @@ def test_the_backward_ranking_leaves_its_runs_times_to_its_evidence_each_named_b
     assert us(in_run.median) != us(capture)  # two measurements of one quantity: two numbers
     assert not re.search(r"\d\s*[µm]s\b", ranked.lesson), ranked.lesson  # no time in it
     host = check(committed, "bwd-host", "fa4")
-    assert f"for {us(capture)} of kernels" in host.lesson  # the table's own figure, beside the ranking's lesson
+    assert f"in its {us(capture)} of kernels" in host.lesson  # the table's own figure, beside the ranking's lesson
     device, one_call = ranked.text.split("Timed from the CPU", 1)
     assert "by device time in that run" in device and us(in_run.median) in device
     assert one_call.startswith(" in the same run, ")
