@@ -71,8 +71,8 @@ def test_the_op_list_diff_compares_the_two_median_forwards_and_says_so():
     (naive,), (inplace,) = build.numbers[("naive", DEVICE, MEDIAN)], build.numbers[("inplace", DEVICE, MEDIAN)]
     a, b = build.summary("naive"), build.summary("inplace")
     assert naive == us(a["forward_device_us"]) and inplace == us(b["forward_device_us"])
-    assert f"naive: {a['ops_per_forward']} ops, {naive}; inplace: {b['ops_per_forward']} ops, {inplace} " in text
-    assert f"each the device time its op list gives, the {MEDIAN}" in text
+    assert f"{a['title']}: {a['ops_per_forward']} ops, {naive}; {b['title']}: {b['ops_per_forward']} ops, {inplace} " in text
+    assert f"device time of each forward drawn, the {MEDIAN}" in text
     assert f"device time saved: {us(a['forward_device_us'] - b['forward_device_us'])})" in text
 
 

@@ -94,7 +94,7 @@ def silent_fallback(build: Build):
     left = [r for r in fb[1:] if r["ran"] != fb[0]["ran"]]
     return ("5. outside flash's envelope SDPA silently falls back; only the profiler shows it", ARTICLES,
             f"{len(left)} of {len(fb) - 1} changed inputs ran another backend than the fast path "
-            f"({', '.join(sorted({r['ran'] for r in left}))}); the output itself gives no sign of it",
+            f"({', '.join(sorted({r['ran'] for r in left}))}); the output gives no sign",
             "confirmed" if left else "not seen")
 
 
@@ -117,9 +117,9 @@ def numerical_risk(build: Build):
 
 def unanswered(build: Build):
     return ("7. unanswered: cost per token, gains under continuous batching", ARTICLES,
-            f"cost per token: measured for one {gpu_name(build, 'run-e2e')} at a price you set, on "
-            "[End to end, and cost per token](end-to-end.md#cost-per-token); continuous batching itself is not "
-            "measured here: the [variable-length batch](serving.md#variable-length-batches) is the nearest proxy",
+            f"cost per token: measured ([one {gpu_name(build, 'run-e2e')}](end-to-end.md#cost-per-token)); "
+            "continuous batching: not measured ([variable-length batches](serving.md#variable-length-batches) "
+            "come nearest)",
             "partly answered")
 
 

@@ -717,7 +717,7 @@ def verify_table(build: Build):
 def _verify_rows(checks: list[dict]) -> str:
     rows = []
     for r in checks:
-        note = tables.MASKED_ROW.get(r.get("masked_row"), r.get("masked_row")) or r.get("reason", "")
+        note = tables.MASKED_ROW.get(r.get("masked_row"), r.get("masked_row")) or re.split(r"(?<=\.) ", r.get("reason", ""))[0]
         note += f"{'; ' if note else ''}{r['note']}" if r.get("note") else ""
         rows.append((escape(r["path"]), escape(r["dtype"]), shape(r["shape"]), "yes" if r["fully_masked_row"] else "",
                      "✗ **fail**" if r["status"] == "fail" else "✓ pass" if r["status"] == "pass" else escape(r["status"]),

@@ -157,10 +157,11 @@ def ops_diff(a, b, which: str) -> str:
     if not rows:
         return f"The two op lists are the same: {a['ops_per_forward']} ops each."
     saved = a["forward_device_us"] - b["forward_device_us"]
+    name = lambda s: escape(s.get("title") or s["stage"])
     return (table(["", "where", "kind", "time", "name"], rows) +
-            f"\n\n{escape(a['stage'])}: {a['ops_per_forward']} ops, {us(a['forward_device_us'])}; "
-            f"{escape(b['stage'])}: {b['ops_per_forward']} ops, {us(b['forward_device_us'])} "
-            f"(each the device time its op list gives, the {which}; "
+            f"\n\n{name(a)}: {a['ops_per_forward']} ops, {us(a['forward_device_us'])}; "
+            f"{name(b)}: {b['ops_per_forward']} ops, {us(b['forward_device_us'])} "
+            f"(device time of each forward drawn, the {which}; "
             f"device time {'saved' if saved >= 0 else 'added'}: {us(abs(saved))}).")
 
 
