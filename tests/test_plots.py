@@ -160,7 +160,7 @@ def test_a_phone_chart_says_the_same_lines_overlap_as_the_wide_one(name):
 def test_the_rank_timeline_never_shrinks_below_its_drawn_size():
     """Wide, it keeps its drawn size; a phone gets the narrow drawing, fitted to its width with 12 px text."""
     record = "cp-allgather-w2-1x16x32768x128"
-    html = plots.ranks_timeline(BUILD.summary(record), BUILD.trace(record))
+    html = plots.ranks_timeline(BUILD.summary(record), plots.rank_forwards(BUILD.summary(record), BUILD.trace(record)))
     wide, narrow = ET.fromstring(html).findall(f"{NS}svg")
     css = (ROOT / "docs" / "stylesheets" / "extra.css").read_text()
     min_width = float(re.search(r"\.attnprof-ranks svg\.attnprof-wide \{ min-width: (\d+)px", css).group(1))

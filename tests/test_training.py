@@ -274,7 +274,7 @@ def test_each_backward_over_forward_ratio_follows_from_the_two_times_its_row_giv
 def test_rank_timeline_is_well_formed_and_lines_the_ranks_up():
     record = "cp-allgather-w2-1x16x32768x128"
     build = Build(problems={})
-    svg = plots.ranks_timeline(build.summary(record), build.trace(record))
+    svg = plots.ranks_timeline(build.summary(record), plots.rank_forwards(build.summary(record), build.trace(record)))
     ns = "{http://www.w3.org/2000/svg}"
     drawings = ET.fromstring(svg).findall(f"{ns}svg")
     assert len(drawings) == 2  # wide, and narrow for a phone

@@ -77,3 +77,17 @@ def in_trace(cat: str, part: str, factor: float):
             if e.get("cat") == cat and part in e.get("name", ""):
                 e["dur"] *= factor
     return change
+
+
+def renamed(part: str, to: str):
+    """A trace whose kernels' names have `part` replaced by `to` (what a name says, changed)."""
+    def change(t):
+        for e in t["traceEvents"]:
+            if e.get("cat") == "kernel":
+                e["name"] = e["name"].replace(part, to)
+    return change
+
+
+def no_copies(t):
+    """A trace without its device copies."""
+    t["traceEvents"] = [e for e in t["traceEvents"] if e.get("cat") != "gpu_memcpy"]

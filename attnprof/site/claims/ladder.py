@@ -8,7 +8,7 @@ from ..words import listed, short
 from ..pieces.captures import scores_bytes
 from ..pieces.runs import clock_condition
 from .core import Flip, Statement, claim
-from .edits import in_run, in_trace, scale
+from .edits import in_run, in_trace, no_copies, renamed, scale
 from .wording import pct, times
 
 
@@ -42,11 +42,7 @@ def longest_op(build: Build, stage, launched_by) -> Statement:
                      rests_on=f"longest op {i} launched by {_aten(s, op)}, matmul {mm['duration_us']:.1f} µs")
 
 
-def _no_copies(t):
-    t["traceEvents"] = [e for e in t["traceEvents"] if e.get("cat") != "gpu_memcpy"]
-
-
-@claim("unasked-copy", reads=lambda stage: [stage], flip=lambda stage: Flip(f"{stage}.trace.json.gz", _no_copies))
+@claim("unasked-copy", reads=lambda stage: [stage], flip=lambda stage: Flip(f"{stage}.trace.json.gz", no_copies))
 def unasked_copy(build: Build, stage) -> Statement:
     """The device copy no line of a forward's code asks for: the Memcpy an out-of-place op makes through `clone`."""
     s = build.summary(stage)
@@ -110,17 +106,8 @@ def same_op_time(build: Build, a, b, launched_by) -> Statement:
                      outcome=outcome)
 
 
-def _renamed(part: str, to: str):
-    """A trace whose kernels' names have `part` replaced by `to` (a flip of what a name says)."""
-    def change(t):
-        for e in t["traceEvents"]:
-            if e.get("cat") == "kernel":
-                e["name"] = e["name"].replace(part, to)
-    return change
-
-
 @claim("gemm-unit", reads=lambda stage: [stage],
-       flip=lambda stage: Flip(f"{stage}.trace.json.gz", _renamed("_ffma_", "_hmma_")))
+       flip=lambda stage: Flip(f"{stage}.trace.json.gz", renamed("_ffma_", "_hmma_")))
 def gemm_unit(build: Build, stage) -> Statement:
     """Which unit a forward's matmuls run on, as their kernel names say: math's guess about Tensor Cores."""
     gemms = [op["name"] for _, op in _matmuls(build.summary(stage))]

@@ -195,18 +195,22 @@ def _slower_rows(stage: str, layout: str, factor: float):
     return edit
 
 
+def _name(record: str) -> str:
+    """A stage by its short name, a reader's capture by its record's name."""
+    return short(record) if record in STAGES else f"<code>{escape(record)}</code>"
+
+
 @claim("no-faster", reads=lambda a, b: [a, b], flip=lambda a: Flip(f"{a}.json", each("forward_device_us", 0.3)))
 def no_faster(build: Build, a, b) -> Statement:
     """`a`'s forward takes no less device time than `b`'s (profiler, the one rule over each one's profiled
     forwards): the same, not told apart, or more."""
     ta, tb = (decide.samples(build.summary(r)["forward_device_us_each"], decide.DEVICE) for r in (a, b))
     side = decide.order(ta, tb)
-    name = lambda r: short(r) if r in STAGES else f"<code>{escape(r)}</code>"
     verdict = {1: "slower", 0: "not told apart", -1: "faster"}[side]
-    text = (f"{name(a)}'s forward takes {ta.text(us)} of device time, {name(b)}'s {tb.text(us)}: {verdict} "
+    text = (f"{_name(a)}'s forward takes {ta.text(us)} of device time, {_name(b)}'s {tb.text(us)}: {verdict} "
             f"(profiler, median and p10–p90 of each capture's profiled forwards)")
     return Statement(text, side != -1, f"{ta.median:.1f} and {tb.median:.1f} µs: {verdict}",
-                     lesson=f"no faster than {name(b)}'s forward")
+                     lesson=f"no faster than {_name(b)}'s forward")
 
 
 @claim("least-device", reads=lambda leader, others: [leader, *others],
@@ -219,14 +223,13 @@ def least_device(build: Build, leader, *others) -> Statement:
     times = {r: decide.samples(build.summary(r)["forward_device_us_each"], decide.DEVICE) for r in (leader, *others)}
     runner = min(others, key=lambda r: times[r].median)
     said = {r: build.number(r, DEVICE, MEDIAN, us(build.summary(r)["forward_device_us"])) for r in (leader, runner)}
-    name = lambda r: short(r) if r in STAGES else f"<code>{escape(r)}</code>"  # a reader's capture by its record's name
     alike = len({(tuple(build.summary(r)["shape"]), build.summary(r)["dtype"]) for r in times}) == 1
     first = decide.ranking(times)[0]
-    rest = [f"{name(r)}'s {times[r].text(us)}" for r in sorted(others, key=lambda r: times[r].median) if r != runner]
-    text = (f"{name(leader)}'s forward takes {times[leader].text(us)} of device time; the next, {name(runner)}'s, "
+    rest = [f"{_name(r)}'s {times[r].text(us)}" for r in sorted(others, key=lambda r: times[r].median) if r != runner]
+    text = (f"{_name(leader)}'s forward takes {times[leader].text(us)} of device time; the next, {_name(runner)}'s, "
             f"{times[runner].text(us)}" + (f"; then {listed(rest)}" if rest else "")
             + f" (profiler, median and p10–p90 of each capture's profiled forwards, "
               f"{shape_text(build.summary(leader)['shape'])})")
-    lesson = f"{name(leader)} takes the least device time, {said[leader]} against {said[runner]} for {name(runner)}"
+    lesson = f"{_name(leader)} takes the least device time, {said[leader]} against {said[runner]} for {_name(runner)}"
     return Statement(text, alike and first == [leader] and all(t.n > 1 for t in times.values()),
                      f"first {first}; alike: {alike}; profiled forwards {[t.n for t in times.values()]}", lesson=lesson)

@@ -678,7 +678,7 @@ def fallback_reasons(build: Build):
                 refused.setdefault("; ".join(dict.fromkeys(reasons.clean(x) for x in e["reasons"])), []).append(backend)
         for why, backends in refused.items():
             check = re.search(r"\(function (\w+)\)", why)
-            said = re.split(r"(?<=\.) Got |(?<=[a-z0-9)]\.) (?=[A-Z])| \(function ", why)[0].rstrip(".") + "."
+            said = reasons.first_sentence(why).rstrip(".") + "."
             rows.append((escape(r["case"]), ", ".join(backends),
                          f'<span title="{escape(why)}">{escape(said)}</span>'
                          + (f" (`{check.group(1)}`)" if check else "")))
@@ -717,7 +717,7 @@ def verify_table(build: Build):
 def _verify_rows(checks: list[dict]) -> str:
     rows = []
     for r in checks:
-        note = tables.MASKED_ROW.get(r.get("masked_row"), r.get("masked_row")) or re.split(r"(?<=\.) ", r.get("reason", ""))[0]
+        note = tables.MASKED_ROW.get(r.get("masked_row"), r.get("masked_row")) or reasons.first_sentence(r.get("reason", ""))
         note += f"{'; ' if note else ''}{r['note']}" if r.get("note") else ""
         rows.append((escape(r["path"]), escape(r["dtype"]), shape(r["shape"]), "yes" if r["fully_masked_row"] else "",
                      "✗ **fail**" if r["status"] == "fail" else "✓ pass" if r["status"] == "pass" else escape(r["status"]),

@@ -268,14 +268,16 @@ def trace_cp(build: Build, record, axis=None):
     span = max((plots.rank_forwards(build.summary(r), build.trace(r))[2] for r in others), default=0)
     balance = "" if s["load_balance"] else ", load balancer off"
     label = f"{s['title']}{balance}: {s['world_size']} × {s['device']}, {' × '.join(map(str, s['shape']))}, {s['dtype']}"
-    idle = [100 * x for x in plots.rank_idle_shares(s, build.trace(record))]
+    step = plots.rank_forwards(s, build.trace(record))  # the trace walked once, for the figure and its idle shares
+    idle = [100 * x for x in plots.rank_idle_shares(step)]
     shares = [f"Rank 0's GPU sat idle for {idle[0]:.0f} % of this step"] + [
         f"rank {r['rank']}'s for {x:.0f} %" for r, x in zip(s["ranks"][1:], idle[1:])]
-    step = lambda r: (f"the {'balanced' if build.summary(r)['load_balance'] else 'unbalanced'} "
-                      f"{build.summary(r)['rotate']} step at S={build.summary(r)['shape'][2]:,}")
-    scaled = (f"*Drawn on one time axis with {listed([step(r) for r in others])}, so their lengths compare.*\n\n"
+    named = lambda o: (f"the {'balanced' if o['load_balance'] else 'unbalanced'} {o['rotate']} step at "
+                       f"S={o['shape'][2]:,}")
+    scaled = (f"*Drawn on one time axis with {listed([named(build.summary(r)) for r in others])}, so their lengths "
+              f"compare.*\n\n"
               if others else "")
-    return (f"{plots.ranks_timeline(s, build.trace(record), axis_us=span)}\n\n{scaled}"
+    return (f"{plots.ranks_timeline(s, step, axis_us=span)}\n\n{scaled}"
             f"{listed(shares)} (the empty stretches of their lanes, from the first rank's annotation to the last "
             f"GPU op).\n\n"
             f"*Hover a bar for its name and duration. The file holds every rank (Perfetto shows them as processes "

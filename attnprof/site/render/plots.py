@@ -245,12 +245,12 @@ RANK_LANES = {"attention": (SERIES[0], "attention kernel"), "other": (SERIES[1],
               "nccl": (SERIES[2], "NCCL kernel")}
 
 
-def ranks_timeline(summary, trace: dict, width: int = 880, axis_us: float = 0) -> str:
-    """The ranks figure at `width` px and at NARROW px for a phone (the stylesheet shows one); its time axis
-    spans at least `axis_us`, a compared figure's step, so that the two share one scale."""
+def ranks_timeline(summary, step, width: int = 880, axis_us: float = 0) -> str:
+    """The ranks figure of a step (rank_forwards) at `width` px and at NARROW px for a phone (the stylesheet shows
+    one); its time axis spans at least `axis_us`, a compared figure's step, so that the two share one scale."""
     return ('<div class="attnprof-trace attnprof-ranks" data-search-exclude="">'
-            + _ranks_timeline(summary, trace, width, "attnprof-wide", axis_us)
-            + "\n" + _ranks_timeline(summary, trace, NARROW, "attnprof-narrow", axis_us) + "</div>")
+            + _ranks_timeline(summary, step, width, "attnprof-wide", axis_us)
+            + "\n" + _ranks_timeline(summary, step, NARROW, "attnprof-narrow", axis_us) + "</div>")
 
 
 def rank_forwards(summary, trace: dict):
@@ -263,17 +263,17 @@ def rank_forwards(summary, trace: dict):
     return fwds, t0, max(f.start_ts - t0 + max(o.start_us + o.duration_us for o in f.ops) for f in fwds)
 
 
-def rank_idle_shares(summary, trace: dict) -> list[float]:
-    """Per rank, the share of the drawn step in which its GPU ran none of its ops (the empty stretches of its lanes)."""
-    fwds, _, end = rank_forwards(summary, trace)
-    return [1 - traces.busy_us([{"start_us": o.start_us, "duration_us": o.duration_us} for o in f.ops]) / end
-            for f in fwds]
+def rank_idle_shares(step) -> list[float]:
+    """Per rank, the share of a step (rank_forwards) in which its GPU ran none of its ops (the empty stretches of
+    its lanes)."""
+    fwds, _, end = step
+    return [1 - traces.gaps(f.ops).busy_us / end for f in fwds]
 
 
-def _ranks_timeline(summary, trace: dict, width: int, variant: str, axis_us: float = 0) -> str:
+def _ranks_timeline(summary, step, width: int, variant: str, axis_us: float = 0) -> str:
     """One forward on every rank, on the trace's one clock: a compute and an NCCL lane per rank, each rank's
     same step (rank 0's median). The legend is stacked under the lanes at the left, where a phone shows it."""
-    fwds, t0, end = rank_forwards(summary, trace)
+    fwds, t0, end = step
     left, right, row_h = 122, 12, 20
     axis = max(end, axis_us)
     scale = (width - left - right) / axis
