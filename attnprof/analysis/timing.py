@@ -44,24 +44,21 @@ class Method:
 # every timing method the site names, in the methods table's order; a verdict rests on the UNPROFILED ones
 METHODS = {
     "graph_us": Method("GPU only (CUDA-graph replay)", "events around one replay of a graph of the same calls, per call",
-                       "the GPU's work alone: no CPU, no launch between calls"),
+                       "the GPU's work alone, no launches"),
     "profiled_device": Method("profiled device time (torch.profiler)", "sum of the forward's op durations in the trace",
-                              "the same kernels, timed by the profiler; gaps between them are not counted"),
+                              "the same kernels, gaps not counted"),
     "back_to_back_us": Method("back to back (CUDA events)", "events around {calls} enqueued calls, per call",
-                              "a stream's pace: GPU only plus any time the GPU waits for the next launch"),
+                              "GPU only, plus waits for the next launch"),
     "profiled_span": Method("profiled span (torch.profiler)", "first launch to last op end of one profiled forward",
-                            "starts at the first launch call, so the CPU's work before it is left out; that launch "
-                            "runs under the profiler"),
+                            "from the first launch, under the profiler"),
     "one_call_us": Method("one call (CUDA events)", "events around one call on an idle GPU, then a synchronize",
-                          "GPU only plus the launch: the CPU's work before the first kernel and the launch latency"),
+                          "GPU only, plus the CPU's work and the launch before the first kernel"),
     "one_call_wall_us": Method("one call (host clock)", "wall time of the call and the synchronize after it",
-                               "seen from Python, in calls of its own: it starts at the call, while the events' "
-                               "interval starts when the GPU passes the start event, a little earlier, so it can "
-                               "come out shorter"),
+                               "seen from Python, from the call on: it can come out shorter than the events'"),
     "enqueue_us": Method("CPU enqueue (host clock)", "wall time to enqueue the {calls} back-to-back calls, per call",
-                         "the CPU's pace: dispatch and launch calls, no waiting on the GPU"),
+                         "the CPU's pace, no waiting on the GPU"),
     "profiled_cpu": Method("profiled CPU time (torch.profiler)", "the annotated range on the CPU thread",
-                           "the same CPU work with the profiler recording it"),
+                           "the same CPU work, the profiler recording it"),
 }
 UNPROFILED = ("one_call_us", "back_to_back_us", "graph_us", "enqueue_us")
 VERDICTS = ("launch-bound", "GPU-bound", "on the boundary", "neither")

@@ -157,7 +157,7 @@ STAGES = {
               timing=_TIMED, takes_mask=False, bshd_too=True, color="#4e79a7", short="flash"),
         Stage("cudnn", "SDPA, cuDNN backend", "sdpa", "cudnn", **{**_FUSED, "shapes": ("post", "long", "short")},
               timing=_TIMED, bshd_too=True, color="#59a14f", short="cuDNN"),
-        Stage("auto", "SDPA, auto-dispatch", "sdpa", None, counters=("post",), timing=_TIMED, color="#79706e",
+        Stage("auto", "SDPA, auto-dispatch", "sdpa", None, counters=("post",), timing=_TIMED, color="#1f9fb4",
               short="auto-dispatch"),
         Stage("flex", "FlexAttention (torch.compile)", "flex", provider="PyTorch FlexAttention",
               setup=_block_mask, group="provider", **_FUSED,

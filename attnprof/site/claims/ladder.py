@@ -4,7 +4,7 @@ from __future__ import annotations
 from ...analysis import decide, kernel_names, oplist
 from ...text import escape, us
 from ..build import Build
-from ..words import listed, short
+from ..words import listed, short, title
 from ..pieces.captures import scores_bytes
 from ..pieces.runs import clock_condition
 from .core import Flip, Statement, claim
@@ -56,35 +56,51 @@ def unasked_copy(build: Build, stage) -> Statement:
                      "aten::clone" in path, " → ".join(path), lesson=lesson)
 
 
+def _saved(build: Build, stage: str, against: str):
+    """The Memcpy of `stage`'s forward drawn, the device time `against`'s forward saved, and whether, by the one
+    rule between processes (the two forwards come from two captures), the saving is that copy's time."""
+    s = build.summary(stage)
+    i, copy = next((i, op) for i, op in enumerate(s["ops"], 1) if op["kind"] == "memcpy")
+    before, after = s["forward_device_us"], build.summary(against)["forward_device_us"]
+    less, kept = decide.point(before - copy["duration_us"], decide.DEVICE), decide.point(after, decide.DEVICE)
+    return i, copy, before, after, decide.order(less, kept) == 0, decide.margin(less, kept)
+
+
 @claim("copy-cost", reads=lambda stage, against: [stage, against, "run-hardware"],
        flip=Flip("run-hardware.json", in_run("hardware", lambda r: r.update(copy_us_each=scale(r["copy_us_each"], 2.0)))))
 def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
     """What the out-of-place copy should cost (its bytes in and out over the copy rate measured on the same
     GPU) against what it took, and what dropping it saved: the in-place chapter's arithmetic."""
     s = build.summary(stage)
-    i, copy = next((i, op) for i, op in enumerate(s["ops"], 1) if op["kind"] == "memcpy")
+    i, copy, before, after, is_copy, margin = _saved(build, stage, against)
     hw = build.run("hardware")
     size = scores_bytes(s)
     expected = 2 * size / (hw["copy_gbs"] * 1e3)  # bytes read + written, at the measured rate (GB/s → bytes/µs)
-    before, after = s["forward_device_us"], build.summary(against)["forward_device_us"]
-    saved = before - after
-    # the two forwards come from two captures: the one rule between processes says whether the in-place forward
-    # is the naive one less its copy
-    less, inplace = decide.point(before - copy["duration_us"], decide.DEVICE), decide.point(after, decide.DEVICE)
-    rest = decide.order(less, inplace)
     off = 100 * abs(copy["duration_us"] / expected - 1)
     text = (f"{size / 2**20:.0f} MiB in and {size / 2**20:.0f} MiB out at the copy rate measured on the {escape(s['device'])} "
             f"({hw['copy_gbs']:,.0f} GB/s, bytes read + written, {clock_condition(hw.get('clocks'))}) should take "
             f"{us(expected)}; the Memcpy (op {i} of the "
             f"{short(stage)} forward) took {us(copy['duration_us'])}, within {off:.1f} % of that. Writing the mask in "
-            f"place saved {us(saved)} of device time between the two forwards drawn (those of the op lists): the "
-            f"copy's time, within the "
-            f"{pct(decide.margin(less, inplace))} a forward's device time can move between two captures")
+            f"place saved {us(before - after)} of device time between the two forwards drawn (those of the op lists): "
+            f"the copy's time, within the {pct(margin)} a forward's device time can move between two captures")
     lesson = f"the copy took {us(copy['duration_us'])}, within {off:.1f} % of what its bytes take at the GPU's measured copy rate"
     within = decide.against(abs(copy["duration_us"] / expected - 1), decide.COPY_WITHIN, decide.POINT_BAND) == "below"
-    return Statement(text, within and rest == 0, lesson=lesson,
-                     rests_on=f"expected {expected:.1f} µs, copy {copy['duration_us']:.1f} µs, saved {saved:.1f} µs, "
+    return Statement(text, within and is_copy, lesson=lesson,
+                     rests_on=f"expected {expected:.1f} µs, copy {copy['duration_us']:.1f} µs, saved {before - after:.1f} µs, "
                               f"forwards {before:.1f} and {after:.1f} µs")
+
+
+@claim("copy-saved", reads=lambda stage, against: [stage, against],
+       flip=lambda against: Flip(f"{against}.trace.json.gz", in_trace("kernel", "at::native::elementwise_kernel", 0.5)))
+def copy_saved(build: Build, stage="naive", against="inplace") -> Statement:
+    """What dropping the copy saved of the forward's device time: the copy's time, by the one rule."""
+    i, copy, before, after, is_copy, margin = _saved(build, stage, against)
+    lesson = f"saving {us(before - after)} of {us(before)}"
+    text = (f"device time of the forward drawn: {title(against)} {us(after)}, {title(stage)} {us(before)}; "
+            f"{us(before - after)} saved, against the Memcpy's {us(copy['duration_us'])} (op {i} of {short(stage)}'s), "
+            f"{'the same' if is_copy else 'not the same'} within the {pct(margin)} a forward's device time can move "
+            f"between two captures")
+    return Statement(text, is_copy, f"saved {before - after:.1f} µs, copy {copy['duration_us']:.1f} µs", lesson=lesson)
 
 
 @claim("same-op-time", reads=lambda a, b: [a, b],

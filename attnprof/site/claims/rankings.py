@@ -7,7 +7,7 @@ from ...model import names
 from ...model.stages import DEFAULT_SHAPE, STAGES
 from ...text import escape, shape as shape_text, us
 from ..build import Build, row
-from ..words import DEVICE, MEDIAN, TIMING_RUN, listed, per_process, short, within
+from ..words import DEVICE, MEDIAN, TIMING_RUN, listed, per_process, plain_title, short, within
 from .core import ADAPTS, Flip, Statement, claim
 from .edits import each, in_run, scale, scaled_row, setting
 from .wording import apart, front, pct, times
@@ -195,9 +195,13 @@ def _slower_rows(stage: str, layout: str, factor: float):
     return edit
 
 
-def _name(record: str) -> str:
-    """A stage by its short name, a reader's capture by its record's name."""
-    return short(record) if record in STAGES else f"<code>{escape(record)}</code>"
+def _namer(build: Build, records):
+    """Each record's name in a sentence: a stage's short name; a reader's capture by its title, less the part
+    before a comma that every reader's capture named here shares ("Sliding window, SDPA with a boolean mask")."""
+    own = {r: plain_title(build.summary(r)) for r in records if r not in STAGES}
+    heads = {t.split(", ", 1)[0] for t in own.values() if ", " in t}
+    shared = heads.pop() + ", " if len(heads) == 1 and all(", " in t for t in own.values()) and len(own) > 1 else ""
+    return lambda r: short(r) if r in STAGES else escape(own[r].removeprefix(shared))
 
 
 @claim("no-faster", reads=lambda a, b: [a, b], flip=lambda a: Flip(f"{a}.json", each("forward_device_us", 0.3)))
@@ -205,6 +209,7 @@ def no_faster(build: Build, a, b) -> Statement:
     """`a`'s forward takes no less device time than `b`'s (profiler, the one rule over each one's profiled
     forwards): the same, not told apart, or more."""
     ta, tb = (decide.samples(build.summary(r)["forward_device_us_each"], decide.DEVICE) for r in (a, b))
+    _name = _namer(build, [a, b])
     side = decide.order(ta, tb)
     verdict = {1: "slower", 0: "not told apart", -1: "faster"}[side]
     text = (f"{_name(a)}'s forward takes {ta.text(us)} of device time, {_name(b)}'s {tb.text(us)}: {verdict} "
@@ -222,6 +227,7 @@ def least_device(build: Build, leader, *others) -> Statement:
     dtype, each with profiled forwards enough for a range."""
     times = {r: decide.samples(build.summary(r)["forward_device_us_each"], decide.DEVICE) for r in (leader, *others)}
     runner = min(others, key=lambda r: times[r].median)
+    _name = _namer(build, times)
     said = {r: build.number(r, DEVICE, MEDIAN, us(build.summary(r)["forward_device_us"])) for r in (leader, runner)}
     alike = len({(tuple(build.summary(r)["shape"]), build.summary(r)["dtype"]) for r in times}) == 1
     first = decide.ranking(times)[0]
