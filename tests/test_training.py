@@ -299,7 +299,7 @@ def test_backward_timeline_follows_autograd():
 def test_chapters_render_from_the_committed_captures(site):
     bwd = (site / "backward" / "index.html").read_text()
     assert "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" in bwd and "ScaledDotProductFlashAttentionBackward0" in bwd
-    assert 'aria-label="flash backward trace"' in bwd and "One backward of flash" in bwd  # the trace, inline
+    assert 'aria-label="flash backward trace"' in bwd and "One backward of SDPA, flash backend" in bwd  # the trace, inline
     assert "Captured on NVIDIA H200" in bwd and "attnprof:" not in bwd
     two = (site / "two-gpus" / "index.html").read_text()
     assert "ncclDevKernel_AllGather_RING_LL" in two and "<code>SendRecv</code>" in two

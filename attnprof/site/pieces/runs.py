@@ -490,21 +490,27 @@ def graphs_record(r: dict) -> str:
 
 
 @piece("graphs")
-def graphs(build: Build):
-    """Each forward launched op by op and replayed as one CUDA graph: single-call and back-to-back medians."""
-    rows = []
+def graphs(build: Build, times="one-call"):
+    """Each forward launched op by op and replayed as one CUDA graph: single-call medians and the speedup, or,
+    with `back-to-back`, the back-to-back medians (a folded table). A shape is named on its first row."""
+    rows, last = [], None
     for i, r in enumerate(build.run("graphs")):
+        where = f"{escape(r['where'])} (q {shape(r['shape'])})"
+        where, last = ("" if where == last else where), where
         if "error" in r:
-            rows.append((f"{escape(r['where'])} (q {shape(r['shape'])})", escape(r["path"]), "—", "—", "—", "—", escape(r["error"])))
+            rows.append((where, escape(r["path"]), "—", "—", escape(r["error"])))
             continue
         e, g = r["eager"], r["graph"]
+        if times == "back-to-back":
+            rows.append((where, escape(r["path"]), us(e["back_to_back_us"]), us(g["back_to_back_us"]), ""))
+            continue
         one_call = build.number(graphs_record(r), ONE_CALL, GRAPHS_RUN, us(e["median_us"]))
-        rows.append((f"{escape(r['where'])} (q {shape(r['shape'])})", escape(r["path"]), one_call, us(g["median_us"]),
-                     graph_gain(build, i), us(e["back_to_back_us"]), us(g["back_to_back_us"])))
+        rows.append((where, escape(r["path"]), one_call, us(g["median_us"]), graph_gain(build, i)))
+    if times == "back-to-back":
+        return tables.table(["shape", "path", "back to back per call, op by op (CUDA events)",
+                             "back to back per call, graph (CUDA events)"], [row[:4] for row in rows], "llrr")
     return tables.table(["shape", "path", "one call, launched op by op (CUDA-event median)",
-                         "one call, graph replay (CUDA-event median)", "speedup",
-                         "back to back per call, op by op (CUDA events)", "back to back per call, graph (CUDA events)"],
-                        rows, "llrrrrr") + (
+                         "one call, graph replay (CUDA-event median)", "speedup"], rows, "llrrr") + (
         f"\n\n*One call*: {GRAPHS_RUN}." + (
             " *Not told apart*: within the timing's noise ([the rule](methods.md#when-two-numbers-are-told-apart))."
             if any("not told apart" in str(cell) for row in rows for cell in row) else ""))

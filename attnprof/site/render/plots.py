@@ -9,7 +9,7 @@ from ...analysis import kernel_names, trace as traces
 from ...analysis.oplist import KIND_LABEL
 from ...text import escape, us
 from ...model.stages import STAGES
-from ..words import count
+from ..words import count, plain_title
 from .svg import BACKGROUND, CONNECTOR, FRAME, GRID, INK, MUTED, PATH_COLOR, ROLE, SERIES, el, header, hover
 
 MUTED_TEXT = {"class": "attnprof-muted", "fill": MUTED}  # small print; the stylesheet gives it 4.5:1 in each scheme
@@ -154,7 +154,7 @@ def _timeline(summary, fwd: traces.Forward, width: int, variant: str, cpu_depth:
     scale = (width - left - right) / axis if axis else 1
     x = lambda t: left + t * scale
     depth_rows = max([o.depth for o in cpu], default=0)
-    heading = f'One {what} of {summary["stage"]}, from the start of its annotation to the end of its last GPU op'  # the axis gives the span
+    heading = f'One {what} of {plain_title(summary)}, from the start of its annotation to the end of its last GPU op'  # the axis gives the span
     heading_x = 4 if narrow else left
     heading_lines = wrap(heading, width - heading_x - right, CHAR_W * 1.08)  # bold runs wider
     y_cpu = 34 + 16 * (len(heading_lines) - 1)
