@@ -67,7 +67,7 @@ def fig_sweep_tflops(build, d, frame=plots.CHART):
     series = _sweep_series(build, d, lambda r: _value(r, "tflops_back_to_back"))
     peak = build.run("ceilings")["matmul_tflops"]
     return plots.line_chart(series, f"sequence length S ({_sweep_grid(build)})", "TFLOP/s (causal FLOPs)",
-                            f"Forward throughput, head dim {d}, bf16, causal", hlines={"bf16 matmul, ceilings run": peak}, frame=frame)
+                            f"Forward throughput, head dim {d}, bf16, causal", hlines={"bf16 matmul ceiling (measured)": peak}, frame=frame)
 
 
 def fig_sweep_memory(build, d, frame=plots.CHART):
@@ -305,7 +305,7 @@ def fastest(build: Build):
     rows = sorted(build.run("fastest"), key=lambda r: -(r.get("tflops_back_to_back") or 0))
     layout = lambda r: LAYOUT_TITLES[r.get("layout", "BHSD")]
     table = tables.table(["path", "q, k, v in memory", "back to back: CUDA-event time / forward",
-                          "TFLOP/s (back to back)", "of the ceilings run's matmul",
+                          "TFLOP/s (back to back)", "of the bf16 matmul ceiling",
                           "TFLOP/s (one call: CUDA-event median)"], [
         (title(r["path"]), layout(r), us(r.get("back_to_back_us")), f"**{r['tflops_back_to_back']:.0f}**",
          f"{100 * r['tflops_back_to_back'] / peak:.0f} %", f"{r['tflops']:.0f}") if "tflops_back_to_back" in r else
@@ -325,7 +325,7 @@ def fastest_words(build: Build, rows: list[dict], peak: float) -> str:
     rate = lambda key: times[key].scaled(lambda t: tflops(flops, t))
     fig = lambda key: rate(key).text(lambda x: f"{x:.0f}")
     top = decide.ranking(times)[0]
-    share = (f"{100 * rate(top[0]).median / peak:.0f} % of the {peak:.0f} TFLOP/s bf16 matmul rate the ceilings run "
+    share = (f"{100 * rate(top[0]).median / peak:.0f} % of the {peak:.0f} TFLOP/s bf16 matmul ceiling, "
              f"measured at {clock_condition(build.run('ceilings').get('clocks'))}, while these forwards' rounds ran at "
              f"{RUN_FACTS['sm_clock'](build, 'fastest')}: a share of that matmul, not of the GPU's peak")
     against = matmul_said(build, "fastest")  # what the percent is of, in the lesson's words
