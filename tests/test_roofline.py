@@ -76,6 +76,19 @@ def test_a_matmul_at_the_forwards_clock_is_said_as_the_measured_rate(tmp_path):
     assert "power-capped" not in registry.expand(build(b.folder), "ceilings", [])
 
 
+def test_the_ceilings_say_how_they_met_the_gpu_as_each_committed_set_measured_them():
+    """The H200's ceilings were taken after seconds of load (its record keeps `settle_s`), power-capped; the
+    H100's in runs of a few milliseconds, as the sweep times its forwards, at its highest clock: each set's
+    pages say which, and only the first warns that a path can pass the roof."""
+    settled, bursts = (build(store.SETS / name).run("ceilings") for name in ("h200", "h100"))
+    assert "settle_s" in settled and runs.power_capped(settled["clocks"])  # the records' cases
+    assert "settle_s" not in bursts and not runs.power_capped(bursts["clocks"])
+    assert "after seconds of load" in runs.ceiling_how(settled) and "under its power cap" in runs.ceiling_how(settled)
+    assert "pass it" in runs.ceiling_how(settled)
+    said = registry.expand(build(store.SETS / "h100"), "ceilings", [])
+    assert "runs of a few milliseconds" in said and "pass it" not in said and "power" not in said
+
+
 def test_the_power_cap_is_read_from_its_bit_alone():
     assert runs.power_capped({"throttle_reasons": 4}) and runs.power_capped({"throttle_reasons": 5})
     assert not runs.power_capped({"throttle_reasons": 1}) and not runs.power_capped({"throttle_reasons": None})

@@ -136,7 +136,7 @@ def interleaved(arms: dict, rounds: int, seed: int | None = None, reader=None, w
     so drift falls on every arm alike. The GPU's state is read before and after each round (`reader`). With
     `drop`, a round whose SM clock fell below THROTTLE of the maximum is dropped for every arm and counted, and
     the next waits THROTTLE_RECOVERY_S, as NVBench does; unless every round fell, for a run never fails for its
-    clock. Without `drop` (the ceilings: a rate at the power cap's clock) every round is kept. With `warm`, a
+    clock. Without `drop` (the ceilings, which compare no rounds) every round is kept. With `warm`, a
     dropped first round makes the first kept one follow work, not the idle of preparation. Returns {name:
     {field: kept samples, ..., "rounds", "throttled", "clocks", "seed"}}; an arm raising RuntimeError (out of
     memory included) is {"error": why}."""

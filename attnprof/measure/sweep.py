@@ -53,11 +53,12 @@ def _each(run, calls: int, tf32: bool | None = None):
     return measure
 
 
-def _rates(warm, arms: dict, rounds: int, seed) -> dict:
-    """The rates' samples at the clock the GPU holds under its power cap: `warm` run until the clock settles,
-    then `arms` interleaved, every round kept (a ceiling is the rate the GPU sustains, its clock its caption)."""
-    settled = bench.settle(warm)
-    measured = bench.interleaved(arms, rounds, seed=seed, warm=False, drop=False)
+def _rates(arms: dict, rounds: int, seed, settle=None) -> dict:
+    """The rates' samples, `arms` interleaved and every round kept (a ceiling compares no rounds; its clock is its
+    caption): with `settle`, at the clock the GPU holds under its power cap, `settle` run until that clock settles;
+    without, each arm run once first and then in short rounds, as the sweep's forwards are timed."""
+    settled = bench.settle(settle) if settle else {}
+    measured = bench.interleaved(arms, rounds, seed=seed, warm=settle is None, drop=False)
     failed = next((m["error"] for m in measured.values() if "error" in m), None)
     if failed:
         raise RuntimeError(failed)
@@ -67,14 +68,14 @@ def _rates(warm, arms: dict, rounds: int, seed) -> dict:
 
 
 def ceilings(device="cuda", rounds=CEILING_ROUNDS, seed=None) -> dict:
-    """bf16 matmul TFLOP/s on random 8192³ operands and device copy bandwidth (read + write) of 2 GiB, at the
-    settled clock the GPU holds under its power cap (the SM clock they ran at kept beside them: `clocks`)."""
+    """bf16 matmul TFLOP/s on random 8192³ operands and device copy bandwidth (read + write) of 1 GiB, each round a
+    run of a few milliseconds, as the sweep times its forwards: the roof and the points it bounds meet the GPU in
+    like bursts, not one after seconds of load (the SM clock they ran at kept beside them: `clocks`)."""
     n = 8192
     a, b = (torch.randn(n, n, device=device, dtype=torch.bfloat16) for _ in range(2))
     src = torch.randn(2**30 // 2, device=device, dtype=torch.bfloat16)  # 1 GiB (bf16 elements)
     dst = torch.empty_like(src)
-    rates = _rates(lambda: [a @ b for _ in range(10)],
-                   {"matmul": _each(lambda: a @ b, calls=10), "copy": _each(lambda: dst.copy_(src), calls=10)},
+    rates = _rates({"matmul": _each(lambda: a @ b, calls=3), "copy": _each(lambda: dst.copy_(src), calls=10)},
                    rounds, seed)
     return {"matmul_shape": [n, n, n], "copy_bytes": src.numel() * src.element_size(), **rates}  # rates: derived.py
 
@@ -112,11 +113,11 @@ def hardware(device="cuda", rounds=CEILING_ROUNDS, seed=None) -> dict:
     qh, kh = q.bfloat16(), k.bfloat16()
     src = torch.randn(2**30 // 2, device=device, dtype=torch.bfloat16)  # 1 GiB
     dst = torch.empty_like(src)
-    warm = _each(lambda: a @ b, calls=5, tf32=False)
-    rates = _rates(warm, {"fp32_matmul": _each(lambda: a @ b, calls=5, tf32=False),
+    rates = _rates({"fp32_matmul": _each(lambda: a @ b, calls=5, tf32=False),
                           "fp32_bmm": _each(lambda: torch.bmm(q, k), calls=20, tf32=False),
                           "bf16_bmm": _each(lambda: torch.bmm(qh, kh), calls=20),
-                          "copy": _each(lambda: dst.copy_(src), calls=10)}, rounds, seed)
+                          "copy": _each(lambda: dst.copy_(src), calls=10)}, rounds, seed,
+                   settle=_each(lambda: a @ b, calls=5, tf32=False))
     return {"query": query, "fp32_matmul_shape": [n, n, n], "bmm_shape": [bh, s, d, s],
             "fp32_bmm_kernel": longest.key if longest else None, "copy_bytes": src.numel() * src.element_size(),
             **rates}

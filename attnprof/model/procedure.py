@@ -20,7 +20,7 @@ FEW_REPEATS = 2
 STEADY_REPEATS = 5  # the steady run's processes (measure/steady.py): the fastest forward's spread across them
 # A round of interleaved measurements (measure/bench.py interleaved) with an SM clock reading, before or after it, below
 # this share of the GPU's maximum SM clock is dropped for every arm where rounds are compared (never all of them, and
-# never a ceiling's, a rate at the clock the GPU holds): NVBench's default throttle threshold, "--throttle-threshold: ...
+# never a ceiling's, which compares no rounds): NVBench's default throttle threshold, "--throttle-threshold: ...
 # percentage of the device's default clock rate. Default is 75" (https://github.com/NVIDIA/nvbench/blob/main/docs/cli_help.md).
 THROTTLE = 0.75
 # After a round dropped at a throttled clock, the next waits this long for the clock to recover: NVBench's default,

@@ -177,7 +177,23 @@ def ceilings(build: Build):
         ("bf16 matmul", f"**{c['matmul_tflops']:.0f} TFLOP/s**",
          f"{shape(c['matmul_shape'])} on random data, back-to-back median, {at}"),
         ("device copy", f"**{c['copy_gbs']:,.0f} GB/s**", f"{size(c['copy_bytes'])} copied, bytes read + written, {at}"),
-    ])
+    ]) + f"\n\nBoth were {ceiling_how(c)}."
+
+
+def ceiling_how(c: dict) -> str:
+    """How the ceilings run met the GPU, as its record says: after seconds of load (`settle_s`, the clock the GPU
+    then held) or in runs of a few milliseconds, as the sweep times its forwards."""
+    if "settle_s" in c:
+        return ("measured after seconds of load, at the clock the GPU then held"
+                + (" under its power cap" if power_capped(c.get("clocks")) else "")
+                + ". The paths were timed in short runs at their own clock, so a path can reach it or pass it")
+    return "measured in runs of a few milliseconds, as the sweep times its forwards"
+
+
+@piece("matmul-ceiling", inline=True)
+def matmul_ceiling(build: Build):
+    """The dashed line of the throughput charts in words: the ceilings run's matmul, and how it met the GPU."""
+    return f"one large bf16 matmul's rate, {ceiling_how(build.run('ceilings'))}"
 
 
 def _sweep_time(build: Build, r: dict) -> decide.Range:
