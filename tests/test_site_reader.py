@@ -115,7 +115,7 @@ LESSON_ORDER = [  # what a ladder chapter shows, in this order, before anything 
     ("What to notice, open", re.compile(r'<div class="admonition abstract">\s*<p class="admonition-title">What to notice')),
     ("the details", re.compile(r'<h2 id="details"')),
 ]
-FOLDED = ['<div class="admonition info">', "<strong>Gaps</strong>", "One forward of <code>"]  # stamp, gaps, caption
+FOLDED = ['<div class="admonition info">', "<strong>Gaps</strong>", "drawn here is the one of the"]  # stamp, gaps, caption
 PIN = {"naive": "masked_fill(", "inplace": "masked_fill_(", "math": "SDPBackend.MATH", "efficient": "SDPBackend.EFFICIENT",
        "flash": "SDPBackend.FLASH", "cudnn": "SDPBackend.CUDNN", "auto": "scaled_dot_product_attention"}
 

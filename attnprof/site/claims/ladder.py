@@ -130,7 +130,8 @@ def gemm_unit(build: Build, stage) -> Statement:
     units = {kernel_names.explain(name)["math_unit"] for name in gemms}
     lesson = ("its matmuls in fp32 on CUDA cores, not Tensor Cores" if units == {kernel_names.CUDA_CORES}
               else "its matmuls on Tensor Cores" if units == {kernel_names.TENSOR} else "its matmuls on mixed units")
-    text = f"{lesson}: the {len(gemms)} cuBLAS kernels' names say {listed(sorted(units))}"
+    text = (f"{lesson}, as the names of its {len(gemms)} cuBLAS kernels mark them (`ffma` for the CUDA cores' fused "
+            f"multiply-add, `hmma` for Tensor Cores): {listed([f'<code>{escape(n)}</code>' for n in gemms])}")
     return Statement(text, units == {kernel_names.CUDA_CORES}, ", ".join(sorted(units)), lesson=lesson)
 
 

@@ -56,7 +56,7 @@ def layer_eager(build: Build) -> Statement:
             f"softmax alone, in float32, takes {us(soft['duration_us'])}, "
             f"{times(soft['duration_us'] / kernel['duration_us'])} the time of sdpa's whole attention kernel "
             f"({_where(eager)}).")
-    lesson = (f"Under `eager` the same layer takes {times(eager['forward_device_us'] / sdpa['forward_device_us'])} "
+    lesson = (f"under `eager` the same layer takes {times(eager['forward_device_us'] / sdpa['forward_device_us'])} "
               f"the device time it takes under `sdpa`; its float32 softmax alone outlasts sdpa's whole attention kernel")
     return Statement(text, in_fp32 and soft["duration_us"] > kernel["duration_us"]
                      and eager["forward_device_us"] > sdpa["forward_device_us"], lesson=lesson,

@@ -72,9 +72,9 @@ def rates(build: Build, stage) -> Statement:
     outcome = ("alike" if set(apart) == {0} else "kernel" if set(apart) == {-1} else "mixed") + (
         ", one call lower" if set(slower) == {1} else ", one call not told apart")
     # in short runs: the fastest run's tens of milliseconds of queued forwards, apart from the steady run's
-    first = {"alike": f"about {f(profiler)} TFLOP/s by its kernel alone and in short back-to-back runs",
-             "kernel": f"{f(profiler)} TFLOP/s by its kernel alone, above back to back in short runs",
-             "mixed": f"{f(profiler)} TFLOP/s by its kernel alone, matched back to back in one layout only"
+    first = {"alike": f"{f(profiler)} TFLOP/s kernel-only and in short back-to-back runs",
+             "kernel": f"{f(profiler)} TFLOP/s kernel-only, above back to back in short runs",
+             "mixed": f"{f(profiler)} TFLOP/s kernel-only, matched back to back in one layout only"
              }[outcome.split(",")[0]]
     lower = outcome.endswith("lower")
     second = "lower one call at a time" if lower else "as high one call at a time"
@@ -85,7 +85,7 @@ def rates(build: Build, stage) -> Statement:
         short_run = queued[layout]
         o = decide.order(steady[3], short_run)
         outcome += {1: ", steady lower", 0: ", steady not told apart", -1: ", steady higher"}[o]
-        loaded = f", {f(steady[0])} after seconds of load" + (" (not told apart)," if o == 0 else ",")
+        loaded = f", {f(steady[0])} after seconds of load" + (" (not told apart from those)," if o == 0 else ",")
         held = (f" After seconds of load it runs at {f(steady[0])} TFLOP/s, "
                 + {1: "below", 0: "not told apart from", -1: "above"}[o]
                 + f" the short runs' rate stored {_layout(layout)} ({steady[3].text(us)} against {short_run.text(us)} per "

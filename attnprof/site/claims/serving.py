@@ -83,10 +83,10 @@ def serving_answers(build: Build) -> Statement:
                "; no packed batch is ahead of the padded one by one call somewhere and behind it nowhere")
             + (f"; one call (the table's) is longer packed than padded for {' and '.join(slower)}" if slower else ""))
     heads = "less memory and time" if gqa_time == -1 else "less memory"
-    packing = (f"pack requests with {escape(best[0].split(',')[0])} rather than pad, which wastes {pct(wasted)} of FLOPs"
+    packing = (f"pack with {escape(best[0].split(',')[0])} rather than pad, which wastes {pct(wasted)} of FLOPs"
                if len(best) == 1 else
                f"padding wastes {pct(wasted)} of FLOPs, which packing saves{', not always in time' if slower else ' and time'}")
-    lesson = f"Let SDPA read shared heads ({heads}); a decode step is bound by bytes; {packing}"
+    lesson = f"Let SDPA read shared heads ({heads}); decode over a long cache is bound by bytes; {packing}"
     return Statement(text, holds, f"extra {gqa[True]['peak_extra_bytes']} vs {gqa[False]['peak_extra_bytes']}, "
                                   f"decode share {share:.2f}, wasted {wasted:.2f}, packed {len(packed)}, best {best}",
                      f"gqa {gqa_time}; packing {'named' if len(best) == 1 else 'slower' if slower else 'saves'}", lesson)

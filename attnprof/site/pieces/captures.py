@@ -66,7 +66,7 @@ def drawn(build: Build, record, explained=None) -> str:
     fwds, shown = build.forwards(record)
     guide = "" if explained == "here" else f" ([reading a trace]({TRACE_GUIDE}))"
     said = lambda quantity, method, x: build.number(record, quantity, method, us(x)) if what == "forward" else us(x)
-    return (f"The {what} of `{record}` drawn here is the one of the {len(fwds)} profiled whose device time is the "
+    return (f"The {what} of {title(s)} drawn here is the one of the {len(fwds)} profiled whose device time is the "
             f"median, {said(DEVICE, MEDIAN, shown.device_us)} ([why](methods.md#which-forward-a-page-shows)). The op "
             f"list shows the same one{guide}. The trace file holds the whole profile"
             f"{', each backward after its forward' if what == 'backward' else ''}.")
@@ -91,7 +91,7 @@ def trace(build: Build, record, explained=None, caption=None, cpu_depth=None, ax
     others = [r for r in (axis or "").split(",") if r and r != record]
     span = max((plots.drawn_span(build.forwards(r)[1]) for r in others), default=0)
     scaled = (f"*Drawn on one time axis with the trace{'s' if len(others) > 1 else ''} of "
-              f"{listed([title(r) for r in others])}, so their lengths compare.*\n\n" if others else "")
+              f"{listed([title(build.summary(r)) for r in others])}, so their lengths compare.*\n\n" if others else "")
     idle = (f"From the first launch to the last op's end, the GPU ran none of this {what}'s ops for "
             f"{100 * oplist.gaps(s).idle_share:.0f} % of the time: the shaded stretches of the GPU lane.\n\n")
     return (f"{plots.timeline(s, build.forwards(record)[1], cpu_depth=depth, axis_us=span)}\n\n{idle}{scaled}{said}"

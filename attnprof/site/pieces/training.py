@@ -7,7 +7,7 @@ rank. Their stamp, kernels and footprint are the stage pieces' own (`stamp flash
 from __future__ import annotations
 
 from ...analysis import kernel_names, oplist, trace
-from ...analysis.flops import causal_tflops
+from ...analysis.flops import causal_flops, tflops
 from ...analysis.oplist import KIND_LABEL
 from ...model.procedure import BWD_FLOP_FACTOR, MEASURED_ONCE_TWO_GPU
 from ...model.stages import STAGES
@@ -22,8 +22,9 @@ GRADIENTS = ("dq", "dk", "dv")
 
 
 def bwd_tflops(s: dict) -> float:
-    """Backward TFLOP/s: the causal forward's FLOPs times the backward's factor, over its CUDA-event median."""
-    return BWD_FLOP_FACTOR * causal_tflops(s)
+    """Backward TFLOP/s: the causal forward's FLOPs times the backward's factor, over the backward's device time
+    (the median profiled one's), the time the table ranks backwards by."""
+    return tflops(BWD_FLOP_FACTOR * causal_flops(s["shape"]), s["backward_device_us"])
 
 
 def grad_error(s: dict) -> float:
@@ -52,7 +53,7 @@ def compare_backward(build: Build, *records):
     reps = build.summary(records[0])["settings"]["event_reps"]
     return (tables.table(["stage", "device ops / backward", "of them launched from the calling thread",
                           "device time / backward (profiler, sum of kernels)",
-                          "one call: CUDA-event median (p10–p90)", f"TFLOP/s ({BWD_FLOP_FACTOR}× causal fwd FLOPs, one-call median)",
+                          "one call: CUDA-event median (p10–p90)", f"TFLOP/s ({BWD_FLOP_FACTOR}× causal fwd FLOPs, device time)",
                           "backward ÷ forward (device time, same trace)",
                           "worst grad error vs fp64"], rows, "lrrrrrrr")
             + f"\n\nShape {dims(build.summary(records[0])['shape'])}, bf16, causal; each backward the median profiled one."

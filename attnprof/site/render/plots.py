@@ -280,8 +280,8 @@ def _ranks_timeline(summary, step, width: int, variant: str, axis_us: float = 0)
     x = lambda t: left + t * scale
     balance = "" if summary["load_balance"] else ", load balancer off"
     heading = wrap(f'One forward on each of {len(fwds)} ranks, S={summary["shape"][2]:,}, rotation '
-                   f'{summary["rotate"]}{balance}:', width - 4 - right, CHAR_W * 1.08)
-    sub = wrap(f"{us(end)} from the first rank's annotation to the last GPU op", width - 4 - right)
+                   f'{summary["rotate"]}{balance},', width - 4 - right, CHAR_W * 1.08)
+    sub = wrap("from the first rank's annotation to the last GPU op", width - 4 - right)  # the axis gives the span
     top = 48 + 16 * (len(heading) + len(sub) - 2)
     lanes_bottom = top + len(fwds) * 2 * (row_h + 6)
     legend_y = lanes_bottom + 54
