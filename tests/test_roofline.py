@@ -163,18 +163,17 @@ def test_the_one_call_threshold_is_said_plainly_in_every_outcome(tmp_path, index
 
 # ---- 5. each measured copy rate names its clock -------------------------------------------------------------
 
-def test_every_measured_copy_rate_names_the_clock_it_was_measured_at():
-    """Two runs measure the device copy: `hardware` (at-a-glance, the in-place chapter) and `ceilings` (the
-    roofline and the decode table). Their figures differ, so each is said with its SM clock beside it."""
+def test_one_copy_rate_per_gpu_and_every_page_gives_it_with_its_clock():
+    """The hardware run measures the device copy, and every page reads that one rate: at a glance, the in-place
+    chapter's arithmetic, the roofline's memory roof and ridge, the decode table's shares; each says its SM clock."""
     b = build()
-    hw, ceilings = b.run("hardware"), b.run("ceilings")
-    assert f"{hw['copy_gbs']:,.0f}" != f"{ceilings['copy_gbs']:,.0f}"
-    at_hw, at_ceilings = runs.clock_condition(hw["clocks"]), runs.clock_condition(ceilings["clocks"])
-    assert at_hw != at_ceilings
+    hw = b.run("hardware")
+    rate, at = f"{hw['copy_gbs']:,.0f} GB/s", runs.clock_condition(hw["clocks"])
+    assert runs.copy_rate(b) == hw["copy_gbs"]
     hardware = registry.expand(build(), "hardware", [])
-    assert f"{hw['copy_gbs'] / 1000:.2f} TB/s (copy, read + write, {runs.HARDWARE['copy_of_peak'](hw)}, {at_hw})" in hardware
-    copy = check(build(), "copy-cost").text
-    assert f"({hw['copy_gbs']:,.0f} GB/s, bytes read + written, {at_hw})" in copy
-    assert re.search(rf"\*\*{ceilings['copy_gbs']:,.0f} GB/s\*\* \| [^|]*{re.escape(at_ceilings)}",
-                     registry.expand(build(), "ceilings", []))
-    assert f"{ceilings['copy_gbs']:,.0f} GB/s at {at_ceilings}" in registry.expand(build(), "decode", [])
+    assert f"{hw['copy_gbs'] / 1000:.2f} TB/s (copy, read + write, {runs.HARDWARE['copy_of_peak'](hw)}, {at})" in hardware
+    assert f"({rate}, bytes read + written, {at})" in check(build(), "copy-cost").text
+    assert re.search(rf"\*\*{rate}\*\* \| [^|]*{re.escape(at)}", registry.expand(build(), "ceilings", []))
+    assert f"{rate} at {at}" in registry.expand(build(), "decode", [])
+    ridge = b.run("ceilings")["matmul_tflops"] * 1e3 / hw["copy_gbs"]
+    assert f"ridge point of the measured ceilings is {ridge:.0f} FLOP per byte" in registry.expand(build(), "counters-roofline", [])

@@ -7,7 +7,7 @@ from ..build import Build
 from .core import ADAPTS, Flip, Statement, claim
 from .edits import in_first_process, in_run
 from .wording import pct
-from ..pieces.runs import measured, row_where
+from ..pieces.runs import copy_rate, measured, row_where
 
 def _gqa_extra_equal(result):
     """enable_gqa's peak extra memory made the repeated copies' (what the claim says it saves)."""
@@ -44,7 +44,7 @@ def _packed_padded(result):
         r["computed_flops"] = padded["computed_flops"]
 
 
-@claim("serving-answers", reads=["run-gqa", "run-decode", "run-varlen", "run-ceilings"],
+@claim("serving-answers", reads=["run-gqa", "run-decode", "run-varlen", "run-hardware"],
        flip=[Flip("run-gqa.json", in_first_process("gqa", _gqa_extra_equal)),
              Flip("run-decode.json", in_run("decode", _largest_decode_slower)),
              Flip("run-gqa.json", in_run("gqa", _gqa_slow), ADAPTS),
@@ -58,7 +58,7 @@ def serving_answers(build: Build) -> Statement:
     gqa = {r["way"].startswith("enable_gqa"): r for r in build.run("gqa")}
     gqa_time = decide.order(*(measured(build, "gqa", row_where(way=gqa[x]["way"]), "times_us") for x in (True, False)))
     step = max((r for r in build.run("decode") if "gbs" in r), key=lambda r: r["kv_bytes"])
-    share = step["gbs"] / build.run("ceilings")["copy_gbs"]
+    share = step["gbs"] / copy_rate(build)
     varlen = build.run("varlen")
     padded = [r for r in varlen if r["computed_flops"] > r["useful_flops"]]
     wasted = max((1 - r["useful_flops"] / r["computed_flops"] for r in padded), default=0.0)

@@ -95,7 +95,7 @@ def _roofline_points(build):
 
 def fig_roofline(build, frame=plots.CHART):
     c = build.run("ceilings")
-    return plots.roofline(c["matmul_tflops"], c["copy_gbs"], _roofline_points(build),
+    return plots.roofline(c["matmul_tflops"], copy_rate(build), _roofline_points(build),
                           f"Roofline at {dims(roofline_shape(build))} (bf16, causal)", frame)
 
 
@@ -105,7 +105,7 @@ def fig_decode(build, frame=plots.CHART):
               for b in sorted({r["batch"] for r in rows})}
     return plots.line_chart(series, "KV cache length (tokens)", "GB/s of K and V read",
                             f"Decode: one query token per sequence, {_heads(rows)}",
-                            hlines={"copy bandwidth (read + write, measured)": build.run("ceilings")["copy_gbs"]},
+                            hlines={"copy bandwidth (read + write, measured)": copy_rate(build)},
                             frame=frame)
 
 
@@ -171,13 +171,20 @@ def matmul_said(build: Build, run: str) -> str:
 
 @piece("ceilings")
 def ceilings(build: Build):
-    c = build.run("ceilings")
+    c, hw = build.run("ceilings"), build.run("hardware")
     at = clock_condition(c.get("clocks"))
     return tables.table(["ceiling", "measured", "how"], [
         ("bf16 matmul", f"**{c['matmul_tflops']:.0f} TFLOP/s**",
          f"{shape(c['matmul_shape'])} on random data, back-to-back median, {at}"),
-        ("device copy", f"**{c['copy_gbs']:,.0f} GB/s**", f"{size(c['copy_bytes'])} copied, bytes read + written, {at}"),
-    ]) + f"\n\nBoth were {ceiling_how(c)}."
+        ("device copy", f"**{copy_rate(build):,.0f} GB/s**", f"{size(hw['copy_bytes'])} copied, bytes read + written, "
+         f"{clock_condition(hw.get('clocks'))}, in the hardware run ([At a glance](at-a-glance.md))"),
+    ]) + f"\n\nThe matmul was {ceiling_how(c)}."
+
+
+def copy_rate(build: Build) -> float:
+    """The GPU's device copy rate (GB/s, bytes read + written): the hardware run's, the one copy rate every page
+    reads, the memory roof of the roofline among them."""
+    return build.run("hardware")["copy_gbs"]
 
 
 def ceiling_how(c: dict) -> str:
@@ -275,7 +282,7 @@ def roofline_table(build: Build):
     c = build.run("ceilings")
     rows = []
     for name, intensity, rate in _roofline_points(build):
-        attainable = min(c["matmul_tflops"], c["copy_gbs"] * intensity / 1e3)
+        attainable = min(c["matmul_tflops"], copy_rate(build) * intensity / 1e3)
         rows.append((name, f"{intensity:.0f}", f"{rate:.0f}", f"{attainable:.0f}",
                      f"{100 * rate / c['matmul_tflops']:.0f} %", f"{100 * rate / attainable:.0f} %"))
     return tables.table(["path", "FLOP / byte", "TFLOP/s (back to back, B=2)", "roof at that intensity (TFLOP/s)",
@@ -288,7 +295,7 @@ def roofline_table(build: Build):
 def counters_roofline(build: Build):
     """Each fused path at the long shape by Nsight Compute's DRAM bytes and kernel time, against the ridge."""
     c = build.run("ceilings")
-    ridge = c["matmul_tflops"] * 1e3 / c["copy_gbs"]  # FLOP per byte where the two roofs meet
+    ridge = c["matmul_tflops"] * 1e3 / copy_rate(build)  # FLOP per byte where the two roofs meet
     rows = []
     for stage, record in counted_at(LONG_SHAPE):
         measured = build.counters(record)
@@ -385,15 +392,16 @@ def gqa(build: Build):
 
 @piece("decode")
 def decode(build: Build):
-    copy = build.run("ceilings")["copy_gbs"]
+    copy = copy_rate(build)
     return tables.table(["batch", "KV length", "backend", "back to back / step (CUDA events)", "K+V bytes", "GB/s",
                          "of copy bandwidth"], [
         (r["batch"], f"{r['kv_len']:,}", escape(r.get("backend", "—")), us(r.get("back_to_back_us")), size(r.get("kv_bytes")),
          f"{r['gbs']:.0f}" if "gbs" in r else "OOM", f"{100 * r['gbs'] / copy:.0f} %" if "gbs" in r else "—")
         for r in build.run("decode")], "rrlrrrr") + (
         f"\n\nSDPA alone: one query token per sequence against K and V of the stated length, {_heads(build.run('decode'))}, "
-        f"bf16; a step's time is the median of steps queued back to back. Copy bandwidth: the device copy ceiling "
-        f"of [Roofline](roofline.md), {copy:,.0f} GB/s at {clock_condition(build.run('ceilings').get('clocks'))}.")
+        f"bf16; a step's time is the median of steps queued back to back. Copy bandwidth: the device copy rate "
+        f"measured on this GPU ([At a glance](at-a-glance.md)), {copy:,.0f} GB/s at "
+        f"{clock_condition(build.run('hardware').get('clocks'))}.")
 
 
 def _queued(build: Build, run: str) -> str:
