@@ -190,7 +190,7 @@ def cudnn_occupancy(build: Build):
             f"our {gpu_name(build, 'cudnn')} kernel (built for {arch_of(kernel_names.explain(op['name'])['arch'])}, "
             f"{threads} threads): achieved {_pct(k, 'warps_active_pct')} of a theoretical "
             f"{_pct(k, 'theoretical_occupancy_pct')}",
-            "the 0 is the trace's estimate, not the kernel: the counters measure a real occupancy")
+            "the 0 is the trace's estimate; the counters measure real occupancy")
 
 
 def math_on_cuda_cores(build: Build):

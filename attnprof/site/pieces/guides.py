@@ -66,12 +66,13 @@ def repeats_said() -> str:
     groups = {}
     for r in names.RUNS:
         if names.RUN_CODE[r].repeats > 1:
-            groups.setdefault(names.RUN_CODE[r].repeats, []).append(f"`run-{r}`")
+            groups.setdefault(names.RUN_CODE[r].repeats, []).append(r.replace("_", "-"))
     if not groups:
         return ""
     times = lambda n: {2: "twice"}.get(n, f"{count(n)} times")
     common = max(groups, key=lambda n: (len(groups[n]), n))
-    named = [f"{listed(runs)} {times(n)}" for n, runs in sorted(groups.items(), reverse=True) if n != common]
+    named = [f"the {listed(runs)} run{'s' if len(runs) > 1 else ''} {times(n)}" for n, runs in sorted(groups.items(), reverse=True)
+             if n != common]
     return ("A run whose numbers a page compares is taken in separate processes, each with its own CUDA context: "
             + "; ".join(named + [f"{'the others' if named else 'each'} {times(common)}"]) + ".")
 
@@ -82,7 +83,7 @@ def decision_guide(build: Build):
     (analysis/decide.py, counters.BAND, timing.HOST_MARGIN, each run's repeats in model/names.RUN_CODE) and its
     false-decision rate measured on the records (analysis/aa.py)."""
     paired, apart = aa_counts(build)
-    rounds = [f"`run-{r}`" for r in names.RUNS if names.RUN_CODE[r].repeats > 1 and names.RUN_CODE[r].rounds]
+    rounds = [r.replace("_", "-") for r in names.RUNS if names.RUN_CODE[r].repeats > 1 and names.RUN_CODE[r].rounds]
     taken = repeats_said()
     regimes = (decide.LAUNCH_BOUND, decide.GPU_BOUND)
     margins = tables.table(
@@ -92,7 +93,7 @@ def decision_guide(build: Build):
     same = aa.IDENTICAL[0]
     return (
         f"Two times are told apart only when they differ by more than that kind of time moves on its own.\n\n"
-        f"{taken} The runs {listed(rounds)} measure the paths they compare in turns inside each process, so that a "
+        f"{taken} The {listed(rounds)} runs measure the paths they compare in turns inside each process, so that a "
         f"slow moment of the host or the GPU falls on all of them. The other runs measure one path "
         f"after another. Each process measures holding the GPU alone, and while it times anything on the CPU, the "
         f"regeneration's other processes on that GPU pause. A time is given as its median with a range in "
