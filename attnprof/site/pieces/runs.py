@@ -569,7 +569,7 @@ def e2e(build: Build):
                          "attention's share (SDPA)", "layer, naive ÷ SDPA"], rows, "rrrrrrr")
 
 
-STREAM_RUN = "a stream of eager steps (a run of its own)"  # the header of the cell decode_stream fills
+STREAM_RUN = "who sets the pace of a stream of eager steps"  # the header of the cell decode_stream fills
 
 
 def decode_stream(build: Build, r: dict) -> tuple[str, str]:
@@ -587,9 +587,9 @@ def decode_stream(build: Build, r: dict) -> tuple[str, str]:
     if timing.settled(every):
         said = detail = kind
     elif kind:
-        said, detail = f"{kind}, within the margin", f"{kind}, within the {timing.HOST_MARGIN:g}× margin"
+        said, detail = f"{kind}, narrowly", f"{kind}, within the {timing.HOST_MARGIN:g}× margin"
     else:
-        said = "not the same in every process"
+        said = "differs between processes"
         detail = f"{said} ({', '.join(v.stream for v in every)})"
     return said, f"{detail}: {queued.text(us)} back to back, {us(gpu.median)} GPU only, {enqueue.text(us)} CPU enqueue"
 
@@ -603,7 +603,7 @@ def stream_times(build: Build) -> str:
 def _stream_note(build: Build) -> str:
     """What the stream column is: a measurement apart from the steps timed in turns (so its time is not theirs)."""
     runs = {len(r["stream"]["back_to_back_us"]) for r in build.repeats("decode_step")[0] if "stream" in r}
-    return (f"*{STREAM_RUN.capitalize()}*: taken in each process before the steps timed in turns, "
+    return (f"*{STREAM_RUN.capitalize()}*: a run of its own, taken in each process before the steps timed in turns, "
             f"{listed([str(n) for n in sorted(runs)])} runs of eager steps queued back to back. Each is timed by "
             f"CUDA events (back to back) and by the host clock around its enqueue loop (CPU enqueue); a CUDA graph "
             f"of the same steps gives GPU only. A stream runs no faster than its CPU enqueues it, and the host's "
