@@ -6,7 +6,7 @@ from ...text import escape, us
 from ..build import Build
 from ..words import listed, short, title
 from ..pieces.captures import scores_bytes
-from ..pieces.runs import clock_condition
+from ..pieces.runs import clock_condition, copy_rate
 from .core import Flip, Statement, claim
 from .edits import in_run, in_trace, no_copies, renamed, scale
 from .wording import pct, times
@@ -75,10 +75,10 @@ def copy_cost(build: Build, stage="naive", against="inplace") -> Statement:
     i, copy, before, after, is_copy, margin = _saved(build, stage, against)
     hw = build.run("hardware")
     size = scores_bytes(s)
-    expected = 2 * size / (hw["copy_gbs"] * 1e3)  # bytes read + written, at the measured rate (GB/s → bytes/µs)
+    expected = 2 * size / (copy_rate(build) * 1e3)  # bytes read + written, at the measured rate (GB/s → bytes/µs)
     off = 100 * abs(copy["duration_us"] / expected - 1)
     text = (f"{size / 2**20:.0f} MiB in and {size / 2**20:.0f} MiB out at the copy rate measured on the {escape(s['device'])} "
-            f"({hw['copy_gbs']:,.0f} GB/s, bytes read + written, {clock_condition(hw.get('clocks'))}) should take "
+            f"({copy_rate(build):,.0f} GB/s, bytes read + written, {clock_condition(hw.get('clocks'))}) should take "
             f"{us(expected)}; the Memcpy (op {i} of the "
             f"{short(stage)} forward) took {us(copy['duration_us'])}, within {off:.1f} % of that. Writing the mask in "
             f"place saved {us(before - after)} of device time between the two forwards drawn (those of the op lists): "
