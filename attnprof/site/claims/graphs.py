@@ -1,4 +1,4 @@
-"""Claims about CUDA graph replays: what a replay saves one call, and where."""
+"""Claims about CUDA graph replays: how a replay looks in the profiler, what it saves one call, and where."""
 from __future__ import annotations
 
 from ...analysis import decide
@@ -6,10 +6,38 @@ from ...model.stages import DEFAULT_SHAPE
 from ...text import escape, us
 from ..build import Build
 from ..pieces.runs import measured, row_where
-from ..words import listed
+from ..words import count, listed
 from .core import Flip, Statement, claim
 from .edits import in_run, scale
 from .wording import front, pct, times
+
+
+def _launched_eagerly(s):
+    s["ops"][0]["launch"] = "cudaLaunchKernel"
+
+
+@claim("replay-in-profiler", reads=lambda eager, replay: [eager, replay],
+       flip=lambda eager, replay: [
+           Flip(f"{replay}.json", _launched_eagerly),
+           Flip(f"{replay}.json", lambda s: s["cpu_ops"].append({"name": "aten::empty", "start_us": 0.0,
+                                                                 "duration_us": 1.0, "depth": 1})),
+           Flip(f"{replay}.json", lambda s: s["ops"][0].update(name="void other_kernel<1>()"))])
+def replay_in_profiler(build: Build, eager="flash", replay="flash_graph") -> Statement:
+    """What the profiler shows of one forward replayed from a CUDA graph, against the same forward launched op by
+    op: the same kernels, every one launched by cudaGraphLaunch, and no operator on the CPU."""
+    e, r = build.summary(eager), build.summary(replay)
+    kernels = lambda s: [op["name"] for op in s["ops"] if op["kind"] == "kernel"]
+    launches = sorted({op["launch"] for op in r["ops"]})
+    same, one_launch, no_ops = kernels(e) == kernels(r), launches == ["cudaGraphLaunch"], not r["cpu_ops"]
+    n = len(kernels(r))
+    text = (f"{escape(r['title'])} runs the same {count(n)} kernel{'s' if n != 1 else ''} as {escape(e['title'])}, "
+            f"launched by `cudaGraphLaunch`, and the profiler recorded "
+            f"{len(r['cpu_ops'])} operators on the CPU inside its annotated range, against {len(e['cpu_ops'])} "
+            f"launched op by op (the forward drawn of each, {len(r['forward_device_us_each'])} profiled)")
+    lesson = ("A replay shows the same kernels, each tied to `cudaGraphLaunch` and to no `aten::` operator: the "
+              "profiler no longer says which operator made a kernel")
+    return Statement(text, same and one_launch and no_ops, f"same kernels: {same}, launches: {launches}, "
+                     f"CPU operators: {[op['name'] for op in r['cpu_ops']]}", lesson=lesson)
 
 
 @claim("graph-gains", reads=["run-graphs"],
