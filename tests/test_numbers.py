@@ -95,3 +95,21 @@ def test_the_a100_table_says_which_op_counts_differ_from_the_posts_by_a_memset(m
     assert {name for name in s if short(name) in parts} == expect, said
     monkeypatch.setattr(hardware, "FIGURES", {k: {**v, "ops": None} for k, v in hardware.FIGURES.items()})
     assert "the post's count for" not in glance_a100(Build(store.CAPTURES, problems={}))
+
+
+def test_methods_sets_the_chapters_profiled_figures_beside_the_other_clocks():
+    """Methods' one forward under every clock gives its profiled rows from the stage's capture, the numbers the
+    cuDNN chapter gives (device and CPU time: the median of its forwards; span: the forward drawn's gaps), and a
+    chapter's gaps box gives the timing run's stream and no second one-call or CPU figure."""
+    from attnprof.analysis import oplist
+    from attnprof.site.pieces.timing import methods, stream_line
+    from attnprof.text import us
+    registry.load()
+    build = Build(store.CAPTURES, problems={})
+    s = build.summary("cudnn")
+    row = lambda name: next(line for line in methods(build).splitlines() if line.startswith(f"| {name}"))
+    assert f"| {us(s['forward_device_us'])} |" in row("profiled device time")
+    assert f"| {us(s['cpu_forward_us'])} |" in row("profiled CPU time")
+    assert f"| {us(oplist.gaps(s).span_us)} |" in row("profiled span")
+    line = stream_line(build, "cudnn", s["shape"])
+    assert "GPU-bound" in line and "one call" not in line and "CPU side takes" not in line

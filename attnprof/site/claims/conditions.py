@@ -112,17 +112,8 @@ def _mostly_launch(row):  # one call three times its GPU work
     row["one_call_us"] = [3 * x for x in row["graph_us"]]
 
 
-def _profiler_free(row):  # the profiled CPU time no more than the unprofiled enqueue
-    row["profiled"]["cpu_us"] = list(row["enqueue_us"])
-
-
-def _profiler_dearer(row):
-    row["profiled"]["cpu_us"] = [2 * x for x in row["profiled"]["cpu_us"]]
-
-
 def _verdict_flips(stage, shape, kind="stream"):
-    edits = {"stream": (_launch_bound, _gpu_bound), "call": (_no_overhead, _mostly_launch),
-             "profiler": (_profiler_free, _profiler_dearer)}[kind]
+    edits = {"stream": (_launch_bound, _gpu_bound), "call": (_no_overhead, _mostly_launch)}[kind]
     to = {"stream": "GPU-bound, settled"}.get(kind)  # where the records may already give it
     return [Flip("run-timing.json", _rows(_at(shape, stage), edits[0])),
             Flip("run-timing.json", _rows(_at(shape, stage), edits[1]), ADAPTS, to)]
@@ -136,8 +127,7 @@ def verdict(build: Build, stage, shape, kind="stream") -> Statement:
     """What the page around a timing verdict relies on. A stream at the post's shape is not launch-bound
     (the chapter's premise: there the GPU sets the pace; elsewhere a stream's verdict is what the processes
     gave, whichever). One call takes decidedly more than its GPU work (the launch overhead its sentence
-    gives shows, by the one rule). The profiler's CPU time is above the unprofiled enqueue (the page: it
-    overstates the CPU's share)."""
+    gives shows, by the one rule)."""
     v = timing.verdict(timing.find(build.run("timing")["rows"], stage, shape))
     said = _said(build, "verdict", stage, shape, kind)
     if kind == "stream":
@@ -152,9 +142,7 @@ def verdict(build: Build, stage, shape, kind="stream") -> Statement:
         side = decide.order(one, gpu.scaled(lambda x: 2 * x))
         found = ("launch dominates" if side > 0 else UNDECIDED_CALL if side == 0 else "kernels dominate")
         return Statement(said, decide.order(one, gpu) == 1, f"one call {one.text(us)}, GPU work {gpu.text(us)}", found)
-    inflation = v.profiler_inflation
-    return Statement(said, decide.against(inflation, decide.PARITY, B) == "above",
-                     f"profiled CPU over unprofiled enqueue {inflation:.2f}×", f"{inflation:.0f}x")
+    raise KeyError(f"unknown verdict kind {kind!r} (known: stream, call)")
 
 
 # ---- verdicts (every stage of the timing run at one shape), where the page expects none -----------------

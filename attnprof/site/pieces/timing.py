@@ -8,14 +8,14 @@ from __future__ import annotations
 import math
 import re
 
-from ...analysis import aa, decide, timing
+from ...analysis import aa, decide, oplist, timing
 from ...model import names
 from ...model.procedure import SCHEDULE, THROTTLE
 from ...model.stages import DEFAULT_SHAPE, STAGES
 from ...text import escape, shape as shape_text, us
 from ..render import tables
 from ..build import Build, FalseStatement, RecordUnusable
-from ..words import ONE_CALL, TIMING_RUN, count, listed, mhz, short, sm_readings, title
+from ..words import CPU, DEVICE, MEDIAN, ONE_CALL, TIMING_RUN, count, listed, mhz, short, sm_readings, title
 from ..registry import piece
 
 
@@ -90,15 +90,12 @@ def _rounds_note(results: list[dict]) -> str:
             f"dropped for all ({dropped} dropped{clock}). ")
 
 
-def _method_note(build: Build, profiled: bool = True) -> str:
+def _method_note(build: Build) -> str:
     r, processes = build.run("timing"), len(build.repeats("timing"))
     pooled = f", in each of {processes} separate processes, pooled" if processes > 1 else ""
     return (f"Unprofiled times ({TIMING_RUN}) are medians with p10–p90 in brackets, in the median's unit. One call: over "
             f"{r['one_call_reps']} calls{pooled}. Back to back, GPU only and CPU enqueue: per call, over {r['reps']} runs of "
-            f"{r['calls']} calls each{pooled}. {_rounds_note(build.repeats('timing'))}"
-            + (f"Profiled CPU time: the annotated range of each of the {count(SCHEDULE['active'])} forwards this run "
-               f"profiles (torch.profiler, as the captures do; a chapter's own capture is another run and gives its own "
-               f"numbers). " if profiled else "") + "bf16, causal.")
+            f"{r['calls']} calls each{pooled}. {_rounds_note(build.repeats('timing'))}bf16, causal.")
 
 
 @piece("timing-table")
@@ -119,20 +116,23 @@ def timing_table(build: Build):
     return (tables.table(["stage", "shape", "one call (events)", "back to back (events)",
                           "GPU only (graph)", "CPU enqueue (host clock)", "a stream is", "launch overhead"], out, "llrrrrlr")
             + "\n\nShape B×H×S×D; medians, p10–p90 in brackets; launch overhead: one call less GPU only.\n\n"
-            + '??? note "How the timing run measured"\n    ' + _method_note(build, profiled=False))
+            + '??? note "How the timing run measured"\n    ' + _method_note(build))
 
 
 def _cell(x: timing.Stats | None) -> str:
     return "—" if x is None else spread(x) if x.n > 3 else us(x.median)
 
 
-def _unprofiled_and_profiled(r: dict) -> dict[str, str]:
-    """Each method's cell for one row of the timing run."""
-    v = timing.verdict(r)
-    return {"graph_us": _cell(v.gpu_only), "profiled_device": _cell(v.profiled_device),
-            "back_to_back_us": _cell(v.back_to_back), "profiled_span": _cell(timing.stats(r["profiled"]["span_us"])),
+def _cells(build: Build, r: dict) -> dict[str, str]:
+    """Each method's cell: the unprofiled ones from a row of the timing run, the profiled ones from the stage's
+    capture, as its chapter gives them (device and CPU time: the median of its forwards; span: the forward drawn)."""
+    v, record = timing.verdict(r), names.record_name(r["stage"], r["shape"])
+    capture = build.summary(record)
+    return {"graph_us": _cell(v.gpu_only),
+            "profiled_device": build.number(record, DEVICE, MEDIAN, us(capture["forward_device_us"])),
+            "back_to_back_us": _cell(v.back_to_back), "profiled_span": us(oplist.gaps(capture).span_us),
             "one_call_us": _cell(v.one_call), "one_call_wall_us": _cell(timing.stats(r["one_call_wall_us"])),
-            "enqueue_us": _cell(v.enqueue), "profiled_cpu": _cell(v.profiled_cpu)}
+            "enqueue_us": _cell(v.enqueue), "profiled_cpu": build.number(record, CPU, MEDIAN, us(capture["cpu_forward_us"]))}
 
 
 def _other_runs(build: Build, r: dict, v: timing.Verdict) -> list[tuple]:
@@ -158,18 +158,18 @@ def _other_runs(build: Build, r: dict, v: timing.Verdict) -> list[tuple]:
 
 @piece("methods")
 def methods(build: Build, stage="cudnn", shape=None):
-    """One stage at one shape under every method, all but Nsight Compute from one run."""
+    """One stage at one shape under every method: the unprofiled ones from one timing run, the profiled ones
+    from the stage's capture, then Nsight Compute and the capture's own one call."""
     r = timing.find(build.run("timing")["rows"], stage, shape or DEFAULT_SHAPE)
     v = timing.verdict(r)
-    cells = _unprofiled_and_profiled(r)
-    lines = [(m.name, m.how.format(calls=r["calls"]), cells[key],
-              m.why + (f": {v.profiler_inflation:.1f}× the CPU enqueue time" if key == "profiled_cpu" else ""))
-             for key, m in timing.METHODS.items()]
+    cells = _cells(build, r)
+    lines = [(m.name, m.how.format(calls=r["calls"]), cells[key], m.why) for key, m in timing.METHODS.items()]
     return (f"{title(stage)}, {where(r['shape'])}, timed by each method:\n\n"
             + tables.table(["method", "what it measures", "time (median, p10–p90 in µs)", "why it differs"],
                            lines + _other_runs(build, r, v), "llrl")
-            + f"\n\nAll but the last two rows from one timing run (the {count(SCHEDULE['active'])} profiled forwards "
-              f"give a median only). " + _method_note(build))
+            + f"\n\nUnprofiled rows from one timing run. The profiled rows are the stage's capture, as its chapter "
+              f"gives them: device and CPU time the median of its {count(SCHEDULE['active'])} profiled forwards, the "
+              f"span that of the forward drawn. " + _method_note(build))
 
 
 @piece("kernel-clocks", inline=True)
@@ -177,8 +177,10 @@ def kernel_clocks(build: Build, stage="cudnn", shape=None):
     """How far apart the three kernel-only times of a stage are: GPU only, profiled device time, Nsight Compute."""
     r = timing.find(build.run("timing")["rows"], stage, shape or DEFAULT_SHAPE)
     v = timing.verdict(r)
-    times = {"GPU only": v.gpu_only.median, "profiled device time": v.profiled_device.median}
-    measured = build.counters(names.record_name(r["stage"], r["shape"]))
+    record = names.record_name(r["stage"], r["shape"])
+    times = {"GPU only": v.gpu_only.median, "profiled device time": build.summary(record)["forward_device_us"]}
+    build.number(record, DEVICE, MEDIAN, us(times["profiled device time"]))
+    measured = build.counters(record)
     if measured:
         times["Nsight Compute"] = sum(k["duration_ns"] or 0 for k in measured["kernels"]) / 1000
     apart = 100 * (max(times.values()) - min(times.values())) / min(times.values())  # of the smallest
@@ -198,8 +200,8 @@ UNDECIDED_CALL = "launch and kernels not told apart"  # one call within the one 
 
 @piece("verdict", inline=True, conclusion=True)
 def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
-    """A verdict in prose, with its evidence: kind=stream, kind=call (one call's launch overhead) or
-    kind=profiler (the CPU side's inflation). With expect=..., the build fails when the data say otherwise."""
+    """A verdict in prose, with its evidence: kind=stream or kind=call (one call's launch overhead). With
+    expect=..., the build fails when the data say otherwise."""
     expect = expect.replace("_", " ") if expect else None
     r = timing.find(build.run("timing")["rows"], stage, shape)
     v = timing.verdict(r)
@@ -233,11 +235,7 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
             f"it takes {one.text(us)} (CUDA events), {gpu.text(us)} of it GPU work (CUDA-graph replay) "
             f"and {_signed(v.launch_overhead_us)} launch overhead ({100 * v.launch_overhead_us / v.one_call.median:.0f} %"
             f"; {one.how})"))
-    if kind == "profiler":
-        return _claim(directive, expect, f"{v.profiler_inflation:.0f}x",
-                      f"the profiler records {us(v.profiled_cpu.median)} of CPU time per forward where the "
-                      f"unprofiled enqueue takes {us(v.enqueue.median)}: {v.profiler_inflation:.1f}×")
-    raise KeyError(f"unknown verdict kind {kind!r} (known: stream, call, profiler)")
+    raise KeyError(f"unknown verdict kind {kind!r} (known: stream, call)")
 
 
 def queue_never_full(build: Build) -> list[str]:
@@ -389,10 +387,7 @@ def stream_line(build: Build, stage: str, shape, summary: dict | None = None) ->
     v = timing.verdict(r)
     return (f" Unprofiled ([timing run](launch-bound.md#launch-bound-or-gpu-bound)), a stream of these forwards is "
             f"**{v.stream}**: {us(v.back_to_back.median)} per call back to back against {us(v.gpu_only.median)} "
-            f"GPU only and {us(v.enqueue.median)} CPU enqueue; one call takes {us(v.one_call.median)} in that run "
-            f"(the capture above measured its own), {_signed(v.launch_overhead_us)} over GPU only. Profiled in that "
-            f"run, the CPU side takes {us(v.profiled_cpu.median)} per forward, {v.profiler_inflation:.1f}× its "
-            f"unprofiled enqueue.")
+            f"GPU only and {us(v.enqueue.median)} CPU enqueue.")
 
 
 def own_stream_line(s: dict) -> str:
