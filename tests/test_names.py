@@ -188,3 +188,9 @@ def test_no_committed_capture_has_an_unknown_kernel():
         unknown |= {(path.name, op["name"][:120]) for op in ops
                     if op.get("kind") == "kernel" and kernel_names.explain(op["name"])["library"] == "unknown"}
     assert not unknown, unknown
+
+
+def test_what_a_kernel_is_fits_a_table_cell():
+    """The decoded-kernel tables' "what it is" cells are phrases, not sentences: no full stop, at most 20 words."""
+    for pattern, _, _, what in kernel_names.RULES:
+        assert not what.endswith(".") and ". " not in what and len(what.split()) <= 20, pattern

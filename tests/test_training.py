@@ -132,7 +132,7 @@ def test_backward_kernel_names_decode():
         assert (e["library"], e["math_unit"]) == (library, unit), name
     assert "backward" in kernel_names.explain("fmha_cutlassB_bf16_aligned_64x64_k64_seqaligned_sm80")["summary"]
     ag = kernel_names.explain("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)")["summary"]
-    assert "AllGather, algorithm RING, protocol LL" in ag
+    assert "(AllGather, algorithm RING, protocol LL" in ag
     assert kernel_names.fingerprint(["cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x64_1x4x1"
                               "_cga1x1x1_kernel0_0"]) == "cudnn"
 

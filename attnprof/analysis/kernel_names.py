@@ -100,87 +100,74 @@ def label(name: str, limit: int = 46) -> str:
     return base if len(base) <= limit else base[: limit - 1] + "…"
 
 
-# Each rule: (regex on the full name, library, math unit, sentence). First match wins.
+# Each rule: (regex on the full name, library, math unit, what it is: a phrase a table cell holds). First match wins.
 RULES = [
-    (r"^Memcpy", "CUDA runtime", NONE, "A copy made by the copy engine or a copy kernel, not arithmetic."),
-    (r"^Memset", "CUDA runtime", NONE, "Fills device memory with a byte value; no arithmetic."),
-    (r"^nvjet_", "cuBLAS / cuBLASLt (nvjet)", TENSOR,
-     "A GEMM from cuBLASLt's nvjet family, the Hopper-era generated matmul kernels that run on Tensor Cores."),
+    (r"^Memcpy", "CUDA runtime", NONE, "a copy by the copy engine or a copy kernel, no arithmetic"),
+    (r"^Memset", "CUDA runtime", NONE, "fills device memory with one byte value, no arithmetic"),
+    (r"^nvjet_", "cuBLAS / cuBLASLt (nvjet)", TENSOR, "a matmul from cuBLASLt's generated Hopper-era nvjet family"),
     (r"xmma_gemm.*_ffma_|sgemm|gemmSN|_ffma_", "cuBLAS", CUDA_CORES,
-     "An FP32 GEMM that multiplies with fused multiply-adds (FFMA) on the CUDA cores, not on Tensor Cores."),
+     "an FP32 matmul by fused multiply-adds (FFMA), not on Tensor Cores"),
     (r"s16816|h16816|i16832|hmma|_tensorop_|xmma_gemm.*(bf16|f16)", "cuBLAS", TENSOR,
-     "A GEMM on Tensor Cores (Ampere-style mma.sync, e.g. 16x8x16 HMMA tiles)."),
+     "a matmul by Ampere-style mma.sync (16x8x16 HMMA tiles)"),
     (r"gemv|gemmk1_kernel", "cuBLAS", CUDA_CORES,
-     "A cuBLAS matrix-vector or rank-1 (K = 1) product, e.g. RoPE's positions times its frequencies: too little "
-     "arithmetic per byte for Tensor Cores; it runs on the CUDA cores."),
+     "a matrix-vector or K = 1 product (RoPE's positions times frequencies): too few FLOPs per byte for Tensor Cores"),
     (r"splitKreduce_kernel", "cuBLAS / cuBLASLt", CUDA_CORES,
-     "cuBLASLt's split-K reduction: sums the partial products of a GEMM whose K dimension was split across "
-     "thread blocks, then writes the output in its dtype."),
+     "split-K's last step: sums a matmul's partial products and writes its dtype"),
     (r"^fmha_cutlassF_", "memory-efficient attention (xFormers / CUTLASS)", None,
-     "PyTorch's memory-efficient attention kernel, from xFormers, built on CUTLASS: one fused kernel per forward."),
+     "PyTorch's memory-efficient attention forward, one fused kernel"),
     (r"^fmha_cutlassB_", "memory-efficient attention (xFormers / CUTLASS)", None,
-     "The memory-efficient backward, from xFormers, built on CUTLASS: one fused kernel that recomputes the "
-     "probabilities from the saved logsumexp and forms dQ, dK and dV."),
+     "the memory-efficient backward, one fused kernel: recomputes the probabilities from the logsumexp, forms dQ, "
+     "dK and dV"),
     (r"pytorch_flash::flash_fwd|flash_fwd_kernel|flash_fwd_splitkv", "FlashAttention-2 (PyTorch's copy)", TENSOR,
-     "FlashAttention-2's fused forward: QKᵀ, online softmax and PV in one kernel, tiles kept on chip."),
+     "FlashAttention-2's fused forward: QKᵀ, online softmax and PV in one kernel, tiles on chip"),
     (r"flash_bwd_dot_do_o", "FlashAttention-2 (PyTorch's copy)", CUDA_CORES,
-     "FlashAttention-2's backward preprocessing: the row sums D = rowsum(dO ∘ O), which the softmax gradient "
-     "needs in place of the N×N probabilities."),
+     "FlashAttention-2's backward prologue: row sums D = rowsum(dO ∘ O), in place of the N×N probabilities"),
     (r"flash_bwd_convert_dq", "FlashAttention-2 (PyTorch's copy)", NONE,
-     "Casts the fp32 dQ accumulator of the fused backward to the inputs' dtype."),
+     "casts the fused backward's fp32 dQ to the inputs' dtype"),
     (r"flash_bwd_dq_dk_dv|flash_bwd_kernel", "FlashAttention-2 (PyTorch's copy)", TENSOR,
-     "FlashAttention-2's fused backward: recomputes QKᵀ and the softmax tile by tile from the saved logsumexp "
-     "and forms dV, dP, dS, dK and dQ on Tensor Cores; one block per key tile (seqk_parallel), dQ summed in fp32."),
+     "FlashAttention-2's fused backward: recomputes QKᵀ and the softmax per key tile, forms dV, dK and dQ (dQ "
+     "summed in fp32)"),
     (r"flash_attncute.*FlashAttentionForwardSm90|FlashAttentionForwardSm90", "FlashAttention-4 (CuTe DSL)",
      TENSOR + " (wgmma)",
-     "FlashAttention-4's fused forward for Hopper (sm_90), written in NVIDIA's CuTe DSL and compiled at the first "
-     "call: QKᵀ, online softmax and PV in one kernel, its matmuls as warpgroup MMAs (wgmma) on the Tensor Cores."),
+     "FlashAttention-4's fused forward for Hopper, compiled at the first call: QKᵀ, online softmax and PV by wgmma"),
     (r"FlashAttentionBackwardPreprocess", "FlashAttention-4 (CuTe DSL)", CUDA_CORES,
-     "FlashAttention-4's backward preprocessing: the row sums D = rowsum(dO ∘ O) that the softmax gradient "
-     "needs in place of the N×N probabilities."),
+     "FlashAttention-4's backward prologue: row sums D = rowsum(dO ∘ O), in place of the N×N probabilities"),
     (r"FlashAttentionBackwardSm90", "FlashAttention-4 (CuTe DSL)", TENSOR + " (wgmma)",
-     "FlashAttention-4's fused backward for Hopper (sm_90): recomputes the probabilities tile by tile from the "
-     "saved logsumexp and forms dV, dK and dQ with warpgroup MMAs, dQ accumulated in fp32."),
+     "FlashAttention-4's fused backward for Hopper: recomputes the probabilities per tile, forms dV, dK and dQ by "
+     "wgmma (dQ in fp32)"),
     (r"FlashAttentionBackwardPostprocess", "FlashAttention-4 (CuTe DSL)", CUDA_CORES,
-     "FlashAttention-4's backward postprocessing: the fp32 dQ accumulator scaled and cast to the inputs' dtype."),
+     "FlashAttention-4's backward epilogue: scales the fp32 dQ and casts it to the inputs' dtype"),
     (r"flash_attncute|FlashAttention(Forward|Backward)\w*Sm\d+", "FlashAttention-4 (CuTe DSL)", None,
-     "A FlashAttention-4 kernel, written in NVIDIA's CuTe DSL and compiled at the first call."),
+     "a FlashAttention-4 kernel, compiled from NVIDIA's CuTe DSL at the first call"),
     (r"^cudnn_generated_.*sdpa.*flash_fprop", "cuDNN (fused flash attention)", TENSOR,
-     "cuDNN's generated fused attention forward (its flash-style SDPA engine)."),
+     "cuDNN's generated fused attention forward (its flash-style SDPA engine)"),
     (r"^cudnn_generated_.*sdpa.*flash_bprop", "cuDNN (fused flash attention)", TENSOR,
-     "cuDNN's generated fused attention backward (flash-style): recomputes the probabilities from the saved "
-     "softmax statistics and forms dQ, dK and dV."),
+     "cuDNN's fused attention backward: recomputes the probabilities from saved statistics, forms dQ, dK and dV"),
     (r"cudnn::fusion::compute_dot_do_o", "cuDNN", CUDA_CORES,
-     "cuDNN's backward preprocessing: the row sums D = rowsum(dO ∘ O) that the softmax gradient needs."),
-    (r"cudnn::fusion::convert_dq", "cuDNN", NONE, "Casts cuDNN's fp32 dQ accumulator to 16 bits."),
-    (r"^ncclDevKernel_|^ncclKernel_", "NCCL", NONE,
-     "An NCCL communication kernel: it moves data between GPUs and does no attention math."),
-    (r"^cudnn|cudnn::", "cuDNN", None, "A kernel from cuDNN."),
-    (r"cutlass", "CUTLASS", None, "A kernel built from CUTLASS templates."),
+     "cuDNN's backward prologue: row sums D = rowsum(dO ∘ O)"),
+    (r"cudnn::fusion::convert_dq", "cuDNN", NONE, "casts cuDNN's fp32 dQ to 16 bits"),
+    (r"^ncclDevKernel_|^ncclKernel_", "NCCL", NONE, "moves data between GPUs, no attention math"),
+    (r"^cudnn|cudnn::", "cuDNN", None, "a cuDNN kernel"),
+    (r"cutlass", "CUTLASS", None, "a kernel built from CUTLASS templates"),
     (r"^triton_per_fused_flex_attention_backward", "Triton (Inductor)", CUDA_CORES,
-     "Inductor's reduction ahead of FlexAttention's backward: the row sums of dO ∘ O, the same preprocessing "
-     "as the other fused backends' dot_do_o kernels."),
+     "Inductor's reduction before FlexAttention's backward: row sums of dO ∘ O"),
     (r"^triton_tem_fused_flex_attention_backward", "Triton (FlexAttention)", None,
-     "FlexAttention's backward template kernel, generated by torch.compile: recomputes the scores under the "
-     "block mask and forms dQ, dK and dV."),
+     "FlexAttention's backward template: recomputes the scores under the block mask, forms dQ, dK and dV"),
     (r"^triton_(poi|per|red)_", "Triton (Inductor)", CUDA_CORES,
-     "A Triton kernel generated by TorchInductor for pointwise or reduction work."),
+     "generated by TorchInductor for pointwise or reduction work"),
     (r"^triton_tem_fused_flex_attention|flex_attention", "Triton (FlexAttention)", None,
-     "FlexAttention's Triton template kernel, generated by torch.compile for the given mask and score mods."),
+     "FlexAttention's template kernel, generated by torch.compile for its mask and score mods"),
     (r"^quant_per_block_int8", "SageAttention (Triton)", CUDA_CORES,
-     "SageAttention's quantisation of a Q or K block to INT8 with a per-block scale: elementwise, no matmul."),
-    (r"^triton|_kernel$|^_attn_fwd", "Triton", None, "A Triton kernel (named after its Python function)."),
-    (r"softmax", "ATen softmax", CUDA_CORES, "PyTorch's own softmax kernel (exp, max and sum on CUDA cores)."),
-    (r"reduce_kernel", "ATen reduce", CUDA_CORES, "PyTorch's generic reduction kernel."),
-    (r"triu_tril_kernel", "ATen elementwise", CUDA_CORES,
-     "Keeps the upper or lower triangle of a matrix (builds a mask), on the CUDA cores."),
+     "SageAttention's INT8 quantisation of a Q or K block, one scale per block: no matmul"),
+    (r"^triton|_kernel$|^_attn_fwd", "Triton", None, "a Triton kernel, named after its Python function"),
+    (r"softmax", "ATen softmax", CUDA_CORES, "PyTorch's softmax: exp, max and sum"),
+    (r"reduce_kernel", "ATen reduce", CUDA_CORES, "PyTorch's generic reduction"),
+    (r"triu_tril_kernel", "ATen elementwise", CUDA_CORES, "keeps a matrix's upper or lower triangle (builds a mask)"),
     (r"at::native::.*(elementwise|copy|Fill|CatArrayBatchedCopy)", "ATen elementwise", CUDA_CORES,
-     "A PyTorch elementwise kernel (copy, fill, cast or pointwise math) on the CUDA cores: little arithmetic "
-     "per byte it moves (what bounds it, the hardware counters tell)."),
+     "PyTorch's elementwise work (copy, fill, cast, pointwise math): little arithmetic per byte"),
     (r"elementwise_kernel_with_index", "ATen elementwise", CUDA_CORES,
-     "A PyTorch kernel that writes each element from its own index (arange, linspace: e.g. the positions RoPE "
-     "starts from), on the CUDA cores."),
-    (r"at::native::", "ATen", CUDA_CORES, "A PyTorch (ATen) kernel on the CUDA cores; the name says which op."),
+     "writes each element from its own index (arange, linspace: the positions RoPE starts from)"),
+    (r"at::native::", "ATen", CUDA_CORES, "a PyTorch (ATen) kernel; the name says which op"),
 ]
 
 
@@ -208,7 +195,7 @@ def _nccl(name: str) -> str:
     if not m:
         return ""
     op, algo, proto = m.groups()
-    return f" Operation: {op}" + (f", algorithm {algo}, protocol {NCCL_PROTOCOLS[proto]}." if algo else ".")
+    return f" ({op}" + (f", algorithm {algo}, protocol {NCCL_PROTOCOLS[proto]})" if algo else ")")
 
 
 def explain(name: str) -> dict:
@@ -217,10 +204,10 @@ def explain(name: str) -> dict:
 
 @functools.lru_cache(maxsize=4096)
 def _explain(name: str) -> dict:  # a site build asks for the same few names hundreds of times
-    for pattern, library, unit, sentence in RULES:
+    for pattern, library, unit, what in RULES:
         if re.search(pattern, name, re.I if pattern.islower() else 0):
             if library == "NCCL":
-                sentence += _nccl(name)
+                what += _nccl(name)
             dtype = _dtype(name)
             if unit is None:  # these families run on Tensor Cores for 16-bit types; the name says which
                 unit = TENSOR if dtype in ("bf16", "fp16") or re.search(r"wgmma|gmma|mma", name) else UNKNOWN
@@ -229,9 +216,9 @@ def _explain(name: str) -> dict:  # a site build asks for the same few names hun
             elif library.startswith("cuDNN") and re.search(r"_f16_", name):
                 dtype = "16-bit (cuDNN names bf16 and fp16 engines f16)"
             return {"library": library, "math_unit": unit, "dtype": dtype, "arch": _arch(name),
-                    "tile": _tile(name), "summary": sentence, "label": label(name)}
+                    "tile": _tile(name), "summary": what, "label": label(name)}
     return {"library": "unknown", "math_unit": UNKNOWN, "dtype": None, "arch": None, "tile": None,
-            "summary": "unknown: no rule matches this name, so attnprof does not guess.", "label": label(name)}
+            "summary": "unknown: no rule matches this name, so attnprof does not guess", "label": label(name)}
 
 
 # the libraries whose kernel is a fused attention (the whole of QKᵀ, softmax and PV): SDPA's backends and the providers
