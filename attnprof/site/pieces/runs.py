@@ -143,8 +143,8 @@ def figure(build: Build, name):
 def stamp_run(build: Build, record):
     name = record.removeprefix("run-")
     r = build.run_record(name)
-    took = "< 1 s" if r["wall_s"] < 1 else f"{r['wall_s']:.0f} s"
-    return tables.environment(r, "Measured", f"run `{name}`: {took}")
+    took = "under 1 s" if r["wall_s"] < 1 else f"{r['wall_s']:.0f} s"
+    return tables.environment(r, "Measured", f"in {took}; `python -m attnprof sweep --only {name}` retakes it")
 
 
 def power_capped(clocks: dict | None) -> bool:
