@@ -25,3 +25,20 @@ def test_a_stream_verdict_inside_the_host_margin_says_so():
     assert far["stream_label"] == "GPU-bound" and far["stream_note"] is None and far["stream_decided"]
     md = compared.markdown(compare.diff(Build(problems={}).summary("auto"), near))
     assert "A stream of calls of B: GPU-bound on this host by less than the 2× margin" in md
+
+
+def test_tflops_is_the_device_times_and_a_readers_function_has_none():
+    """TFLOP/s counts causal attention FLOPs, so it is given for the site's stages, over the device time every page
+    ranks by (in the diff as in the tables), and not for a reader's function (a window, a whole layer), whose work
+    is its own."""
+    from attnprof.analysis.flops import device_tflops
+    from attnprof.site import registry
+    from attnprof.site.pieces.captures import compare as compare_piece
+    build = Build(problems={})
+    auto, window = build.summary("auto"), build.summary("window.flex")
+    assert compare.metrics(auto)["tflops"] == device_tflops(auto) and compare.metrics(window)["tflops"] is None
+    registry.load()
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[4] for line in
+            compare_piece(build, "flex", "window.flex").splitlines() if line.startswith("| ") and "---" not in line}
+    assert rows["Sliding window, FlexAttention with a block mask"] == "—"
+    assert rows["FlexAttention (torch.compile)"] == f"{device_tflops(build.summary('flex')):.0f}"

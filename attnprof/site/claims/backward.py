@@ -45,7 +45,7 @@ def bwd_over_forward(build: Build) -> Statement:
             f"{times(fused[hi])} ({title(hi)}); the unfused ones, whose forward was already slow, "
             f"{times(min(unfused.values()))} to {times(max(unfused.values()))}.")
     lesson = (f"A fused backward recomputes the probabilities, so it takes {times(fused[lo])} to {times(fused[hi])} "
-              f"its forward's device time, more than any unfused one")
+              f"its forward's device time, a larger multiple than any unfused backward's")
     holds = (decide.against(min(fused.values()), max(unfused.values()), decide.POINT_BAND) == "above"
              and decide.against(min(fused.values()), decide.BACKWARD_OVER_FORWARD, decide.POINT_BAND) == "above")
     return Statement(text, holds, lesson=lesson,

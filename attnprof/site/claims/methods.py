@@ -78,20 +78,23 @@ def rates(build: Build, stage) -> Statement:
              }[outcome.split(",")[0]]
     lower = outcome.endswith("lower")
     second = "lower one call at a time" if lower else "as high one call at a time"
-    loaded, held = ",", ""
+    loaded, held, tail = ",", "", ""
     if steady:
         # the steady run's processes against the fastest run's, in the layout both timed: two runs, by the one rule
         layout = steady[4] if steady[4] in queued else next(iter(queued))
         short_run = queued[layout]
         o = decide.order(steady[3], short_run)
         outcome += {1: ", steady lower", 0: ", steady not told apart", -1: ", steady higher"}[o]
-        loaded = f", {f(steady[0])} after seconds of load" + (" (not told apart from those)," if o == 0 else ",")
+        if o == 0:  # no third figure a reader would set against the first: the rule cannot tell them apart
+            tail = "; after seconds of load, not told apart from those"
+        else:
+            loaded = f", {f(steady[0])} after seconds of load,"
         held = (f" After seconds of load it runs at {f(steady[0])} TFLOP/s, "
                 + {1: "below", 0: "not told apart from", -1: "above"}[o]
                 + f" the short runs' rate stored {_layout(layout)} ({steady[3].text(us)} against {short_run.text(us)} per "
                   f"forward{held_together(steady[3], short_run)}); how much of the difference the clock makes is not "
                   f"measured.")
-    lesson = f"{short(stage)} runs {first}{loaded} and {second}"
+    lesson = f"{short(stage)} runs {first}{loaded} and {second}{tail}"
     text += (f" Set side by side by the one rule, its rate is {first}, and {second}"
              + (f", down to {f(min(one_call))}." if lower else ".") + held)
     return Statement(text, -1 not in slower, lesson=lesson, outcome=outcome,  # one call never beats its own queue

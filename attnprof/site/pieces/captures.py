@@ -273,7 +273,7 @@ def dispatch(build: Build, record):
 @piece("compare", captures=ALL, unavailable=True)
 def compare(build: Build, *records):
     """Several captures side by side: what ran, how long, how fast (one method, so they rank alike), how accurate."""
-    rows, reasons = [], []
+    rows, reasons, own = [], [], False
     for record in records:
         s = build.summary(record)
         if "unavailable" in s:
@@ -282,14 +282,17 @@ def compare(build: Build, *records):
             continue
         kernels = summary.kernels(s)
         main = summary.longest(kernels)
+        own |= "function" in s  # a reader's function: what it computes, and so its FLOPs, are its own
         rows.append((title(s), tables.kernel(main["name"]), s["ops_per_forward"], per_forward(build, s, DEVICE),
-                     f"{device_tflops(s):.0f}", f"{s['rel_err']:.1e}",
+                     "—" if "function" in s else f"{device_tflops(s):.0f}", f"{s['rel_err']:.1e}",
                      f"{len(kernels)} kernel(s); layout {s.get('layout', 'BHSD')}"))
     return (tables.table(["stage", "longest kernel", "ops / forward", "device time / forward (profiler)",
                           "TFLOP/s (causal, device time)", "rel. error vs fp64", "notes"], rows, "llrrrr")
             + f"\n\nShape {dims(build.summary(records[0])['shape'])}, bf16, causal. *Device time*: the sum of one profiled "
               f"forward's device op durations, the forward whose device time is the median of the profiled ones; "
-              f"*TFLOP/s*: causal FLOPs (4·B·H·S²·D, halved by the mask) over that time." + tables.raw_reasons(reasons))
+              f"*TFLOP/s*: causal FLOPs (4·B·H·S²·D, halved by the mask) over that time."
+            + (" A reader's function does work of its own (a window, a whole layer), so it gets none." if own else "")
+            + tables.raw_reasons(reasons))
 
 
 @piece("side-by-side", captures=ALL)
@@ -376,19 +379,17 @@ def glance(build: Build):
     for name in ladder():
         link = f"[{STAGES[name].title}]({name}.md)"
         if name in build.problems:
-            rows.append((link, "capture not usable", *["—"] * 6, escape(build.problems[name])))
+            rows.append((link, "capture not usable", *["—"] * 5, escape(build.problems[name])))
             continue
         s = build.summary(name)
         if "unavailable" in s:
-            rows.append((link, tables.NOT_RUN, *["—"] * 6, tables.why_unavailable(s["unavailable"])))
+            rows.append((link, tables.NOT_RUN, *["—"] * 5, tables.why_unavailable(s["unavailable"])))
             continue
-        rows.append((link, s["ops_per_forward"], per_forward(build, s, DEVICE), per_forward(build, s, ONE_CALL),
-                     per_forward(build, s, CPU), f"{100 * oplist.gaps(s).idle_share:.0f} %", f"{device_tflops(s):.0f}",
+        rows.append((link, s["ops_per_forward"], per_forward(build, s, DEVICE), per_forward(build, s, CPU), f"{100 * oplist.gaps(s).idle_share:.0f} %", f"{device_tflops(s):.0f}",
                      f"{s['rel_err']:.1e}", GISTS[name]))
     return tables.table(
-        ["stage", "ops / forward", "device time / forward (profiler)", f"one call ({CAPTURE_RUN})",
-         "CPU time / forward (profiler)", "GPU idle (of span, profiler)", "TFLOP/s (causal, device time)",
-         "rel. error vs fp64", "in short"], rows, "lrrrrrrr") + (
+        ["stage", "ops / forward", "device time / forward (profiler)", "CPU time / forward (profiler)", "GPU idle (of span, profiler)", "TFLOP/s (causal, device time)",
+         "rel. error vs fp64", "in short"], rows, "lrrrrrr") + (
         f"\n\nShape {dims(DEFAULT_SHAPE)} (the post's), bf16, causal; each stage's capture, its own run.")
 
 

@@ -15,7 +15,7 @@ from ...model.stages import DEFAULT_SHAPE, STAGES
 from ...text import escape, shape as shape_text, us
 from ..render import tables
 from ..build import Build, FalseStatement, RecordUnusable
-from ..words import CPU, DEVICE, MEDIAN, ONE_CALL, TIMING_RUN, count, listed, mhz, short, sm_readings, title
+from ..words import CAPTURE_RUN, CPU, DEVICE, MEDIAN, ONE_CALL, TIMING_RUN, count, listed, mhz, short, sm_readings, title
 from ..registry import piece
 
 
@@ -149,7 +149,8 @@ def _other_runs(build: Build, r: dict, v: timing.Verdict) -> list[tuple]:
     capture = build.summary(record)
     lines.append(("one call (CUDA events), in the stage's capture", f"the capture's own {capture['settings']['event_reps']} "
                   f"calls ({escape(capture['date'])})",
-                  f"{us(capture['event_median_us'])} ({capture['event_p10_us']:.1f}–{capture['event_p90_us']:.1f})",
+                  f"{build.number(record, ONE_CALL, CAPTURE_RUN, us(capture['event_median_us']))} "
+                  f"({capture['event_p10_us']:.1f}–{capture['event_p90_us']:.1f})",
                   "the same method in another run: " + (
                       "inside" if v.one_call.p10 <= capture["event_median_us"] <= v.one_call.p90 else "outside")
                   + " this run's p10–p90 for one call"))
@@ -352,7 +353,7 @@ def lone_call(build: Build):
 @piece("timing-value", inline=True)
 def timing_value(build: Build, what, stage=None, shape=None):
     """A figure of the timing run inline: inflation, tolerance, cpu_tolerance, margin, overheads SHAPE (the
-    launch overheads' range there), or a row's one_call and enqueue medians."""
+    launch overheads' range there), or a row's one_call, enqueue and gpu_only medians."""
     if what == "inflation":  # the sentences around it say the profiler adds CPU time: hold them to it
         lo, hi = inflation_range(build)
         if lo <= 1:
@@ -368,7 +369,7 @@ def timing_value(build: Build, what, stage=None, shape=None):
         return f"{100 * timing.CPU_FLOOR:.0f} %"
     if what == "margin":
         return f"{timing.HOST_MARGIN:g}×"
-    if what in ("one_call", "enqueue"):
+    if what in ("one_call", "enqueue", "gpu_only"):
         return us(getattr(timing.verdict(timing.find(build.run("timing")["rows"], stage, shape)), what).median)
     raise KeyError(f"unknown timing value {what!r}")
 
