@@ -103,8 +103,10 @@ def test_the_rates_on_methods_include_the_steady_state_rate_the_roofline_shows()
     b = build()
     s = check(b, "rates", "fa4")
     steady = f"{statistics.median(f for f, _ in runs.steady_rates(b)):.0f}"
-    # the lesson gives the steady rate where the rule tells it from the short runs', and says so where it does not
-    said = f"{steady} after seconds of load" + (" (not told apart from those)" if "steady not told apart" in s.outcome else ",")
+    # the lesson gives the steady rate where the rule tells it from the short runs'; where it does not, it gives no
+    # third figure and says so
+    said = ("after seconds of load, not told apart from those" if "steady not told apart" in s.outcome
+            else f"{steady} after seconds of load,")
     assert said in s.lesson, (s.outcome, s.lesson)
     assert f"{steady} (from " in s.text and "at steady state" in s.text
     assert "roofline.md#the-fastest-forward-at-b1-h16-s8192-d128" in s.text  # the section that folds the steady rate

@@ -305,16 +305,14 @@ def counters_roofline(build: Build):
         main = summary.longest_counted(measured)
         moved = sum(k["dram_bytes"] or 0 for k in kernels)
         flops = causal_flops(measured["shape"])
-        rows.append((title(stage), size(moved), f"{flops / moved:,.0f}",
-                     f"{tflops(flops, sum(k['duration_ns'] or 0 for k in kernels) / 1e3):.0f}",
-                     f"{main['tensor_pipe_pct']:.0f} %",
+        rows.append((title(stage), size(moved), f"{flops / moved:,.0f}", f"{main['tensor_pipe_pct']:.0f} %",
                      " / ".join(tables.counter_pct(main, key, " ") for key in ("sm_throughput_pct", "memory_throughput_pct")),
                      f"{main['dram_throughput_pct']:.0f} %", f"**{counter_verdict(main)}**"))
-    return (tables.table(["path", "DRAM bytes (measured)", "FLOP / DRAM byte", "TFLOP/s (kernel time, Nsight Compute)",
-                          "tensor pipe (longest kernel)", "SM / memory throughput (longest kernel)", "DRAM throughput",
-                          "verdict (longest kernel)"], rows, "lrrrrrrl")
+    return (tables.table(["path", "DRAM bytes (measured)", "FLOP / DRAM byte", "tensor pipe (longest kernel)",
+                          "SM / memory throughput (longest kernel)", "DRAM throughput", "verdict (longest kernel)"],
+                         rows, "lrrrrrl")
             + f"\n\nShape {dims(LONG_SHAPE)}, bf16, causal; FLOPs by the causal model (4·B·H·S²·D/2), "
-              f"bytes and kernel time measured by Nsight Compute over one forward. The verdict reads the busier of SM "
+              f"bytes measured by Nsight Compute over one forward. The verdict reads the busier of SM "
               f"and memory throughput against Nsight Compute's {BOUND_AT:g} % threshold, not the tensor pipe; within "
               f"{BAND:g} points of it, *near the threshold*. Memory "
               f"throughput is the busiest level of the memory system, caches included, so it can be high while DRAM's "
@@ -328,13 +326,12 @@ def fastest(build: Build):
     rows = sorted(build.run("fastest"), key=lambda r: -(r.get("tflops_back_to_back") or 0))
     layout = lambda r: LAYOUT_TITLES[r.get("layout", "BHSD")]
     table = tables.table(["path", "q, k, v in memory", "back to back: CUDA-event time / forward",
-                          "TFLOP/s (back to back)", "of the bf16 matmul ceiling",
-                          "TFLOP/s (one call: CUDA-event median)"], [
+                          "TFLOP/s (back to back)", "of the bf16 matmul ceiling"], [
         (title(r["path"]), layout(r), us(r.get("back_to_back_us")), f"**{r['tflops_back_to_back']:.0f}**",
-         f"{100 * r['tflops_back_to_back'] / peak:.0f} %", f"{r['tflops']:.0f}") if "tflops_back_to_back" in r else
-        (title(r["path"]), layout(r), "not available", "—", "—",
+         f"{100 * r['tflops_back_to_back'] / peak:.0f} %") if "tflops_back_to_back" in r else
+        (title(r["path"]), layout(r), "not available", "—",
          tables.why_unavailable(r["unavailable"]) if "unavailable" in r else "OOM")
-        for r in rows], "llrrrr") + tables.raw_reasons((plain_title(r["path"]), r["unavailable"]) for r in rows
+        for r in rows], "llrrr") + tables.raw_reasons((plain_title(r["path"]), r["unavailable"]) for r in rows
                                                         if "unavailable" in r)
     return table + "\n\n" + fastest_words(build, [r for r in rows if "tflops_back_to_back" in r], peak)
 
