@@ -489,6 +489,7 @@ def test_every_open_in_perfetto_control_answers_offline(site, server, silent, br
     own: test_every_page_in_a_real_browser) says so and offers the trace as a download. The page with the
     most buttons waits as a reader does and must answer within PERFETTO_NOTE_S seconds; the others, each in
     its own tab while it waits, are told a wait of SHORT_WAIT_MS (the same code, a shorter wait)."""
+    from selenium.webdriver.support.ui import WebDriverWait
     problems, waiting = [], {}  # tab -> (page, the wait it was told: None for the reader's)
     home = browser.current_window_handle
     buttons = {path: len(re.findall(r'<a [^>]*class="[^"]*\battnprof-perfetto\b', (site / path / "index.html").read_text()))
@@ -497,6 +498,9 @@ def test_every_open_in_perfetto_control_answers_offline(site, server, silent, br
         browser.switch_to.new_window("tab")
         metrics(browser, WIDE)
         browser.get(f"{server}/{path}/" if path else f"{server}/")
+        # a new tab can hand back control before its page is in it (seen with Chromium 150): wait for its buttons
+        WebDriverWait(browser, 10).until(lambda b: b.execute_script(
+            "return document.querySelectorAll('article a.attnprof-perfetto').length") == buttons[path])
         wait = None if k == 0 else SHORT_WAIT_MS
         assert browser.execute_script(CLICK_OFFLINE, silent, wait) == buttons[path], f"{path}: not every button clicked"
         waiting[browser.current_window_handle] = path, wait
