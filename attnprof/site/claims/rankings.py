@@ -7,7 +7,7 @@ from ...model import names
 from ...model.stages import DEFAULT_SHAPE, STAGES
 from ...text import escape, shape as shape_text, us
 from ..build import Build, row
-from ..words import DEVICE, MEDIAN, TIMING_RUN, listed, per_process, plain_title, short, within
+from ..words import DEVICE, MEDIAN, listed, per_process, plain_title, short, within
 from .core import ADAPTS, Flip, Statement, claim
 from .edits import each, in_run, scale, scaled_row, setting
 from .wording import apart, front, pct, times
@@ -78,19 +78,18 @@ def cudnn_fastest(build: Build) -> Statement:
                      rests_on=f"first by device {first[0]}, by one call {first[1]}")
 
 
-@claim("between", reads=["run-timing"],
-       flip=lambda stage: Flip("run-timing.json", scaled_row("timing", "one_call_us", 10.0, stage=stage,
-                                                             shape=list(DEFAULT_SHAPE))))
+@claim("between", reads=lambda stage, slower, faster: [stage, slower, faster],
+       flip=lambda stage, slower, faster: Flip(f"{stage}.json", each("forward_device_us", 10.0)))
 def between(build: Build, stage, slower, faster) -> Statement:
-    """A stage's one-call time between two others' (the timing run's CUDA-event samples, the three measured in
-    turns in each process), told apart from both by the one rule."""
-    a, b, c = (timed_range(build, s, DEFAULT_SHAPE, "one_call_us") for s in (stage, slower, faster))
-    text = (f"{a.text(us)} per forward (CUDA events, one call, {a.how}, {shape_text(DEFAULT_SHAPE)}, "
-            f"{clock_of(build, DEFAULT_SHAPE)}) "
-            f"against {b.text(us)} for {short(slower)} and {c.text(us)} for {short(faster)}: "
-            f"{times(b.median / a.median)} faster than the first, {times(a.median / c.median)} slower than the second")
+    """A stage's device time per forward between two others' (each capture's profiled forwards), told apart from
+    both by the one rule."""
+    a, b, c = (decide.samples(build.summary(s)["forward_device_us_each"], decide.DEVICE) for s in (stage, slower, faster))
+    text = (f"{a.text(us)} of device time per forward (profiler, median and p10–p90 of the capture's profiled "
+            f"forwards, {shape_text(build.summary(stage)['shape'])}) against {b.text(us)} for {short(slower)} and "
+            f"{c.text(us)} for {short(faster)}: {times(b.median / a.median)} faster than the first, "
+            f"{times(a.median / c.median)} slower than the second")
     lesson = (f"{times(b.median / a.median)} faster than {short(slower)} and {times(a.median / c.median)} slower than "
-              f"{short(faster)}, one call each in {TIMING_RUN}")
+              f"{short(faster)}, by device time")
     return Statement(text, decide.order(c, a) == -1 and decide.order(a, b) == -1, f"{a} between {c} and {b}",
                      lesson=lesson)
 
