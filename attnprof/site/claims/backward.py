@@ -102,9 +102,7 @@ def bwd_fastest(build: Build) -> Statement:
     lesson = (f"By device time the fastest backward here is {short(lead)}'s"
               if len(first) == 1 else f"By device time no backward leads: {listed([short(k) for k in first])} are "
                                       f"not told apart")
-    lesson += {1: f"; by one call, {short(rival)}'s is faster",
-               0: f"; by one call, it is not told apart from {short(rival)}'s",
-               -1: f"; by one call too, ahead of {short(rival)}'s"}[by_call]
+    # one call's order stays in the evidence: it is that run's, and the table beside gives the captures' own
     missing = [r["stage"] for result in build.repeats("backward") for r in result["rows"] if "error" in r]
     return Statement(text, not missing and len(device) == len(FUSED_BWD + UNFUSED_BWD),  # every backward, every process
                      f"device {first}, then {runner}; one call {lead} against {rival}: {by_call}; "

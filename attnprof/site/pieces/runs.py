@@ -737,7 +737,7 @@ def verify_table(build: Build):
     if passing:
         folded = _verify_rows(passing).replace("\n", "\n    ")
         out += (f'\n\n??? note "The checks of the paths that pass wherever they run: '
-                f'{listed([escape(p) for p in dict.fromkeys(r["path"] for r in passing)])}"\n    {folded}')
+                f'{listed([escape(short(p)) for p in dict.fromkeys(r["path"] for r in passing)])}"\n    {folded}')
     return out
 
 
@@ -746,7 +746,7 @@ def _verify_rows(checks: list[dict]) -> str:
     for r in checks:
         note = tables.MASKED_ROW.get(r.get("masked_row"), r.get("masked_row")) or reasons.first_sentence(r.get("reason", ""))
         note += f"{'; ' if note else ''}{r['note']}" if r.get("note") else ""
-        rows.append((escape(r["path"]), escape(r["dtype"]), shape(r["shape"]), "yes" if r["fully_masked_row"] else "",
+        rows.append((escape(short(r["path"])), escape(r["dtype"]), shape(r["shape"]), "yes" if r["fully_masked_row"] else "",
                      "✗ **fail**" if r["status"] == "fail" else "✓ pass" if r["status"] == "pass" else escape(r["status"]),
                      f"{r['rel_frobenius']:.1e}" if r.get("rel_frobenius") == r.get("rel_frobenius") and "rel_frobenius" in r else
                      ("NaN" if r.get("nan") else "—"),
