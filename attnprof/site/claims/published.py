@@ -15,7 +15,7 @@ from ..render import tables
 from ..build import Build
 from ..pieces.gpu import arch_of, name as gpu_name
 from ..pieces.runs import measured, row_where, softmax_share, speedups
-from ..words import count, title
+from ..words import count, short, title
 from ..registry import piece
 from .core import ADAPTS, Flip, Statement, claim
 from .edits import in_run
@@ -101,8 +101,8 @@ def silent_fallback(build: Build):
 def _fail_note(r):
     if r["fully_masked_row"]:
         held = tables.MASKED_ROW.get(r.get("masked_row")) or escape(r.get("masked_row") or "an error")
-        return f"{escape(r['path'])} ({held} on a fully masked row)"
-    return f"{escape(r['path'])} {escape(r['dtype'])}"
+        return f"{escape(short(r['path']))} ({held} on a fully masked row)"
+    return f"{escape(short(r['path']))} {escape(r['dtype'])}"
 
 
 def numerical_risk(build: Build):
