@@ -174,3 +174,13 @@ def test_without_a_usable_timing_run_the_gaps_line_drops_only_its_stream_sentenc
     assert "a stream of these forwards is" in with_run
     assert "a stream of these forwards is" not in without and "not usable" not in without and "!!!" not in without
     assert without.split(" Unprofiled")[0] == with_run.split(" Unprofiled")[0]  # the rest of the line is the same
+
+
+def test_a_name_wraps_at_its_joints_on_a_phone_and_nowhere_else():
+    """A narrow cell breaks a name after `::` and `_` and between camelCase words, never inside a word the
+    chapters teach (`f32f32`, `DtoD`)."""
+    from attnprof.site.render import tables
+    assert "cuda<wbr>Launch<wbr>Kernel" in tables.kernel("cudaLaunchKernel")
+    assert "aten::<wbr>transpose" in tables.kernel("aten::transpose")
+    assert "Memcpy DtoD" in tables.kernel("Memcpy DtoD (Device -> Device)")
+    assert "f32f32" in tables.kernel("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas")

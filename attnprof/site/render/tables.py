@@ -2,6 +2,8 @@
 capture (key_averages, the op list and its diff, footprint, CPU side) with the boxes around them."""
 from __future__ import annotations
 
+import re
+
 from ...analysis import counters as ncu, kernel_names, oplist
 from ...analysis.oplist import KEY_AVERAGES_HEADERS, KIND_LABEL
 from ...model.procedure import MEASURED_ONCE
@@ -33,11 +35,12 @@ def launch(api: str) -> str:
 
 
 def kernel(name: str, printed=kernel_names.printed) -> str:
-    """A kernel's name as the profiler prints it, as code free to wrap after an underscore (a phone wraps it rather
-    than cut it, and `ffma` or `f32f32` stays whole), its full name in the tooltip; then, where it says more, the
+    """A kernel's name as the profiler prints it, as code free to wrap after an underscore, a `::` or inside a
+    camelCase word (a phone wraps it rather than cut it, and `ffma` or `f32f32` stays whole), its full name in the tooltip; then, where it says more, the
     readable gloss (kernel_names.gloss) in small print."""
     gloss = kernel_names.gloss(name)
-    shown = escape(printed(name)).replace("_", "&#95;<wbr>")  # an entity: `_<wbr>_` would start emphasis
+    shown = re.sub(r"(?<=[a-z]{3})(?=[A-Z][a-z])|(?<=::)", "<wbr>", escape(printed(name)))  # cudaLaunch|Kernel, aten::|mm
+    shown = shown.replace("_", "&#95;<wbr>")  # an entity: `_<wbr>_` would start emphasis
     return f'<code title="{escape(name)}">{shown}</code>' + (f"<br><small>{escape(gloss)}</small>" if gloss else "")
 
 
