@@ -141,10 +141,12 @@ def figure(build: Build, name):
 
 @piece("stamp", captures=1, kind="run")
 def stamp_run(build: Build, record):
+    """Which GPU and software took a run, as a closed box: its title names the GPU, its body the rest."""
     name = record.removeprefix("run-")
     r = build.run_record(name)
     took = "under 1 s" if r["wall_s"] < 1 else f"{r['wall_s']:.0f} s"
-    return tables.environment(r, "Measured", f"in {took}; `python -m attnprof sweep --only {name}` retakes it")
+    return "???" + tables.environment(r, "Measured", f"in {took}; `python -m attnprof sweep --only {name}` "
+                                      "retakes it").removeprefix("!!!")
 
 
 def power_capped(clocks: dict | None) -> bool:

@@ -220,13 +220,14 @@ def ops_cp(build: Build, record, rank="0"):
 
 @piece("stamp", captures=1, kind="cp")
 def stamp_cp(build: Build, record):
+    """Which GPUs and software took a two-GPU capture, as a closed box whose title names the GPU."""
     s = build.summary(record)
     detail = (f"{s['world_size']} ranks, shape {tuple(s['shape'])} bf16, causal, rotation {escape(s['rotate'])}, "
               f"{'head-and-tail' if s['load_balance'] else 'no'} load balance · code hash `{s['source_hash']}`")
     medians = [what for key, what in MEASURED_ONCE_TWO_GPU.items()
                if any(key in p and "event_times_us" not in p for p in [*s["ranks"], s["single_gpu"]])]
-    return tables.environment(s, "Captured", detail + tables.measured_once(
-        [*s["ranks"], s["single_gpu"]], medians, "the merged trace and these medians"))
+    return "???" + tables.environment(s, "Captured", detail + tables.measured_once(
+        [*s["ranks"], s["single_gpu"]], medians, "the merged trace and these medians")).removeprefix("!!!")
 
 
 RANK_VALUES = {  # value CP-RECORD rank0.exposed, rank1.hidden_pct ...
