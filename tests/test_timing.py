@@ -214,7 +214,7 @@ def test_a_verdict_closer_than_the_margin_states_its_room_and_fails_an_expected_
     with pytest.raises(FalseStatement, match="margin that decides it"):
         expand(build, "verdict", ["flash", "8x16x1024x64", "stream", "expect=GPU-bound"])
     one = expand(build, "verdict", ["flash", "8x16x1024x64", "stream"])
-    assert one.startswith("**GPU-bound** in a stream: back to back")
+    assert one.startswith("**GPU-bound** in a stream (evidence: ") and "1.7× slower would give the same verdict" in one
     said = expand(build, "verdicts", ["8x16x1024x64"])
     assert "flash" in said.split("**")[0] and "are all **GPU-bound** in a stream" in said  # every process says it
     assert "a CPU that enqueues up to 1.7× slower would give the same verdict for every one of them" in said

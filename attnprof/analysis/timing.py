@@ -54,7 +54,7 @@ METHODS = {
     "one_call_us": Method("one call (CUDA events)", "events around one call on an idle GPU, then a synchronize",
                           "GPU only, plus the CPU's work and the launch before the first kernel"),
     "one_call_wall_us": Method("one call (host clock)", "wall time of the call and the synchronize after it",
-                               "seen from Python, from the call on: it can come out shorter than the events'"),
+                               "seen from Python, from the call on: it can come out shorter than the events' time"),
     "enqueue_us": Method("CPU enqueue (host clock)", "wall time to enqueue the {calls} back-to-back calls, per call",
                          "the CPU's pace, no waiting on the GPU"),
     "profiled_cpu": Method("profiled CPU time (torch.profiler)", "the annotated range on the CPU thread",

@@ -748,7 +748,8 @@ def _verify_rows(checks: list[dict]) -> str:
     for r in checks:
         note = tables.MASKED_ROW.get(r.get("masked_row"), r.get("masked_row")) or reasons.first_sentence(r.get("reason", ""))
         note += f"{'; ' if note else ''}{r['note']}" if r.get("note") else ""
-        rows.append((escape(short(r["path"])), escape(r["dtype"]), shape(r["shape"]), "yes" if r["fully_masked_row"] else "",
+        path = escape(short(r["path"])).replace("-", "\u2011")  # FlashAttention-4 whole in a narrow column
+        rows.append((path, escape(r["dtype"]), shape(r["shape"]), "yes" if r["fully_masked_row"] else "",
                      "✗ **fail**" if r["status"] == "fail" else "✓ pass" if r["status"] == "pass" else escape(r["status"]),
                      f"{r['rel_frobenius']:.1e}" if r.get("rel_frobenius") == r.get("rel_frobenius") and "rel_frobenius" in r else
                      ("NaN" if r.get("nan") else "—"),

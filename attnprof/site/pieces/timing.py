@@ -215,9 +215,8 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
                                  f"in every repeat by the {timing.HOST_MARGIN:g}× margin that decides it "
                                  f"({', '.join(x.stream for x in every)}; GPU only {us(v.gpu_only.median)}, CPU enqueue "
                                  f"{us(v.enqueue.median)}): drop expect= and let the sentence give its room")
-        return _claim(directive, expect, said, build.fold(
-            f"**{said}** in a stream{'' if timing.consensus(every) else ', not in every process'}: back to back "
-            f"{us(v.back_to_back.median)} per call, against {us(v.gpu_only.median)} GPU only",
+        return _claim(directive, expect, said, build.fold(  # its times folded: the page gives each forward's one
+            f"**{said}** in a stream{'' if timing.consensus(every) else ', not in every process'}",
             f"{said} in a stream{_margin(build, every)}: back to back it takes "
             f"{us(v.back_to_back.median)} per call, against {us(v.gpu_only.median)} of GPU work (CUDA-graph "
             f"replay) and {enqueue.text(us)} of CPU enqueue ({enqueue.how}){_room([every])}"))
@@ -230,9 +229,11 @@ def verdict_sentence(build: Build, stage, shape, kind="stream", expect=None):
             raise FalseStatement(f"the sentence `{directive}` expects {expect!r}, but one call ({one.text(us)}) and "
                                  f"twice its GPU work ({gpu.scaled(lambda x: 2 * x).text(us)}) are not told apart "
                                  f"({one.how}): drop expect= and let the numbers speak")
+        relation = {"launch dominates": "more than twice", UNDECIDED_CALL: "not told apart from twice",
+                    "kernels dominate": "less than twice", "no launch overhead visible": "no more than"}[found]
         return _claim(directive, expect, found, build.fold(
-            f"one call takes {build.number(_record(stage, shape), ONE_CALL, TIMING_RUN, us(one.median))}, against "
-            f"{us(gpu.median)} GPU only",
+            f"one call takes {build.number(_record(stage, shape), ONE_CALL, TIMING_RUN, us(one.median))}, {relation} "
+            f"its GPU work",
             f"it takes {one.text(us)} (CUDA events), {gpu.text(us)} of it GPU work (CUDA-graph replay) "
             f"and {_signed(v.launch_overhead_us)} launch overhead ({100 * v.launch_overhead_us / v.one_call.median:.0f} %"
             f"; {one.how})"))
@@ -353,7 +354,7 @@ def lone_call(build: Build):
 @piece("timing-value", inline=True)
 def timing_value(build: Build, what, stage=None, shape=None):
     """A figure of the timing run inline: inflation, tolerance, cpu_tolerance, margin, overheads SHAPE (the
-    launch overheads' range there), or a row's one_call, enqueue and gpu_only medians."""
+    launch overheads' range there), or a row's one_call and enqueue medians."""
     if what == "inflation":  # the sentences around it say the profiler adds CPU time: hold them to it
         lo, hi = inflation_range(build)
         if lo <= 1:
@@ -369,7 +370,7 @@ def timing_value(build: Build, what, stage=None, shape=None):
         return f"{100 * timing.CPU_FLOOR:.0f} %"
     if what == "margin":
         return f"{timing.HOST_MARGIN:g}×"
-    if what in ("one_call", "enqueue", "gpu_only"):
+    if what in ("one_call", "enqueue"):
         return us(getattr(timing.verdict(timing.find(build.run("timing")["rows"], stage, shape)), what).median)
     raise KeyError(f"unknown timing value {what!r}")
 
