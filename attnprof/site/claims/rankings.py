@@ -155,6 +155,23 @@ def cpu_rank(build: Build, stage, *others) -> Statement:
                      lesson)
 
 
+@claim("profiled-cpu", reads=lambda *stages: list(stages),
+       flip=lambda *stages: Flip(f"{stages[0]}.json", each("cpu_forward_us", 10.0), ADAPTS))
+def profiled_cpu(build: Build, *stages) -> Statement:
+    """How stages rank by the profiler's CPU time per forward (each capture's profiled forwards, the one rule with
+    CPU time's margins): the column the tables give, which the profiler's own cost per op inflates."""
+    cpu = {s: decide.samples(build.summary(s)["cpu_forward_us_each"], decide.CPU) for s in stages}
+    groups = decide.ranking(cpu)
+    names = lambda group: listed([short(s) for s in group])
+    lesson = ("by the profiler's CPU time per forward, " + (f"{names(stages)} are not told apart" if len(groups) == 1
+              else ", then ".join(names(g) for g in groups) + ", cheapest first"))
+    text = (", ".join(f"{short(s)} {cpu[s].text(us)}" for s in stages) + " of CPU time per forward (profiler, median "
+            f"and p10–p90 of each capture's profiled forwards, {shape_text(DEFAULT_SHAPE)}); two captures' medians "
+            f"are told apart only beyond {decide.margin(*list(cpu.values())[:2]) + 1:.1f}× of each other, as far as "
+            "one forward's profiled CPU time has moved between processes")
+    return Statement(text, True, f"groups {groups}", str(groups), lesson)
+
+
 @claim("layout-gap", reads=["run-fastest"],
        flip=lambda stage: [Flip("run-fastest.json", in_run("fastest", _slower_rows(stage, "BHSD", 0.85)), ADAPTS),
                            Flip("run-fastest.json", in_run("fastest", _slower_rows(stage, "BHSD", 3.0)))])
