@@ -105,8 +105,9 @@ def metrics(s: dict) -> dict:
     if not decided(st):
         label = f"{label} (within {timing.HOST_MARGIN:g}×)"
         note = "; ".join(filter(None, [note, (
-            f"{st.verdict} on this host by less than the {timing.HOST_MARGIN:g}× margin that decides it (GPU only "
-            f"{us(st.gpu_only.median)}, CPU enqueue {us(st.enqueue.median)} per call). A host whose CPU enqueues "
+            f"{st.verdict} on this host by less than the {timing.HOST_MARGIN:g}× margin that decides it (back to back "
+            f"{us(st.back_to_back.median)}, GPU only {us(st.gpu_only.median)}, CPU enqueue {us(st.enqueue.median)} per "
+            f"call). A host whose CPU enqueues "
             f"at another pace may give another verdict")]))
     return {"record": s["record"], "title": s.get("title", s["stage"]), "device": s["device"], "shape": s["shape"],
             "dtype": s["dtype"], "ops_per_forward": s["ops_per_forward"],
