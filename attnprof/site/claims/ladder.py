@@ -51,8 +51,9 @@ def unasked_copy(build: Build, stage) -> Statement:
         return Statement(f"{len(copies)} copies in the forward", False, f"{len(copies)} memcpy ops")
     i, op, path = copies[0]
     outer = path[0].removeprefix("aten::") if path else "?"
-    lesson = f"a Memcpy no line asks for: `{outer}` copying the scores"
-    return Statement(f"op {i}, {lesson} through `clone` ({us(op['duration_us'])}; launched from {' → '.join(path)})",
+    lesson = f"`{outer}` copies the scores, a Memcpy no line asks for"
+    return Statement(f"op {i}, a Memcpy no line asks for: `{outer}` copying the scores through `clone` "
+                     f"({us(op['duration_us'])}; launched from {' → '.join(path)})",
                      "aten::clone" in path, " → ".join(path), lesson=lesson)
 
 
