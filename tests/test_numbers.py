@@ -100,9 +100,10 @@ def test_the_a100_table_says_which_op_counts_differ_from_the_posts_by_a_memset(m
 def test_methods_sets_the_chapters_profiled_figures_beside_the_other_clocks():
     """Methods' one forward under every clock gives its profiled rows from the stage's capture, the numbers the
     cuDNN chapter gives (device and CPU time: the median of its forwards; span: the forward drawn's gaps), and a
-    chapter's gaps box gives the timing run's stream and no second one-call or CPU figure."""
+    chapter's gaps box gives no figure of another run, only where launch-bound times a stream of them."""
     from attnprof.analysis import oplist
-    from attnprof.site.pieces.timing import methods, stream_line
+    from attnprof.site.pieces.captures import gaps
+    from attnprof.site.pieces.timing import methods
     from attnprof.text import us
     registry.load()
     build = Build(store.CAPTURES, problems={})
@@ -111,5 +112,5 @@ def test_methods_sets_the_chapters_profiled_figures_beside_the_other_clocks():
     assert f"| {us(s['forward_device_us'])} |" in row("profiled device time")
     assert f"| {us(s['cpu_forward_us'])} |" in row("profiled CPU time")
     assert f"| {us(oplist.gaps(s).span_us)} |" in row("profiled span")
-    line = stream_line(build, "cudnn", s["shape"])
-    assert "GPU-bound" in line and "one call" not in line and "CPU side takes" not in line
+    line = gaps(build, "cudnn")
+    assert "(launch-bound.md)" in line and "bound**" not in line and "one call" not in line

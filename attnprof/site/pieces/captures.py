@@ -15,7 +15,7 @@ from ..render import plots, tables
 from ..words import CAPTURE_RUN, CPU, DEVICE, MEDIAN, ONE_CALL, count, listed, plain_title, short, title
 from ..registry import ALL, one_of, piece
 from .gpu import name as gpu_name
-from .timing import stream_line
+from .timing import own_stream_line
 
 
 @piece("stamp", captures=1, unavailable=True)
@@ -151,7 +151,9 @@ def gaps(build: Build, record):
             f"forward's ops for {us(g.busy_us)} of a {us(g.span_us)} span from first launch to last op end, idle "
             f"**{100 * g.idle_share:.0f} %** of it. Median launch latency {us(statistics.median_high(g.launch_latency_us))} per op (launch "
             f"call → op start under the profiler, time queued behind earlier ops included). The profiler slows "
-            f"the CPU side, so these gaps are not a verdict." + stream_line(build, s["stage"], s["shape"], s))
+            f"the CPU side, so these gaps are not a verdict"
+            + (": [When the GPU waits for Python](launch-bound.md) times a stream of these forwards without it."
+               if s["stage"] in STAGES else "." + own_stream_line(s)))
 
 
 @piece("launch", captures=ALL)

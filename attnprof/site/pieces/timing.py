@@ -14,7 +14,7 @@ from ...model.procedure import SCHEDULE, THROTTLE
 from ...model.stages import DEFAULT_SHAPE, STAGES
 from ...text import escape, shape as shape_text, us
 from ..render import tables
-from ..build import Build, FalseStatement, RecordUnusable
+from ..build import Build, FalseStatement
 from ..words import CAPTURE_RUN, CPU, DEVICE, MEDIAN, ONE_CALL, TIMING_RUN, count, listed, mhz, short, sm_readings, title
 from ..registry import piece
 
@@ -373,23 +373,6 @@ def timing_value(build: Build, what, stage=None, shape=None):
     if what in ("one_call", "enqueue"):
         return us(getattr(timing.verdict(timing.find(build.run("timing")["rows"], stage, shape)), what).median)
     raise KeyError(f"unknown timing value {what!r}")
-
-
-def stream_line(build: Build, stage: str, shape, summary: dict | None = None) -> str:
-    """The timing run's stream verdict at a capture's stage and shape, for the gaps line ("" without a row); a
-    reader's capture (`summary`) gets its own samples'."""
-    try:
-        r = timing.find(build.run("timing")["rows"], stage, list(shape))
-    except (ValueError, RecordUnusable):  # no row, or no usable run: the gaps line goes without this sentence
-        r = {"error": "no row"}
-    if "error" in r:
-        return own_stream_line(summary) if summary is not None and stage not in STAGES else ""
-    if not judged(r):  # no GPU-only samples (its forward could not be recorded into a CUDA graph): no verdict
-        return ""
-    v = timing.verdict(r)
-    return (f" Unprofiled ([timing run](launch-bound.md#launch-bound-or-gpu-bound)), a stream of these forwards is "
-            f"**{v.stream}**: {us(v.back_to_back.median)} per call back to back against {us(v.gpu_only.median)} "
-            f"GPU only and {us(v.enqueue.median)} CPU enqueue.")
 
 
 def own_stream_line(s: dict) -> str:
