@@ -72,7 +72,7 @@ def graph_gains(build: Build) -> Statement:
             f"At a decode step "
             f"with a KV cache of {kv[first]:,} the replay is {times(min(at(first)))}–{times(max(at(first)))} faster per "
             f"call; at {kv[last]:,}, {times(min(at(last)))}–{times(max(at(last)))}: the fastest replayed call grows "
-            f"from {replayed(first).text(us)} to {replayed(last).text(us)} as the kernel reads more K and V. "
+            f"from {replayed(first).text(us)} to {replayed(last).text(us)} as the KV cache grows. "
             + "; ".join(f"{'at' if i else 'At'} {where(ws)}, {gains(top)}" for i, (top, ws) in enumerate(most.items()))
             + " (the launches it no longer makes)")
     faster = all(decide.order(graph[k], eager[k]) == -1 for k in eager)
