@@ -80,8 +80,6 @@ def serving_answers(build: Build) -> Statement:
             f"forward's FLOPs on padding; {' and '.join(dict.fromkeys(escape(r['way']) for r in packed))} spend none"
             + (f"; ahead of the padded batch by one call somewhere and behind it nowhere: "
                f"{' and '.join(escape(w) for w in best)}" if best else
-               f"; by one call, no packed batch is told apart from the padded one ({one_call(packed[0]).how})"
-               if all(said == {0} for said in sides.values()) else
                "; no packed batch is ahead of the padded one by one call somewhere and behind it nowhere")
             + (f"; one call (the table's) is longer packed than padded for {' and '.join(slower)}" if slower else ""))
     heads = "less memory and time" if gqa_time == -1 else "less memory"
