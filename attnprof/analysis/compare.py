@@ -123,7 +123,7 @@ def decided(st: timing.Stream) -> bool:
     """Whether a capture's stream verdict is decided (timing.Verdict.decided); one naming no side always is."""
     if st.verdict not in ("GPU-bound", "launch-bound"):
         return True
-    return timing.Verdict(st.verdict, None, st.back_to_back, st.gpu_only, st.enqueue, None, None).decided
+    return timing.Verdict(st.verdict, None, st.back_to_back, st.gpu_only, st.enqueue, None).decided
 
 
 def diff(a: dict, b: dict) -> dict:

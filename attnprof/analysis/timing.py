@@ -106,7 +106,6 @@ class Verdict:
     gpu_only: Stats
     enqueue: Stats
     profiled_cpu: Stats | None
-    profiled_device: Stats | None
 
     @property
     def launch_overhead_us(self) -> float:
@@ -171,8 +170,7 @@ def verdict(row: dict) -> Verdict:
     prof = row.get("profiled") or {}
     return Verdict(stream_verdict(s["back_to_back_us"], s["graph_us"], s["enqueue_us"]),
                    s["one_call_us"], s["back_to_back_us"], s["graph_us"], s["enqueue_us"],
-                   stats(prof["cpu_us"]) if prof.get("cpu_us") else None,
-                   stats(prof["device_us"]) if prof.get("device_us") else None)
+                   stats(prof["cpu_us"]) if prof.get("cpu_us") else None)
 
 
 def record_verdict(summary: dict) -> Verdict | None:
