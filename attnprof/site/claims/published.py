@@ -178,7 +178,7 @@ def flash_occupancy(build: Build):
             "the post (A100), from the footprint",
             f"achieved {_pct(k, 'warps_active_pct')} of a theoretical {_pct(k, 'theoretical_occupancy_pct')}, "
             f"limited by {counters.limiter(k)}",
-            "confirmed, and it fills nearly every slot it can" if near else "measured lower than the footprint allows")
+            "confirmed: near its footprint's limit" if near else "below its footprint's limit")
 
 
 def cudnn_occupancy(build: Build):
@@ -190,7 +190,7 @@ def cudnn_occupancy(build: Build):
             f"our {gpu_name(build, 'cudnn')} kernel (built for {arch_of(kernel_names.explain(op['name'])['arch'])}, "
             f"{threads} threads): achieved {_pct(k, 'warps_active_pct')} of a theoretical "
             f"{_pct(k, 'theoretical_occupancy_pct')}",
-            "the 0 is the trace's estimate; the counters measure real occupancy")
+            "the trace's 0 is an estimate: measured above zero" if k["warps_active_pct"] > 0 else "measured 0 too")
 
 
 def math_on_cuda_cores(build: Build):
