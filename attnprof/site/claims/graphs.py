@@ -1,7 +1,7 @@
 """Claims about CUDA graph replays: how a replay looks in the profiler, what it saves one call, and where."""
 from __future__ import annotations
 
-from ...analysis import decide
+from ...analysis import decide, summary
 from ...model.stages import DEFAULT_SHAPE
 from ...text import escape, us
 from ..build import Build
@@ -26,7 +26,7 @@ def replay_in_profiler(build: Build, eager="flash", replay="flash_graph") -> Sta
     """What the profiler shows of one forward replayed from a CUDA graph, against the same forward launched op by
     op: the same kernels, every one launched by cudaGraphLaunch, and no operator on the CPU."""
     e, r = build.summary(eager), build.summary(replay)
-    kernels = lambda s: [op["name"] for op in s["ops"] if op["kind"] == "kernel"]
+    kernels = lambda s: [op["name"] for op in summary.kernels(s)]
     launches = sorted({op["launch"] for op in r["ops"]})
     same, one_launch, no_ops = kernels(e) == kernels(r), launches == ["cudaGraphLaunch"], not r["cpu_ops"]
     n = len(kernels(r))

@@ -235,7 +235,7 @@ def fused_compute_bound(build: Build):
     for stage, record in counted_at(LONG_SHAPE):
         measured = build.counters(record)
         if measured:
-            rows.append((title(stage).replace("-", "\u2011"), counters.verdict(summary.longest_counted(measured))))
+            rows.append((tables.whole(title(stage)), counters.verdict(summary.longest_counted(measured))))
     named = lambda verdict: " · ".join(t for t, v in rows if v == verdict) or "none"
     bound = sum(v == "compute-bound" for _, v in rows)
     near = sum(v == counters.NEAR for _, v in rows)

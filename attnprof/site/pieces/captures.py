@@ -22,7 +22,7 @@ from .timing import own_stream_line
 def stamp(build: Build, record, folded=None):
     """Which GPU and software made a capture; `folded=yes`: as a closed box, one of a chapter's details."""
     text = tables.stamp(build.summary(record))
-    return "???" + text.removeprefix("!!!") if folded == "yes" else text
+    return tables.closed(text) if folded == "yes" else text
 
 
 @piece("key-averages", captures=1)

@@ -145,8 +145,8 @@ def stamp_run(build: Build, record):
     name = record.removeprefix("run-")
     r = build.run_record(name)
     took = "under 1 s" if r["wall_s"] < 1 else f"{r['wall_s']:.0f} s"
-    return "???" + tables.environment(r, "Measured", f"in {took}; `python -m attnprof sweep --only {name}` "
-                                      "retakes it").removeprefix("!!!")
+    return tables.closed(tables.environment(r, "Measured", f"in {took}; `python -m attnprof sweep --only {name}` "
+                                            "retakes it"))
 
 
 def power_capped(clocks: dict | None) -> bool:
@@ -748,8 +748,7 @@ def _verify_rows(checks: list[dict]) -> str:
     for r in checks:
         note = tables.MASKED_ROW.get(r.get("masked_row"), r.get("masked_row")) or reasons.first_sentence(r.get("reason", ""))
         note += f"{'; ' if note else ''}{r['note']}" if r.get("note") else ""
-        path = escape(short(r["path"])).replace("-", "\u2011")  # FlashAttention-4 whole in a narrow column
-        rows.append((path, escape(r["dtype"]), shape(r["shape"]), "yes" if r["fully_masked_row"] else "",
+        rows.append((tables.whole(escape(short(r["path"]))), escape(r["dtype"]), shape(r["shape"]), "yes" if r["fully_masked_row"] else "",
                      "✗ **fail**" if r["status"] == "fail" else "✓ pass" if r["status"] == "pass" else escape(r["status"]),
                      f"{r['rel_frobenius']:.1e}" if r.get("rel_frobenius") == r.get("rel_frobenius") and "rel_frobenius" in r else
                      ("NaN" if r.get("nan") else "—"),

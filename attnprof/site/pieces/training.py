@@ -226,8 +226,8 @@ def stamp_cp(build: Build, record):
               f"{'head-and-tail' if s['load_balance'] else 'no'} load balance · code hash `{s['source_hash']}`")
     medians = [what for key, what in MEASURED_ONCE_TWO_GPU.items()
                if any(key in p and "event_times_us" not in p for p in [*s["ranks"], s["single_gpu"]])]
-    return "???" + tables.environment(s, "Captured", detail + tables.measured_once(
-        [*s["ranks"], s["single_gpu"]], medians, "the merged trace and these medians")).removeprefix("!!!")
+    return tables.closed(tables.environment(s, "Captured", detail + tables.measured_once(
+        [*s["ranks"], s["single_gpu"]], medians, "the merged trace and these medians")))
 
 
 RANK_VALUES = {  # value CP-RECORD rank0.exposed, rank1.hidden_pct ...

@@ -15,10 +15,20 @@ def unit(math_unit: str) -> str:
 LAUNCH_API = {"cu": "CUDA driver API", "cuda": "CUDA runtime API"}
 
 
+def whole(text: str) -> str:
+    """Text that a narrow cell breaks between words, never at a hyphen ("FlashAttention-4" stays one)."""
+    return text.replace("-", "\u2011")
+
+
+def closed(box: str) -> str:
+    """An admonition (`!!! kind "title"`) as a closed box: its title shown, its body a tap away."""
+    return "???" + box.removeprefix("!!!")
+
+
 def table(headers, rows, align: str = "") -> str:
     """A Markdown table; `align` has one letter per column, l (the default) or r, e.g. "lrr"."""
     align = align.ljust(len(headers), "l")
-    headers = [h.replace("-", "\u2011") for h in headers]  # a header breaks between words, not at a hyphen
+    headers = [whole(h) for h in headers]
     lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---:" if a == "r" else "---" for a in align) + " |"]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
